@@ -1,0 +1,165 @@
+package negotiate
+
+import "fmt"
+
+// Peer is what is known of one side of the exchange for a run: what it
+// declared in-band (the raw string, when the field was present) and what the
+// operator configured (zero when not configured).
+type Peer struct {
+	Declared    string
+	HasDeclared bool
+	Configured  Version
+}
+
+// Declaration says what the relay writes into RUN_STARTED.protocolVersion.
+type Declaration int
+
+const (
+	// DeclareKeep forwards the producer's own declaration (or its absence).
+	DeclareKeep Declaration = iota
+	// DeclareSet writes the version the relay emits.
+	DeclareSet
+	// DeclareOmit removes the field: the consumer predates it.
+	DeclareOmit
+)
+
+// Plan is the decision for one run.
+type Plan struct {
+	// Consumer is the version the emitted stream is shaped for. A consumer
+	// newer than the relay reads Current.
+	Consumer Version
+	// Producer is what the producer speaks; zero when it predates the
+	// protocolVersion field and nothing was configured.
+	Producer Version
+	// ProducerPredatesField is set when the producer neither declared nor was
+	// configured: a 0.0.x producer of unknown release.
+	ProducerPredatesField bool
+	// Translate is false when the run passes untouched, byte for byte.
+	Translate bool
+	// Declare is what happens to RUN_STARTED.protocolVersion; Declared is the
+	// value written under DeclareSet.
+	Declare  Declaration
+	Declared string
+	// Warnings are for the operator: declarations the relay could not
+	// interpret, or a newer peer.
+	Warnings []string
+}
+
+// ConsumerVersion decides what the consumer reads, from its in-band
+// declaration (RunAgentInput.protocolVersion), else the configured version,
+// else Current: an undeclared, unconfigured consumer is treated as current,
+// never guessed downward. A declaration that cannot be interpreted is handled
+// like a newer one. It fails only for a consumer older than the relay serves.
+func ConsumerVersion(c Peer) (v Version, warnings []string, err error) {
+	switch {
+	case c.HasDeclared:
+		d, perr := Parse(c.Declared)
+		if perr != nil {
+			return Current, []string{fmt.Sprintf("consumer declared protocol version %q, which the relay cannot interpret: treated as newer, emitting %s", c.Declared, Current)}, nil
+		}
+		v = d
+	case !c.Configured.IsZero():
+		v = c.Configured
+	default:
+		v = Current
+	}
+	if ok, why := Supported(v); !ok {
+		return v, nil, fmt.Errorf("consumer version %s is not served: %s", v, why)
+	}
+	if Current.Less(v) {
+		v = Current // a newer consumer reads everything the relay emits
+	}
+	return v, nil, nil
+}
+
+// Decide decides one run from the consumer's version (see ConsumerVersion)
+// and what is known of the producer: its declaration on this run's
+// RUN_STARTED, else the configured version, else a producer that predates
+// the field. Each run of a multi-run stream is decided on its own.
+//
+// The rules, from the versioning draft ("Version negotiation"):
+//   - a stream the consumer reads as it is passes untranslated, and the relay
+//     declares what the producer spoke (its declaration is forwarded as is);
+//   - a translated stream declares what the relay emits;
+//   - toward a consumer that predates the field nothing is declared;
+//   - a producer declaration that cannot be interpreted is handled like a
+//     newer one: proceed, warn.
+func Decide(consumer Version, producer Peer) Plan {
+	p := Plan{Consumer: consumer}
+	producerNewer := false
+	switch {
+	case producer.HasDeclared:
+		d, err := Parse(producer.Declared)
+		if err != nil || d.Legacy() {
+			// A legacy release number is not a protocol version; a producer
+			// declaring one is as uninterpretable as any other odd string.
+			p.Warnings = append(p.Warnings, fmt.Sprintf("producer declared protocol version %q, which the relay cannot interpret: treated as newer", producer.Declared))
+			producerNewer = true
+			p.Producer = Current
+		} else {
+			p.Producer = d
+			if Current.Less(d) {
+				producerNewer = true
+				p.Warnings = append(p.Warnings, fmt.Sprintf("producer speaks protocol %s, newer than the relay's %s: material the relay does not know passes on", d, Current))
+			}
+		}
+	case !producer.Configured.IsZero():
+		p.Producer = producer.Configured
+	default:
+		p.ProducerPredatesField = true
+	}
+
+	if !consumer.Legacy() {
+		// A current consumer: anything current or newer passes untouched; a
+		// legacy producer's retired shapes are upgraded.
+		if producerNewer || (!p.ProducerPredatesField && !p.Producer.Legacy()) {
+			p.Declare = DeclareKeep
+			return p
+		}
+		p.Translate = true
+		p.Declare = DeclareSet
+		p.Declared = Current.String()
+		return p
+	}
+	// A legacy consumer predates the field.
+	if !p.ProducerPredatesField && !producerNewer && p.Producer == consumer {
+		p.Declare = DeclareKeep
+		return p
+	}
+	p.Translate = true
+	p.Declare = DeclareOmit
+	return p
+}
+
+// InputPlan is the decision for the RunAgentInput on its way to the producer.
+type InputPlan struct {
+	// From is what the consumer sent; To is what the producer reads.
+	From, To Version
+	// Translate is false when the input is forwarded byte for byte.
+	Translate bool
+	// Declare is what happens to RunAgentInput.protocolVersion: DeclareKeep,
+	// DeclareSet (to Declared) or DeclareOmit toward a producer that predates
+	// the field.
+	Declare  Declaration
+	Declared string
+}
+
+// DecideInput decides the input direction. Only the configured producer
+// version is known before the producer answers; an unconfigured producer is
+// treated as current.
+func DecideInput(consumer Version, producerConfigured Version) InputPlan {
+	to := producerConfigured
+	if to.IsZero() || Current.Less(to) {
+		to = Current
+	}
+	ip := InputPlan{From: consumer, To: to}
+	switch {
+	case consumer == to:
+		ip.Declare = DeclareKeep
+	case to.Legacy():
+		ip.Translate, ip.Declare = true, DeclareOmit
+	default:
+		ip.Translate, ip.Declare, ip.Declared = true, DeclareSet, to.String()
+	}
+	return ip
+}

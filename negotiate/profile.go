@@ -1,0 +1,45 @@
+package negotiate
+
+// Profile is a range of consumer releases that accept the same shapes, as
+// measured release by release (shared reference: legacy-profiles.md §6.0).
+// Within a profile a few traits still differ by release; the translation
+// chain keys those on the exact version, not on the profile.
+type Profile struct {
+	Name        string
+	First, Last Version // inclusive; Last is the newest release of the range
+	Summary     string
+}
+
+// Profiles lists the profiles from oldest to newest. The first one is known
+// but not served: see OldestSupported.
+var Profiles = []Profile{
+	{"P30", Version{0, 0, 27}, Version{0, 0, 36}, "strict serial verifier, one run per stream, no reasoning, assistant-only text messages (not served: faithful delivery would need reordering)"},
+	{"P37", Version{0, 0, 37}, Version{0, 0, 40}, "THINKING_* usable, text roles developer/system/user, interleaving, several runs per stream"},
+	{"P41", Version{0, 0, 41}, Version{0, 0, 44}, "+ ACTIVITY_*, activity role, user content parts (text, binary), RUN_STARTED.parentRunId/input; top-level unknown keys kept from 0.0.43"},
+	{"P45", Version{0, 0, 45}, Version{0, 0, 53}, "+ REASONING_*, reasoning role, encryptedValue; name from 0.0.48, media parts from 0.0.49, empty deltas from 0.0.50"},
+	{"P54", Version{0, 0, 54}, Version{0, 0, 58}, "+ RUN_FINISHED.outcome (strict success|interrupt), interrupts and resume; usage and null parentMessageId from 0.0.58"},
+	{"P59", Version{0, 0, 59}, Version{0, 0, 59}, "+ SUBAGENT_*, subagentRunId, metadata (null fatal), RUN_STARTED after RUN_ERROR"},
+	{"V1", Version{1, 0, 0}, Version{1, 0, 0}, "1.0: tolerant reader with strict values; THINKING_* and binary parts retired; cancelled outcome; protocolVersion"},
+}
+
+// ProfileOf returns the profile a version falls in. A published version newer
+// than 1.0 reads as V1 (the newest profile the relay knows); a legacy release
+// older than every profile returns the oldest.
+func ProfileOf(v Version) Profile {
+	for i := len(Profiles) - 1; i >= 0; i-- {
+		if v.AtLeast(Profiles[i].First) {
+			return Profiles[i]
+		}
+	}
+	return Profiles[0]
+}
+
+// Supported reports whether the relay can serve a consumer of version v, and
+// why not when it cannot.
+func Supported(v Version) (bool, string) {
+	if v.Less(OldestSupported) {
+		return false, "consumers older than " + OldestSupported.String() +
+			" verify strictly serially and accept one run per stream; serving them faithfully would mean reordering events, which a translation must not do"
+	}
+	return true, ""
+}

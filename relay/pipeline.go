@@ -1,0 +1,194 @@
+package relay
+
+import (
+	"bufio"
+	"sync"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/translate"
+)
+
+// Translator holds what every run's translation shares: the steps, the
+// chains built from them (one per target version, built on first use) and
+// the observer that counts and reports. It is safe for concurrent use.
+type Translator struct {
+	// Steps is the registry; nil means translate.Registry().
+	Steps []*translate.Step
+	// Observer receives counts and warnings; nil discards them.
+	Observer translate.Observer
+
+	once   sync.Once
+	mu     sync.Mutex
+	chains map[negotiate.Version]*translate.Chain
+}
+
+func (t *Translator) chain(target negotiate.Version) *translate.Chain {
+	t.once.Do(func() {
+		if t.Steps == nil {
+			t.Steps = translate.Registry()
+		}
+		t.chains = map[negotiate.Version]*translate.Chain{}
+	})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.chains[target]
+	if !ok {
+		c = translate.EventChain(target, t.Steps)
+		t.chains[target] = c
+	}
+	return c
+}
+
+// Stream shapes one producer event stream for one consumer: frames in, one
+// event at a time, bytes out. Each run on the stream is decided on its own
+// at its RUN_STARTED. A run that needs no translation is copied byte for
+// byte; only non-canonical framing is re-framed.
+//
+// A Stream is used by one goroutine.
+type Stream struct {
+	t        *Translator
+	consumer negotiate.Version
+	producer negotiate.Peer // Configured only; declarations are read per run
+	w        *bufio.Writer
+
+	plan    negotiate.Plan
+	decided bool
+	cr      *translate.ChainRun
+	fields  []byte // fields of the frame being translated, written once
+	scratch []byte
+	werr    error
+
+	// Events and Bytes count what was written.
+	Events, Bytes int
+	// InRun is true between a RUN_STARTED and its terminal event.
+	InRun bool
+	// Runs counts RUN_STARTED events seen; LastError is the message of the
+	// last RUN_ERROR relayed.
+	Runs int
+	// Terminal is the type of the last terminal event relayed
+	// ("RUN_FINISHED" or "RUN_ERROR"), empty before any.
+	Terminal string
+	// ThreadID and RunID of the current (or last) run, copied.
+	ThreadID, RunID string
+	// OnPlan, when set, is called with each run's plan (for logs).
+	OnPlan func(negotiate.Plan)
+}
+
+// NewStream starts shaping a stream for a consumer reading consumer, from a
+// producer configured as producerConfigured (zero: learnt per run). Output
+// goes to w; the caller flushes.
+func (t *Translator) NewStream(consumer, producerConfigured negotiate.Version, w *bufio.Writer) *Stream {
+	return &Stream{t: t, consumer: consumer, producer: negotiate.Peer{Configured: producerConfigured}, w: w}
+}
+
+// Plan returns the decision for the current run.
+func (s *Stream) Plan() negotiate.Plan { return s.plan }
+
+// Frame handles one frame. The frame is borrowed and not kept.
+func (s *Stream) Frame(f Frame) error {
+	if !f.HasData() {
+		if f.Canonical {
+			return s.write(f.Raw)
+		}
+		s.scratch = append(append(s.scratch[:0], f.Fields...), '\n')
+		return s.write(s.scratch)
+	}
+	typ := translate.PeekType(f.Data)
+	if string(typ) == "RUN_STARTED" {
+		s.startRun(f.Data)
+	} else if !s.decided {
+		s.decide(negotiate.Peer{Configured: s.producer.Configured})
+	}
+	var err error
+	switch {
+	case s.cr == nil || !s.cr.Concerns(typ):
+		s.countEvent(typ)
+		if f.Canonical {
+			err = s.write(f.Raw)
+		} else {
+			s.scratch = AppendFrame(s.scratch[:0], f.Fields, f.Data)
+			err = s.write(s.scratch)
+		}
+	default:
+		s.fields = f.Fields
+		s.cr.Push(f.Data)
+		err = s.werr
+	}
+	if s.InRun && (string(typ) == "RUN_FINISHED" || string(typ) == "RUN_ERROR") {
+		s.endRun(string(typ))
+	}
+	return err
+}
+
+// startRun decides the run that this RUN_STARTED opens and applies the
+// declaration the decision calls for.
+func (s *Stream) startRun(ev []byte) {
+	if s.InRun {
+		s.finishRun()
+	}
+	s.InRun = true
+	s.Runs++
+	s.Terminal = ""
+	s.ThreadID = translate.Get(ev, "threadId").String()
+	s.RunID = translate.Get(ev, "runId").String()
+	pv := translate.Get(ev, "protocolVersion")
+	peer := negotiate.Peer{Configured: s.producer.Configured}
+	if pv.Exists() {
+		peer.HasDeclared = true
+		peer.Declared = pv.String()
+		if pv.Type != 0 && pv.Raw != "" && pv.Raw[0] != '"' {
+			peer.Declared = pv.Raw
+		}
+	}
+	s.decide(peer)
+	if s.cr != nil {
+		s.cr.Run.RunID, s.cr.Run.ThreadID = s.RunID, s.ThreadID
+	}
+}
+
+func (s *Stream) decide(peer negotiate.Peer) {
+	s.plan = negotiate.Decide(s.consumer, peer)
+	s.decided = true
+	s.cr = nil
+	if s.OnPlan != nil {
+		s.OnPlan(s.plan)
+	}
+	if !s.plan.Translate {
+		return
+	}
+	from := s.plan.Producer
+	run := translate.NewRun(translate.Events, from, s.consumer, s.t.Observer)
+	s.cr = s.t.chain(s.consumer).Start(run, s.plan, s.emit)
+}
+
+func (s *Stream) endRun(terminal string) {
+	s.Terminal = terminal
+	s.InRun = false
+	s.finishRun()
+}
+
+func (s *Stream) finishRun() {
+	if s.cr != nil {
+		s.cr.Run.Finish()
+	}
+}
+
+// Close ends the stream: the warnings of a run still open are reported.
+func (s *Stream) Close() { s.finishRun() }
+
+func (s *Stream) emit(ev []byte) {
+	s.countEvent(translate.PeekType(ev))
+	s.scratch = AppendFrame(s.scratch[:0], s.fields, ev)
+	s.fields = nil
+	if err := s.write(s.scratch); err != nil && s.werr == nil {
+		s.werr = err
+	}
+}
+
+func (s *Stream) countEvent([]byte) { s.Events++ }
+
+func (s *Stream) write(b []byte) error {
+	s.Bytes += len(b)
+	_, err := s.w.Write(b)
+	return err
+}

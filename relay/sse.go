@@ -1,0 +1,307 @@
+package relay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrFrameTooLarge is returned by Scanner.Next when a frame grows past the
+// scanner's limit. The frame is refused, not buffered without end.
+var ErrFrameTooLarge = errors.New("relay: event frame exceeds the size limit")
+
+// Frame is one server-sent-events frame: the lines up to a blank line.
+//
+// Every slice in a Frame is borrowed from the scanner's buffer: it is valid
+// until the next call to Scanner.Next, and a caller that keeps it must copy.
+type Frame struct {
+	// Raw is the frame exactly as it arrived, terminators included.
+	Raw []byte
+	// Data is the frame's data lines joined with "\n" (WHATWG semantics),
+	// or nil when the frame has no data line (a comment or keep-alive).
+	Data []byte
+	// Fields holds the frame's other lines (comments, event:, id:, retry:,
+	// unknown fields), each terminated by "\n", in their order. They are
+	// kept so that a re-framed frame loses nothing.
+	Fields []byte
+	// Canonical reports that Raw is byte for byte what WriteFrame writes for
+	// this frame: LF line endings, "data: " with its space, fields before
+	// data. A canonical frame whose payload is unchanged is copied as Raw.
+	Canonical bool
+}
+
+// HasData reports whether the frame carries an event payload.
+func (f *Frame) HasData() bool { return f.Data != nil }
+
+// Scanner splits a byte stream into SSE frames. It accepts LF, CRLF and CR
+// line endings, a leading byte-order mark, comments, any field and multi-line
+// data, as the WHATWG event-stream format does.
+//
+// A Scanner is not safe for concurrent use.
+type Scanner struct {
+	r   io.Reader
+	max int
+
+	buf        []byte
+	start, end int // unconsumed bytes are buf[start:end]
+	readErr    error
+	bomDone    bool
+
+	data   []byte // scratch: joined data of a non-canonical frame
+	fields []byte // scratch: normalised field lines
+
+	// BeforeRead, when set, is called before every read from the underlying
+	// reader, that is whenever the scanner has no complete frame buffered and
+	// may block. The relay flushes its writer there, so that no event waits
+	// for a later one.
+	BeforeRead func()
+}
+
+// NewScanner returns a scanner reading r that refuses frames larger than
+// maxFrame bytes (raw, terminators included). maxFrame <= 0 means 10 MiB.
+func NewScanner(r io.Reader, maxFrame int) *Scanner {
+	if maxFrame <= 0 {
+		maxFrame = 10 << 20
+	}
+	size := 16 << 10
+	if maxFrame+2 < size {
+		size = maxFrame + 2
+	}
+	return &Scanner{r: r, max: maxFrame, buf: make([]byte, size)}
+}
+
+// Buffered returns how many received bytes are not yet returned as frames.
+func (s *Scanner) Buffered() int { return s.end - s.start }
+
+// Next returns the next frame. At the end of the stream it returns io.EOF;
+// a frame still open at a clean end of stream is returned first, complete
+// (the reference consumers deliver it too). When the stream breaks, the
+// reader's error is returned and an unfinished frame is dropped.
+func (s *Scanner) Next() (Frame, error) {
+	for {
+		if !s.bomDone && (s.end-s.start >= 3 || s.readErr != nil) {
+			s.bomDone = true
+			if bytes.HasPrefix(s.buf[s.start:s.end], bom) {
+				s.start += len(bom)
+			}
+		}
+		if s.bomDone {
+			if f, ok := s.fastFrame(); ok {
+				return f, nil
+			}
+			f, complete, err := s.slowFrame()
+			if complete {
+				return f, nil
+			}
+			if err != nil {
+				return Frame{}, err
+			}
+		}
+		if s.readErr != nil {
+			// Nothing more will come; at a clean end slowFrame has returned
+			// every frame, so only blank lines or a broken frame remain.
+			return Frame{}, s.readErr
+		}
+		if err := s.fill(); err == ErrFrameTooLarge {
+			return Frame{}, err
+		}
+	}
+}
+
+var bom = []byte("\xEF\xBB\xBF")
+
+// fastFrame recognises the frame every AG-UI encoder writes,
+// "data: <json>\n\n", without copying.
+func (s *Scanner) fastFrame() (Frame, bool) {
+	b := s.buf[s.start:s.end]
+	if len(b) < 8 || string(b[:6]) != "data: " {
+		return Frame{}, false
+	}
+	nl := bytes.IndexByte(b, '\n')
+	if nl < 0 || nl+1 >= len(b) || b[nl+1] != '\n' || bytes.IndexByte(b[:nl], '\r') >= 0 {
+		return Frame{}, false
+	}
+	if nl+2 > s.max {
+		return Frame{}, false // slowFrame reports the oversized frame
+	}
+	f := Frame{Raw: b[:nl+2], Data: b[6:nl:nl], Canonical: true}
+	s.start += nl + 2
+	return f, true
+}
+
+// slowFrame parses one frame line by line. It reports complete=false when
+// the buffer ends before the frame does (more input is needed), unless the
+// stream ended cleanly, in which case what is there is the final frame.
+func (s *Scanner) slowFrame() (f Frame, complete bool, err error) {
+	b := s.buf[s.start:s.end]
+	atEOF := s.readErr == io.EOF
+	s.data = s.data[:0]
+	s.fields = s.fields[:0]
+	hasData := false
+	canonical := true
+	sawData := false
+	pos := 0
+	for {
+		i := bytes.IndexAny(b[pos:], "\r\n")
+		var line []byte
+		next := 0
+		switch {
+		case i < 0:
+			if !atEOF {
+				return Frame{}, false, s.checkSize(len(b))
+			}
+			if pos == len(b) {
+				if !hasData && len(s.fields) == 0 {
+					return Frame{}, false, nil // only blank lines were left
+				}
+				// The stream ended at a line boundary inside an open frame.
+				return s.finish(b, pos, hasData, false)
+			}
+			line, next = b[pos:], len(b)
+			canonical = false
+		case b[pos+i] == '\r':
+			if pos+i+1 == len(b) && !atEOF {
+				return Frame{}, false, s.checkSize(len(b)) // is it CRLF? need one more byte
+			}
+			line = b[pos : pos+i]
+			next = pos + i + 1
+			if next < len(b) && b[next] == '\n' {
+				next++
+			}
+			canonical = false
+		default:
+			line, next = b[pos:pos+i], pos+i+1
+		}
+		if next > s.max {
+			return Frame{}, false, ErrFrameTooLarge
+		}
+		pos = next
+		if len(line) == 0 {
+			if !hasData && len(s.fields) == 0 {
+				// Blank lines between frames carry nothing; skip them.
+				s.start += pos
+				b = b[pos:]
+				pos = 0
+				if len(b) == 0 {
+					return Frame{}, false, nil
+				}
+				continue
+			}
+			return s.finish(b, pos, hasData, canonical)
+		}
+		name, value, isData := splitField(line)
+		if isData {
+			if hasData {
+				s.data = append(s.data, '\n')
+			}
+			hasData, sawData = true, true
+			s.data = append(s.data, value...)
+			if name != "data: " {
+				canonical = false // "data:" without its space, or a bare "data"
+			}
+			continue
+		}
+		if sawData {
+			canonical = false // re-framing writes fields before data
+		}
+		s.fields = append(s.fields, line...)
+		s.fields = append(s.fields, '\n')
+	}
+}
+
+func (s *Scanner) finish(b []byte, pos int, hasData, canonical bool) (Frame, bool, error) {
+	f := Frame{Raw: b[:pos:pos], Fields: s.fields, Canonical: canonical && pos > 0 && b[pos-1] == '\n'}
+	if hasData {
+		f.Data = s.data
+		if f.Data == nil {
+			f.Data = []byte{}
+		}
+	}
+	s.start += pos
+	return f, true, nil
+}
+
+// splitField splits a line into its field name (with the colon and one
+// optional space, for data lines) and value.
+func splitField(line []byte) (name string, value []byte, isData bool) {
+	if string(line) == "data" {
+		return "data", nil, true
+	}
+	if len(line) >= 5 && string(line[:5]) == "data:" {
+		if len(line) > 5 && line[5] == ' ' {
+			return "data: ", line[6:], true
+		}
+		return "data:", line[5:], true
+	}
+	return "", nil, false
+}
+
+func (s *Scanner) checkSize(n int) error {
+	if n > s.max {
+		return ErrFrameTooLarge
+	}
+	return nil
+}
+
+// fill reads more input, compacting or growing the buffer as needed. It
+// returns the read error once the buffer holds everything that will come.
+func (s *Scanner) fill() error {
+	if s.readErr != nil {
+		return s.readErr
+	}
+	if s.start > 0 {
+		n := copy(s.buf, s.buf[s.start:s.end])
+		s.start, s.end = 0, n
+	}
+	if s.end == len(s.buf) {
+		if len(s.buf) >= s.max+2 {
+			return ErrFrameTooLarge
+		}
+		grown := make([]byte, min(2*len(s.buf), s.max+2))
+		copy(grown, s.buf[:s.end])
+		s.buf = grown
+	}
+	if s.BeforeRead != nil {
+		s.BeforeRead()
+	}
+	for tries := 0; ; tries++ {
+		n, err := s.r.Read(s.buf[s.end:])
+		s.end += n
+		if err != nil {
+			s.readErr = err
+			return nil
+		}
+		if n > 0 {
+			return nil
+		}
+		if tries > 100 {
+			s.readErr = io.ErrNoProgress
+			return s.readErr
+		}
+	}
+}
+
+// AppendFrame appends the canonical framing of an event to dst: the frame's
+// fields (comments, id:, …) first, then one "data: " line per line of data,
+// then the blank line. fields may be nil.
+func AppendFrame(dst, fields, data []byte) []byte {
+	dst = append(dst, fields...)
+	for {
+		i := bytes.IndexByte(data, '\n')
+		dst = append(dst, "data: "...)
+		if i < 0 {
+			dst = append(dst, data...)
+			break
+		}
+		dst = append(dst, data[:i]...)
+		dst = append(dst, '\n')
+		data = data[i+1:]
+	}
+	return append(dst, '\n', '\n')
+}
+
+// String describes a frame for logs without dumping its payload.
+func (f Frame) String() string {
+	return fmt.Sprintf("frame{raw:%dB data:%dB canonical:%v}", len(f.Raw), len(f.Data), f.Canonical)
+}

@@ -1,0 +1,126 @@
+package translate
+
+import (
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// Chain is the ordered list of event steps between a producer and a consumer
+// version: upgrades of retired shapes first (oldest change first), then
+// downgrades from the newest change down to the consumer's version. It is
+// built once per target and shared; per-run state lives in ChainRun.
+type Chain struct {
+	Steps []*Step
+	// concerns maps an event type to whether any step concerns it; steps
+	// with nil Types concern every type.
+	concerns map[string]bool
+	anyType  bool
+}
+
+// EventChain builds the chain that shapes events for target from the
+// registry's steps (see Registry).
+func EventChain(target negotiate.Version, steps []*Step) *Chain {
+	c := &Chain{concerns: map[string]bool{}}
+	var ups, downs []*Step
+	for _, s := range steps {
+		if s.Direction != Events || !s.Applies(target) {
+			continue
+		}
+		if s.Kind == Upgrade {
+			ups = append(ups, s)
+		} else {
+			downs = append(downs, s)
+		}
+	}
+	// Registry order is oldest change first: upgrades run in that order,
+	// downgrades in reverse, walking the stream back one version at a time.
+	c.Steps = append(c.Steps, ups...)
+	for i := len(downs) - 1; i >= 0; i-- {
+		c.Steps = append(c.Steps, downs[i])
+	}
+	for _, s := range c.Steps {
+		if s.Types == nil {
+			c.anyType = true
+		}
+		for _, t := range s.Types {
+			c.concerns[t] = true
+		}
+	}
+	return c
+}
+
+// Concerns reports whether any step of the chain may touch an event of type
+// typ. When it does not, the event's bytes are forwarded as they are.
+func (c *Chain) Concerns(typ []byte) bool {
+	return c.anyType || c.concerns[string(typ)]
+}
+
+// ChainRun is a chain applied to one run.
+type ChainRun struct {
+	Run   *Run
+	chain *Chain
+	state []EventStep
+	emits []func([]byte)
+	out   func([]byte)
+
+	declare  negotiate.Declaration
+	declared string
+	buf      []byte
+}
+
+// Start begins a run of the chain. out receives every event the chain emits,
+// borrowed until out returns. plan's declaration is applied to the run's
+// RUN_STARTED before the steps see it.
+func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
+	cr := &ChainRun{Run: r, chain: c, out: out, declare: plan.Declare, declared: plan.Declared}
+	cr.state = make([]EventStep, len(c.Steps))
+	cr.emits = make([]func([]byte), len(c.Steps)+1)
+	for i, s := range c.Steps {
+		cr.state[i] = s.NewEvent()
+	}
+	for i := range c.Steps {
+		next := i + 1
+		cr.emits[i] = func(ev []byte) { cr.push(next, ev) }
+	}
+	return cr
+}
+
+// Concerns reports whether the run's chain may change an event of type typ;
+// when it does not, the caller forwards the event's bytes as they are.
+func (cr *ChainRun) Concerns(typ []byte) bool {
+	return (cr.declare != negotiate.DeclareKeep && string(typ) == "RUN_STARTED") || cr.chain.Concerns(typ)
+}
+
+// Push feeds one event into the chain. ev is borrowed.
+func (cr *ChainRun) Push(ev []byte) {
+	if cr.declare != negotiate.DeclareKeep && string(PeekType(ev)) == "RUN_STARTED" {
+		ev, cr.buf = Declare(ev, cr.declare, cr.declared, cr.buf)
+	}
+	cr.push(0, ev)
+}
+
+func (cr *ChainRun) push(i int, ev []byte) {
+	steps := cr.chain.Steps
+	for ; i < len(steps); i++ {
+		if steps[i].concerns(ev) {
+			prev := cr.Run.step
+			cr.Run.step = steps[i]
+			cr.state[i].Apply(cr.Run, ev, cr.emits[i])
+			cr.Run.step = prev
+			return
+		}
+	}
+	cr.out(ev)
+}
+
+func (s *Step) concerns(ev []byte) bool {
+	if s.Types == nil {
+		return true
+	}
+	typ := PeekType(ev)
+	for _, t := range s.Types {
+		if string(typ) == t {
+			return true
+		}
+	}
+	return false
+}

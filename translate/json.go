@@ -1,0 +1,25 @@
+package translate
+
+import (
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// PeekType returns the raw value of the event's top-level "type" string
+// without allocating: the bytes between the quotes, borrowed from ev. It
+// returns nil when there is no string "type" member. Escaped type strings
+// are returned undecoded (no event type needs an escape).
+func PeekType(ev []byte) []byte {
+	r := gjson.Get(unsafe.String(unsafe.SliceData(ev), len(ev)), "type")
+	if r.Type != gjson.String || r.Index <= 0 || len(r.Raw) < 2 {
+		return nil
+	}
+	return ev[r.Index+1 : r.Index+len(r.Raw)-1]
+}
+
+// Get reads path from ev without copying: the Result's Raw aliases ev, so it
+// is valid only as long as ev is.
+func Get(ev []byte, path string) gjson.Result {
+	return gjson.Get(unsafe.String(unsafe.SliceData(ev), len(ev)), path)
+}
