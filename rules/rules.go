@@ -41,8 +41,11 @@ type Finding struct {
 	// Pointer locates the material (RFC 6901), "" for the whole document.
 	Pointer string
 	// Rule names what was violated or recognised, e.g. "required",
-	// "type:string", "enum", "null-not-allowed", "unknown-event-type",
-	// "unknown-property", "unknown-role", "retired:THINKING_START".
+	// "type:string", "enum:a|b", "literal:tool", "null-not-allowed",
+	// "safe-integer", "json-pointer", "min-items:1", "duplicate-key",
+	// "unknown-event-type", "unknown-property", "unknown-role",
+	// "unknown-part-type", "unknown-outcome-type", "unknown-op", "retired"
+	// (then Shape is the deprecation registry's key).
 	Rule string
 	// Shape names the shape in the contract's terms
 	// ("THINKING_START.title", "TEXT_MESSAGE_START.name", "SUBAGENT_STARTED").

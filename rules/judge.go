@@ -1,0 +1,402 @@
+package rules
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// JudgeEvent judges one event (a JSON object, as sent on a data: line)
+// against what a consumer of v reads. It walks the raw bytes and keeps
+// nothing of ev: every string in the Judgement is its own. An accepted
+// event costs no allocation.
+func JudgeEvent(v negotiate.Version, ev []byte) Judgement {
+	s := schemaFor(v)
+	j := judge{s: s}
+	doc, ok := j.document(ev, "event")
+	if !ok {
+		return j.out
+	}
+	t := doc.Get("type")
+	if t.Type != gjson.String || t.Str == "" {
+		// The frame check of every reader: no type, no event.
+		j.add(Malformed, "/type", "type:string", "event.type", true)
+		return j.out
+	}
+	if o := s.eventObj[t.Str]; o != nil {
+		j.object(o, doc)
+		return j.out
+	}
+	if dupKey(doc, "type") {
+		j.add(Malformed, "/type", "duplicate-key", "event.type", true)
+		return j.out
+	}
+	if shape, ok := s.retiredEvents[t.Str]; ok {
+		j.add(Retired, "", "retired", shape, false)
+		return j.out
+	}
+	j.add(Unrecognised, "", "unknown-event-type", strings.Clone(t.Str), s.unknownEventFatal)
+	return j.out
+}
+
+// JudgeInput judges one RunAgentInput against what a peer of v reads. A
+// Malformed verdict is what the relay refuses with 400 before contacting
+// the producer; the findings carry each pointer and rule.
+func JudgeInput(v negotiate.Version, in []byte) Judgement {
+	s := schemaFor(v)
+	j := judge{s: s}
+	doc, ok := j.document(in, "RunAgentInput")
+	if !ok {
+		return j.out
+	}
+	j.object(s.obj("RunAgentInput"), doc)
+	return j.out
+}
+
+// KnownEventType reports whether a consumer of v parses events of type typ
+// (legacy-profiles.md §3.1; 1.0: the 31 types, THINKING_* being retired).
+func KnownEventType(v negotiate.Version, typ []byte) bool {
+	return schemaFor(v).eventObj[string(typ)] != nil
+}
+
+// EventTypes lists the event types a consumer of v parses, sorted.
+func EventTypes(v negotiate.Version) []string { return schemaFor(v).eventTypes() }
+
+const maxDepth = 32
+
+// seg is one step of the JSON pointer being walked: a key or an index.
+type seg struct {
+	key string // borrowed from the document; copied when a pointer is built
+	idx int    // -1 for a key
+}
+
+// judge walks one document. It lives on the caller's stack: the path is
+// a fixed array and findings are allocated only when there are some.
+type judge struct {
+	s     *schema
+	out   Judgement
+	echo  bool // inside RUN_STARTED.input
+	depth int
+	path  [maxDepth]seg
+}
+
+func (j *judge) document(b []byte, what string) (gjson.Result, bool) {
+	str := unsafe.String(unsafe.SliceData(b), len(b))
+	if !gjson.Valid(str) {
+		j.add(Malformed, "", "invalid-json", what, true)
+		return gjson.Result{}, false
+	}
+	doc := gjson.Parse(str)
+	if !doc.IsObject() {
+		j.add(Malformed, "", "type:object", what, true)
+		return gjson.Result{}, false
+	}
+	return doc, true
+}
+
+func (j *judge) add(v Verdict, ptr, rule, shape string, fatal bool) {
+	if v == Malformed {
+		fatal = true
+	}
+	j.out.Findings = append(j.out.Findings, Finding{Verdict: v, Pointer: ptr, Rule: rule, Shape: shape, Fatal: fatal})
+	if v > j.out.Verdict {
+		j.out.Verdict = v
+	}
+}
+
+func (j *judge) push(s seg) bool {
+	if j.depth == maxDepth {
+		return false
+	}
+	j.path[j.depth] = s
+	j.depth++
+	return true
+}
+
+func (j *judge) pop() { j.depth-- }
+
+// pointer renders the first n segments of the path, plus key when set.
+func (j *judge) pointer(n int, key string) string {
+	var b strings.Builder
+	for _, s := range j.path[:n] {
+		b.WriteByte('/')
+		if s.idx >= 0 {
+			b.WriteString(strconv.Itoa(s.idx))
+		} else {
+			escapeToken(&b, s.key)
+		}
+	}
+	if key != "" {
+		b.WriteByte('/')
+		escapeToken(&b, key)
+	}
+	return b.String()
+}
+
+func (j *judge) here() string { return j.pointer(j.depth, "") }
+
+func escapeToken(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '~':
+			b.WriteString("~0")
+		case '/':
+			b.WriteString("~1")
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+}
+
+// object judges a described object's members: unknown keys, duplicates,
+// each known field, then the required ones.
+func (j *judge) object(o *object, r gjson.Result) {
+	var seen uint64
+	r.ForEach(func(k, v gjson.Result) bool {
+		i := o.index(k.Str)
+		if i < 0 {
+			if !o.open {
+				// 1.0 strips with a warning, 0.0.x strips silently or (0.0.43+,
+				// top level) keeps; only strict objects fail the run.
+				j.add(Unrecognised, j.pointer(j.depth, k.Str), "unknown-property", o.name+"."+k.Str, o.strict)
+			}
+			return true
+		}
+		bit := uint64(1) << uint(i)
+		if seen&bit != 0 {
+			// Readers disagree on which of two equal keys counts.
+			j.add(Malformed, j.pointer(j.depth, k.Str), "duplicate-key", o.name+"."+k.Str, true)
+			return true
+		}
+		seen |= bit
+		if !j.push(seg{key: k.Str, idx: -1}) {
+			j.add(Malformed, j.here(), "too-deep", o.name, true)
+			return false
+		}
+		j.field(o, &o.fields[i], v)
+		j.pop()
+		return true
+	})
+	for i := range o.fields {
+		if o.fields[i].req && seen&(uint64(1)<<uint(i)) == 0 {
+			j.add(Malformed, j.pointer(j.depth, o.fields[i].name), "required", o.name+"."+o.fields[i].name, true)
+		}
+	}
+	if len(o.oneOf) > 0 {
+		any := false
+		for _, n := range o.oneOf {
+			if seen&(uint64(1)<<uint(o.index(n))) != 0 {
+				any = true
+			}
+		}
+		if !any {
+			j.add(Malformed, j.here(), "one-of:"+strings.Join(o.oneOf, "|"), o.name, true)
+		}
+	}
+}
+
+// field judges the value of a known field.
+func (j *judge) field(o *object, f *field, v gjson.Result) {
+	if v.Type == gjson.Null {
+		switch f.null {
+		case nullValue, nullAbsent:
+			return
+		case nullRetired:
+			j.add(Retired, j.here(), "retired", f.retired, false)
+			return
+		case nullRetiredInEcho:
+			if j.echo {
+				j.add(Retired, j.here(), "retired", f.retired, false)
+				return
+			}
+		}
+		j.add(Malformed, j.here(), "null-not-allowed", o.name+"."+f.name, true)
+		return
+	}
+	was := j.echo
+	j.echo = was || f.echo
+	j.value(o, f, &f.t, v, false)
+	j.echo = was
+}
+
+// value judges v against t. o and f name the field for findings; item is
+// set for array items (an unknown union member then names the item).
+func (j *judge) value(o *object, f *field, t *typ, v gjson.Result, item bool) {
+	switch t.kind {
+	case kAny:
+		return
+	case kString:
+		if v.Type != gjson.String {
+			j.bad(o, f, "type:string")
+			return
+		}
+		if len(t.enum) > 0 && !member(t.enum, v.Str) {
+			if len(t.enum) == 1 {
+				j.bad(o, f, "literal:"+t.enum[0])
+			} else {
+				j.bad(o, f, "enum:"+strings.Join(t.enum, "|"))
+			}
+		}
+		if t.nonEmpty && v.Str == "" {
+			j.bad(o, f, "non-empty")
+		}
+		if t.pointer && !validPointer(v.Str) {
+			j.bad(o, f, "json-pointer")
+		}
+	case kNumber:
+		if v.Type != gjson.Number {
+			j.bad(o, f, "type:number")
+		}
+	case kInt:
+		if v.Type != gjson.Number {
+			j.bad(o, f, "type:integer")
+			return
+		}
+		n := v.Num
+		switch {
+		case math.IsInf(n, 0) || n != math.Trunc(n):
+			j.bad(o, f, "type:integer")
+		case t.safe && math.Abs(n) > 1<<53-1:
+			j.bad(o, f, "safe-integer")
+		case t.nonNeg && n < 0:
+			j.bad(o, f, "minimum:0")
+		}
+	case kBool:
+		if v.Type != gjson.True && v.Type != gjson.False {
+			j.bad(o, f, "type:boolean")
+		}
+	case kRecord:
+		if !v.IsObject() {
+			j.bad(o, f, "type:object")
+		}
+	case kObject:
+		if !v.IsObject() {
+			j.bad(o, f, "type:object")
+			return
+		}
+		j.object(j.s.obj(t.ref), v)
+	case kArray:
+		if !v.IsArray() {
+			j.bad(o, f, "type:array")
+			return
+		}
+		n := 0
+		v.ForEach(func(_, e gjson.Result) bool {
+			if !j.push(seg{idx: n}) {
+				return false
+			}
+			n++
+			j.value(o, f, t.elem, e, true)
+			j.pop()
+			return true
+		})
+		if n < t.minItems {
+			j.bad(o, f, "min-items:"+strconv.Itoa(t.minItems))
+		}
+	case kContent:
+		if v.Type == gjson.String {
+			return
+		}
+		if !v.IsArray() {
+			j.bad(o, f, "type:string|array")
+			return
+		}
+		// An item of the wrong basic kind fails the whole union, located at
+		// the content (as zod reports it).
+		ok := true
+		v.ForEach(func(_, e gjson.Result) bool {
+			ok = e.IsObject()
+			return ok
+		})
+		if !ok {
+			j.bad(o, f, "type:string|array")
+			return
+		}
+		n := 0
+		v.ForEach(func(_, e gjson.Result) bool {
+			if !j.push(seg{idx: n}) {
+				return false
+			}
+			n++
+			j.value(o, f, t.elem, e, true)
+			j.pop()
+			return true
+		})
+	case kUnion:
+		if !v.IsObject() {
+			j.bad(o, f, "type:object")
+			return
+		}
+		j.union(o, f, j.s.unions[t.ref], v, item)
+	}
+}
+
+func (j *judge) union(o *object, f *field, u *union, v gjson.Result, item bool) {
+	d := v.Get(u.disc)
+	if d.Type != gjson.String {
+		j.add(Malformed, j.pointer(j.depth, u.disc), "discriminator", u.name+"."+u.disc, true)
+		return
+	}
+	if m := u.objs[d.Str]; m != nil {
+		j.object(m, v)
+		return
+	}
+	if shape, ok := u.retired[d.Str]; ok {
+		j.add(Retired, j.here(), "retired", shape, false)
+		return
+	}
+	// An unknown member: an item or an optional slot loses itself, a
+	// required slot loses the object that holds it (protocol-1.0.md §2.13).
+	ptr := j.here()
+	if !item && f.req && j.depth > 0 {
+		ptr = j.pointer(j.depth-1, "")
+	}
+	j.add(Unrecognised, ptr, u.rule, u.name+"("+d.Str+")", j.s.unknownMemberFatal)
+}
+
+// bad records a malformed value at the current pointer.
+func (j *judge) bad(o *object, f *field, rule string) {
+	j.add(Malformed, j.here(), rule, o.name+"."+f.name, true)
+}
+
+func member(set []string, s string) bool {
+	for _, m := range set {
+		if m == s {
+			return true
+		}
+	}
+	return false
+}
+
+// validPointer checks RFC 6901 syntax: ^(/([^/~]|~[01])*)*$.
+func validPointer(p string) bool {
+	if p == "" {
+		return true
+	}
+	if p[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] == '~' && (i+1 == len(p) || (p[i+1] != '0' && p[i+1] != '1')) {
+			return false
+		}
+	}
+	return true
+}
+
+// dupKey reports whether the object has key more than once.
+func dupKey(doc gjson.Result, key string) bool {
+	n := 0
+	doc.ForEach(func(k, _ gjson.Result) bool {
+		if k.Str == key {
+			n++
+		}
+		return n < 2
+	})
+	return n > 1
+}
