@@ -22,13 +22,14 @@ func JudgeEvent(v negotiate.Version, ev []byte) Judgement {
 	if !ok {
 		return j.out
 	}
-	t := doc.Get("type")
-	if t.Type != gjson.String || t.Str == "" {
+	t := memberOf(doc, "type")
+	if len(t) < 3 || t[0] != '"' {
 		// The frame check of every reader: no type, no event.
 		j.add(Malformed, "/type", "type:string", "event.type", true)
 		return j.out
 	}
-	if o := s.eventObj[t.Str]; o != nil {
+	typ := text(t, true)
+	if o := s.eventObj[typ]; o != nil {
 		j.object(o, doc)
 		return j.out
 	}
@@ -36,11 +37,11 @@ func JudgeEvent(v negotiate.Version, ev []byte) Judgement {
 		j.add(Malformed, "/type", "duplicate-key", "event.type", true)
 		return j.out
 	}
-	if shape, ok := s.retiredEvents[t.Str]; ok {
+	if shape, ok := s.retiredEvents[typ]; ok {
 		j.add(Retired, "", "retired", shape, false)
 		return j.out
 	}
-	j.add(Unrecognised, "", "unknown-event-type", strings.Clone(t.Str), s.unknownEventFatal)
+	j.add(Unrecognised, "", "unknown-event-type", strings.Clone(typ), s.unknownEventFatal)
 	return j.out
 }
 
@@ -85,18 +86,20 @@ type judge struct {
 	path  [maxDepth]seg
 }
 
-func (j *judge) document(b []byte, what string) (gjson.Result, bool) {
+// document validates the JSON text and returns it, trimmed, when it is an
+// object. The walk below relies on that validation.
+func (j *judge) document(b []byte, what string) (string, bool) {
 	str := unsafe.String(unsafe.SliceData(b), len(b))
 	if !gjson.Valid(str) {
 		j.add(Malformed, "", "invalid-json", what, true)
-		return gjson.Result{}, false
+		return "", false
 	}
-	doc := gjson.Parse(str)
-	if !doc.IsObject() {
+	str = strings.TrimRight(str[skipWS(str, 0):], " \t\r\n")
+	if str[0] != '{' {
 		j.add(Malformed, "", "type:object", what, true)
-		return gjson.Result{}, false
+		return "", false
 	}
-	return doc, true
+	return str, true
 }
 
 func (j *judge) add(v Verdict, ptr, rule, shape string, fatal bool) {
@@ -155,26 +158,27 @@ func escapeToken(b *strings.Builder, s string) {
 
 // object judges a described object's members: unknown keys, duplicates,
 // each known field, then the required ones.
-func (j *judge) object(o *object, r gjson.Result) {
+func (j *judge) object(o *object, r string) {
 	var seen uint64
-	r.ForEach(func(k, v gjson.Result) bool {
-		i := o.index(k.Str)
+	eachMember(r, func(rawKey, v string) bool {
+		key := text(rawKey, false)
+		i := o.index(key)
 		if i < 0 {
 			if !o.open {
 				// 1.0 strips with a warning, 0.0.x strips silently or (0.0.43+,
 				// top level) keeps; only strict objects fail the run.
-				j.add(Unrecognised, j.pointer(j.depth, k.Str), "unknown-property", o.name+"."+k.Str, o.strict)
+				j.add(Unrecognised, j.pointer(j.depth, key), "unknown-property", o.name+"."+key, o.strict)
 			}
 			return true
 		}
 		bit := uint64(1) << uint(i)
 		if seen&bit != 0 {
 			// Readers disagree on which of two equal keys counts.
-			j.add(Malformed, j.pointer(j.depth, k.Str), "duplicate-key", o.name+"."+k.Str, true)
+			j.add(Malformed, j.pointer(j.depth, key), "duplicate-key", o.name+"."+key, true)
 			return true
 		}
 		seen |= bit
-		if !j.push(seg{key: k.Str, idx: -1}) {
+		if !j.push(seg{key: key, idx: -1}) {
 			j.add(Malformed, j.here(), "too-deep", o.name, true)
 			return false
 		}
@@ -201,8 +205,8 @@ func (j *judge) object(o *object, r gjson.Result) {
 }
 
 // field judges the value of a known field.
-func (j *judge) field(o *object, f *field, v gjson.Result) {
-	if v.Type == gjson.Null {
+func (j *judge) field(o *object, f *field, v string) {
+	if v[0] == 'n' {
 		switch f.null {
 		case nullValue, nullAbsent:
 			return
@@ -226,38 +230,38 @@ func (j *judge) field(o *object, f *field, v gjson.Result) {
 
 // value judges v against t. o and f name the field for findings; item is
 // set for array items (an unknown union member then names the item).
-func (j *judge) value(o *object, f *field, t *typ, v gjson.Result, item bool) {
+func (j *judge) value(o *object, f *field, t *typ, v string, item bool) {
 	switch t.kind {
 	case kAny:
 		return
 	case kString:
-		if v.Type != gjson.String {
+		if v[0] != '"' {
 			j.bad(o, f, "type:string")
 			return
 		}
-		if len(t.enum) > 0 && !member(t.enum, v.Str) {
+		if len(t.enum) > 0 && !member(t.enum, text(v, true)) {
 			if len(t.enum) == 1 {
 				j.bad(o, f, "literal:"+t.enum[0])
 			} else {
 				j.bad(o, f, "enum:"+strings.Join(t.enum, "|"))
 			}
 		}
-		if t.nonEmpty && v.Str == "" {
+		if t.nonEmpty && len(v) == 2 {
 			j.bad(o, f, "non-empty")
 		}
-		if t.pointer && !validPointer(v.Str) {
+		if t.pointer && !validPointer(text(v, true)) {
 			j.bad(o, f, "json-pointer")
 		}
 	case kNumber:
-		if v.Type != gjson.Number {
+		if !isNumber(v) {
 			j.bad(o, f, "type:number")
 		}
 	case kInt:
-		if v.Type != gjson.Number {
+		if !isNumber(v) {
 			j.bad(o, f, "type:integer")
 			return
 		}
-		n := v.Num
+		n, _ := strconv.ParseFloat(v, 64)
 		switch {
 		case math.IsInf(n, 0) || n != math.Trunc(n):
 			j.bad(o, f, "type:integer")
@@ -267,68 +271,50 @@ func (j *judge) value(o *object, f *field, t *typ, v gjson.Result, item bool) {
 			j.bad(o, f, "minimum:0")
 		}
 	case kBool:
-		if v.Type != gjson.True && v.Type != gjson.False {
+		if v[0] != 't' && v[0] != 'f' {
 			j.bad(o, f, "type:boolean")
 		}
 	case kRecord:
-		if !v.IsObject() {
+		if v[0] != '{' {
 			j.bad(o, f, "type:object")
 		}
 	case kObject:
-		if !v.IsObject() {
+		if v[0] != '{' {
 			j.bad(o, f, "type:object")
 			return
 		}
 		j.object(j.s.obj(t.ref), v)
 	case kArray:
-		if !v.IsArray() {
+		if v[0] != '[' {
 			j.bad(o, f, "type:array")
 			return
 		}
-		n := 0
-		v.ForEach(func(_, e gjson.Result) bool {
-			if !j.push(seg{idx: n}) {
-				return false
-			}
-			n++
-			j.value(o, f, t.elem, e, true)
-			j.pop()
-			return true
-		})
+		n := j.items(o, f, t.elem, v)
 		if n < t.minItems {
 			j.bad(o, f, "min-items:"+strconv.Itoa(t.minItems))
 		}
 	case kContent:
-		if v.Type == gjson.String {
+		if v[0] == '"' {
 			return
 		}
-		if !v.IsArray() {
+		if v[0] != '[' {
 			j.bad(o, f, "type:string|array")
 			return
 		}
 		// An item of the wrong basic kind fails the whole union, located at
 		// the content (as zod reports it).
 		ok := true
-		v.ForEach(func(_, e gjson.Result) bool {
-			ok = e.IsObject()
+		eachItem(v, func(e string) bool {
+			ok = e[0] == '{'
 			return ok
 		})
 		if !ok {
 			j.bad(o, f, "type:string|array")
 			return
 		}
-		n := 0
-		v.ForEach(func(_, e gjson.Result) bool {
-			if !j.push(seg{idx: n}) {
-				return false
-			}
-			n++
-			j.value(o, f, t.elem, e, true)
-			j.pop()
-			return true
-		})
+		j.items(o, f, t.elem, v)
 	case kUnion:
-		if !v.IsObject() {
+		if v[0] != '{' {
 			j.bad(o, f, "type:object")
 			return
 		}
@@ -336,18 +322,37 @@ func (j *judge) value(o *object, f *field, t *typ, v gjson.Result, item bool) {
 	}
 }
 
-func (j *judge) union(o *object, f *field, u *union, v gjson.Result, item bool) {
-	d := v.Get(u.disc)
-	if d.Type != gjson.String {
+// items judges every item of an array and returns how many there are.
+func (j *judge) items(o *object, f *field, elem *typ, v string) int {
+	n := 0
+	eachItem(v, func(e string) bool {
+		if !j.push(seg{idx: n}) {
+			j.add(Malformed, j.here(), "too-deep", o.name, true)
+			return false
+		}
+		n++
+		j.value(o, f, elem, e, true)
+		j.pop()
+		return true
+	})
+	return n
+}
+
+func isNumber(v string) bool { return v[0] == '-' || (v[0] >= '0' && v[0] <= '9') }
+
+func (j *judge) union(o *object, f *field, u *union, v string, item bool) {
+	d := memberOf(v, u.disc)
+	if d == "" || d[0] != '"' {
 		j.add(Malformed, j.pointer(j.depth, u.disc), "discriminator", u.name+"."+u.disc, true)
 		return
 	}
-	if m := u.objs[d.Str]; m != nil {
+	dv := text(d, true)
+	if m := u.objs[dv]; m != nil {
 		j.object(m, v)
 		return
 	}
-	if shape, ok := u.retired[d.Str]; ok {
-		j.add(Retired, j.here(), "retired", shape, false)
+	if rm, ok := u.retired[dv]; ok && rm.matches(v) {
+		j.add(Retired, j.here(), "retired", rm.shape, false)
 		return
 	}
 	// An unknown member: an item or an optional slot loses itself, a
@@ -356,7 +361,21 @@ func (j *judge) union(o *object, f *field, u *union, v gjson.Result, item bool) 
 	if !item && f.req && j.depth > 0 {
 		ptr = j.pointer(j.depth-1, "")
 	}
-	j.add(Unrecognised, ptr, u.rule, u.name+"("+d.Str+")", j.s.unknownMemberFatal)
+	j.add(Unrecognised, ptr, u.rule, u.name+"("+dv+")", j.s.unknownMemberFatal)
+}
+
+func (rm *retiredMember) matches(v string) bool {
+	for _, k := range rm.req {
+		if m := memberOf(v, k); m == "" || m[0] != '"' {
+			return false
+		}
+	}
+	for _, k := range rm.oneOf {
+		if m := memberOf(v, k); m != "" && m[0] == '"' {
+			return true
+		}
+	}
+	return len(rm.oneOf) == 0
 }
 
 // bad records a malformed value at the current pointer.
@@ -390,10 +409,10 @@ func validPointer(p string) bool {
 }
 
 // dupKey reports whether the object has key more than once.
-func dupKey(doc gjson.Result, key string) bool {
+func dupKey(doc string, key string) bool {
 	n := 0
-	doc.ForEach(func(k, _ gjson.Result) bool {
-		if k.Str == key {
+	eachMember(doc, func(k, _ string) bool {
+		if text(k, false) == key {
 			n++
 		}
 		return n < 2

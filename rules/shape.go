@@ -112,11 +112,20 @@ type union struct {
 	members map[string]string
 	// rule names an unknown member ("unknown-role").
 	rule string
-	// retired maps a discriminator value to the registry shape of a retired
-	// member (1.0: "binary" parts).
-	retired map[string]string
+	// retired maps a discriminator value to a retired member (1.0:
+	// "binary" parts).
+	retired map[string]retiredMember
 	// objs is members linked to their objects.
 	objs map[string]*object
+}
+
+// retiredMember is a union member a version no longer describes. Only a
+// document with the old shape's members is the retired shape (and can be
+// translated); anything else under the old name is an unknown member.
+type retiredMember struct {
+	shape string   // registry key
+	req   []string // string members the old shape required
+	oneOf []string // string members of which the translation needs one
 }
 
 // schema is everything one version reads.

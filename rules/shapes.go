@@ -322,7 +322,8 @@ func v1(s *schema) {
 	cp := s.unions["ContentPart"]
 	delete(cp.members, "binary")
 	delete(s.objects, "ContentPart(binary)")
-	cp.retired = map[string]string{"binary": "binary content part"}
+	// An id-only binary part cannot be converted: it is unknown material.
+	cp.retired = map[string]retiredMember{"binary": {shape: "binary content part", req: []string{"mimeType"}, oneOf: []string{"data", "url"}}}
 	s.addMember("Source", "file", "Source(file)", req("value", tString), opt("provider", tString), opt("mimeType", tString))
 	s.change(eventPrefix+"TOOL_CALL_RESULT", req("content", tContent(tUnion("ContentPart"))))
 	s.change("Message(tool)", req("content", tContent(tUnion("ContentPart"))))

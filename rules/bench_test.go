@@ -1,0 +1,58 @@
+package rules
+
+import (
+	"testing"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// benchEvents are typical accepted events, one per common type.
+var benchEvents = []struct{ name, ev string }{
+	{"TEXT_MESSAGE_CONTENT", `{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_01HZX3","delta":"Hello, how can I help you today?","timestamp":1760000000000}`},
+	{"TOOL_CALL_ARGS", `{"type":"TOOL_CALL_ARGS","toolCallId":"call_8fa2","delta":"{\"city\":\"Par"}`},
+	{"TEXT_MESSAGE_START", `{"type":"TEXT_MESSAGE_START","messageId":"msg_01HZX3","role":"assistant"}`},
+	{"TOOL_CALL_START", `{"type":"TOOL_CALL_START","toolCallId":"call_8fa2","toolCallName":"get_weather","parentMessageId":"msg_01HZX3"}`},
+	{"RUN_STARTED", `{"type":"RUN_STARTED","threadId":"thread_1","runId":"run_1","protocolVersion":"1.0"}`},
+	{"RUN_FINISHED", `{"type":"RUN_FINISHED","threadId":"thread_1","runId":"run_1","outcome":{"type":"success"},"usage":[{"provider":"openai","model":"gpt","inputTokens":12,"outputTokens":40}]}`},
+	{"STATE_DELTA", `{"type":"STATE_DELTA","delta":[{"op":"replace","path":"/count","value":2},{"op":"add","path":"/items/-","value":{"a":1}}]}`},
+	{"MESSAGES_SNAPSHOT", `{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"1","role":"user","content":"hi"},{"id":"2","role":"assistant","content":"hello","toolCalls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"id":"3","role":"tool","toolCallId":"c","content":"ok"}]}`},
+}
+
+func BenchmarkJudgeEvent(b *testing.B) {
+	for _, c := range benchEvents {
+		ev := []byte(c.ev)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(ev)))
+			for b.Loop() {
+				if JudgeEvent(negotiate.Current, ev).Verdict != Accepted {
+					b.Fatal("not accepted")
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkJudgeEventLegacy(b *testing.B) {
+	ev := []byte(benchEvents[0].ev)
+	v := negotiate.MustParse("0.0.52")
+	b.ReportAllocs()
+	for b.Loop() {
+		JudgeEvent(v, ev)
+	}
+}
+
+// TestAcceptedEventsDoNotAllocate holds judging of accepted events to zero
+// allocations: it runs on every event of a translated run.
+func TestAcceptedEventsDoNotAllocate(t *testing.T) {
+	for _, c := range benchEvents {
+		ev := []byte(c.ev)
+		j := JudgeEvent(negotiate.Current, ev)
+		if j.Verdict != Accepted {
+			t.Fatalf("%s: %+v", c.name, j)
+		}
+		if n := testing.AllocsPerRun(100, func() { JudgeEvent(negotiate.Current, ev) }); n != 0 {
+			t.Errorf("%s: %v allocations per accepted event, want 0", c.name, n)
+		}
+	}
+}

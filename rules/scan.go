@@ -1,0 +1,128 @@
+package rules
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// A minimal walker over JSON text that gjson.Valid has accepted. It hands
+// out raw slices of the document and never decodes a value it is not asked
+// to: gjson's ForEach unescapes every string value it meets, which costs an
+// allocation per event on TOOL_CALL_ARGS (whose deltas are JSON fragments,
+// full of escaped quotes).
+
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the value starting at s[i].
+func valueEnd(s string, i int) int {
+	switch s[i] {
+	case '"':
+		return stringEnd(s, i)
+	case '{', '[':
+		depth := 0
+		for i < len(s) {
+			switch s[i] {
+			case '"':
+				i = stringEnd(s, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	default:
+		for i < len(s) {
+			switch s[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}
+
+// stringEnd returns the index just past the string starting at s[i] == '"'.
+func stringEnd(s string, i int) int {
+	for i++; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// eachMember calls fn with every member of the object obj: the key's raw
+// text between its quotes and the value's raw text.
+func eachMember(obj string, fn func(key, val string) bool) {
+	i := skipWS(obj, 1)
+	for i < len(obj) && obj[i] == '"' {
+		e := stringEnd(obj, i)
+		key := obj[i+1 : e-1]
+		i = skipWS(obj, e)
+		i = skipWS(obj, i+1) // ':'
+		ve := valueEnd(obj, i)
+		if !fn(key, obj[i:ve]) {
+			return
+		}
+		i = skipWS(obj, ve)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipWS(obj, i+1)
+		}
+	}
+}
+
+// eachItem calls fn with the raw text of every item of the array arr.
+func eachItem(arr string, fn func(val string) bool) {
+	i := skipWS(arr, 1)
+	for i < len(arr) && arr[i] != ']' {
+		ve := valueEnd(arr, i)
+		if !fn(arr[i:ve]) {
+			return
+		}
+		i = skipWS(arr, ve)
+		if i < len(arr) && arr[i] == ',' {
+			i = skipWS(arr, i+1)
+		}
+	}
+}
+
+// text returns the decoded content of a raw JSON string (or key text when
+// quoted is false); it allocates only when there is an escape.
+func text(raw string, quoted bool) string {
+	if quoted {
+		raw = raw[1 : len(raw)-1]
+	}
+	if strings.IndexByte(raw, '\\') < 0 {
+		return raw
+	}
+	return gjson.Parse(`"` + raw + `"`).Str
+}
+
+// member returns the raw value of the first member key of obj, or "".
+func memberOf(obj, key string) string {
+	out := ""
+	eachMember(obj, func(k, v string) bool {
+		if text(k, false) == key {
+			out = v
+			return false
+		}
+		return true
+	})
+	return out
+}
