@@ -1,0 +1,169 @@
+package rules
+
+import (
+	"sort"
+	"strings"
+	"unsafe"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// StreamFault is a sequence fault: an event that is well formed on its own
+// but that a consumer's verifier rejects where it stands.
+type StreamFault struct {
+	// Index is the event's position in the stream, from 0.
+	Index int
+	// Rule names the sequence rule: "first-event", "run-started-twice",
+	// "after-run-error", "after-run-finished", "one-run-per-stream",
+	// "step-started-twice", "step-not-started", "message-started-twice",
+	// "message-not-started", "tool-call-started-twice",
+	// "tool-call-not-started", "open-at-run-finished".
+	Rule string
+	// Detail says what happened, Hint its likely cause at the producer.
+	Detail, Hint string
+}
+
+// Stream checks the sequence rules of a consumer's verifier
+// (protocol-1.0.md §2.15, legacy-profiles.md §3.6) event by event. It does
+// not expand chunks, so messages opened by chunk events are not tracked.
+type Stream struct {
+	v                      negotiate.Version
+	n                      int
+	runs                   int
+	active, errored, ended bool
+	steps, texts, tools    map[string]bool
+}
+
+// NewStream starts checking a stream for a consumer of v.
+func NewStream(v negotiate.Version) *Stream {
+	return &Stream{v: v, steps: map[string]bool{}, texts: map[string]bool{}, tools: map[string]bool{}}
+}
+
+var (
+	v0_0_37 = negotiate.Version{Patch: 37}
+	v0_0_59 = negotiate.Version{Patch: 59}
+)
+
+// Next checks the next event. Events of types the consumer does not read
+// never reach its verifier and are skipped (they are counted, for Index).
+func (s *Stream) Next(ev []byte) []StreamFault {
+	i := s.n
+	s.n++
+	doc := unsafe.String(unsafe.SliceData(ev), len(ev))
+	t := memberOf(doc, "type")
+	if len(t) < 2 || t[0] != '"' {
+		return nil
+	}
+	typ := text(t, true)
+	if !KnownEventType(s.v, []byte(typ)) {
+		return nil
+	}
+	var out []StreamFault
+	fault := func(rule, detail, hint string) {
+		out = append(out, StreamFault{Index: i, Rule: rule, Detail: detail, Hint: hint})
+	}
+	first := s.runs == 0 && !s.errored
+	switch typ {
+	case "RUN_STARTED":
+		switch {
+		case s.active:
+			fault("run-started-twice", "RUN_STARTED while a run is active", "the producer likely starts a run for each turn or node without finishing the previous one")
+		case s.errored && s.v.Less(v0_0_59):
+			fault("after-run-error", "RUN_STARTED after RUN_ERROR: consumers before 0.0.59 accept nothing after it", "")
+		case s.runs > 0 && s.v.Less(v0_0_37):
+			fault("one-run-per-stream", "a second run on the stream: consumers before 0.0.37 accept one", "")
+		}
+		s.runs++
+		s.active, s.errored, s.ended = true, false, false
+		clear(s.steps)
+		clear(s.texts)
+		clear(s.tools)
+		return out
+	case "RUN_ERROR":
+		if s.errored {
+			fault("after-run-error", "RUN_ERROR after RUN_ERROR", "")
+		}
+		s.active, s.errored = false, true
+		return out
+	}
+	switch {
+	case first:
+		fault("first-event", typ+" before RUN_STARTED", "the producer likely emits events before announcing the run, or omits RUN_STARTED")
+	case s.errored:
+		fault("after-run-error", typ+" after RUN_ERROR", "the producer likely keeps streaming after reporting an error")
+	case s.ended:
+		fault("after-run-finished", typ+" after RUN_FINISHED", "the producer likely emits trailing events (usage, cleanup) after finishing the run")
+	}
+	id := func(key string) string {
+		r := memberOf(doc, key)
+		if len(r) < 2 || r[0] != '"' {
+			return ""
+		}
+		return text(r, true)
+	}
+	switch typ {
+	case "STEP_STARTED", "STEP_FINISHED":
+		name := id("stepName")
+		if name == "" {
+			break
+		}
+		key := id("subagentRunId") + "\x00" + name
+		if typ == "STEP_STARTED" {
+			if s.steps[key] {
+				fault("step-started-twice", "step "+quote(name)+" started again while open", "the producer likely re-enters a graph node (a loop or a retry) without finishing its previous pass")
+			}
+			s.steps[key] = true
+		} else {
+			if !s.steps[key] {
+				fault("step-not-started", "step "+quote(name)+" finished but never started", "the producer likely finishes a step (graph node) whose start it did not emit, or names it differently at start and finish")
+			}
+			delete(s.steps, key)
+		}
+	case "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END":
+		s.pair(s.texts, id("messageId"), typ, "message", fault)
+	case "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END":
+		s.pair(s.tools, id("toolCallId"), typ, "tool-call", fault)
+	case "RUN_FINISHED":
+		var open []string
+		for k := range s.steps {
+			open = append(open, "step "+quote(k[strings.IndexByte(k, 0)+1:]))
+		}
+		if s.v.AtLeast(v0_0_37) {
+			for k := range s.texts {
+				open = append(open, "message "+quote(k))
+			}
+			for k := range s.tools {
+				open = append(open, "tool call "+quote(k))
+			}
+		}
+		if len(open) > 0 {
+			sort.Strings(open)
+			fault("open-at-run-finished", "RUN_FINISHED with "+strings.Join(open, ", ")+" still open", "the producer likely skips the closing event when a step or message ends early")
+		}
+		s.active, s.ended = false, true
+	}
+	return out
+}
+
+// pair tracks START/continuation/END of messages and tool calls.
+func (s *Stream) pair(open map[string]bool, id, typ, what string, fault func(rule, detail, hint string)) {
+	if id == "" {
+		return // the event's own judgement reports the missing id
+	}
+	switch {
+	case strings.HasSuffix(typ, "_START"):
+		if open[id] {
+			fault(what+"-started-twice", what+" "+quote(id)+" started while open", "")
+		}
+		open[id] = true
+	default:
+		if !open[id] {
+			fault(what+"-not-started", typ+" for "+what+" "+quote(id)+", which is not open", "")
+		}
+		if strings.HasSuffix(typ, "_END") {
+			delete(open, id)
+		}
+	}
+}
+
+func quote(s string) string { return `"` + s + `"` }

@@ -1,0 +1,98 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+func runStream(v string, evs ...string) []StreamFault {
+	s := NewStream(negotiate.MustParse(v))
+	var out []StreamFault
+	for _, ev := range evs {
+		out = append(out, s.Next([]byte(ev))...)
+	}
+	return out
+}
+
+func rules_(fs []StreamFault) string {
+	var rs []string
+	for _, f := range fs {
+		rs = append(rs, f.Rule)
+	}
+	return strings.Join(rs, ",")
+}
+
+func TestStreamSequence(t *testing.T) {
+	const (
+		start  = `{"type":"RUN_STARTED","threadId":"t","runId":"r"}`
+		finish = `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`
+		runErr = `{"type":"RUN_ERROR","message":"m"}`
+		stepA  = `{"type":"STEP_STARTED","stepName":"a"}`
+		stepAF = `{"type":"STEP_FINISHED","stepName":"a"}`
+		msgS   = `{"type":"TEXT_MESSAGE_START","messageId":"m"}`
+		msgC   = `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`
+		msgE   = `{"type":"TEXT_MESSAGE_END","messageId":"m"}`
+	)
+	cases := []struct {
+		v    string
+		evs  []string
+		want string
+	}{
+		{"1.0", []string{start, stepA, msgS, msgC, msgE, stepAF, finish}, ""},
+		{"1.0", []string{start, stepAF, finish}, "step-not-started"},
+		{"1.0", []string{start, stepA, stepA, stepAF, finish}, "step-started-twice"},
+		{"1.0", []string{start, stepA, finish}, "open-at-run-finished"},
+		{"1.0", []string{msgS, start}, "first-event"},
+		{"1.0", []string{start, start}, "run-started-twice"},
+		{"1.0", []string{start, msgC}, "message-not-started"},
+		{"1.0", []string{start, msgS, msgS}, "message-started-twice"},
+		{"1.0", []string{start, finish, msgS}, "after-run-finished"},
+		{"1.0", []string{start, runErr, start, finish}, ""},
+		{"0.0.58", []string{start, runErr, start, finish}, "after-run-error"},
+		{"0.0.36", []string{start, finish, start, finish}, "one-run-per-stream"},
+		{"1.0", []string{start, `{"type":"USAGE_METADATA"}`, finish, `{"type":"USAGE_METADATA"}`}, ""},
+		{"1.0", []string{start, `{"type":"STEP_STARTED","stepName":"a","subagentRunId":"s"}`, stepAF}, "step-not-started"},
+	}
+	for _, c := range cases {
+		if got := rules_(runStream(c.v, c.evs...)); got != c.want {
+			t.Errorf("%s %v: faults %q, want %q", c.v, c.evs, got, c.want)
+		}
+	}
+}
+
+func TestHints(t *testing.T) {
+	ev := []byte(`{"type":"RUN_STARTED","thread_id":"t","run_id":"r"}`)
+	j := JudgeEvent(negotiate.Current, ev)
+	n := 0
+	for _, f := range j.Findings {
+		if f.Rule == "required" {
+			if h := Hint(ev, f); !strings.Contains(h, "snake_case") {
+				t.Errorf("%+v: hint %q", f, h)
+			}
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("want 2 missing fields, got %+v", j.Findings)
+	}
+	in := []byte(`{"threadId":"t","runId":"r","messages":[{"id":"1","role":"tool","content":"x","tool_call_id":"c"}]}`)
+	j = JudgeInput(negotiate.Current, in)
+	if len(j.Findings) == 0 || !strings.Contains(Hint(in, j.Findings[len(j.Findings)-1]), "snake_case") {
+		t.Errorf("nested snake_case not hinted: %+v", j.Findings)
+	}
+	ev = []byte(`{"type":"RUN_ERROR","error":"boom"}`)
+	j = JudgeEvent(negotiate.Current, ev)
+	if h := Hint(ev, j.Findings[len(j.Findings)-1]); !strings.Contains(h, "no message") {
+		t.Errorf("RUN_ERROR without message: hint %q (%+v)", h, j.Findings)
+	}
+	ev = []byte(`{"type":"USAGE_METADATA"}`)
+	if h := Hint(ev, JudgeEvent(negotiate.Current, ev).Findings[0]); !strings.Contains(h, "RUN_FINISHED.usage") {
+		t.Errorf("USAGE_METADATA hint %q", h)
+	}
+	ev = []byte(`{"type":"STEP_STARTED","stepName":"s"}`)
+	if h := Hint(ev, Finding{Rule: "required", Pointer: "/x", Shape: "STEP_STARTED.x"}); h != "" {
+		t.Errorf("hint without cause: %q", h)
+	}
+}
