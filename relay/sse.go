@@ -48,6 +48,15 @@ type Scanner struct {
 	readErr    error
 	bomDone    bool
 
+	// The search for the end of the frame at buf[start:] resumes where it
+	// stopped, so that a large frame arriving in small reads is scanned
+	// once, not once per read. Both are offsets from start: lineStart is the
+	// start of the first line not yet known to be complete, scanned how far
+	// the search for its terminator got.
+	lineStart, scanned int
+	skipLF             bool // the last frame ended in CR at the end of the input
+	parses             int // slowFrame calls, for tests
+
 	data   []byte // scratch: joined data of a non-canonical frame
 	fields []byte // scratch: normalised field lines
 
@@ -83,19 +92,37 @@ func (s *Scanner) Next() (Frame, error) {
 		if !s.bomDone && (s.end-s.start >= 3 || s.readErr != nil) {
 			s.bomDone = true
 			if bytes.HasPrefix(s.buf[s.start:s.end], bom) {
-				s.start += len(bom)
+				s.advance(len(bom))
+			}
+		}
+		if s.skipLF && s.end > s.start {
+			s.skipLF = false
+			if s.buf[s.start] == '\n' {
+				s.advance(1)
 			}
 		}
 		if s.bomDone {
-			if f, ok := s.fastFrame(); ok {
-				return f, nil
+			fresh := s.lineStart == 0 && s.scanned == 0
+			if fresh {
+				if f, ok := s.fastFrame(); ok {
+					return f, nil
+				}
 			}
-			f, complete, err := s.slowFrame()
-			if complete {
-				return f, nil
-			}
-			if err != nil {
-				return Frame{}, err
+			if s.readErr != nil || s.frameEnds() {
+				if !fresh {
+					if f, ok := s.fastFrame(); ok {
+						return f, nil
+					}
+				}
+				f, complete, err := s.slowFrame()
+				if complete {
+					return f, nil
+				}
+				if err != nil {
+					return Frame{}, err
+				}
+			} else if s.end-s.start > s.max {
+				return Frame{}, ErrFrameTooLarge
 			}
 		}
 		if s.readErr != nil {
@@ -106,6 +133,46 @@ func (s *Scanner) Next() (Frame, error) {
 		if err := s.fill(); err == ErrFrameTooLarge {
 			return Frame{}, err
 		}
+	}
+}
+
+// advance consumes n bytes and restarts the search for a frame's end.
+func (s *Scanner) advance(n int) {
+	s.start += n
+	s.lineStart, s.scanned = 0, 0
+}
+
+// frameEnds reports whether the buffer holds a blank line, which ends the
+// frame at buf[start:] (or is a blank line before it). It resumes the search
+// where the previous call stopped.
+func (s *Scanner) frameEnds() bool {
+	b := s.buf[s.start:s.end]
+	for {
+		if s.scanned == s.lineStart {
+			if s.lineStart == len(b) {
+				return false
+			}
+			if c := b[s.lineStart]; c == '\n' || c == '\r' {
+				return true
+			}
+		}
+		i := bytes.IndexAny(b[s.scanned:], "\r\n")
+		if i < 0 {
+			s.scanned = len(b)
+			return false
+		}
+		t := s.scanned + i
+		next := t + 1
+		if b[t] == '\r' {
+			if next == len(b) {
+				s.scanned = t // CR or CRLF? Look again when more arrives.
+				return false
+			}
+			if b[next] == '\n' {
+				next++
+			}
+		}
+		s.lineStart, s.scanned = next, next
 	}
 }
 
@@ -126,7 +193,7 @@ func (s *Scanner) fastFrame() (Frame, bool) {
 		return Frame{}, false // slowFrame reports the oversized frame
 	}
 	f := Frame{Raw: b[:nl+2], Data: b[6:nl:nl], Canonical: true}
-	s.start += nl + 2
+	s.advance(nl + 2)
 	return f, true
 }
 
@@ -134,6 +201,7 @@ func (s *Scanner) fastFrame() (Frame, bool) {
 // the buffer ends before the frame does (more input is needed), unless the
 // stream ended cleanly, in which case what is there is the final frame.
 func (s *Scanner) slowFrame() (f Frame, complete bool, err error) {
+	s.parses++
 	b := s.buf[s.start:s.end]
 	atEOF := s.readErr == io.EOF
 	s.data = s.data[:0]
@@ -162,7 +230,14 @@ func (s *Scanner) slowFrame() (f Frame, complete bool, err error) {
 			canonical = false
 		case b[pos+i] == '\r':
 			if pos+i+1 == len(b) && !atEOF {
-				return Frame{}, false, s.checkSize(len(b)) // is it CRLF? need one more byte
+				if i > 0 {
+					return Frame{}, false, s.checkSize(len(b)) // is it CRLF? need one more byte
+				}
+				// A blank line ending in CR at the end of the input: the
+				// frame is complete now, whether an LF follows or not (if
+				// it does, the next call drops it). Waiting for that byte
+				// would hold the event back until the producer's next one.
+				s.skipLF = true
 			}
 			line = b[pos : pos+i]
 			next = pos + i + 1
@@ -180,9 +255,10 @@ func (s *Scanner) slowFrame() (f Frame, complete bool, err error) {
 		if len(line) == 0 {
 			if !hasData && len(s.fields) == 0 {
 				// Blank lines between frames carry nothing; skip them.
-				s.start += pos
+				s.advance(pos)
 				b = b[pos:]
 				pos = 0
+				canonical = true // a CRLF blank line before a frame is not part of it
 				if len(b) == 0 {
 					return Frame{}, false, nil
 				}
@@ -218,7 +294,7 @@ func (s *Scanner) finish(b []byte, pos int, hasData, canonical bool) (Frame, boo
 			f.Data = []byte{}
 		}
 	}
-	s.start += pos
+	s.advance(pos)
 	return f, true, nil
 }
 

@@ -167,3 +167,159 @@ func TestScannerBeforeReadFlushesBeforeBlocking(t *testing.T) {
 		t.Fatalf("frames = %d", n)
 	}
 }
+
+// splitReader returns its input in two reads, split at n.
+func splitReader(s string, n int) io.Reader {
+	return io.MultiReader(strings.NewReader(s[:n]), strings.NewReader(s[n:]))
+}
+
+func TestScannerFramingAtEverySplit(t *testing.T) {
+	inputs := []string{
+		"data: {\"a\":1}\n\ndata: {}\n\n",
+		"data: 1\r\n\r\ndata: 2\r\n\r\n",
+		"data: 1\r\rdata: 2\r\r",
+		"\xEF\xBB\xBFdata: 1\n\n: ping\n\n",
+		"event: x\ndata: a\ndata: b\n\n\r\n\r\ndata: c\n\n",
+		"data: 1\n\ndata: 2",
+	}
+	for _, in := range inputs {
+		_, want, err := scanAll(t, strings.NewReader(in), 0)
+		if err != io.EOF {
+			t.Fatalf("%q: %v", in, err)
+		}
+		for n := 0; n <= len(in); n++ {
+			_, got, err := scanAll(t, splitReader(in, n), 0)
+			if err != io.EOF || string(got) != string(want) {
+				t.Errorf("%q split at %d: wrote %q (%v), want %q", in, n, got, err, want)
+			}
+		}
+	}
+}
+
+func TestScannerCanonicalAfterCRLFBlankLines(t *testing.T) {
+	got, _, err := scanAll(t, strings.NewReader("\r\n\r\ndata: 1\n\n"), 0)
+	if err != io.EOF || len(got) != 1 || !got[0].canonical {
+		t.Fatalf("got %+v, %v; want one canonical frame", got, err)
+	}
+}
+
+// A frame whose blank line is a CR at the end of what has arrived is
+// complete: the scanner must not wait for the next byte to see whether it
+// is CRLF, since the producer may send nothing until its next event.
+func TestScannerCRFrameDoesNotWaitForNextByte(t *testing.T) {
+	for _, first := range []string{"data: 1\r\r", "data: 1\r\n\r"} {
+		pr, pw := io.Pipe()
+		sc := NewScanner(pr, 0)
+		go pw.Write([]byte(first))
+		f, err := sc.Next() // blocks forever if the scanner waits for more
+		if err != nil || string(f.Data) != "1" {
+			t.Fatalf("%q: got %v, %v", first, f, err)
+		}
+		go func() {
+			pw.Write([]byte("\ndata: 2\n\n"))
+			pw.Close()
+		}()
+		f, err = sc.Next()
+		if err != nil || string(f.Data) != "2" || f.Fields != nil && len(f.Fields) > 0 {
+			t.Fatalf("%q: second frame %v %q, %v", first, f, f.Data, err)
+		}
+		if _, err := sc.Next(); err != io.EOF {
+			t.Fatalf("%q: end: %v", first, err)
+		}
+	}
+}
+
+// A large frame arriving in small reads is parsed once it is complete, not
+// re-parsed from its start after every read.
+func TestScannerParsesLargeFrameOnce(t *testing.T) {
+	for _, nl := range []string{"\n", "\r\n"} {
+		var b strings.Builder
+		for i := 0; i < 2000; i++ {
+			b.WriteString("data: " + strings.Repeat("x", 100) + nl)
+		}
+		b.WriteString(nl)
+		sc := NewScanner(iotest.HalfReader(&chunkReader{s: b.String(), n: 64}), 0)
+		f, err := sc.Next()
+		if err != nil || len(f.Data) != 2000*101-1 {
+			t.Fatalf("%q: frame of %d bytes, %v", nl, len(f.Data), err)
+		}
+		if sc.parses > 2 {
+			t.Errorf("%q: frame parsed %d times", nl, sc.parses)
+		}
+	}
+}
+
+// chunkReader returns s in reads of at most n bytes.
+type chunkReader struct {
+	s string
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if c.s == "" {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.n)], c.s)
+	c.s = c.s[n:]
+	return n, nil
+}
+
+// refFrames frames a whole input the plain WHATWG way, for the differential
+// fuzz test: split lines on CRLF, LF or CR, dispatch at blank lines, keep
+// non-data lines as fields, and write each frame canonically.
+func refFrames(in string) string {
+	in = strings.TrimPrefix(in, "\xEF\xBB\xBF")
+	in = strings.ReplaceAll(in, "\r\n", "\n")
+	in = strings.ReplaceAll(in, "\r", "\n")
+	lines := strings.Split(in, "\n")
+	var out, fields strings.Builder
+	var data []string
+	hasData := false
+	flush := func() {
+		if hasData {
+			out.WriteString(string(AppendFrame([]byte(fields.String()), nil, []byte(strings.Join(data, "\n")))))
+		} else if fields.Len() > 0 {
+			out.WriteString(fields.String() + "\n")
+		}
+		fields.Reset()
+		data, hasData = nil, false
+	}
+	for _, l := range lines {
+		switch {
+		case l == "":
+			flush()
+		case l == "data":
+			data, hasData = append(data, ""), true
+		case strings.HasPrefix(l, "data: "):
+			data, hasData = append(data, l[6:]), true
+		case strings.HasPrefix(l, "data:"):
+			data, hasData = append(data, l[5:]), true
+		default:
+			fields.WriteString(l + "\n")
+		}
+	}
+	flush() // a frame open at a clean end is delivered
+	return out.String()
+}
+
+func FuzzScanner(f *testing.F) {
+	for _, s := range []string{
+		"data: {\"a\":1}\n\n", "data: 1\r\n\r\ndata: 2\r\r", ": ping\n\nid: 1\ndata: x\ndata: y\n\n",
+		"\xEF\xBB\xBFdata:1\n\ndata\n\n", "data: 1\nid: 2\n\n\n\n", "data: 2", "\r\n\r\ndata: 1\r",
+	} {
+		f.Add(s, 3)
+	}
+	f.Fuzz(func(t *testing.T, in string, split int) {
+		want := refFrames(in)
+		if split < 0 {
+			split = -split
+		}
+		split %= len(in) + 1
+		for _, r := range []io.Reader{strings.NewReader(in), iotest.OneByteReader(strings.NewReader(in)), splitReader(in, split)} {
+			_, got, err := scanAll(t, r, 0)
+			if err != io.EOF || string(got) != want {
+				t.Fatalf("scanner wrote %q (%v), reference %q", got, err, want)
+			}
+		}
+	})
+}
