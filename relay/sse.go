@@ -55,7 +55,7 @@ type Scanner struct {
 	// the search for its terminator got.
 	lineStart, scanned int
 	skipLF             bool // the last frame ended in CR at the end of the input
-	parses             int // slowFrame calls, for tests
+	parses             int  // slowFrame calls, for tests
 
 	data   []byte // scratch: joined data of a non-canonical frame
 	fields []byte // scratch: normalised field lines
