@@ -11,11 +11,15 @@ import (
 // for operators reading `check` output, not for the hot path.
 func Hint(doc []byte, f Finding) string {
 	s := unsafe.String(unsafe.SliceData(doc), len(doc))
+	who := "the producer"
+	if strings.HasPrefix(f.Shape, "RunAgentInput") {
+		who = "the client" // an input comes from the consumer side
+	}
 	switch {
 	case f.Rule == "required" && f.Pointer != "":
 		name := f.Pointer[strings.LastIndexByte(f.Pointer, '/')+1:]
 		if snake := snakeCase(name); snake != name && hasKeyAt(s, f.Pointer, snake) {
-			return "field names are snake_case (" + snake + " for " + name + "): the producer likely serialises its models without camelCase aliases"
+			return "field names are snake_case (" + snake + " for " + name + "): " + who + " likely serialises its models without camelCase aliases"
 		}
 		if f.Shape == "RUN_ERROR.message" {
 			return "RUN_ERROR carries no message: the producer likely puts the error text in another field; every consumer rejects it"
@@ -23,7 +27,7 @@ func Hint(doc []byte, f Finding) string {
 	case f.Rule == "unknown-property":
 		name := f.Pointer[strings.LastIndexByte(f.Pointer, '/')+1:]
 		if strings.IndexByte(name, '_') > 0 {
-			return "field names are snake_case: the producer likely serialises its models without camelCase aliases"
+			return "field names are snake_case: " + who + " likely serialises its models without camelCase aliases"
 		}
 	case f.Rule == "unknown-event-type":
 		h := "no AG-UI version has this event type: the producer likely emits a framework-specific event; consumers up to 0.0.59 fail the run on it, 1.0 drops it with a warning"

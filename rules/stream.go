@@ -155,7 +155,7 @@ func (s *Stream) pair(open map[string]bool, id, typ, what string, fault func(rul
 		if open[id] {
 			fault(what+"-started-twice", what+" "+quote(id)+" started while open", "")
 		}
-		open[id] = true
+		open[strings.Clone(id)] = true // id is borrowed from the event
 	default:
 		if !open[id] {
 			fault(what+"-not-started", typ+" for "+what+" "+quote(id)+", which is not open", "")

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// corpus and fixtures are the shared reference tree beside the repository.
+func sharedFile(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join("..", "shared", rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("reference material missing (%v): the tests need ../shared beside the repository", err)
+	}
+	return p
+}
+
+func runCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func wantContains(t *testing.T, out string, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+func TestCheckCorpusSnakeCase(t *testing.T) {
+	code, out, _ := runCmd(t, "", "check", sharedFile(t, "corpus/agui-benchmark/anthropic-raw/simple.sse"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	wantContains(t, out,
+		"#0 RUN_STARTED: malformed",
+		"/threadId: malformed: required (RUN_STARTED.threadId)",
+		"/thread_id: stripped: unknown-property",
+		"hint: field names are snake_case (thread_id for threadId): the producer likely serialises its models without camelCase aliases",
+		"USAGE_METADATA: stripped",
+		"token usage belongs on RUN_FINISHED.usage")
+}
+
+func TestCheckCorpusSteps(t *testing.T) {
+	code, out, _ := runCmd(t, "", "check", sharedFile(t, "corpus/agui-benchmark/langgraph-cerebras/thinking.sse"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	wantContains(t, out, "stream: step-not-started: step", "finished but never started",
+		"stream: step-started-twice", "hint: the producer likely")
+}
+
+func TestCheckCorpusRunErrorWithoutMessage(t *testing.T) {
+	code, out, _ := runCmd(t, "", "check", sharedFile(t, "corpus/agui-benchmark/ag2/multi_turn_memory.sse"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	wantContains(t, out, "RUN_ERROR: malformed", "/message: malformed: required (RUN_ERROR.message)", "RUN_ERROR carries no message")
+}
+
+// An unknown event type is stripped by 1.0 and fails 0.0.x runs.
+func TestCheckUnknownTypeByVersion(t *testing.T) {
+	f := sharedFile(t, "corpus/agui-benchmark/cerebras-llama-3.1-8b/simple.sse")
+	code, out, _ := runCmd(t, "", "check", f)
+	if code != 0 {
+		t.Errorf("1.0: exit %d, want 0:\n%s", code, out)
+	}
+	wantContains(t, out, "USAGE_METADATA: stripped", " 0 malformed; 0 stream faults")
+	code, out, _ = runCmd(t, "", "check", f, "--version", "0.0.52")
+	if code != 1 {
+		t.Errorf("0.0.52: exit %d, want 1", code)
+	}
+	wantContains(t, out, "USAGE_METADATA: rejected", "judged against 0.0.52")
+}
+
+func TestCheckJSONLinesFromStdin(t *testing.T) {
+	in := `{"type":"RUN_STARTED","threadId":"t","runId":"r"}
+
+{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"n","parentMessageId":null}
+{"type":"TOOL_CALL_END","toolCallId":"c"}
+{"type":"STATE_DELTA","delta":[{"op":"add","path":"x","value":1}]}
+{"type":"RUN_FINISHED","threadId":"t","runId":"r"}
+`
+	var out bytes.Buffer
+	c := checker{v: negotiate.Current, out: &out, now: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if err := c.stream(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, out.String(),
+		"#1 TOOL_CALL_START: translated",
+		"/parentMessageId: translated: retired (TOOL_CALL_START.parentMessageId:null) → parentMessageId omitted [step null-means-absent, retired in 1.0, translation expires 2027-09-17]",
+		"#3 STATE_DELTA: malformed", "/delta/0/path: malformed: json-pointer",
+		"summary: 5 events judged against 1.0: 3 accepted, 1 translated, 0 stripped, 0 rejected, 1 malformed; 0 stream faults")
+	if !c.failed {
+		t.Error("a malformed event did not fail the check")
+	}
+	// After expiry the translation is gone and the shape is unrecognised.
+	out.Reset()
+	c = checker{v: negotiate.Current, out: &out, now: time.Date(2027, 9, 17, 0, 0, 0, 0, time.UTC)}
+	if err := c.stream(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, out.String(), "#1 TOOL_CALL_START: stripped")
+
+	code, sout, _ := runCmd(t, `{"type":"RUN_STARTED","threadId":"t","runId":"r"}`+"\n", "check")
+	if code != 0 || !strings.Contains(sout, "#0 RUN_STARTED: accepted") {
+		t.Errorf("stdin: exit %d\n%s", code, sout)
+	}
+}
+
+func TestCheckInput(t *testing.T) {
+	code, out, _ := runCmd(t, "", "check", "--input", sharedFile(t, "fixtures/spec-draft/RunAgentInput/valid/full.json"))
+	if code != 0 {
+		t.Errorf("valid input: exit %d\n%s", code, out)
+	}
+	wantContains(t, out, "input: accepted")
+	code, out, _ = runCmd(t, "", "check", "--input", sharedFile(t, "corpus/agui-benchmark/ag2/simple.request.json"))
+	if code != 1 {
+		t.Errorf("snake_case input: exit %d", code)
+	}
+	wantContains(t, out, "input: malformed", "/threadId: malformed: required", "the client likely serialises")
+	code, out, _ = runCmd(t, `{"threadId":"t","runId":"r","messages":[]}`, "check", "--input", "--version", "0.0.59")
+	if code != 1 {
+		t.Errorf("0.0.59 input without tools: exit %d", code)
+	}
+	wantContains(t, out, "/tools: malformed: required")
+}
+
+func TestCheckUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"check", "--version", "1.x"},
+		{"check", "a", "b"},
+		{"check", "--nope"},
+	} {
+		if code, _, _ := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if code, _, errs := runCmd(t, "", "check", "--help"); code != 0 || !strings.Contains(errs, "Exit status") {
+		t.Errorf("--help: exit %d\n%s", code, errs)
+	}
+	if code, _, _ := runCmd(t, "", "check", filepath.Join(t.TempDir(), "missing.sse")); code != 1 {
+		t.Errorf("missing file: exit %d, want 1", code)
+	}
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agui-relay/agui-relay/rules"
+)
+
+func TestVersions(t *testing.T) {
+	code, out, _ := runCmd(t, "", "versions")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	wantContains(t, out, "current protocol version: 1.0", "oldest served consumer: 0.0.37",
+		"0.0.37 0.0.38 0.0.39 0.0.40", "0.0.54 0.0.55 0.0.56 0.0.57 0.0.58")
+	reg := rules.Deprecations()
+	if len(reg) == 0 {
+		t.Fatal("empty registry")
+	}
+	for _, d := range reg {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, d.Shape+" ") {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Errorf("registry entry %s not listed", d.Shape)
+			continue
+		}
+		for _, s := range []string{d.Replacement, d.Step, d.Retired.String(), d.Expires.Format("2006-01-02")} {
+			if !strings.Contains(line, s) {
+				t.Errorf("%s: line lacks %q: %s", d.Shape, s, line)
+			}
+		}
+	}
+	if code, _, _ := runCmd(t, "", "versions", "extra"); code != 2 {
+		t.Errorf("extra argument: exit %d, want 2", code)
+	}
+}
