@@ -20,14 +20,17 @@ type Chain struct {
 // registry's steps (see Registry).
 func EventChain(target negotiate.Version, steps []*Step) *Chain {
 	c := &Chain{concerns: map[string]bool{}}
-	var ups, downs []*Step
+	var ups, downs, late []*Step
 	for _, s := range steps {
 		if s.Direction != Events || !s.Applies(target) {
 			continue
 		}
-		if s.Kind == Upgrade {
+		switch {
+		case s.Kind == Upgrade:
 			ups = append(ups, s)
-		} else {
+		case s.Late:
+			late = append(late, s)
+		default:
 			downs = append(downs, s)
 		}
 	}
@@ -37,6 +40,7 @@ func EventChain(target negotiate.Version, steps []*Step) *Chain {
 	for i := len(downs) - 1; i >= 0; i-- {
 		c.Steps = append(c.Steps, downs[i])
 	}
+	c.Steps = append(c.Steps, late...)
 	for _, s := range c.Steps {
 		if s.Types == nil {
 			c.anyType = true

@@ -4,5 +4,19 @@ package translate
 // step lives in its own file with its description, its lossy/lossless claim
 // and a sibling test; chains are built from this list (never an N×N table).
 func Registry() []*Step {
-	return []*Step{}
+	return []*Step{
+		thinkingToReasoning,  // 0.0.45 (upgrade)
+		interruptOutcome,     // 0.0.54
+		nullParentMessageID,  // 0.0.58
+		subagents,            // 0.0.59
+		runAfterError,        // 0.0.59 (late)
+		binaryToMedia,        // 1.0 (upgrade)
+		nullMeansAbsent,      // 1.0 (upgrade)
+		toolPartsToText,      // 1.0
+		fileSourceParts,      // 1.0
+		outcomeMembers,       // 1.0
+		cancelledOutcome,     // 1.0: after outcomeMembers, so it runs before it
+		inputToolsContext,    // 1.0
+		unrecognisedMaterial, // 1.0 (late: after every other downgrade)
+	}
 }

@@ -35,10 +35,22 @@ type Run struct {
 	// named them; they seed derived ids.
 	RunID, ThreadID string
 
+	// Stream is what the translation carries from one run of a stream to
+	// the next; nil when the caller translates runs on their own (a step
+	// that needs it then does nothing).
+	Stream *StreamState
+
 	observer Observer
 	step     *Step // the step being applied
 	warnings []Warning
 	minted   int
+}
+
+// StreamState is what one event stream's translation carries across its
+// runs. Make one per stream and set it on every Run of that stream.
+type StreamState struct {
+	// Errored is set once a RUN_ERROR reached the consumer.
+	Errored bool
 }
 
 // NewRun starts the translation state of one run. observer may be nil.

@@ -78,6 +78,11 @@ type Step struct {
 	// Types lists the event types an event step concerns; nil means every
 	// type (such a step must filter cheaply itself).
 	Types []string
+	// Late places a downgrade after every other downgrade of the chain,
+	// whatever its Since: a step that judges what the version steps left
+	// against the consumer's version (unrecognised material) must see the
+	// stream once they have reshaped what they can.
+	Late bool
 	// NewEvent makes the per-run state of an event step.
 	NewEvent func() EventStep
 	// Input is the rewrite of an input step.

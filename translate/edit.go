@@ -1,0 +1,361 @@
+package translate
+
+import (
+	"bytes"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file holds the byte-editing helpers the steps share. A step never
+// re-encodes an event: it locates what it changes with gjson (Result.Index
+// is the byte offset of a value in the event), records replacements of byte
+// ranges in an Edits, and applies them in one pass that copies every other
+// byte as it was. Values that move (a text, an id) are copied as raw JSON,
+// never decoded and re-encoded.
+
+// Edits collects replacements of byte ranges of one source document. The
+// ranges must not overlap; Apply reports when they do. The zero value is
+// ready to use; Reset makes it reusable without allocating.
+type Edits struct {
+	ops   []editOp
+	arena []byte // replacement bytes, addressed by offset so growth is safe
+}
+
+type editOp struct {
+	start, end int // replaced range of the source
+	from, to   int // replacement in arena
+}
+
+// Reset forgets every recorded edit, keeping the memory.
+func (e *Edits) Reset() {
+	e.ops = e.ops[:0]
+	e.arena = e.arena[:0]
+}
+
+// Len reports how many edits are recorded.
+func (e *Edits) Len() int { return len(e.ops) }
+
+// Replace records that src[start:end] becomes raw (copied now).
+func (e *Edits) Replace(start, end int, raw []byte) {
+	from := len(e.arena)
+	e.arena = append(e.arena, raw...)
+	e.ops = append(e.ops, editOp{start, end, from, len(e.arena)})
+}
+
+// ReplaceString is Replace with a string replacement.
+func (e *Edits) ReplaceString(start, end int, raw string) {
+	from := len(e.arena)
+	e.arena = append(e.arena, raw...)
+	e.ops = append(e.ops, editOp{start, end, from, len(e.arena)})
+}
+
+// Delete records that src[start:end] goes.
+func (e *Edits) Delete(start, end int) {
+	e.ops = append(e.ops, editOp{start, end, len(e.arena), len(e.arena)})
+}
+
+// Begin starts building a replacement with the Append methods, returning a
+// mark for Commit.
+func (e *Edits) Begin() int { return len(e.arena) }
+
+// Append adds bytes to the replacement being built.
+func (e *Edits) Append(b []byte) { e.arena = append(e.arena, b...) }
+
+// AppendString adds a string's bytes to the replacement being built.
+func (e *Edits) AppendString(s string) { e.arena = append(e.arena, s...) }
+
+// AppendJSONString adds s encoded as a JSON string to the replacement being
+// built.
+func (e *Edits) AppendJSONString(s string) { e.arena = AppendJSONString(e.arena, s) }
+
+// Commit records that src[start:end] becomes what was appended since mark.
+func (e *Edits) Commit(start, end, mark int) {
+	e.ops = append(e.ops, editOp{start, end, mark, len(e.arena)})
+}
+
+// sorted orders the edits by offset and reports whether they are disjoint.
+func (e *Edits) sorted() bool {
+	// Insertion sort: a step records a handful of edits, mostly in order.
+	// Stable, so insertions at one offset keep the order they were made in.
+	for i := 1; i < len(e.ops); i++ {
+		for j := i; j > 0 && e.ops[j].start < e.ops[j-1].start; j-- {
+			e.ops[j], e.ops[j-1] = e.ops[j-1], e.ops[j]
+		}
+	}
+	for i := 1; i < len(e.ops); i++ {
+		if e.ops[i].start < e.ops[i-1].end {
+			return false
+		}
+	}
+	return true
+}
+
+// Apply writes src with the edits applied to dst[:0] and returns it. ok is
+// false (and dst holds src unchanged) when edits overlap or fall outside
+// src: a step bug, which must not corrupt the stream.
+func (e *Edits) Apply(src, dst []byte) (out []byte, ok bool) {
+	dst = dst[:0]
+	if !e.sorted() || (len(e.ops) > 0 && (e.ops[0].start < 0 || e.ops[len(e.ops)-1].end > len(src))) {
+		return append(dst, src...), false
+	}
+	at := 0
+	for _, op := range e.ops {
+		if op.end < op.start {
+			return append(dst[:0], src...), false
+		}
+		dst = append(dst, src[at:op.start]...)
+		dst = append(dst, e.arena[op.from:op.to]...)
+		at = op.end
+	}
+	return append(dst, src[at:]...), true
+}
+
+// Item is one member of an object or one element of an array, located in the
+// document it was read from: Start is where the member's key (or the
+// element) begins, End where its value ends.
+type Item struct {
+	Key   gjson.Result // zero for array elements
+	Value gjson.Result
+	Start int
+	End   int
+}
+
+// view reads a byte slice as a string without copying; the string is valid
+// only as long as the slice is not modified.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// Root returns the event's top-level value with Index set to where it starts
+// in ev, and Raw without trailing whitespace, so that offsets of its members
+// are offsets in ev.
+func Root(ev []byte) gjson.Result {
+	i := 0
+	for i < len(ev) && ev[i] <= ' ' {
+		i++
+	}
+	j := len(ev)
+	for j > i && ev[j-1] <= ' ' {
+		j--
+	}
+	r := gjson.Parse(view(ev[i:j]))
+	r.Index = i
+	return r
+}
+
+// Items appends the members (or elements) of container to dst. container
+// must have been read from the document the offsets are for (Get, Root or
+// Items of it), so that its Index is the document offset.
+func Items(container gjson.Result, dst []Item) []Item {
+	if !container.IsObject() && !container.IsArray() {
+		return dst
+	}
+	container.ForEach(func(k, v gjson.Result) bool {
+		it := Item{Key: k, Value: v, Start: v.Index, End: v.Index + len(v.Raw)}
+		if k.Type == gjson.String {
+			it.Start = k.Index
+		} else {
+			it.Key = gjson.Result{}
+		}
+		dst = append(dst, it)
+		return true
+	})
+	return dst
+}
+
+// DeleteItems records the removal of the items for which drop is true, with
+// the commas and whitespace that separated them, so that what is left is
+// valid JSON laid out as it was. items must be every item of one container,
+// in order (as Items returns them). It reports how many it removes.
+func (e *Edits) DeleteItems(items []Item, drop func(i int) bool) int {
+	n := len(items)
+	// The trailing run of dropped items goes with the comma before it; every
+	// other dropped item goes with the comma after it.
+	tail := n
+	for tail > 0 && drop(tail-1) {
+		tail--
+	}
+	removed := n - tail
+	if tail < n {
+		if tail == 0 {
+			e.Delete(items[0].Start, items[n-1].End)
+			return n
+		}
+		e.Delete(items[tail-1].End, items[n-1].End)
+	}
+	for i := 0; i < tail; i++ {
+		if drop(i) {
+			e.Delete(items[i].Start, items[i+1].Start)
+			removed++
+		}
+	}
+	return removed
+}
+
+// AppendMember records the addition of "key":raw as the last member of obj.
+// nonEmpty says whether obj keeps at least one member after the other edits
+// (a comma is needed). key must not need escaping.
+func (e *Edits) AppendMember(obj gjson.Result, nonEmpty bool, key string, raw []byte) {
+	at := obj.Index + len(obj.Raw) - 1 // the closing brace
+	mark := e.Begin()
+	if nonEmpty {
+		e.AppendString(",")
+	}
+	e.AppendString(`"`)
+	e.AppendString(key)
+	e.AppendString(`":`)
+	e.Append(raw)
+	e.Commit(at, at, mark)
+}
+
+// SetValue records that the value r (read from the edited document) becomes
+// raw.
+func (e *Edits) SetValue(r gjson.Result, raw []byte) {
+	e.Replace(r.Index, r.Index+len(r.Raw), raw)
+}
+
+// SetValueString is SetValue with a raw JSON text given as a string.
+func (e *Edits) SetValueString(r gjson.Result, raw string) {
+	e.ReplaceString(r.Index, r.Index+len(r.Raw), raw)
+}
+
+// StringBody returns the bytes between the quotes of a raw JSON string, still
+// escaped: concatenating the bodies of several strings inside one pair of
+// quotes gives the JSON string of their concatenation, without decoding.
+func StringBody(r gjson.Result) string {
+	if r.Type != gjson.String || len(r.Raw) < 2 {
+		return ""
+	}
+	return r.Raw[1 : len(r.Raw)-1]
+}
+
+// AppendJSONString appends s as a JSON string. Only what JSON requires is
+// escaped (quote, backslash, control characters); invalid UTF-8 becomes
+// U+FFFD. The same input always gives the same bytes.
+func AppendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// Member returns the first member of obj named key (gjson semantics), with
+// its offsets in the document obj was read from; ok is false when absent.
+func Member(obj gjson.Result, key string) (it Item, ok bool) {
+	if !obj.IsObject() {
+		return Item{}, false
+	}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		if k.Str == key {
+			it = Item{Key: k, Value: v, Start: k.Index, End: v.Index + len(v.Raw)}
+			ok = true
+			return false
+		}
+		return true
+	})
+	return it, ok
+}
+
+// EachElement calls fn for every element of an array read from the edited
+// document, with its index; offsets in the Results are document offsets.
+func EachElement(arr gjson.Result, fn func(i int, v gjson.Result)) {
+	if !arr.IsArray() {
+		return
+	}
+	i := 0
+	arr.ForEach(func(_, v gjson.Result) bool {
+		fn(i, v)
+		i++
+		return true
+	})
+}
+
+// Sub reads path inside v (a value read from the edited document) and keeps
+// document offsets: v.Get gives offsets relative to v.Raw.
+func Sub(v gjson.Result, path string) gjson.Result {
+	r := v.Get(path)
+	if !r.Exists() {
+		return r
+	}
+	if r.Index <= 0 {
+		// gjson could not locate it (a member is never at offset 0): treat
+		// it as absent rather than edit the wrong bytes.
+		return gjson.Result{}
+	}
+	r.Index += v.Index
+	return r
+}
+
+// rewriter is the scratch an event step keeps for its run: the edits of the
+// event at hand, the buffer the rewrite is written to, items to iterate.
+type rewriter struct {
+	ed    Edits
+	buf   []byte
+	items []Item
+}
+
+// emit passes ev on: as it was when no edit was recorded, else rewritten.
+// The rewrite lives in w.buf until the step's next event.
+func (w *rewriter) emit(ev []byte, emit func([]byte)) {
+	if w.ed.Len() == 0 {
+		emit(ev)
+		return
+	}
+	out, _ := w.ed.Apply(ev, w.buf)
+	w.buf = out
+	w.ed.Reset()
+	emit(out)
+}
+
+// messagesOf returns the messages array an event carries, with document
+// offsets: MESSAGES_SNAPSHOT.messages and RUN_STARTED.input.messages. shape
+// names it for warnings.
+func messagesOf(ev []byte, typ string) (msgs gjson.Result, shape string) {
+	switch typ {
+	case "MESSAGES_SNAPSHOT":
+		return Get(ev, "messages"), "MESSAGES_SNAPSHOT.messages"
+	case "RUN_STARTED":
+		return Get(ev, "input.messages"), "RUN_STARTED.input.messages"
+	}
+	return gjson.Result{}, ""
+}
+
+// Rollback forgets what was appended since mark without committing it.
+func (e *Edits) Rollback(mark int) { e.arena = e.arena[:mark] }
+
+func bytesContains(b, sub []byte) bool { return bytes.Contains(b, sub) }

@@ -1,0 +1,52 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// through runs events through a chain of the given steps for target, as one
+// run with id "r1", and returns what came out and the run's warnings.
+func through(t *testing.T, target string, steps []*Step, events ...string) (out []string, warns []Warning) {
+	t.Helper()
+	return throughRun(t, NewRun(Events, negotiate.Version{}, negotiate.MustParse(target), nil), steps, events...)
+}
+
+func throughRun(t *testing.T, r *Run, steps []*Step, events ...string) (out []string, warns []Warning) {
+	t.Helper()
+	if r.RunID == "" {
+		r.RunID = "r1"
+	}
+	cr := EventChain(r.To, steps).Start(r, negotiate.Plan{}, func(ev []byte) {
+		if !gjson.ValidBytes(ev) {
+			t.Errorf("step emitted invalid JSON: %s", ev)
+		}
+		out = append(out, string(ev))
+	})
+	for _, ev := range events {
+		if !gjson.Valid(ev) {
+			t.Fatalf("test input is not JSON: %s", ev)
+		}
+		cr.Push([]byte(ev))
+	}
+	return out, append([]Warning(nil), r.Warnings()...)
+}
+
+func expect(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func shapes(ws []Warning) string {
+	var b []string
+	for _, w := range ws {
+		b = append(b, w.Shape+"×"+strings.Repeat("I", w.Count))
+	}
+	return strings.Join(b, ",")
+}

@@ -1,0 +1,112 @@
+package translate
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// nullMeansAbsent removes, for 1.0 consumers, the nulls that 0.0.x producers
+// sent to mean "absent" and that 1.0's schema rejects: rawEvent:null on any
+// event; result:null on RUN_FINISHED and SUBAGENT_FINISHED;
+// parentMessageId:null on TOOL_CALL_START and TOOL_CALL_CHUNK;
+// RUN_FINISHED.outcome:null; media-part metadata:null in MESSAGES_SNAPSHOT
+// and RUN_STARTED.input messages; and in RUN_STARTED.input forwardedProps,
+// tools[].parameters and resume[].payload null.
+//
+// Lossless and silent: each of these nulls meant absent in the version that
+// allowed it. Every other null is malformed and passes on untouched (a
+// translation never repairs).
+//
+// Reference consumer: the 1.0 client's CompatibilityBoundary converts
+// exactly this list (protocol-1.0 §2.11), warning each time; the relay is
+// silent because nothing is lost.
+var nullMeansAbsent = &Step{
+	Name:        "null-means-absent",
+	Description: "nulls that legacy producers sent for absent optional fields are removed (the 1.0 compatibility-boundary list)",
+	Kind:        Upgrade,
+	Direction:   Events,
+	Since:       negotiate.Version{Major: 1},
+	Types:       nil, // rawEvent:null may be on any event; "null" in the bytes filters first
+	NewEvent:    func() EventStep { return &nullRun{} },
+}
+
+type nullRun struct {
+	rewriter
+	leaf []Item
+}
+
+var nullLit = []byte("null")
+
+func (n *nullRun) Apply(r *Run, ev []byte, emit func([]byte)) {
+	if !bytes.Contains(ev, nullLit) {
+		emit(ev)
+		return
+	}
+	typ := string(PeekType(ev))
+	w := &n.rewriter
+	w.items = Items(Root(ev), w.items[:0])
+	w.ed.DeleteItems(w.items, func(i int) bool {
+		it := w.items[i]
+		if it.Value.Type != gjson.Null {
+			return false
+		}
+		ok := false
+		switch it.Key.Str {
+		case "rawEvent":
+			ok = true
+		case "result":
+			ok = typ == "RUN_FINISHED" || typ == "SUBAGENT_FINISHED"
+		case "parentMessageId":
+			ok = typ == "TOOL_CALL_START" || typ == "TOOL_CALL_CHUNK"
+		case "outcome":
+			ok = typ == "RUN_FINISHED"
+		}
+		if ok {
+			r.Translated(it.Key.Str + ":null")
+		}
+		return ok
+	})
+	if typ == "MESSAGES_SNAPSHOT" || typ == "RUN_STARTED" {
+		msgs, shape := messagesOf(ev, typ)
+		EachElement(msgs, func(_ int, m gjson.Result) {
+			EachElement(Sub(m, "content"), func(_ int, p gjson.Result) {
+				switch Sub(p, "type").Str {
+				case "image", "audio", "video", "document":
+					n.dropNull(r, p, "metadata", shape+".content.metadata:null")
+				}
+			})
+		})
+	}
+	if typ == "RUN_STARTED" {
+		in := Get(ev, "input")
+		n.dropNull(r, in, "forwardedProps", "RUN_STARTED.input.forwardedProps:null")
+		EachElement(Sub(in, "tools"), func(_ int, t gjson.Result) {
+			n.dropNull(r, t, "parameters", "RUN_STARTED.input.tools.parameters:null")
+		})
+		EachElement(Sub(in, "resume"), func(_ int, e gjson.Result) {
+			n.dropNull(r, e, "payload", "RUN_STARTED.input.resume.payload:null")
+		})
+	}
+	w.emit(ev, emit)
+}
+
+// dropNull records the removal of obj's members named key whose value is
+// null. obj is read from the event (document offsets).
+func (n *nullRun) dropNull(r *Run, obj gjson.Result, key, shape string) {
+	if !obj.IsObject() || !strings.Contains(obj.Raw, "null") {
+		return
+	}
+	n.leaf = Items(obj, n.leaf[:0])
+	n.ed.DeleteItems(n.leaf, func(i int) bool {
+		it := n.leaf[i]
+		if it.Key.Str == key && it.Value.Type == gjson.Null {
+			r.Translated(shape)
+			return true
+		}
+		return false
+	})
+}

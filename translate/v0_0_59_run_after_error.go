@@ -1,0 +1,57 @@
+package translate
+
+import (
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// runAfterError drops, for consumers older than 0.0.59, the runs that start
+// after a RUN_ERROR on the same stream (0.0.59 first allowed a RUN_STARTED
+// after a RUN_ERROR; older verifiers fail the whole stream on it).
+//
+// Lossy, with a warning counting the events dropped: the later runs never
+// reach the consumer. Nothing is reordered or invented, and the run that
+// errored reaches the consumer whole. The state crosses runs, so it lives in
+// Run.Stream; a Run without one (a run translated on its own) is passed on.
+//
+// Reference consumer: ≤0.0.58 reject an event after RUN_ERROR; 0.0.59 and
+// 1.0 start the next run.
+var runAfterError = &Step{
+	Name:        "run-after-error",
+	Description: "runs that start after a RUN_ERROR on the same stream are dropped for consumers that end the stream at RUN_ERROR",
+	Kind:        Downgrade,
+	Direction:   Events,
+	Since:       negotiate.Version{Patch: 59},
+	Lossy:       true,
+	// Late: it must see the stream as the consumer will, including a
+	// RUN_ERROR another step made of a RUN_FINISHED it had to refuse.
+	Late:     true,
+	Types:    nil, // every event of a dropped run goes
+	NewEvent: func() EventStep { return &runAfterErrorRun{} },
+}
+
+type runAfterErrorRun struct {
+	dropping bool
+	decided  bool
+}
+
+func (a *runAfterErrorRun) Apply(r *Run, ev []byte, emit func([]byte)) {
+	st := r.Stream
+	if st == nil {
+		emit(ev)
+		return
+	}
+	if !a.decided {
+		// The run's first event says whether it follows an error.
+		a.decided = true
+		a.dropping = st.Errored && string(PeekType(ev)) == "RUN_STARTED"
+	}
+	if a.dropping {
+		r.Lost("RUN_STARTED after RUN_ERROR", "@ag-ui/client "+r.To.String()+" ends a stream at RUN_ERROR and fails on a later run: the later run's events were dropped",
+			"@ag-ui/client 0.0.59 or newer")
+		return
+	}
+	if string(PeekType(ev)) == "RUN_ERROR" {
+		st.Errored = true
+	}
+	emit(ev)
+}

@@ -1,0 +1,52 @@
+package translate
+
+import (
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// cancelledOutcome refuses, for consumers older than 1.0, a run that finished
+// with RUN_FINISHED.outcome {type:"cancelled"} (new in 1.0).
+//
+// Lossy, and a refusal: no older outcome means "cancelled". 0.0.54–0.0.59
+// validate the outcome strictly and would fail their parse; older releases
+// ignore the outcome and would read the run as a success. Removing the
+// outcome would change the run's outcome to success, which a downgrade must
+// not do, so the RUN_FINISHED becomes
+// RUN_ERROR{message:"agui-relay: the run was cancelled; @ag-ui/client <T>
+// cannot represent it — upgrade to 1.0", code:"cancelled"}, keeping usage
+// where the consumer reads it (0.0.58+), with a warning. The event stays
+// where it was: nothing is reordered.
+//
+// Reference consumer: the 1.0 client reads it as a cancelled run; the 0.0.x
+// clients have no such outcome.
+var cancelledOutcome = &Step{
+	Name:        "cancelled-outcome",
+	Description: "RUN_FINISHED with a cancelled outcome becomes a RUN_ERROR (code cancelled) that says the consumer cannot represent it",
+	Kind:        Downgrade,
+	Direction:   Events,
+	Since:       negotiate.Version{Major: 1},
+	Lossy:       true,
+	Types:       []string{"RUN_FINISHED"},
+	NewEvent: func() EventStep {
+		return &refusalRun{outcome: "cancelled", code: "cancelled", what: "the run was cancelled", upgradeTo: "1.0"}
+	},
+}
+
+// refusalRun refuses runs whose RUN_FINISHED outcome has one type.
+type refusalRun struct {
+	outcome, code, what, upgradeTo string
+	buf                            []byte
+}
+
+func (f *refusalRun) Apply(r *Run, ev []byte, emit func([]byte)) {
+	if t := Get(ev, "outcome.type"); t.Str != f.outcome || !Get(ev, "outcome").IsObject() {
+		emit(ev)
+		return
+	}
+	shape := "RUN_FINISHED.outcome." + f.outcome
+	r.Lost(shape, "@ag-ui/client "+r.To.String()+" cannot represent a "+f.outcome+
+		" outcome and would read the run as a success or fail on it: the run was refused with RUN_ERROR code \""+f.code+"\"",
+		"@ag-ui/client "+f.upgradeTo+" or newer")
+	f.buf = appendRefusal(f.buf[:0], r, ev, f.what, f.code, f.upgradeTo)
+	emit(f.buf)
+}
