@@ -153,3 +153,27 @@ func TestCheckUsageErrors(t *testing.T) {
 		t.Errorf("missing file: exit %d, want 1", code)
 	}
 }
+
+// TestCheckCorpusAgreesWithConsumers: the corpus README measured how many
+// recorded runs the published consumers resolve; check must pass exactly
+// those many.
+func TestCheckCorpusAgreesWithConsumers(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(sharedFile(t, "corpus/agui-benchmark"), "*", "*.sse"))
+	if err != nil || len(files) != 171 {
+		t.Fatalf("want 171 corpus streams, got %d (%v)", len(files), err)
+	}
+	for _, c := range []struct {
+		version string
+		resolve int
+	}{{"1.0", 117}, {"0.0.52", 109}} {
+		ok := 0
+		for _, f := range files {
+			if code, _, _ := runCmd(t, "", "check", "--version", c.version, f); code == 0 {
+				ok++
+			}
+		}
+		if ok != c.resolve {
+			t.Errorf("%s: check passes %d of 171 streams; the published consumer resolves %d", c.version, ok, c.resolve)
+		}
+	}
+}
