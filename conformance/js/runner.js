@@ -9,7 +9,8 @@
 //               "captureRaw": bool, "validateRaw": "1.0.0", "timeoutMs": n }]
 //
 // Prints one JSON line per case: {name, resolved, error, messages, state, result,
-// pendingInterrupts, newMessages, warnings:[{level,text}], raw?, rawInvalid?}.
+// pendingInterrupts, newMessages, warnings:[{level,text}], sent:[request bodies as sent],
+// startedAt/endedAt (ms since the epoch, to attribute relay log lines), raw?, rawInvalid?}.
 // The client is the npm alias "client-<version>" from package.json; every version
 // ships CommonJS (dist/index.js), which is what is required here.
 "use strict";
@@ -42,7 +43,9 @@ function fmt(a) {
 // The raw bytes the client received, by wrapping the global fetch every release calls.
 const realFetch = globalThis.fetch;
 let rawTexts = null;
+let sentBodies = [];
 globalThis.fetch = async (url, init) => {
+  if (init && typeof init.body === "string") sentBodies.push(init.body);
   const res = await realFetch(url, init);
   if (rawTexts) {
     const copy = res.clone();
@@ -78,9 +81,10 @@ function clip(s, n = 4000) {
 
 async function runCase(c) {
   captured = [];
+  sentBodies = [];
   rawTexts = c.captureRaw ? [] : null;
   const agent = new client.HttpAgent({ url: c.url, ...(c.agent || {}) });
-  const out = { name: c.name };
+  const out = { name: c.name, startedAt: Date.now() };
   let timer;
   try {
     const timeout = new Promise((_, reject) => {
@@ -100,6 +104,8 @@ async function runCase(c) {
   } finally {
     clearTimeout(timer);
   }
+  out.endedAt = Date.now();
+  out.sent = sentBodies;
   out.messages = agent.messages;
   out.state = agent.state;
   if ("pendingInterrupts" in agent) out.pendingInterrupts = agent.pendingInterrupts;

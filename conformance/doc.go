@@ -1,0 +1,11 @@
+// Package conformance proves the relay against the real AG-UI packages: the
+// published @ag-ui/client releases (one per legacy profile and in-profile
+// step, and 1.0.0) run through the relay against recorded producer streams
+// (testdata/streams and the shared corpus), and the published @ag-ui/core
+// schemas judge what the relay forwards.
+//
+// Everything lives in the tests (go test ./conformance); this file only names
+// the package. The Node side is in js/ and package.json (npm ci from the lock
+// file: see setup.sh). README.md lists the matrix and the pairs the relay
+// cannot serve faithfully.
+package conformance
