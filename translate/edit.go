@@ -21,6 +21,7 @@ import (
 type Edits struct {
 	ops   []editOp
 	arena []byte // replacement bytes, addressed by offset so growth is safe
+	marks []bool // scratch of DeleteItems
 }
 
 type editOp struct {
@@ -166,16 +167,25 @@ func Items(container gjson.Result, dst []Item) []Item {
 // DeleteItems records the removal of the items for which drop is true, with
 // the commas and whitespace that separated them, so that what is left is
 // valid JSON laid out as it was. items must be every item of one container,
-// in order (as Items returns them). It reports how many it removes.
+// in order (as Items returns them). drop is called once per item, in order,
+// so it may warn. It reports how many items go.
 func (e *Edits) DeleteItems(items []Item, drop func(i int) bool) int {
 	n := len(items)
+	e.marks = e.marks[:0]
+	removed := 0
+	for i := range items {
+		d := drop(i)
+		e.marks = append(e.marks, d)
+		if d {
+			removed++
+		}
+	}
 	// The trailing run of dropped items goes with the comma before it; every
 	// other dropped item goes with the comma after it.
 	tail := n
-	for tail > 0 && drop(tail-1) {
+	for tail > 0 && e.marks[tail-1] {
 		tail--
 	}
-	removed := n - tail
 	if tail < n {
 		if tail == 0 {
 			e.Delete(items[0].Start, items[n-1].End)
@@ -184,9 +194,8 @@ func (e *Edits) DeleteItems(items []Item, drop func(i int) bool) int {
 		e.Delete(items[tail-1].End, items[n-1].End)
 	}
 	for i := 0; i < tail; i++ {
-		if drop(i) {
+		if e.marks[i] {
 			e.Delete(items[i].Start, items[i+1].Start)
-			removed++
 		}
 	}
 	return removed
@@ -305,19 +314,14 @@ func EachElement(arr gjson.Result, fn func(i int, v gjson.Result)) {
 	})
 }
 
-// Sub reads path inside v (a value read from the edited document) and keeps
-// document offsets: v.Get gives offsets relative to v.Raw.
+// Sub reads path inside v (a value read from the edited document), keeping
+// document offsets (gjson's Result.Get adds v.Index itself). A value gjson
+// could not locate is reported absent rather than edited at the wrong bytes.
 func Sub(v gjson.Result, path string) gjson.Result {
 	r := v.Get(path)
-	if !r.Exists() {
-		return r
+	if r.Exists() && r.Index <= v.Index {
+		return gjson.Result{} // a member is never at its container's offset
 	}
-	if r.Index <= 0 {
-		// gjson could not locate it (a member is never at offset 0): treat
-		// it as absent rather than edit the wrong bytes.
-		return gjson.Result{}
-	}
-	r.Index += v.Index
 	return r
 }
 
@@ -359,3 +363,38 @@ func messagesOf(ev []byte, typ string) (msgs gjson.Result, shape string) {
 func (e *Edits) Rollback(mark int) { e.arena = e.arena[:mark] }
 
 func bytesContains(b, sub []byte) bool { return bytes.Contains(b, sub) }
+
+// flattenParts records in ed the replacement of a content-parts array
+// (document offsets) by the JSON string of the concatenation of its text
+// parts' texts, in order, copied as escaped string bodies (never decoded).
+// It appends to lost the partShape name of every part it drops. It records
+// nothing and returns ok false when a part is malformed (not an object, no
+// string type, a text part whose text is not a string): a translation does
+// not repair.
+func flattenParts(ed *Edits, content gjson.Result, lost []string) (_ []string, ok bool) {
+	if !content.IsArray() {
+		return lost, false
+	}
+	ok = true
+	content.ForEach(func(_, p gjson.Result) bool {
+		t := p.Get("type")
+		ok = p.IsObject() && t.Type == gjson.String && (t.Str != "text" || p.Get("text").Type == gjson.String)
+		return ok
+	})
+	if !ok {
+		return lost, false
+	}
+	mark := ed.Begin()
+	ed.AppendString(`"`)
+	content.ForEach(func(_, p gjson.Result) bool {
+		if t := p.Get("type").Str; t != "text" {
+			lost = append(lost, partShape(t))
+		} else {
+			ed.AppendString(StringBody(p.Get("text")))
+		}
+		return true
+	})
+	ed.AppendString(`"`)
+	ed.Commit(content.Index, content.Index+len(content.Raw), mark)
+	return lost, true
+}

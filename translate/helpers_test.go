@@ -50,3 +50,5 @@ func shapes(ws []Warning) string {
 	}
 	return strings.Join(b, ",")
 }
+
+func negotiate0() negotiate.Version { return negotiate.Version{Patch: 45} }
