@@ -5,7 +5,13 @@ package translate
 // and a sibling test; chains are built from this list (never an N×N table).
 func Registry() []*Step {
 	return []*Step{
+		activityDrop,         // 0.0.41
+		userParts,            // 0.0.41
+		reasoningToThinking,  // 0.0.45
 		thinkingToReasoning,  // 0.0.45 (upgrade)
+		textName,             // 0.0.48
+		mediaToBinary,        // 0.0.49
+		emptyDelta,           // 0.0.50
 		interruptOutcome,     // 0.0.54
 		nullParentMessageID,  // 0.0.58
 		subagents,            // 0.0.59

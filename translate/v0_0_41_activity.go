@@ -1,0 +1,83 @@
+package translate
+
+import (
+	"bytes"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// activityDrop removes activity from the stream for consumers older than
+// 0.0.41: ACTIVITY_SNAPSHOT and ACTIVITY_DELTA events, and activity-role
+// messages in MESSAGES_SNAPSHOT.
+//
+// Lossy: activity is what a UI renders as widgets (progress, plans, cards);
+// these consumers have no activity at all, and a warning names what went.
+//
+// Reference consumer: 0.0.37–0.0.40 fail the whole run on an ACTIVITY_*
+// event (unknown type) and on an activity message in a snapshot (unknown
+// role) (legacy-profiles §4(a), §4(d)). No step is needed for the activity
+// messages of RUN_STARTED.input, nor for RUN_STARTED.parentRunId/input at
+// all: these consumers do not know the members and strip them silently
+// (§3.5), so the relay leaves those bytes alone.
+var activityDrop = &Step{
+	Name:        "drop-activity",
+	Description: "ACTIVITY_* events and activity messages in snapshots are dropped for consumers that predate activity",
+	Kind:        Downgrade,
+	Direction:   Events,
+	Since:       negotiate.Version{Patch: 41},
+	Lossy:       true,
+	Types:       []string{"ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "MESSAGES_SNAPSHOT"},
+	NewEvent:    func() EventStep { return &activityRun{} },
+}
+
+const activityUpgrade = "a consumer that renders activity (AG-UI 0.0.41 or newer)"
+
+type activityRun struct {
+	rewriter
+	drop []bool
+}
+
+var activityMark = []byte(`"activity"`)
+
+func (a *activityRun) Apply(r *Run, ev []byte, emit func([]byte)) {
+	typ := string(PeekType(ev))
+	if typ != "MESSAGES_SNAPSHOT" {
+		r.Lost(typ, "consumers before 0.0.41 have no activity events", activityUpgrade)
+		return
+	}
+	if !bytes.Contains(ev, activityMark) {
+		emit(ev)
+		return
+	}
+	msgs, shape := messagesOf(ev, typ)
+	dropRole(r, &a.ed, &a.items, &a.drop, msgs, "activity", shape+".activity",
+		"consumers before 0.0.41 have no activity messages", activityUpgrade)
+	a.emit(ev, emit)
+}
+
+// dropRole records in ed the removal of the messages of msgs whose role is
+// role, each with a warning on shape. items and drop are scratch. The input
+// direction shares it.
+func dropRole(r *Run, ed *Edits, items *[]Item, drop *[]bool, msgs gjson.Result, role, shape, why, upgrade string) {
+	*items = Items(msgs, (*items)[:0])
+	d := (*drop)[:0]
+	found := false
+	for _, it := range *items {
+		gone := Sub(it.Value, "role").Str == role
+		if gone {
+			found = true
+			if upgrade != "" {
+				r.Lost(shape, why, upgrade)
+			} else {
+				r.Translated(shape)
+			}
+		}
+		d = append(d, gone)
+	}
+	*drop = d
+	if found {
+		ed.DeleteItems(*items, func(i int) bool { return d[i] })
+	}
+}
