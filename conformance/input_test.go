@@ -41,7 +41,7 @@ var richMessages = []any{
 
 var richTools = []any{map[string]any{"name": "lookup_ticket", "description": "Looks a ticket up",
 	"parameters": map[string]any{"type": "object", "properties": map[string]any{"t": map[string]any{"type": "number"}}},
-	"metadata": map[string]any{"owner": "travel"}}}
+	"metadata":   map[string]any{"owner": "travel"}}}
 
 var richResume = []any{map[string]any{"interruptId": "int-0", "status": "resolved", "payload": map[string]any{"approved": true}}}
 
