@@ -273,6 +273,17 @@ func freePort(t *testing.T) string {
 // and waits until /readyz answers 200.
 func startRelay(t *testing.T, upstream string, flags ...string) *Relay {
 	t.Helper()
+	r, exitMsg := tryStartRelay(t, upstream, flags...)
+	if r == nil {
+		t.Fatal(exitMsg)
+	}
+	return r
+}
+
+// tryStartRelay is startRelay for a configuration the relay may refuse: it
+// returns nil and why when the process exits before it is ready.
+func tryStartRelay(t *testing.T, upstream string, flags ...string) (*Relay, string) {
+	t.Helper()
 	requireRelay(t)
 	listen, admin := freePort(t), freePort(t)
 	args := append([]string{"serve", "--listen", listen, "--admin-listen", admin,
@@ -295,14 +306,14 @@ func startRelay(t *testing.T, upstream string, flags ...string) *Relay {
 		select {
 		case err := <-exited:
 			exited <- err
-			t.Fatalf("relay %v exited before it was ready (%v); its output:\n%s", args, err, r.logs.String())
+			return nil, fmt.Sprintf("relay %v exited before it was ready (%v); its output:\n%s", args, err, r.logs.String())
 		default:
 		}
 		res, err := http.Get("http://" + admin + "/readyz")
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				return r
+				return r, ""
 			}
 		}
 		if time.Now().After(deadline) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -66,9 +68,6 @@ func TestMatrix(t *testing.T) {
 				reasons := checkPair(e, c, outs[i], window)
 				reasons = append(reasons, checkForwarded(producer, cases[i], outs[i])...)
 				report(t, c, e.Name, reasons)
-			}
-			for _, ns := range notServed {
-				_ = ns // printed once in TestNotServed
 			}
 		})
 	}
@@ -203,4 +202,48 @@ func firstLine(s string) string {
 		s = s[:400] + "…"
 	}
 	return s
+}
+
+// TestNotServed checks that the relay refuses the consumers it cannot serve
+// faithfully, clearly and before contacting the producer: either serve
+// refuses the configuration at start-up, or each run is answered with an
+// RFC 9457 problem that says the consumer is not served. Each such consumer
+// is listed with the reason for every producer stream.
+func TestNotServed(t *testing.T) {
+	requireSetup(t)
+	exps, err := loadExpectations(streamsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer := startProducer(t)
+	for _, ns := range notServed {
+		relay, exitMsg := tryStartRelay(t, producer.URL, "--consumer-version", ns.consumer)
+		var reasons []string
+		switch {
+		case relay == nil:
+			if !strings.Contains(exitMsg, ns.consumer) {
+				reasons = append(reasons, "serve refused the configuration without naming the release: "+firstLine(exitMsg))
+			}
+		default:
+			body := `{"threadId":"t","runId":"r","state":{},"messages":[],"tools":[],"context":[],"forwardedProps":{}}`
+			res, err := http.Post(relay.URL+"/s/v1-run-error?consumer=not-served", "application/json", strings.NewReader(body))
+			if err != nil {
+				reasons = append(reasons, "run failed to connect: "+err.Error())
+				break
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode < 400 || !strings.Contains(res.Header.Get("Content-Type"), "problem+json") ||
+				!strings.Contains(string(b), "not served") {
+				reasons = append(reasons, fmt.Sprintf("a run for a not-served consumer got %d %s %s", res.StatusCode, res.Header.Get("Content-Type"), firstLine(string(b))))
+			}
+			if n := len(producer.Bodies("/s/v1-run-error?consumer=not-served")); n != 0 {
+				reasons = append(reasons, "the producer was contacted for a consumer that is not served")
+			}
+		}
+		reportVia(t, ns.consumer, "refusal", "relay", reasons)
+		for _, e := range exps {
+			reportNotServed(ns.consumer, e.Name, ns.why)
+		}
+	}
 }
