@@ -55,32 +55,75 @@ var inputLosses = []Loss{
 	{Below: "0.0.40", Shape: "image", Why: "the image part of user message u-1"},
 }
 
-// TestInput checks the input direction: a 1.0 consumer's RunAgentInput,
+// legacyMessages is a 0.0.45 consumer's history with legacy binary parts
+// (data with a filename, a url, an id-only upload handle).
+var legacyMessages = []any{
+	map[string]any{"id": "u-1", "role": "user", "content": []any{
+		map[string]any{"type": "text", "text": "Compare these"},
+		map[string]any{"type": "binary", "mimeType": "image/jpeg", "data": "/9j/4AAQ", "filename": "a.jpg"},
+		map[string]any{"type": "binary", "mimeType": "application/pdf", "url": "https://example.com/b.pdf"},
+		map[string]any{"type": "binary", "mimeType": "audio/wav", "id": "upload-9"},
+	}},
+	map[string]any{"id": "r-1", "role": "reasoning", "content": "Two files and a recording."},
+}
+
+type inputCase struct {
+	client, core, flag string // consumer release, producer core, --producer-version
+	consumerFlag       string // --consumer-version, for legacy consumers
+	messages, resume   []any
+	losses             []Loss
+}
+
+var inputCases = func() []inputCase {
+	var cs []inputCase
+	for _, pp := range producerProfiles {
+		cs = append(cs, inputCase{client: "1.0.0", core: pp.core, flag: pp.flag,
+			messages: richMessages, resume: richResume, losses: inputLosses})
+	}
+	// a legacy consumer's binary parts reach a 1.0 producer as media parts;
+	// the id-only one has no 1.0 form
+	cs = append(cs, inputCase{client: "0.0.45", consumerFlag: "0.0.45", core: "1.0.0", flag: "1.0",
+		messages: legacyMessages,
+		losses:   []Loss{{Below: "99.0.0", Shape: "binary", Why: "the id-only binary part upload-9"}}})
+	return cs
+}()
+
+// TestInput checks the input direction: a consumer's RunAgentInput,
 // forwarded by the relay to a producer of each profile, is accepted by that
 // release's RunAgentInputSchema and carries what the consumer sent.
 func TestInput(t *testing.T) {
 	requireSetup(t)
 	producer := startProducer(t)
-	for _, pp := range producerProfiles {
-		t.Run("producer="+pp.core, func(t *testing.T) {
+	for _, ic := range inputCases {
+		name := fmt.Sprintf("consumer=%s,producer=%s", ic.client, ic.core)
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			relay := startRelay(t, producer.URL, "--producer-version", pp.flag)
+			flags := []string{"--producer-version", ic.flag}
+			if ic.consumerFlag != "" {
+				flags = append(flags, "--consumer-version", ic.consumerFlag)
+			}
+			relay := startRelay(t, producer.URL, flags...)
+			params := map[string]any{"runId": "run-in", "tools": richTools, "context": runContext,
+				"forwardedProps": forwardedProps}
+			if ic.resume != nil {
+				params["resume"] = ic.resume
+			}
 			c := Case{
 				Name: "input",
-				URL:  relay.URL + "/s/input-ack?producer=" + url.QueryEscape(pp.core),
-				Agent: map[string]any{"threadId": "thread-in", "initialMessages": richMessages,
+				URL:  relay.URL + "/s/input-ack?input=" + url.QueryEscape(name),
+				Agent: map[string]any{"threadId": "thread-in", "initialMessages": ic.messages,
 					"initialState": map[string]any{"cart": []any{"ticket"}, "step": 2}},
-				Params: map[string]any{"runId": "run-in", "tools": richTools, "context": runContext,
-					"forwardedProps": forwardedProps, "resume": richResume},
+				Params: params,
 			}
-			out := runClient(t, "1.0.0", []Case{c})[0]
-			reasons := checkInput(t, producer, pp.core, c, out, relay.Logs())
-			reportVia(t, "1.0.0", "input@"+pp.core, "relay", reasons)
+			out := runClient(t, ic.client, []Case{c})[0]
+			reasons := checkInput(t, producer, ic, c, out, relay.Logs())
+			reportVia(t, ic.client, "input@"+ic.core, "relay", reasons)
 		})
 	}
 }
 
-func checkInput(t *testing.T, p *Producer, core string, c Case, o Outcome, logs []LogLine) []string {
+func checkInput(t *testing.T, p *Producer, ic inputCase, c Case, o Outcome, logs []LogLine) []string {
+	core := ic.core
 	if !o.Resolved {
 		return []string{"run rejected: " + firstLine(o.Error) + relayErrors(logs)}
 	}
@@ -106,7 +149,7 @@ func checkInput(t *testing.T, p *Producer, core string, c Case, o Outcome, logs 
 	// message's own name is not the 0.0.48 TEXT_MESSAGE_START.name)
 	var want []any
 	for _, m := range sent["messages"].([]any) {
-		if d := deriveMessage(m.(map[string]any), v, false); d != nil {
+		if d := deriveMessage(m.(map[string]any), v, false); d != nil && !idOnlyBinaryDropped(d, v) {
 			want = append(want, d)
 		}
 	}
@@ -134,10 +177,30 @@ func checkInput(t *testing.T, p *Producer, core string, c Case, o Outcome, logs 
 	} else if d := match(sent["resume"], parsed["resume"]); d != "" {
 		reasons = append(reasons, "resume"+d)
 	}
-	for _, l := range inputLosses {
+	for _, l := range ic.losses {
 		if l.applies(v) && !warned(logs, l.Shape) {
 			reasons = append(reasons, fmt.Sprintf("relay lost %s without a WARN naming %q", l.Why, l.Shape))
 		}
 	}
 	return reasons
+}
+
+// idOnlyBinaryDropped removes, for a 1.0 producer, the binary parts that
+// carry only an upload id (no 1.0 form); it reports whether the whole
+// message is gone (never: the message stays with its other parts).
+func idOnlyBinaryDropped(m map[string]any, v Ver) bool {
+	parts, ok := m["content"].([]any)
+	if !ok || v.Less(v1) {
+		return false
+	}
+	var keep []any
+	for _, p := range parts {
+		pm := p.(map[string]any)
+		if pm["type"] == "binary" && pm["data"] == nil && pm["url"] == nil {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	m["content"] = keep
+	return false
 }
