@@ -1,11 +1,128 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/translate"
 )
 
+// runTranslate translates a recorded event stream (SSE data: frames, or one
+// JSON event per line) for a consumer of --to, through the same
+// relay.Translator and relay.Stream as the live relay, so a recording
+// translated offline and the same stream relayed live give the same bytes.
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "agui-relay translate: not implemented yet")
-	return 1
+	fs := newFlagSet("translate", stderr)
+	to := fs.String("to", "", "version the consumer reads (required): 1.0, or a legacy SDK release such as 0.0.45")
+	from := fs.String("from", "", "version the producer speaks (default: learnt per run from RUN_STARTED.protocolVersion; absent there means a producer that predates the field)")
+	input := fs.Bool("input", false, "translate one RunAgentInput document instead of an event stream")
+	maxFrame := fs.Int("max-frame", 10<<20, "largest single event accepted, in bytes")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agui-relay translate [--input] --to V [--from V] [FILE]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *to == "" || fs.NArg() > 1 {
+		fs.Usage()
+		return 2
+	}
+	consumer, err := negotiate.Parse(*to)
+	if err != nil {
+		fmt.Fprintf(stderr, "agui-relay translate: --to: %v\n", err)
+		return 2
+	}
+	if ok, why := negotiate.Supported(consumer); !ok {
+		fmt.Fprintf(stderr, "agui-relay translate: --to %s: %s\n", consumer, why)
+		return 2
+	}
+	var producer negotiate.Version
+	if *from != "" {
+		if producer, err = negotiate.Parse(*from); err != nil {
+			fmt.Fprintf(stderr, "agui-relay translate: --from: %v\n", err)
+			return 2
+		}
+	}
+	in := stdin
+	if fs.NArg() == 1 {
+		f, err := os.Open(fs.Arg(0))
+		if err != nil {
+			fmt.Fprintf(stderr, "agui-relay translate: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		in = f
+	}
+	if *input {
+		// The input direction (one RunAgentInput) goes here.
+		fmt.Fprintln(stderr, "agui-relay translate --input: not implemented yet")
+		return 1
+	}
+	if err := translateEvents(in, stdout, stderr, consumer, producer, *maxFrame); err != nil {
+		fmt.Fprintf(stderr, "agui-relay translate: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// translateEvents runs a recorded stream through the relay's translation.
+func translateEvents(in io.Reader, stdout, stderr io.Writer, consumer, producer negotiate.Version, maxFrame int) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	if jsonLines(br) { // shared with check
+		in = &linesAsSSE{r: br}
+	} else {
+		in = br
+	}
+	tr := &relay.Translator{Observer: &translate.LineObserver{W: stderr}}
+	w := bufio.NewWriter(stdout)
+	st := tr.NewStream(consumer, producer, w)
+	sc := relay.NewScanner(in, maxFrame)
+	for {
+		f, err := sc.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			st.Close()
+			w.Flush()
+			return fmt.Errorf("reading the stream: %w", err)
+		}
+		if err := st.Frame(f); err != nil {
+			st.Close()
+			return fmt.Errorf("writing: %w", err)
+		}
+	}
+	st.Close()
+	return w.Flush()
+}
+
+// linesAsSSE frames every non-blank line of r as "data: <line>\n\n".
+type linesAsSSE struct {
+	r    *bufio.Reader
+	pend []byte
+	err  error
+}
+
+func (l *linesAsSSE) Read(p []byte) (int, error) {
+	for len(l.pend) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		line, err := l.r.ReadBytes('\n')
+		l.err = err
+		line = bytes.TrimSpace(bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF")))
+		if len(line) > 0 {
+			l.pend = append(append(append(l.pend[:0], "data: "...), line...), '\n', '\n')
+		}
+	}
+	n := copy(p, l.pend)
+	l.pend = l.pend[n:]
+	return n, nil
 }

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"strings"
+
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -96,8 +98,14 @@ func (cr *ChainRun) Concerns(typ []byte) bool {
 
 // Push feeds one event into the chain. ev is borrowed.
 func (cr *ChainRun) Push(ev []byte) {
-	if cr.declare != negotiate.DeclareKeep && string(PeekType(ev)) == "RUN_STARTED" {
-		ev, cr.buf = Declare(ev, cr.declare, cr.declared, cr.buf)
+	if string(PeekType(ev)) == "RUN_STARTED" {
+		// The ids seed derived ids and name the run in warnings, after ev is
+		// gone: keep copies of our own (a caller's may alias its buffer).
+		cr.Run.RunID = strings.Clone(Get(ev, "runId").String())
+		cr.Run.ThreadID = strings.Clone(Get(ev, "threadId").String())
+		if cr.declare != negotiate.DeclareKeep {
+			ev, cr.buf = Declare(ev, cr.declare, cr.declared, cr.buf)
+		}
 	}
 	cr.push(0, ev)
 }
