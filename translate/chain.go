@@ -112,23 +112,25 @@ func (cr *ChainRun) Push(ev []byte) {
 
 func (cr *ChainRun) push(i int, ev []byte) {
 	steps := cr.chain.Steps
+	// The type is read once per event per hop, not once per step: it is
+	// most of what a step that does not concern the event costs.
+	typ := PeekType(ev)
 	for ; i < len(steps); i++ {
-		if steps[i].concerns(ev) {
-			prev := cr.Run.step
-			cr.Run.step = steps[i]
+		if steps[i].concernsType(typ) {
+			prev, prevType := cr.Run.step, cr.Run.typ
+			cr.Run.step, cr.Run.typ = steps[i], typ
 			cr.state[i].Apply(cr.Run, ev, cr.emits[i])
-			cr.Run.step = prev
+			cr.Run.step, cr.Run.typ = prev, prevType
 			return
 		}
 	}
 	cr.out(ev)
 }
 
-func (s *Step) concerns(ev []byte) bool {
+func (s *Step) concernsType(typ []byte) bool {
 	if s.Types == nil {
 		return true
 	}
-	typ := PeekType(ev)
 	for _, t := range s.Types {
 		if string(typ) == t {
 			return true

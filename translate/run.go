@@ -41,7 +41,8 @@ type Run struct {
 	Stream *StreamState
 
 	observer Observer
-	step     *Step // the step being applied
+	step     *Step  // the step being applied
+	typ      []byte // the type of the event being applied, borrowed from it
 	warnings []Warning
 	minted   int
 }
@@ -96,6 +97,10 @@ func (r *Run) MintID(prefix string) string {
 	}
 	return prefix + "-" + base + "-" + strconv.Itoa(r.minted)
 }
+
+// EventType returns the type of the event the current step is applying
+// (PeekType of it, read once by the chain), borrowed from the event.
+func (r *Run) EventType() []byte { return r.typ }
 
 // Warnings returns the lossy translations of the run so far.
 func (r *Run) Warnings() []Warning { return r.warnings }

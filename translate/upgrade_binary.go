@@ -50,7 +50,7 @@ func (b *binaryRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		emit(ev)
 		return
 	}
-	msgs, shape := messagesOf(ev, string(PeekType(ev)))
+	msgs, shape := messagesOf(ev, string(r.EventType()))
 	w := &b.rewriter
 	EachElement(msgs, func(_ int, m gjson.Result) {
 		content := Sub(m, "content")

@@ -46,7 +46,7 @@ func (n *nullRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		emit(ev)
 		return
 	}
-	typ := string(PeekType(ev))
+	typ := string(r.EventType())
 	w := &n.rewriter
 	w.items = Items(Root(ev), w.items[:0])
 	w.ed.DeleteItems(w.items, func(i int) bool {

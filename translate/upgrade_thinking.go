@@ -41,7 +41,7 @@ type thinkingRun struct {
 }
 
 func (t *thinkingRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	typ := string(PeekType(ev))
+	typ := string(r.EventType())
 	root := Root(ev)
 	typeVal := Get(ev, "type")
 	var (

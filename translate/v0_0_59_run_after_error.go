@@ -43,14 +43,14 @@ func (a *runAfterErrorRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	if !a.decided {
 		// The run's first event says whether it follows an error.
 		a.decided = true
-		a.dropping = st.Errored && string(PeekType(ev)) == "RUN_STARTED"
+		a.dropping = st.Errored && string(r.EventType()) == "RUN_STARTED"
 	}
 	if a.dropping {
 		r.Lost("RUN_STARTED after RUN_ERROR", "@ag-ui/client "+r.To.String()+" ends a stream at RUN_ERROR and fails on a later run: the later run's events were dropped",
 			"@ag-ui/client 0.0.59 or newer")
 		return
 	}
-	if string(PeekType(ev)) == "RUN_ERROR" {
+	if string(r.EventType()) == "RUN_ERROR" {
 		st.Errored = true
 	}
 	emit(ev)

@@ -44,7 +44,7 @@ type subagentsRun struct {
 }
 
 func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	typ := PeekType(ev)
+	typ := r.EventType()
 	if bytes.HasPrefix(typ, subagentEvent) {
 		switch t := string(typ); t {
 		case "SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR":

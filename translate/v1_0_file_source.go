@@ -40,7 +40,7 @@ func (f *fileSourceRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		emit(ev)
 		return
 	}
-	msgs, shape := messagesOf(ev, string(PeekType(ev)))
+	msgs, shape := messagesOf(ev, string(r.EventType()))
 	EachElement(msgs, func(_ int, m gjson.Result) {
 		if Sub(m, "role").Str == "tool" {
 			return

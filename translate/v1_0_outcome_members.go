@@ -49,7 +49,7 @@ type outcomeRun struct {
 }
 
 func (o *outcomeRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	switch string(PeekType(ev)) {
+	switch string(r.EventType()) {
 	case "TOOL_CALL_START", "TOOL_CALL_CHUNK":
 		if id := Get(ev, "toolCallId"); id.Type == gjson.String && !o.isStarted(id.Str) {
 			o.started = append(o.started, id.Str)

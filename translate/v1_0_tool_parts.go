@@ -38,7 +38,7 @@ type toolPartsRun struct {
 }
 
 func (t *toolPartsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	typ := string(PeekType(ev))
+	typ := string(r.EventType())
 	if typ == "TOOL_CALL_RESULT" {
 		t.flatten(r, Get(ev, "content"), "TOOL_CALL_RESULT.content")
 	} else {

@@ -48,7 +48,7 @@ type unrecognisedRun struct {
 }
 
 func (u *unrecognisedRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	typ := PeekType(ev)
+	typ := r.EventType()
 	if typ == nil {
 		emit(ev) // no type: malformed, passed on
 		return
