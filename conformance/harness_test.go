@@ -95,6 +95,10 @@ func requireRelay(t *testing.T) {
 	t.Helper()
 	requireSetup(t)
 	buildOnce.Do(func() {
+		if bin := os.Getenv("AGUI_RELAY_BIN"); bin != "" {
+			relayBin = bin // a prebuilt binary (for bisecting); CI builds from the tree
+			return
+		}
 		build := exec.Command("go", "build", "-o", relayBin, ".")
 		build.Dir = repoRoot
 		if out, err := build.CombinedOutput(); err != nil {
@@ -394,6 +398,7 @@ type Outcome struct {
 	State             any               `json:"state"`
 	Result            any               `json:"result"`
 	PendingInterrupts *[]any            `json:"pendingInterrupts"`
+	RunErrors         []any             `json:"runErrors"`
 	Warnings          []ConsoleLine     `json:"warnings"`
 	Sent              []string          `json:"sent"`
 	StartedAt         int64             `json:"startedAt"`

@@ -68,6 +68,11 @@ func TestMatrix(t *testing.T) {
 				reasons := checkPair(e, c, outs[i], window)
 				reasons = append(reasons, checkForwarded(producer, cases[i], outs[i])...)
 				report(t, c, e.Name, reasons)
+				for _, nf := range e.NotFaithful {
+					if nf.applies(parseVer(c)) {
+						fmt.Printf("REFUSED-IN-PART consumer=%s producer=%s %s\n", c, e.Name, nf.Why)
+					}
+				}
 			}
 		})
 	}
@@ -118,6 +123,13 @@ func checkPair(e *Expect, consumer string, o Outcome, logs []LogLine) []string {
 	}
 	if d := match(x.Result, o.Result); d != "" {
 		reasons = append(reasons, "result"+d)
+	}
+	runErrors := o.RunErrors
+	if runErrors == nil {
+		runErrors = []any{}
+	}
+	if d := match(x.RunErrors, runErrors); d != "" {
+		reasons = append(reasons, "runErrors"+d)
 	}
 	if x.PendingInterrupts != nil {
 		if o.PendingInterrupts == nil {

@@ -50,6 +50,9 @@ type View struct {
 	State             json.RawMessage   `json:"state,omitempty"`
 	Result            json.RawMessage   `json:"result,omitempty"`
 	PendingInterrupts json.RawMessage   `json:"pendingInterrupts,omitempty"`
+	// RunErrors are the RUN_ERROR events the consumer is told of ({message,
+	// code}; "*" for any text). Absent means none.
+	RunErrors json.RawMessage `json:"runErrors,omitempty"`
 }
 
 // Loss is content a consumer in [From, Below) cannot represent: the relay
@@ -86,6 +89,10 @@ type Expect struct {
 	} `json:"input"`
 	Views  []View `json:"views"`
 	Losses []Loss `json:"losses"`
+	// NotFaithful names consumers (below a release) for which part of the
+	// stream cannot be served faithfully and is refused by design; the views
+	// say what the consumer must show instead.
+	NotFaithful []Loss `json:"notFaithful"`
 }
 
 func loadExpectations(dir string) ([]*Expect, error) {
@@ -137,6 +144,9 @@ func (e *Expect) baseView(v Ver) View {
 			if w.PendingInterrupts == nil {
 				w.PendingInterrupts = up.PendingInterrupts
 			}
+			if w.RunErrors == nil {
+				w.RunErrors = up.RunErrors
+			}
 		}
 		merged[i] = w
 	}
@@ -154,6 +164,7 @@ type Expected struct {
 	State             any
 	Result            any
 	PendingInterrupts any // nil when the release has no pendingInterrupts
+	RunErrors         []any
 }
 
 var (
@@ -182,6 +193,10 @@ func (e *Expect) derive(v Ver) Expected {
 	}
 	mustUnmarshal(orNull(base.State), &x.State)
 	mustUnmarshal(orNull(base.Result), &x.Result)
+	mustUnmarshal(orNull(base.RunErrors), &x.RunErrors)
+	if x.RunErrors == nil {
+		x.RunErrors = []any{}
+	}
 	if !v.Less(v0054) {
 		var pi []any
 		mustUnmarshal(orNull(base.PendingInterrupts), &pi)

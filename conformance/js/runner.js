@@ -9,7 +9,7 @@
 //               "captureRaw": bool, "validateRaw": "1.0.0", "timeoutMs": n }]
 //
 // Prints one JSON line per case: {name, resolved, error, messages, state, result,
-// pendingInterrupts, newMessages, warnings:[{level,text}], sent:[request bodies as sent],
+// pendingInterrupts, runErrors:[{message,code}], newMessages, warnings:[{level,text}], sent:[request bodies as sent],
 // startedAt/endedAt (ms since the epoch, to attribute relay log lines), raw?, rawInvalid?}.
 // The client is the npm alias "client-<version>" from package.json; every version
 // ships CommonJS (dist/index.js), which is what is required here.
@@ -85,6 +85,7 @@ async function runCase(c) {
   rawTexts = c.captureRaw ? [] : null;
   const agent = new client.HttpAgent({ url: c.url, ...(c.agent || {}) });
   const out = { name: c.name, startedAt: Date.now() };
+  const runErrors = [];
   let timer;
   try {
     const timeout = new Promise((_, reject) => {
@@ -93,7 +94,14 @@ async function runCase(c) {
         reject(new Error(`runner timeout after ${c.timeoutMs || 20000}ms`));
       }, c.timeoutMs || 20000);
     });
-    const res = await Promise.race([agent.runAgent(c.params || {}), timeout]);
+    // RUN_ERROR is not an exception (the run resolves): record what the
+    // consumer was told
+    const subscriber = {
+      onRunErrorEvent: ({ event }) => {
+        runErrors.push({ message: event.message, ...(event.code !== undefined && { code: event.code }) });
+      },
+    };
+    const res = await Promise.race([agent.runAgent(c.params || {}, subscriber), timeout]);
     out.resolved = true;
     out.result = res && res.result;
     out.newMessages = res && res.newMessages;
@@ -105,6 +113,7 @@ async function runCase(c) {
     clearTimeout(timer);
   }
   out.endedAt = Date.now();
+  out.runErrors = runErrors;
   out.sent = sentBodies;
   out.messages = agent.messages;
   out.state = agent.state;
