@@ -24,5 +24,22 @@ func Registry() []*Step {
 		cancelledOutcome,     // 1.0: after outcomeMembers, so it runs before it
 		inputToolsContext,    // 1.0
 		unrecognisedMaterial, // 1.0 (late: after every other downgrade)
+
+		// The input direction (RunAgentInput toward the producer), by core
+		// version; see input.go.
+		inputActivity,             // every producer (upgrade)
+		inputParentRunID,          // 0.0.40
+		inputFlattenContent,       // 0.0.40
+		inputReasoning,            // 0.0.45
+		inputEncryptedValue,       // 0.0.45
+		inputMediaToBinary,        // 0.0.49
+		inputResume,               // 0.0.54
+		inputSubagentRunID,        // 0.0.59
+		inputBinaryToMedia,        // 1.0 (upgrade)
+		inputNulls,                // 1.0 (upgrade)
+		inputToolsContextRequired, // 1.0
+		inputFileSource,           // 1.0
+		inputToolParts,            // 1.0
+		inputUnrecognised,         // 1.0 (late: after every other downgrade)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // Reference consumer: 0.0.37–0.0.40 accept only string content and fail the
 // whole run on an array (legacy-profiles §4(e)). The flattening is the one
 // the 1.0 client's BackwardCompatibility_0_0_39 applies to its input
-// (protocol-1.0 §2.3), which the input direction mirrors (input_legacy.go).
+// (protocol-1.0 §2.3), which the input direction mirrors (input_downgrade.go).
 // RUN_STARTED.input is not concerned: these consumers strip it unread.
 var userParts = &Step{
 	Name:        "flatten-content-parts",

@@ -1,0 +1,113 @@
+package translate
+
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// The input direction: the RunAgentInput a consumer sends, on its way to the
+// producer. Its boundaries are core versions (legacy-profiles §3.4, §6
+// preamble), since producers import @ag-ui/core directly: 0.0.40 (content
+// parts, activity, parentRunId), 0.0.45 (reasoning messages,
+// encryptedValue), 0.0.49 (media parts), 0.0.54 (resume), 0.0.59
+// (subagentRunId, metadata) and 1.0 (tools/context optional, tool-message
+// parts, file sources, protocolVersion, no binary, forwardedProps non-null).
+//
+// Whatever is rewritten, forwardedProps reaches the producer byte for byte as
+// the consumer sent it (spec 003: intermediaries MUST NOT alter it): no input
+// step touches it, not even a null.
+
+// InputChain returns the input steps that shape a RunAgentInput for a
+// producer of target, in the order they run: upgrades of retired shapes
+// (oldest change first), then downgrades from the newest change down to the
+// target, then Late steps (judging what the others left).
+func InputChain(target negotiate.Version, steps []*Step) []*Step {
+	var ups, downs, late, chain []*Step
+	for _, s := range steps {
+		if s.Direction != Input || s.Input == nil || !s.Applies(target) {
+			continue
+		}
+		switch {
+		case s.Kind == Upgrade:
+			ups = append(ups, s)
+		case s.Late:
+			late = append(late, s)
+		default:
+			downs = append(downs, s)
+		}
+	}
+	chain = append(chain, ups...)
+	for i := len(downs) - 1; i >= 0; i-- {
+		chain = append(chain, downs[i])
+	}
+	return append(chain, late...)
+}
+
+// TranslateInput shapes one RunAgentInput for the producer, as plan decided
+// (negotiate.DecideInput), with the registry's steps. Call it before
+// contacting the producer, with the body the consumer sent.
+//
+// When plan.Translate is false it returns in itself, byte for byte.
+// Otherwise it applies plan.Declare to protocolVersion (set to plan.Declared
+// toward a producer of 1.0 or newer, removed toward one that predates the
+// field), then the input chain for plan.To. in is never modified; out is a
+// new slice when anything changed.
+//
+// run carries what the translation did: the caller reports it with
+// run.Finish() (lossy warnings to the observer, once per shape with a
+// count), or reads run.Warnings() first. Every rewrite was already counted
+// through obs.Translated. obs may be nil.
+func TranslateInput(plan negotiate.InputPlan, in []byte, obs Observer) (out []byte, run *Run) {
+	return TranslateInputWith(Registry(), plan, in, obs)
+}
+
+// TranslateInputWith is TranslateInput with the given steps instead of the
+// registry's (tests, or a relay configured with its own steps).
+func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs Observer) (out []byte, run *Run) {
+	run = NewRun(Input, plan.From, plan.To, obs)
+	root := Root(in)
+	if id := root.Get("runId"); id.Type == gjson.String {
+		run.RunID = id.Str
+	}
+	if id := root.Get("threadId"); id.Type == gjson.String {
+		run.ThreadID = id.Str
+	}
+	if !plan.Translate || !root.IsObject() {
+		// Untranslated, or not an object at all: nothing to shape, and
+		// the caller's validation reports what is wrong.
+		return in, run
+	}
+	out, _ = Declare(in, plan.Declare, plan.Declared, nil)
+	for _, s := range InputChain(plan.To, steps) {
+		run.step = s
+		out = s.Input(run, out)
+	}
+	run.step = nil
+	return out, run
+}
+
+// inputEdit runs fn on a rewriter for the input document in and returns the
+// edited document (see applyInput).
+func inputEdit(in []byte, fn func(w *rewriter, root gjson.Result)) []byte {
+	var w rewriter
+	fn(&w, Root(in))
+	return applyInput(in, &w.ed)
+}
+
+// applyInput returns in with ed applied, or in itself when ed is empty (or,
+// a step bug, holds overlapping edits: the input then goes on unchanged
+// rather than corrupted).
+func applyInput(in []byte, ed *Edits) []byte {
+	if ed.Len() == 0 {
+		return in
+	}
+	out, ok := ed.Apply(in, nil)
+	if !ok {
+		return in
+	}
+	return out
+}
+
+// inputMessages is the shape under which input messages are named.
+const inputMessages = "RunAgentInput.messages"
