@@ -39,7 +39,7 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "agui-relay translate: --to: %v\n", err)
 		return 2
 	}
-	if ok, why := negotiate.Supported(consumer); !ok {
+	if ok, why := negotiate.Supported(consumer); !ok && !*input { // any producer takes input
 		fmt.Fprintf(stderr, "agui-relay translate: --to %s: %s\n", consumer, why)
 		return 2
 	}
@@ -61,9 +61,8 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		in = f
 	}
 	if *input {
-		// The input direction (one RunAgentInput) goes here.
-		fmt.Fprintln(stderr, "agui-relay translate --input: not implemented yet")
-		return 1
+		// --to names the producer here, --from the consumer.
+		return runTranslateInput(in, stdout, stderr, consumer, producer)
 	}
 	if err := translateEvents(in, stdout, stderr, consumer, producer, *maxFrame); err != nil {
 		fmt.Fprintf(stderr, "agui-relay translate: %v\n", err)

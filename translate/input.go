@@ -78,13 +78,25 @@ func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs 
 		// the caller's validation reports what is wrong.
 		return in, run
 	}
-	out, _ = Declare(in, plan.Declare, plan.Declared, nil)
+	out = declareInput(in, root, plan)
 	for _, s := range InputChain(plan.To, steps) {
 		run.step = s
 		out = s.Input(run, out)
 	}
 	run.step = nil
 	return out, run
+}
+
+// declareInput applies the plan's declaration with Declare, keeping the
+// whitespace after the document (Declare's rewrite ends at the closing
+// brace).
+func declareInput(in []byte, root gjson.Result, plan negotiate.InputPlan) []byte {
+	end := root.Index + len(root.Raw)
+	doc, _ := Declare(in[:end:end], plan.Declare, plan.Declared, nil)
+	if len(doc) == end && &doc[0] == &in[0] {
+		return in
+	}
+	return append(doc, in[end:]...)
 }
 
 // inputEdit runs fn on a rewriter for the input document in and returns the

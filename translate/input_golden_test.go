@@ -1,0 +1,135 @@
+package translate_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/translate"
+)
+
+// inputGoldenTargets are the producer versions every input archive is
+// translated for: 1.0 and each core boundary of the input direction, with
+// the release just before it.
+var inputGoldenTargets = []string{"1.0", "0.0.59", "0.0.58", "0.0.54", "0.0.53", "0.0.49", "0.0.48", "0.0.45", "0.0.44", "0.0.40", "0.0.39"}
+
+// TestGoldenInput translates the RunAgentInput of each archive under
+// testdata/golden-input (section input.json; option "from: V" names the
+// consumer's version, else its protocolVersion declaration decides) for
+// every target, and compares with the <target>.json and warnings.<target>
+// sections (-update rewrites them). Whatever the goldens say, it checks the
+// input direction's properties.
+func TestGoldenInput(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "golden-input", "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden input archives: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := parseArchive(string(raw))
+			input, ok := a.sections["input.json"]
+			if !ok {
+				t.Fatal("no input.json section")
+			}
+			consumer := consumerOf(t, a, []byte(input))
+			for _, target := range inputGoldenTargets {
+				plan := negotiate.DecideInput(consumer, negotiate.MustParse(target))
+				obs := &collector{}
+				out, run := translate.TranslateInput(plan, []byte(input), obs)
+				run.Finish()
+				warn := strings.Join(obs.lines, "\n")
+				if warn != "" {
+					warn += "\n"
+				}
+				checkInputProperties(t, target, plan, []byte(input), out)
+				if *update {
+					a.set(target+".json", string(out))
+					a.set("warnings."+target, warn)
+					continue
+				}
+				if got, want := string(out), a.sections[target+".json"]; got != want {
+					t.Errorf("%s: output differs (run with -update to accept):\n--- got\n%s--- want\n%s", target, got, want)
+				}
+				if want := a.sections["warnings."+target]; warn != want {
+					t.Errorf("%s: warnings differ:\n--- got\n%s--- want\n%s", target, warn, want)
+				}
+			}
+			if *update {
+				if err := os.WriteFile(file, []byte(a.format()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func consumerOf(t *testing.T, a archive, input []byte) negotiate.Version {
+	t.Helper()
+	if f := a.option("from"); f != "" {
+		return negotiate.MustParse(f)
+	}
+	var peer negotiate.Peer
+	if pv := gjson.GetBytes(input, "protocolVersion"); pv.Exists() {
+		peer.HasDeclared, peer.Declared = true, pv.String()
+	}
+	v, _, err := negotiate.ConsumerVersion(peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// checkInputProperties asserts what every input translation owes: valid
+// JSON; forwardedProps byte for byte (or still absent); message ids kept, in
+// order (messages may only go); the version declared as planned; the input
+// untouched when untranslated; and idempotence.
+func checkInputProperties(t *testing.T, target string, plan negotiate.InputPlan, in, out []byte) {
+	t.Helper()
+	if !gjson.ValidBytes(out) {
+		t.Fatalf("%s: invalid JSON out: %s", target, out)
+	}
+	if !plan.Translate && string(out) != string(in) {
+		t.Errorf("%s: untranslated input changed", target)
+	}
+	fin, fout := gjson.GetBytes(in, "forwardedProps"), gjson.GetBytes(out, "forwardedProps")
+	if fin.Exists() != fout.Exists() || fin.Raw != fout.Raw {
+		t.Errorf("%s: forwardedProps %s became %s", target, fin.Raw, fout.Raw)
+	}
+	var ids []string
+	gjson.GetBytes(in, "messages.#.id").ForEach(func(_, v gjson.Result) bool { ids = append(ids, v.Raw); return true })
+	i := 0
+	gjson.GetBytes(out, "messages.#.id").ForEach(func(_, v gjson.Result) bool {
+		for i < len(ids) && ids[i] != v.Raw {
+			i++
+		}
+		if i == len(ids) {
+			t.Errorf("%s: message id %s invented or reordered", target, v.Raw)
+			return false
+		}
+		i++
+		return true
+	})
+	pv := gjson.GetBytes(out, "protocolVersion")
+	switch plan.Declare {
+	case negotiate.DeclareSet:
+		if pv.Str != plan.Declared {
+			t.Errorf("%s: protocolVersion %s, want %s", target, pv.Raw, plan.Declared)
+		}
+	case negotiate.DeclareOmit:
+		if pv.Exists() {
+			t.Errorf("%s: protocolVersion %s toward a producer that predates it", target, pv.Raw)
+		}
+	}
+	again, _ := translate.TranslateInput(plan, out, nil)
+	if string(again) != string(out) {
+		t.Errorf("%s: not idempotent:\n%s\n%s", target, out, again)
+	}
+}
