@@ -40,11 +40,17 @@ const (
 	StepThinkingToReasoning = "thinking-to-reasoning"
 	StepBinaryToMedia       = "binary-to-media"
 	StepNullMeansAbsent     = "null-means-absent"
+	StepReasoningRole       = "reasoning-role"
 )
+
+// ReasoningRoleAssistant is the registry shape of a REASONING_MESSAGE_START
+// whose role is "assistant".
+const ReasoningRoleAssistant = `REASONING_MESSAGE_START.role:"assistant"`
 
 // deprecations is the registry, sorted by Shape (an invariant test checks
 // it, and that no retired shape is still described by 1.0).
 var deprecations = []Deprecation{
+	{ReasoningRoleAssistant, `role "reasoning"`, StepReasoningRole, v1_0, thinkingExpiry},
 	{"RUN_FINISHED.outcome:null", "outcome omitted (success)", StepNullMeansAbsent, v1_0, thinkingExpiry},
 	{"RUN_FINISHED.result:null", "result omitted", StepNullMeansAbsent, v1_0, thinkingExpiry},
 	{"RUN_STARTED.input.forwardedProps:null", "forwardedProps omitted", StepNullMeansAbsent, v1_0, thinkingExpiry},

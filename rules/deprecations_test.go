@@ -27,6 +27,9 @@ func retiredIn1_0() map[string]bool {
 			if f.null == nullRetired || f.null == nullRetiredInEcho {
 				out[f.retired] = true
 			}
+			if f.oldShape != "" {
+				out[f.oldShape] = true
+			}
 		}
 	}
 	return out
@@ -37,7 +40,7 @@ func TestDeprecationRegistryInvariants(t *testing.T) {
 	if !sort.SliceIsSorted(reg, func(i, k int) bool { return reg[i].Shape < reg[k].Shape }) {
 		t.Error("registry is not sorted by shape")
 	}
-	steps := map[string]bool{StepThinkingToReasoning: true, StepBinaryToMedia: true, StepNullMeansAbsent: true}
+	steps := map[string]bool{StepThinkingToReasoning: true, StepBinaryToMedia: true, StepNullMeansAbsent: true, StepReasoningRole: true}
 	s := schemaFor(negotiate.Current)
 	tabled := retiredIn1_0()
 	for i, d := range reg {

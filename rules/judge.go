@@ -254,7 +254,9 @@ func (j *judge) value(o *object, f *field, t *typ, v string, item bool) {
 			return
 		}
 		if len(t.enum) > 0 && !member(t.enum, text(v, true)) {
-			if len(t.enum) == 1 {
+			if f != nil && f.oldValue != "" && text(v, true) == f.oldValue {
+				j.add(Retired, j.here(), "retired", f.oldShape, false)
+			} else if len(t.enum) == 1 {
 				j.bad(o, f, "literal:"+t.enum[0])
 			} else {
 				j.bad(o, f, "enum:"+strings.Join(t.enum, "|"))

@@ -75,6 +75,10 @@ type field struct {
 	null nullRule
 	// retired names the registry shape of a retired null.
 	retired string
+	// oldValue is a retired literal of an enum field (some producers sent
+	// REASONING_MESSAGE_START.role "assistant"), oldShape its registry shape:
+	// the value is a retired shape, not malformed.
+	oldValue, oldShape string
 	// echo marks RUN_STARTED.input: the RunAgentInput a producer echoes.
 	echo bool
 }

@@ -39,6 +39,16 @@ func schemaFor(v negotiate.Version) *schema {
 	return history[i-1]
 }
 
+// reasoningRole is REASONING_MESSAGE_START.role: the literal "reasoning".
+// Python SDK releases of the 0.0.x era sent "assistant" (ag-ui issue 1169),
+// which the TypeScript readers never accepted: a retired shape the relay
+// upgrades, not a malformed value.
+func reasoningRole() field {
+	f := req("role", tEnum("reasoning"))
+	f.oldValue, f.oldShape = "assistant", ReasoningRoleAssistant
+	return f
+}
+
 // Event field sets shared by several event types.
 func msgID() field  { return req("messageId", tString) }
 func callID() field { return req("toolCallId", tString) }
@@ -183,7 +193,7 @@ var deltas = []delta{
 	}},
 	{"0.0.45", "REASONING_*, reasoning role, encryptedValue", func(s *schema) {
 		s.addEvent("REASONING_START", msgID())
-		s.addEvent("REASONING_MESSAGE_START", msgID(), req("role", tEnum("reasoning")))
+		s.addEvent("REASONING_MESSAGE_START", msgID(), reasoningRole())
 		s.addEvent("REASONING_MESSAGE_CONTENT", msgID(), req("delta", tNonEmpty()))
 		s.addEvent("REASONING_MESSAGE_END", msgID())
 		s.addEvent("REASONING_MESSAGE_CHUNK", opt("messageId", tString), opt("delta", tString))

@@ -9,6 +9,7 @@ func Registry() []*Step {
 		userParts,            // 0.0.41
 		reasoningToThinking,  // 0.0.45
 		thinkingToReasoning,  // 0.0.45 (upgrade)
+		reasoningRoleUpgrade, // 0.0.45 (upgrade)
 		textName,             // 0.0.48
 		mediaToBinary,        // 0.0.49
 		emptyDelta,           // 0.0.50

@@ -1,0 +1,61 @@
+package translate
+
+import (
+	"testing"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
+)
+
+// Every retired shape of the deprecation registry has a translation that
+// exists: an event upgrade step of that name, running for the version that
+// retired the shape.
+func TestDeprecationRegistryStepsExist(t *testing.T) {
+	steps := map[string]*Step{}
+	for _, s := range Registry() {
+		if s.Direction == Events {
+			steps[s.Name] = s
+		}
+	}
+	for _, d := range rules.Deprecations() {
+		s, ok := steps[d.Step]
+		if !ok {
+			t.Errorf("%s: translation step %q does not exist", d.Shape, d.Step)
+			continue
+		}
+		if s.Kind != Upgrade || !s.Applies(d.Retired) {
+			t.Errorf("%s: step %s is not an upgrade running for %s", d.Shape, s.Name, d.Retired)
+		}
+	}
+}
+
+// The registry of steps is data with invariants: unique names per
+// direction, every field a chain needs set, registered oldest change first.
+func TestStepRegistryInvariants(t *testing.T) {
+	seen := map[string]bool{}
+	var last [2]negotiate.Version
+	for _, s := range Registry() {
+		key := s.Direction.String() + "/" + s.Name
+		if seen[key] {
+			t.Errorf("%s registered twice", key)
+		}
+		seen[key] = true
+		if s.Name == "" || s.Description == "" || s.Since.IsZero() && s.Kind == Downgrade {
+			t.Errorf("%s: name, description and (for a downgrade) Since must be set", key)
+		}
+		switch s.Direction {
+		case Events:
+			if s.NewEvent == nil || s.Input != nil {
+				t.Errorf("%s: an event step has NewEvent and no Input", key)
+			}
+		case Input:
+			if s.Input == nil || s.NewEvent != nil {
+				t.Errorf("%s: an input step has Input and no NewEvent", key)
+			}
+		}
+		if s.Since.Less(last[s.Direction]) {
+			t.Errorf("%s (since %s) is registered after a change of %s: keep the registry oldest first", key, s.Since, last[s.Direction])
+		}
+		last[s.Direction] = s.Since
+	}
+}
