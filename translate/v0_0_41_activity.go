@@ -42,16 +42,19 @@ type activityRun struct {
 var activityMark = []byte(`"activity"`)
 
 func (a *activityRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	typ := string(PeekType(ev))
-	if typ != "MESSAGES_SNAPSHOT" {
-		r.Lost(typ, "consumers before 0.0.41 have no activity events", activityUpgrade)
+	switch string(PeekType(ev)) { // constant shapes: nothing allocated per event
+	case "ACTIVITY_SNAPSHOT":
+		r.Lost("ACTIVITY_SNAPSHOT", "consumers before 0.0.41 have no activity events", activityUpgrade)
+		return
+	case "ACTIVITY_DELTA":
+		r.Lost("ACTIVITY_DELTA", "consumers before 0.0.41 have no activity events", activityUpgrade)
 		return
 	}
 	if !bytes.Contains(ev, activityMark) {
 		emit(ev)
 		return
 	}
-	msgs, shape := messagesOf(ev, typ)
+	msgs, shape := messagesOf(ev, "MESSAGES_SNAPSHOT")
 	dropRole(r, &a.ed, &a.items, &a.drop, msgs, "activity", shape+".activity",
 		"consumers before 0.0.41 have no activity messages", activityUpgrade)
 	a.emit(ev, emit)

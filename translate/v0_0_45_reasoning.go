@@ -117,11 +117,11 @@ var (
 )
 
 func (s *reasoningRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	typ := string(PeekType(ev))
-	if s.chunk && typ != "REASONING_MESSAGE_CHUNK" && typ != "REASONING_ENCRYPTED_VALUE" {
+	typ := PeekType(ev) // compared in place: no string is made per event
+	if s.chunk && string(typ) != "REASONING_MESSAGE_CHUNK" && string(typ) != "REASONING_ENCRYPTED_VALUE" {
 		s.closeChunk(emit)
 	}
-	switch typ {
+	switch string(typ) {
 	case "REASONING_START":
 		s.spanStart(r, ev, emit)
 	case "REASONING_END":
@@ -129,23 +129,23 @@ func (s *reasoningRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	case "REASONING_MESSAGE_START":
 		s.msgStart(r, ev, emit)
 	case "REASONING_MESSAGE_CONTENT":
-		s.msgContinue(r, ev, emit, "THINKING_TEXT_MESSAGE_CONTENT", false)
+		s.msgContinue(r, ev, emit, `"THINKING_TEXT_MESSAGE_CONTENT"`, false)
 	case "REASONING_MESSAGE_END":
-		s.msgContinue(r, ev, emit, "THINKING_TEXT_MESSAGE_END", true)
+		s.msgContinue(r, ev, emit, `"THINKING_TEXT_MESSAGE_END"`, true)
 	case "REASONING_MESSAGE_CHUNK":
 		s.chunkEvent(r, ev, emit)
 	case "REASONING_ENCRYPTED_VALUE":
-		r.Lost(typ, "consumers before 0.0.45 have no encrypted reasoning values", reasoningUpgrade)
+		r.Lost("REASONING_ENCRYPTED_VALUE", "consumers before 0.0.45 have no encrypted reasoning values", reasoningUpgrade)
 	case "RUN_STARTED":
 		// A new run: nothing of the previous one is open any more.
 		*s = reasoningRun{rewriter: s.rewriter, lit: s.lit, drop: s.drop}
 		if r.To.AtLeast(partsBoundary) { // older consumers strip input unread
-			s.dropReasoningMessages(r, ev, typ, emit)
+			s.dropReasoningMessages(r, ev, "RUN_STARTED", emit)
 			return
 		}
 		emit(ev)
 	case "MESSAGES_SNAPSHOT":
-		s.dropReasoningMessages(r, ev, typ, emit)
+		s.dropReasoningMessages(r, ev, "MESSAGES_SNAPSHOT", emit)
 	default:
 		emit(ev)
 	}
@@ -167,7 +167,8 @@ func (s *reasoningRun) synth(lit []byte, emit func([]byte)) {
 	emit(s.lit)
 }
 
-// retype emits ev as event type to, without the members drop names.
+// retype emits ev as the event type whose JSON string is to, without the
+// members drop names.
 func (s *reasoningRun) retype(r *Run, ev []byte, to string, emit func([]byte), drop ...string) {
 	w := &s.rewriter
 	root := Root(ev)
@@ -184,12 +185,12 @@ func (s *reasoningRun) retype(r *Run, ev []byte, to string, emit func([]byte), d
 		return false
 	})
 	if t := Sub(root, "type"); t.Exists() {
-		w.ed.SetValueString(t, `"`+to+`"`)
+		w.ed.SetValueString(t, to)
 	}
 	if lostID {
 		r.Lost("REASONING_*.messageId", "THINKING_* events carry no ids: the consumer cannot tie reasoning to its span or message id", reasoningUpgrade)
 	} else {
-		r.Translated(string(PeekType(ev)))
+		r.Translated("REASONING_MESSAGE_CHUNK") // only a continuation chunk has no id to lose
 	}
 	w.emit(ev, emit)
 }
@@ -217,7 +218,7 @@ func (s *reasoningRun) spanStart(r *Run, ev []byte, emit func([]byte)) {
 			reasoningUpgrade)
 	default:
 		s.step, s.stepID, s.stepSynth = true, id, false
-		s.retype(r, ev, "THINKING_START", emit, "messageId")
+		s.retype(r, ev, `"THINKING_START"`, emit, "messageId")
 	}
 }
 
@@ -229,7 +230,7 @@ func (s *reasoningRun) spanEnd(r *Run, ev []byte, emit func([]byte)) {
 		r.Translated("REASONING_END(overlapping span)")
 	case s.step && !s.stepSynth && s.stepID == id:
 		s.step, s.stepID = false, ""
-		s.retype(r, ev, "THINKING_END", emit, "messageId")
+		s.retype(r, ev, `"THINKING_END"`, emit, "messageId")
 	default:
 		r.Lost("REASONING_END(no open span)",
 			"the span it ends is not open, so there is no thinking step to close",
@@ -247,7 +248,7 @@ func (s *reasoningRun) msgStart(r *Run, ev []byte, emit func([]byte)) {
 	// for the consumer's verifier to report.
 	s.openStep(r, emit)
 	s.msg, s.msgID = true, id
-	s.retype(r, ev, "THINKING_TEXT_MESSAGE_START", emit, "messageId", "role")
+	s.retype(r, ev, `"THINKING_TEXT_MESSAGE_START"`, emit, "messageId", "role")
 }
 
 // openStep synthesises a THINKING_START when no step is open, for a
@@ -295,7 +296,11 @@ func (s *reasoningRun) msgContinue(r *Run, ev []byte, emit func([]byte), to stri
 			s.closeMessage(emit)
 		}
 	default:
-		r.Lost(string(PeekType(ev))+"(no open message)",
+		shape := "REASONING_MESSAGE_CONTENT(no open message)"
+		if end {
+			shape = "REASONING_MESSAGE_END(no open message)"
+		}
+		r.Lost(shape,
 			"the reasoning message it continues is not open, so there is no thinking message to carry it",
 			"a producer that opens reasoning messages before continuing them")
 	}
@@ -337,7 +342,7 @@ func (s *reasoningRun) chunkContent(r *Run, ev []byte, emit func([]byte)) {
 		r.Translated("REASONING_MESSAGE_CHUNK")
 		return
 	}
-	s.retype(r, ev, "THINKING_TEXT_MESSAGE_CONTENT", emit, "messageId")
+	s.retype(r, ev, `"THINKING_TEXT_MESSAGE_CONTENT"`, emit, "messageId")
 }
 
 // closeChunk ends the open chunk stream where a 1.0 reader would.

@@ -43,7 +43,11 @@ func (t *textNameRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		it := w.items[i]
 		return it.Key.Str == "name" && it.Value.Type == gjson.String
 	})
-	r.Lost(string(PeekType(ev))+".name", "consumers before 0.0.48 have no speaker name on text messages",
+	shape := "TEXT_MESSAGE_START.name"
+	if string(PeekType(ev)) == "TEXT_MESSAGE_CHUNK" {
+		shape = "TEXT_MESSAGE_CHUNK.name"
+	}
+	r.Lost(shape, "consumers before 0.0.48 have no speaker name on text messages",
 		"a consumer that reads text-message names (AG-UI 0.0.48 or newer)")
 	w.emit(ev, emit)
 }

@@ -36,7 +36,14 @@ type emptyDeltaRun struct{}
 func (emptyDeltaRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	d := Get(ev, "delta")
 	if d.Type == gjson.String && d.Raw == `""` {
-		r.Translated(string(PeekType(ev)) + ".delta:\"\"")
+		switch string(PeekType(ev)) { // constant shapes: nothing allocated per event
+		case "TEXT_MESSAGE_CONTENT":
+			r.Translated(`TEXT_MESSAGE_CONTENT.delta:""`)
+		case "REASONING_MESSAGE_CONTENT":
+			r.Translated(`REASONING_MESSAGE_CONTENT.delta:""`)
+		default:
+			r.Translated(`THINKING_TEXT_MESSAGE_CONTENT.delta:""`)
+		}
 		return
 	}
 	emit(ev)
