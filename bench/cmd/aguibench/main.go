@@ -1,0 +1,80 @@
+// Command aguibench measures agui-relay against the proxies a user would
+// pick instead (none, nginx, httputil.ReverseProxy, a decode-everything
+// relay), side by side in one run, and writes a markdown report with ratios
+// and SVG plots.
+//
+//	go run ./bench/cmd/aguibench --quick          # CI: completeness only, < 1 min
+//	go run ./bench/cmd/aguibench --full --setup   # the figures (a few minutes)
+//
+// It exits 1 when any stream arrived incomplete, never because of speed.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agui-relay/agui-relay/bench/harness"
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "short run that checks completeness through every case (for CI)")
+	full := flag.Bool("full", false, "the real figures (a few minutes); the default")
+	out := flag.String("out", "", "output directory (default bench/out/<mode>-<timestamp>)")
+	only := flag.String("only", "", "comma-separated case names to run (a trailing * matches a prefix), e.g. 'direct,agui-relay*,nginx'")
+	setup := flag.Bool("setup", false, "install nginx from Debian's packages when it is missing")
+	flag.Parse()
+	if *quick && *full {
+		fmt.Fprintln(os.Stderr, "aguibench: --quick and --full exclude each other")
+		os.Exit(2)
+	}
+	cfg := harness.FullConfig()
+	if *quick {
+		cfg = harness.QuickConfig()
+	}
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+	}
+	cfg.Setup = *setup
+	cfg.Log = os.Stderr
+	repo, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "aguibench:", err)
+		os.Exit(2)
+	}
+	cfg.Repo = repo
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join(repo, "bench", "out", cfg.Mode+"-"+time.Now().Format("20060102-150405"))
+	}
+	command := "go run ./bench/cmd/aguibench " + strings.Join(os.Args[1:], " ")
+	rep, err := harness.Run(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "aguibench:", err)
+		os.Exit(1)
+	}
+	if err := rep.Write(dir, strings.TrimSpace(command)); err != nil {
+		fmt.Fprintln(os.Stderr, "aguibench:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "report: %s\n", filepath.Join(dir, "report.md"))
+	if ps := rep.Problems(); len(ps) > 0 {
+		for _, p := range ps {
+			fmt.Fprintln(os.Stderr, "INCOMPLETE:", p)
+		}
+		os.Exit(1)
+	}
+}
+
+// repoRoot is the module root, where agui-relay is built from.
+func repoRoot() (string, error) {
+	b, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module root: %v", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}

@@ -1,0 +1,440 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Config is one bench run.
+type Config struct {
+	Mode string // "quick" or "full"
+	// SatLevels are the stream counts of the saturation sweep; RefSat is
+	// the one the summary table quotes.
+	SatLevels   []int
+	RefSat      int
+	SatEvents   int // events per run at saturation
+	SatWarmup   time.Duration
+	SatMeasure  time.Duration
+	PacedLevels []int
+	RefPaced    int
+	PacedRate   float64 // events per second per stream
+	PacedRunSec float64 // run length at the paced rate
+	PacedWarmup time.Duration
+	PacedMeasur time.Duration
+	IdleLevels  []int
+	IdleLimit   time.Duration
+	// Only, when set, keeps the cases whose name contains one of these.
+	Only []string
+	// Setup installs nginx from Debian's packages when it is missing.
+	Setup bool
+	// Repo is the module root (where agui-relay is built from).
+	Repo   string
+	OutDir string
+	Log    io.Writer
+}
+
+// QuickConfig checks completeness through every case in well under a
+// minute; its figures are not meant to be compared.
+func QuickConfig() Config {
+	return Config{Mode: "quick",
+		SatLevels: []int{4}, RefSat: 4, SatEvents: 300, SatWarmup: 200 * time.Millisecond, SatMeasure: 800 * time.Millisecond,
+		PacedLevels: []int{20}, RefPaced: 20, PacedRate: 50, PacedRunSec: 0.5, PacedWarmup: 300 * time.Millisecond, PacedMeasur: time.Second,
+		IdleLevels: []int{20}, IdleLimit: 20 * time.Second}
+}
+
+// FullConfig takes the figures the README quotes.
+func FullConfig() Config {
+	return Config{Mode: "full",
+		SatLevels: []int{1, 10, 100, 1000}, RefSat: 100, SatEvents: 1000, SatWarmup: time.Second, SatMeasure: 3 * time.Second,
+		PacedLevels: []int{100, 1000, 2000}, RefPaced: 1000, PacedRate: 20, PacedRunSec: 5, PacedWarmup: 2 * time.Second, PacedMeasur: 5 * time.Second,
+		IdleLevels: []int{100, 1000, 10000}, IdleLimit: 60 * time.Second}
+}
+
+// Phases a case takes part in.
+const (
+	phSat = 1 << iota
+	phPaced
+	phIdle
+)
+
+type caseSpec struct {
+	Case
+	phases int
+}
+
+// Cases are the comparison's rows, in report order.
+func specs() []caseSpec {
+	all := phSat | phPaced | phIdle
+	return []caseSpec{
+		{Case{Name: "direct", Proxy: ProxyNone, Dialect: Dialect10, Exact: true}, phSat | phPaced},
+		{Case{Name: "agui-relay", Proxy: ProxyRelay, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "nginx", Proxy: ProxyNginx, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "httputil", Proxy: ProxyHTTPUtil, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "naive", Proxy: ProxyNaive, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "agui-relay 1.0→0.0.45", Proxy: ProxyRelay, Dialect: Dialect10, Args: []string{"--consumer-version", "0.0.45"}, Baseline: "direct"}, all},
+		{Case{Name: "naive 1.0→0.0.45", Proxy: ProxyNaive, Dialect: Dialect10, Args: []string{"--translate", "down"}, Baseline: "direct"}, phSat | phPaced},
+		{Case{Name: "direct legacy", Proxy: ProxyNone, Dialect: DialectLegacy, Exact: true}, phSat | phPaced},
+		{Case{Name: "agui-relay legacy→1.0", Proxy: ProxyRelay, Dialect: DialectLegacy, Baseline: "direct legacy"}, all},
+		{Case{Name: "naive legacy→1.0", Proxy: ProxyNaive, Dialect: DialectLegacy, Args: []string{"--translate", "up"}, Baseline: "direct legacy"}, phSat | phPaced},
+		{Case{Name: "direct thinking", Proxy: ProxyNone, Dialect: DialectThinking, Exact: true}, phSat},
+		{Case{Name: "agui-relay thinking→1.0", Proxy: ProxyRelay, Dialect: DialectThinking, Baseline: "direct thinking"}, phSat},
+		{Case{Name: "naive thinking→1.0", Proxy: ProxyNaive, Dialect: DialectThinking, Args: []string{"--translate", "up"}, Baseline: "direct thinking"}, phSat},
+	}
+}
+
+// CaseResult is everything measured for one case.
+type CaseResult struct {
+	Case       Case          `json:"-"`
+	Name       string        `json:"name"`
+	Proxy      Proxy         `json:"proxy"`
+	Dialect    string        `json:"dialect"`
+	Args       []string      `json:"args,omitempty"`
+	Skipped    string        `json:"skipped,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Sat        []PhaseResult `json:"saturation"`
+	Paced      []PhaseResult `json:"paced"`
+	Idle       []IdleResult  `json:"idle"`
+	PeakRSSKiB int64         `json:"peak_rss_kib"`
+	Threads    int64         `json:"threads"`
+	Procs      int           `json:"processes"`
+}
+
+// Report is the whole run.
+type Report struct {
+	Mode     string       `json:"mode"`
+	Started  time.Time    `json:"started"`
+	Seconds  float64      `json:"seconds"`
+	Machine  Machine      `json:"machine"`
+	Config   ConfigInfo   `json:"config"`
+	Cases    []CaseResult `json:"cases"`
+	Command  string       `json:"command"`
+	Versions Versions     `json:"versions"`
+}
+
+// ConfigInfo is the part of Config worth recording.
+type ConfigInfo struct {
+	SatLevels   []int   `json:"saturation_streams"`
+	RefSat      int     `json:"reference_saturation_streams"`
+	SatEvents   int     `json:"saturation_events_per_run"`
+	SatMeasure  float64 `json:"saturation_measure_s"`
+	PacedLevels []int   `json:"paced_streams"`
+	RefPaced    int     `json:"reference_paced_streams"`
+	PacedRate   float64 `json:"paced_rate_per_stream"`
+	PacedEvents int     `json:"paced_events_per_run"`
+	PacedMeasur float64 `json:"paced_measure_s"`
+	IdleLevels  []int   `json:"idle_streams"`
+	IdleNote    string  `json:"idle_note,omitempty"`
+	FlushBytes  int     `json:"producer_flush_bytes"`
+}
+
+// Machine describes where the figures were taken.
+type Machine struct {
+	CPU      string  `json:"cpu"`
+	Cores    int     `json:"cores"`
+	MemGiB   float64 `json:"mem_gib"`
+	Kernel   string  `json:"kernel"`
+	Go       string  `json:"go"`
+	LoadAvg0 float64 `json:"loadavg_at_start"`
+}
+
+// Versions records what was compared.
+type Versions struct {
+	Relay string `json:"agui_relay"`
+	Nginx string `json:"nginx"`
+}
+
+func (c Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+// Run builds the proxies, runs every case and returns the report.
+func Run(cfg Config) (*Report, error) {
+	start := time.Now()
+	rep := &Report{Mode: cfg.Mode, Started: start, Machine: machine()}
+	rep.Config = ConfigInfo{SatLevels: cfg.SatLevels, RefSat: cfg.RefSat, SatEvents: cfg.SatEvents, SatMeasure: cfg.SatMeasure.Seconds(),
+		PacedLevels: cfg.PacedLevels, RefPaced: cfg.RefPaced, PacedRate: cfg.PacedRate, PacedEvents: pacedEvents(cfg),
+		PacedMeasur: cfg.PacedMeasur.Seconds(), IdleLevels: cfg.IdleLevels}
+	if err := RaiseFileLimit(); err != nil {
+		cfg.logf("warning: %v", err)
+	}
+	// Each idle stream holds two sockets in the proxy (and two in this
+	// process): cap the levels to what the open-file limit allows.
+	limit := FileLimit()
+	if most := int((limit-200)/2) / 100 * 100; most > 0 {
+		for i, n := range cfg.IdleLevels {
+			if n > most {
+				rep.Config.IdleNote = fmt.Sprintf("%d idle streams need %d open files in the proxy; RLIMIT_NOFILE is %d here (raising it needs CAP_SYS_RESOURCE), so that level ran with %d streams", n, 2*n+50, limit, most)
+				cfg.logf("note: %s", rep.Config.IdleNote)
+				cfg.IdleLevels[i] = most
+			}
+		}
+		rep.Config.IdleLevels = cfg.IdleLevels
+	}
+	work, err := os.MkdirTemp("", "aguibench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	bin, buildErrs := build(cfg, work)
+	rep.Versions = Versions{Relay: relayVersion(cfg.Repo), Nginx: nginxVersion(bin.Nginx)}
+
+	prod, err := StartProducer("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close()
+	rep.Config.FlushBytes = prod.FlushBytes
+	cfg.logf("producer on %s; GOMAXPROCS %d; load %.2f", prod.Addr(), runtime.GOMAXPROCS(0), LoadAvg())
+
+	for _, sp := range specs() {
+		if !selected(cfg.Only, sp.Name) {
+			continue
+		}
+		cr := CaseResult{Case: sp.Case, Name: sp.Name, Proxy: sp.Proxy, Dialect: sp.Dialect.String(), Args: sp.Args}
+		if e, ok := buildErrs[sp.Proxy]; ok {
+			cr.Skipped = e
+			cfg.logf("%s: skipped: %s", sp.Name, e)
+			rep.Cases = append(rep.Cases, cr)
+			continue
+		}
+		runCase(cfg, sp, bin, prod, work, &cr)
+		rep.Cases = append(rep.Cases, cr)
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+func selected(only []string, name string) bool {
+	if len(only) == 0 {
+		return true
+	}
+	for _, o := range only {
+		if o == name || (strings.HasSuffix(o, "*") && strings.HasPrefix(name, strings.TrimSuffix(o, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+func pacedEvents(cfg Config) int {
+	n := int(cfg.PacedRate*cfg.PacedRunSec + 0.5)
+	if n < 10 {
+		n = 10
+	}
+	return n
+}
+
+func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string, cr *CaseResult) {
+	cfg.logf("== %s", sp.Name)
+	if sp.phases&(phSat|phPaced) != 0 {
+		proc, err := StartProxy(sp.Case, bin, prod.Addr(), work)
+		if err != nil {
+			cr.Error = err.Error()
+			cfg.logf("   error: %v", err)
+			return
+		}
+		if err := probe(proc.Addr, sp.Case); err != nil {
+			cr.Error = "probe run: " + err.Error()
+			cfg.logf("   error: %s; proxy log: %s", cr.Error, proc.Log())
+			proc.Stop()
+			return
+		}
+		if sp.phases&phSat != 0 {
+			plan := prod.Plan(sp.Dialect, cfg.SatEvents)
+			for _, n := range cfg.SatLevels {
+				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents},
+					Warmup: cfg.SatWarmup, Measure: cfg.SatMeasure, Exact: sp.Exact})
+				cfg.logf("   saturation %5d streams: %9.0f ev/s %7.1f MB/s  cpu %6.3f s/Mev  runs ok %d bad %d failed %d %s",
+					n, r.EventsPerSec, r.BytesPerSec/1e6, r.CPUPerMEvents, r.RunsOK, r.RunsBad, r.RunsFailed, r.FirstError)
+				cr.Sat = append(cr.Sat, r)
+			}
+		}
+		if sp.phases&phPaced != 0 {
+			ev := pacedEvents(cfg)
+			plan := prod.Plan(sp.Dialect, ev)
+			for _, n := range cfg.PacedLevels {
+				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
+					Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact})
+				cfg.logf("   paced %5d×%g ev/s: %8.0f ev/s  p50 %7.0f µs p99 %7.0f µs p999 %7.0f µs  cpu %6.3f s/Mev  runs ok %d bad %d failed %d %s",
+					n, cfg.PacedRate, r.EventsPerSec, r.P50, r.P99, r.P999, r.CPUPerMEvents, r.RunsOK, r.RunsBad, r.RunsFailed, r.FirstError)
+				cr.Paced = append(cr.Paced, r)
+			}
+		}
+		s := proc.Sample()
+		cr.PeakRSSKiB, cr.Threads, cr.Procs = s.HWMKiB, s.Threads, s.Procs
+		if log := proc.Log(); log != "" && cfg.Log != nil {
+			cfg.logf("   proxy log tail: %.400s", log)
+		}
+		proc.Stop()
+	}
+	if sp.phases&phIdle != 0 && sp.Proxy != ProxyNone {
+		for _, n := range cfg.IdleLevels {
+			proc, err := StartProxy(sp.Case, bin, prod.Addr(), work)
+			if err != nil {
+				cr.Idle = append(cr.Idle, IdleResult{Streams: n, FirstError: err.Error()})
+				continue
+			}
+			r := IdleMemory(proc, prod, sp.Dialect, n, cfg.IdleLimit)
+			cfg.logf("   idle %5d streams: opened %d finished %d in %.1fs, rss %d → %d KiB: %.1f KiB/stream %s",
+				n, r.Opened, r.Finished, r.OpenSeconds, r.BaseRSSKiB, r.LoadedRSSKiB, r.KiBPerStream, r.FirstError)
+			cr.Idle = append(cr.Idle, r)
+			proc.Stop()
+		}
+	}
+}
+
+// probe runs one short run through the proxy and checks it.
+func probe(addr string, c Case) error {
+	cl := &Client{Addr: addr, Timeout: 10 * time.Second}
+	defer cl.Close()
+	plan := NewPlan(c.Dialect, 300)
+	chk := NewRunCheck(plan, c.Exact)
+	sp := &FrameSplitter{OnEvent: func(d []byte) { chk.Event(d) }}
+	if _, err := cl.Run(RunParams{Dialect: c.Dialect, Events: 300}.Path(), Input("probe"), sp.Write); err != nil {
+		return err
+	}
+	return chk.Err()
+}
+
+// RaiseFileLimit lifts RLIMIT_NOFILE so that 10,000 streams (two sockets
+// each in the bench, two in the proxy) fit; children inherit it.
+func RaiseFileLimit() error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	want := uint64(200000)
+	if lim.Cur >= want {
+		return nil
+	}
+	n := lim
+	n.Cur, n.Max = want, max(want, lim.Max)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &n); err != nil {
+		n.Cur, n.Max = lim.Max, lim.Max
+		if err2 := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &n); err2 != nil {
+			return fmt.Errorf("raising the open-file limit: %v", err)
+		}
+		return fmt.Errorf("open-file limit only %d (raising it to %d: %v); 10,000 idle streams need about 40,000", lim.Max, want, err)
+	}
+	return nil
+}
+
+// FileLimit is the current RLIMIT_NOFILE soft limit.
+func FileLimit() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 1024
+	}
+	return lim.Cur
+}
+
+// build compiles agui-relay and the two Go baselines, and finds nginx. A
+// proxy that cannot be had is reported per proxy, so its cases are skipped.
+func build(cfg Config, work string) (Binaries, map[Proxy]string) {
+	errs := map[Proxy]string{}
+	var bin Binaries
+	gobuild := func(out, pkg string) error {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = cfg.Repo
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go build %s: %v: %s", pkg, err, strings.TrimSpace(string(b)))
+		}
+		return nil
+	}
+	bin.Relay = filepath.Join(work, "agui-relay")
+	if err := gobuild(bin.Relay, "."); err != nil {
+		errs[ProxyRelay] = err.Error()
+	} else if err := relayServes(bin.Relay); err != nil {
+		errs[ProxyRelay] = err.Error()
+	}
+	bin.HTTPUtil = filepath.Join(work, "httputilproxy")
+	if err := gobuild(bin.HTTPUtil, "./bench/cmd/httputilproxy"); err != nil {
+		errs[ProxyHTTPUtil] = err.Error()
+	}
+	bin.Naive = filepath.Join(work, "naiverelay")
+	if err := gobuild(bin.Naive, "./bench/cmd/naiverelay"); err != nil {
+		errs[ProxyNaive] = err.Error()
+	}
+	var err error
+	bin.Nginx, err = findNginx(cfg)
+	if err != nil {
+		errs[ProxyNginx] = err.Error()
+	}
+	cfg.logf("built agui-relay, httputilproxy, naiverelay in %s; nginx: %s", work, bin.Nginx)
+	return bin, errs
+}
+
+// relayServes checks that this build of agui-relay implements serve.
+func relayServes(path string) error {
+	cmd := exec.Command(path, "serve", "--help")
+	b, _ := cmd.CombinedOutput()
+	if strings.Contains(string(b), "not implemented") {
+		return fmt.Errorf("agui-relay serve is not implemented in this build")
+	}
+	return nil
+}
+
+func findNginx(cfg Config) (string, error) {
+	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path, nil
+		}
+	}
+	if !cfg.Setup {
+		return "", fmt.Errorf("nginx not installed (run with --setup to install Debian's nginx-light)")
+	}
+	cfg.logf("installing nginx-light from Debian's packages")
+	cmd := exec.Command("sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("installing nginx-light: %v: %.500s", err, b)
+	}
+	// The package's own service may have started; the bench runs its own.
+	return exec.LookPath("/usr/sbin/nginx")
+}
+
+func nginxVersion(path string) string {
+	if path == "" {
+		return ""
+	}
+	b, _ := exec.Command(path, "-v").CombinedOutput()
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(b)), "nginx version: "))
+}
+
+func relayVersion(repo string) string {
+	b, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%h %s").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), LoadAvg0: LoadAvg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"), "%g", &kb)
+		m.MemGiB = kb / (1 << 20)
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}

@@ -1,0 +1,280 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Load is one measured phase: Streams consumers each running Params runs
+// back to back, for Warmup and then Measure.
+type Load struct {
+	Streams int
+	Params  RunParams
+	Warmup  time.Duration
+	Measure time.Duration
+	Exact   bool
+}
+
+// PhaseResult is what one phase measured. Rates and CPU cover the measuring
+// window only; latency percentiles are in microseconds.
+type PhaseResult struct {
+	Streams       int     `json:"streams"`
+	Rate          float64 `json:"rate_per_stream"`
+	Seconds       float64 `json:"seconds"`
+	Events        int64   `json:"events"`
+	Bytes         int64   `json:"bytes"`
+	EventsPerSec  float64 `json:"events_per_sec"`
+	BytesPerSec   float64 `json:"bytes_per_sec"`
+	CPUSeconds    float64 `json:"proxy_cpu_seconds"`
+	CPUPerMEvents float64 `json:"proxy_cpu_s_per_million_events"`
+	LatencyN      uint64  `json:"latency_samples"`
+	P50           float64 `json:"p50_us"`
+	P99           float64 `json:"p99_us"`
+	P999          float64 `json:"p999_us"`
+	Mean          float64 `json:"mean_us"`
+	MaxLatency    float64 `json:"max_us"`
+	RunsOK        int64   `json:"runs_complete"`
+	RunsBad       int64   `json:"runs_incomplete"`
+	RunsFailed    int64   `json:"runs_failed"`
+	FirstError    string  `json:"first_error,omitempty"`
+	ProxyRSSKiB   int64   `json:"proxy_rss_kib"`
+	LoadAvg       float64 `json:"loadavg_1m"`
+}
+
+// RunLoad drives load against addr (the proxy, or the producer directly)
+// and samples proc (nil or pid 0 for none) around the measuring window.
+func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
+	res := PhaseResult{Streams: load.Streams, Rate: load.Params.Rate}
+	var (
+		events, bytes atomic.Int64
+		recording     atomic.Bool
+		stop          atomic.Bool
+		ok, bad, fail atomic.Int64
+		errOnce       sync.Once
+		firstErr      string
+		wg            sync.WaitGroup
+		clientsMu     sync.Mutex
+		clients       []*Client
+	)
+	hist := NewShardedHist()
+	dump := os.Getenv("AGUIBENCH_DUMP")
+	path := load.Params.Path()
+	setErr := func(s string) { errOnce.Do(func() { firstErr = s }) }
+	for i := 0; i < load.Streams; i++ {
+		c := &Client{Addr: addr, Timeout: 30 * time.Second}
+		clientsMu.Lock()
+		clients = append(clients, c)
+		clientsMu.Unlock()
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			rec := hist.Recorder()
+			defer rec.Flush()
+			chk := NewRunCheck(plan, load.Exact)
+			var now int64
+			var raw []byte
+			sp := &FrameSplitter{OnEvent: func(data []byte) {
+				ns, stamped := chk.Event(data)
+				if stamped && recording.Load() {
+					rec.Record(now - ns)
+				}
+			}}
+			if load.Params.Rate > 0 {
+				// Spread the streams over one event interval.
+				time.Sleep(time.Duration(float64(time.Second) / load.Params.Rate * float64(i) / float64(load.Streams)))
+			}
+			for run := 0; !stop.Load(); run++ {
+				chk.Reset()
+				sp.pending = sp.pending[:0]
+				before := chk.Events
+				raw = raw[:0]
+				_, err := c.Run(path, Input("r"+strconv.Itoa(i)+"-"+strconv.Itoa(run)), func(p []byte) {
+					if dump != "" {
+						raw = append(raw, p...)
+					}
+					now = time.Now().UnixNano()
+					prev := chk.Events
+					sp.Write(p)
+					events.Add(chk.Events - prev)
+					bytes.Add(int64(len(p)))
+				})
+				_ = before
+				if stop.Load() {
+					return // cut by the end of the phase: not judged
+				}
+				if err != nil {
+					fail.Add(1)
+					setErr(fmt.Sprintf("stream %d run %d after %d events: %v", i, run, chk.Events, err))
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				if err := chk.Err(); err != nil {
+					if dump != "" {
+						os.WriteFile(fmt.Sprintf("%s/bad-%d-%d", dump, i, run), raw, 0o644)
+					}
+					bad.Add(1)
+					setErr(fmt.Sprintf("stream %d run %d: %v", i, run, err))
+					continue
+				}
+				ok.Add(1)
+			}
+		}(i)
+	}
+	time.Sleep(load.Warmup)
+	s0 := proc.Sample()
+	e0, b0, t0 := events.Load(), bytes.Load(), time.Now()
+	recording.Store(true)
+	time.Sleep(load.Measure)
+	recording.Store(false)
+	e1, b1, t1 := events.Load(), bytes.Load(), time.Now()
+	s1 := proc.Sample()
+	res.LoadAvg = LoadAvg()
+	stop.Store(true)
+	clientsMu.Lock()
+	for _, c := range clients {
+		c.Close()
+	}
+	clientsMu.Unlock()
+	waitTimeout(&wg, 30*time.Second)
+
+	res.Seconds = t1.Sub(t0).Seconds()
+	res.Events, res.Bytes = e1-e0, b1-b0
+	res.EventsPerSec = float64(res.Events) / res.Seconds
+	res.BytesPerSec = float64(res.Bytes) / res.Seconds
+	res.CPUSeconds = s1.CPUSeconds - s0.CPUSeconds
+	if res.Events > 0 && proc != nil && proc.Pid != 0 {
+		res.CPUPerMEvents = res.CPUSeconds / float64(res.Events) * 1e6
+	}
+	res.ProxyRSSKiB = s1.RSSKiB
+	h := hist.Snapshot()
+	res.LatencyN = h.Count()
+	res.P50 = float64(h.Quantile(0.50)) / 1e3
+	res.P99 = float64(h.Quantile(0.99)) / 1e3
+	res.P999 = float64(h.Quantile(0.999)) / 1e3
+	res.Mean = h.Mean() / 1e3
+	res.MaxLatency = float64(h.Max()) / 1e3
+	res.RunsOK, res.RunsBad, res.RunsFailed = ok.Load(), bad.Load(), fail.Load()
+	res.FirstError = firstErr
+	return res
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// IdleResult is the memory a proxy holds per open, idle stream.
+type IdleResult struct {
+	Streams       int     `json:"streams"`
+	Opened        int     `json:"opened"`
+	Finished      int     `json:"finished"`
+	BaseRSSKiB    int64   `json:"base_rss_kib"`
+	LoadedRSSKiB  int64   `json:"loaded_rss_kib"`
+	KiBPerStream  float64 `json:"kib_per_stream"`
+	OpenSeconds   float64 `json:"open_seconds"`
+	FirstError    string  `json:"first_error,omitempty"`
+	ProxyThreads  int64   `json:"proxy_threads"`
+	ProxyHWMKiB   int64   `json:"proxy_hwm_kib"`
+	ProducerIdles int64   `json:"producer_idle_runs"`
+}
+
+// IdleMemory opens n runs through proc whose producer sends RUN_STARTED and
+// then nothing, measures the proxy's RSS growth per stream, then releases
+// them (each must end with its RUN_FINISHED).
+func IdleMemory(proc *Proc, prod *Producer, d Dialect, n int, limit time.Duration) IdleResult {
+	res := IdleResult{Streams: n}
+	// Warm the proxy's pools and code paths before the baseline.
+	warm := &Client{Addr: proc.Addr, Timeout: 10 * time.Second}
+	for i := 0; i < 3; i++ {
+		warm.Run(RunParams{Dialect: d, Events: 50}.Path(), Input("warm"), func([]byte) {})
+	}
+	warm.Close()
+	time.Sleep(300 * time.Millisecond)
+	res.BaseRSSKiB = proc.Sample().RSSKiB
+
+	path := RunParams{Dialect: d, Idle: true}.Path()
+	var (
+		opened, finished sync.WaitGroup
+		nOpen, nDone     atomic.Int64
+		errOnce          sync.Once
+		mu               sync.Mutex
+		clients          []*Client
+	)
+	setErr := func(s string) { errOnce.Do(func() { res.FirstError = s }) }
+	sem := make(chan struct{}, 128) // dials in flight
+	start := time.Now()
+	deadline := time.After(limit)
+	started := 0
+launch:
+	for i := 0; i < n; i++ {
+		select {
+		case sem <- struct{}{}:
+		case <-deadline:
+			break launch
+		}
+		c := &Client{Addr: proc.Addr, Timeout: limit + time.Minute}
+		mu.Lock()
+		clients = append(clients, c)
+		mu.Unlock()
+		started++
+		opened.Add(1)
+		finished.Add(1)
+		go func(i int) {
+			defer finished.Done()
+			once := sync.Once{}
+			markOpen := func() { once.Do(func() { opened.Done(); <-sem }) }
+			defer markOpen()
+			chk := NewRunCheck(Plan{Kinds: []Kind{KRunStarted, KRunFinished}}, true)
+			sp := &FrameSplitter{OnEvent: func(data []byte) {
+				chk.Event(data)
+				if chk.Started && !chk.Terminated {
+					nOpen.Add(1)
+					markOpen()
+				}
+			}}
+			_, err := c.Run(path, Input("idle-"+strconv.Itoa(i)), sp.Write)
+			if err == nil {
+				err = chk.Err()
+			}
+			if err != nil {
+				setErr(err.Error())
+				return
+			}
+			nDone.Add(1)
+		}(i)
+	}
+	allOpen := started == n && waitTimeout(&opened, limit)
+	res.OpenSeconds = time.Since(start).Seconds()
+	res.Opened = int(nOpen.Load())
+	res.ProducerIdles = prod.IdleOpen.Load()
+	if !allOpen && res.FirstError == "" {
+		res.FirstError = fmt.Sprintf("only %d of %d streams opened within %s", res.Opened, n, limit)
+	}
+	time.Sleep(time.Second)
+	s := proc.Sample()
+	res.LoadedRSSKiB, res.ProxyThreads, res.ProxyHWMKiB = s.RSSKiB, s.Threads, s.HWMKiB
+	if res.Opened > 0 {
+		res.KiBPerStream = float64(res.LoadedRSSKiB-res.BaseRSSKiB) / float64(res.Opened)
+	}
+	prod.ReleaseIdle()
+	if !waitTimeout(&finished, limit) {
+		setErr("streams did not finish after release")
+	}
+	res.Finished = int(nDone.Load())
+	mu.Lock()
+	for _, c := range clients {
+		c.Close()
+	}
+	mu.Unlock()
+	return res
+}

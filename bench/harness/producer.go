@@ -1,0 +1,455 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RunParams are what a consumer asks the synthetic producer for, carried in
+// the request's query string so that any proxy passes them on:
+//
+//	/run?dialect=1.0&events=1000&rate=0&idle=0
+type RunParams struct {
+	Dialect Dialect
+	Events  int     // events per run, RUN_STARTED and RUN_FINISHED included
+	Rate    float64 // events per second; 0 is as fast as possible
+	// Idle sends RUN_STARTED, then waits for Producer.ReleaseIdle (or the
+	// connection's end) before RUN_FINISHED.
+	Idle bool
+}
+
+// Path returns the request path that asks for p.
+func (p RunParams) Path() string {
+	q := url.Values{}
+	q.Set("dialect", p.Dialect.String())
+	q.Set("events", strconv.Itoa(p.Events))
+	q.Set("rate", strconv.FormatFloat(p.Rate, 'f', -1, 64))
+	if p.Idle {
+		q.Set("idle", "1")
+	}
+	return "/run?" + q.Encode()
+}
+
+// ParseRunParams reads the parameters from a request target.
+func ParseRunParams(target string) (RunParams, error) {
+	u, err := url.ParseRequestURI(target)
+	if err != nil {
+		return RunParams{}, err
+	}
+	q := u.Query()
+	p := RunParams{Dialect: ParseDialect(q.Get("dialect")), Events: 100}
+	if v := q.Get("events"); v != "" {
+		if p.Events, err = strconv.Atoi(v); err != nil {
+			return p, fmt.Errorf("events: %v", err)
+		}
+	}
+	if v := q.Get("rate"); v != "" {
+		if p.Rate, err = strconv.ParseFloat(v, 64); err != nil {
+			return p, fmt.Errorf("rate: %v", err)
+		}
+	}
+	p.Idle = q.Get("idle") == "1"
+	return p, nil
+}
+
+// Producer is the synthetic AG-UI agent: a minimal HTTP/1.1 server that
+// answers every POST with a chunked event stream. It is written on raw
+// connections so that its own cost stays small and each flush is exactly
+// one chunk and one write(2).
+type Producer struct {
+	ln net.Listener
+	// FlushBytes is how many bytes the producer buffers before a write when
+	// it streams as fast as possible; paced streams flush every event.
+	FlushBytes int
+
+	mu      sync.Mutex
+	release chan struct{}
+	conns   map[net.Conn]struct{}
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+
+	// Runs and Events count what was sent.
+	Runs, Events atomic.Int64
+	// IdleOpen counts idle runs waiting for release.
+	IdleOpen atomic.Int64
+
+	planMu sync.Mutex
+	plans  map[planKey]Plan
+}
+
+type planKey struct {
+	d Dialect
+	n int
+}
+
+// StartProducer listens on addr (e.g. "127.0.0.1:0") and serves.
+func StartProducer(addr string) (*Producer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	p := &Producer{ln: ln, FlushBytes: 16 << 10, release: make(chan struct{}),
+		conns: map[net.Conn]struct{}{}, plans: map[planKey]Plan{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the listening address.
+func (p *Producer) Addr() string { return p.ln.Addr().String() }
+
+// Plan returns the (cached) plan for a dialect and length.
+func (p *Producer) Plan(d Dialect, events int) Plan {
+	p.planMu.Lock()
+	defer p.planMu.Unlock()
+	k := planKey{d, events}
+	pl, ok := p.plans[k]
+	if !ok {
+		pl = NewPlan(d, events)
+		p.plans[k] = pl
+	}
+	return pl
+}
+
+// ReleaseIdle ends every idle run open now with RUN_FINISHED.
+func (p *Producer) ReleaseIdle() {
+	p.mu.Lock()
+	close(p.release)
+	p.release = make(chan struct{})
+	p.mu.Unlock()
+}
+
+func (p *Producer) releaseChan() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.release
+}
+
+// Close stops the producer and ends every connection.
+func (p *Producer) Close() error {
+	p.closed.Store(true)
+	err := p.ln.Close()
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.ReleaseIdle()
+	p.wg.Wait()
+	return err
+}
+
+func (p *Producer) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if p.closed.Load() {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			return
+		}
+		p.mu.Lock()
+		p.conns[c] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+func (p *Producer) serve(c net.Conn) {
+	defer p.wg.Done()
+	defer func() {
+		c.Close()
+		p.mu.Lock()
+		delete(p.conns, c)
+		p.mu.Unlock()
+	}()
+	br := bufio.NewReaderSize(c, 8<<10)
+	cw := &chunkWriter{c: c}
+	for {
+		req, err := readRequest(br)
+		if err != nil {
+			return
+		}
+		if req.method != "POST" {
+			cw.writeRaw([]byte("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"))
+			if cw.err != nil {
+				return
+			}
+			continue
+		}
+		rp, err := ParseRunParams(req.target)
+		if err != nil {
+			msg := err.Error()
+			cw.writeRaw([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: " + strconv.Itoa(len(msg)) + "\r\n\r\n" + msg))
+			continue
+		}
+		if !p.stream(cw, rp, req.runID) || req.close {
+			return
+		}
+	}
+}
+
+// stream writes one run; it reports whether the connection may be reused.
+func (p *Producer) stream(cw *chunkWriter, rp RunParams, runID string) bool {
+	p.Runs.Add(1)
+	cw.begin()
+	cw.buf = append(cw.buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"...)
+	cw.headerDone()
+	if runID == "" {
+		runID = "run-" + strconv.FormatInt(p.Runs.Load(), 10)
+	}
+	w := RunWriter{D: rp.Dialect, RunID: runID, Thread: "thread-bench"}
+	var kinds []Kind
+	if rp.Idle {
+		kinds = []Kind{KRunStarted, KRunFinished}
+	} else {
+		kinds = p.Plan(rp.Dialect, rp.Events).Kinds
+	}
+	var interval time.Duration
+	if rp.Rate > 0 {
+		interval = time.Duration(float64(time.Second) / rp.Rate)
+	}
+	start := time.Now()
+	var sent int64
+	for i, k := range kinds {
+		if rp.Idle && k == KRunFinished {
+			if err := cw.flush(); err != nil {
+				return false
+			}
+			ch := p.releaseChan()
+			p.IdleOpen.Add(1)
+			<-ch
+			p.IdleOpen.Add(-1)
+			if p.closed.Load() {
+				return false
+			}
+		}
+		if interval > 0 && i > 0 {
+			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		cw.buf = w.AppendFrame(cw.buf, k, time.Now().UnixNano())
+		sent++
+		if interval > 0 || len(cw.buf) >= p.FlushBytes || i == len(kinds)-1 {
+			if err := cw.flush(); err != nil {
+				p.Events.Add(sent)
+				return false
+			}
+		}
+	}
+	p.Events.Add(sent)
+	cw.writeRaw([]byte("0\r\n\r\n"))
+	return cw.err == nil
+}
+
+// chunkWriter frames what is buffered as one HTTP/1.1 chunk per flush. The
+// chunk header goes into room reserved at the front of the buffer, so each
+// flush is a single write.
+type chunkWriter struct {
+	c    net.Conn
+	buf  []byte
+	head []byte // response header to send with the first chunk
+	err  error
+}
+
+const chunkRoom = 10 // "ffffffff\r\n"
+
+func (cw *chunkWriter) begin() {
+	cw.buf = cw.buf[:0]
+	cw.head = cw.head[:0]
+}
+
+// headerDone moves what was appended to buf into head: it is sent with the
+// first chunk.
+func (cw *chunkWriter) headerDone() {
+	cw.head = append(cw.head, cw.buf...)
+	cw.buf = append(cw.buf[:0], make([]byte, chunkRoom)...)
+}
+
+func (cw *chunkWriter) flush() error {
+	if cw.err != nil {
+		return cw.err
+	}
+	n := len(cw.buf) - chunkRoom
+	if n <= 0 {
+		return nil
+	}
+	var hx [16]byte
+	h := strconv.AppendInt(hx[:0], int64(n), 16)
+	h = append(h, '\r', '\n')
+	off := chunkRoom - len(h)
+	copy(cw.buf[off:], h)
+	cw.buf = append(cw.buf, '\r', '\n')
+	out := cw.buf[off:]
+	if len(cw.head) > 0 {
+		out = append(cw.head, out...)
+		cw.head = cw.head[:0]
+	}
+	_, cw.err = cw.c.Write(out)
+	cw.buf = cw.buf[:chunkRoom]
+	return cw.err
+}
+
+func (cw *chunkWriter) writeRaw(b []byte) {
+	if cw.err != nil {
+		return
+	}
+	if len(cw.head) > 0 {
+		b = append(cw.head, b...)
+		cw.head = cw.head[:0]
+	}
+	_, cw.err = cw.c.Write(b)
+}
+
+type request struct {
+	method, target string
+	close          bool
+	runID          string
+}
+
+var errBadRequest = errors.New("malformed request")
+
+// readRequest reads one HTTP/1.1 request and its body (Content-Length or
+// chunked), keeping only what the producer uses.
+func readRequest(br *bufio.Reader) (request, error) {
+	var r request
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return r, err
+	}
+	f := bytes.Fields(line)
+	if len(f) != 3 {
+		return r, errBadRequest
+	}
+	r.method, r.target = string(f[0]), string(f[1])
+	clen, chunked := 0, false
+	for {
+		line, err = br.ReadSlice('\n')
+		if err != nil {
+			return r, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return r, errBadRequest
+		}
+		v = bytes.TrimSpace(v)
+		switch {
+		case bytes.EqualFold(k, []byte("Content-Length")):
+			if clen, err = strconv.Atoi(string(v)); err != nil {
+				return r, errBadRequest
+			}
+		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+			chunked = bytes.Contains(bytes.ToLower(v), []byte("chunked"))
+		case bytes.EqualFold(k, []byte("Connection")):
+			r.close = bytes.EqualFold(v, []byte("close"))
+		}
+	}
+	var body []byte
+	if chunked {
+		body, err = readChunked(br, nil)
+	} else if clen > 0 {
+		body = make([]byte, clen)
+		_, err = io.ReadFull(br, body)
+	}
+	if err != nil {
+		return r, err
+	}
+	r.runID = jsonStringField(body, "runId")
+	return r, nil
+}
+
+// jsonStringField finds "key":"value" in a flat JSON document without
+// decoding it (the RunAgentInput the bench sends is compact and ASCII).
+func jsonStringField(doc []byte, key string) string {
+	pat := []byte(`"` + key + `":"`)
+	i := bytes.Index(doc, pat)
+	if i < 0 {
+		pat = []byte(`"` + key + `": "`)
+		if i = bytes.Index(doc, pat); i < 0 {
+			return ""
+		}
+	}
+	rest := doc[i+len(pat):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || j > 128 {
+		return ""
+	}
+	return string(rest[:j])
+}
+
+// readChunked reads a chunked body, appending its payload to dst, or, when
+// fn is given instead of collecting, hands each piece to fn.
+func readChunked(br *bufio.Reader, fn func([]byte)) ([]byte, error) {
+	var dst []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return dst, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if i := bytes.IndexByte(line, ';'); i >= 0 {
+			line = line[:i]
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(line)), 16, 64)
+		if err != nil || n < 0 {
+			return dst, fmt.Errorf("bad chunk size %q", line)
+		}
+		if n == 0 {
+			// Trailers until a blank line.
+			for {
+				line, err = br.ReadSlice('\n')
+				if err != nil {
+					return dst, err
+				}
+				if len(bytes.TrimRight(line, "\r\n")) == 0 {
+					return dst, nil
+				}
+			}
+		}
+		for n > 0 {
+			if br.Buffered() == 0 {
+				// Wait for at least one byte, then take what has arrived:
+				// events are handled as soon as they are read.
+				if _, err := br.Peek(1); err != nil {
+					return dst, err
+				}
+			}
+			want := br.Buffered()
+			if int64(want) > n {
+				want = int(n)
+			}
+			piece, _ := br.Peek(want)
+			if fn != nil {
+				fn(piece)
+			} else {
+				dst = append(dst, piece...)
+			}
+			br.Discard(len(piece))
+			n -= int64(len(piece))
+		}
+		if _, err := br.Discard(2); err != nil {
+			return dst, err
+		}
+	}
+}

@@ -1,0 +1,430 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// find returns the named case, nil when absent or not measured.
+func (r *Report) find(name string) *CaseResult {
+	for i := range r.Cases {
+		if r.Cases[i].Name == name && r.Cases[i].Skipped == "" && r.Cases[i].Error == "" {
+			return &r.Cases[i]
+		}
+	}
+	return nil
+}
+
+func phaseAt(ps []PhaseResult, streams int) *PhaseResult {
+	for i := range ps {
+		if ps[i].Streams == streams {
+			return &ps[i]
+		}
+	}
+	return nil
+}
+
+// sat and paced return a case's phase at the reference stream count.
+func (r *Report) sat(c *CaseResult) *PhaseResult {
+	if c == nil {
+		return nil
+	}
+	return phaseAt(c.Sat, r.Config.RefSat)
+}
+
+func (r *Report) paced(c *CaseResult) *PhaseResult {
+	if c == nil {
+		return nil
+	}
+	return phaseAt(c.Paced, r.Config.RefPaced)
+}
+
+// Problems lists every incomplete run: the one thing quick mode checks.
+func (r *Report) Problems() []string {
+	var out []string
+	for _, c := range r.Cases {
+		if c.Skipped != "" {
+			continue
+		}
+		if c.Error != "" {
+			out = append(out, c.Name+": "+c.Error)
+			continue
+		}
+		for _, p := range append(append([]PhaseResult{}, c.Sat...), c.Paced...) {
+			if p.RunsBad > 0 || p.RunsFailed > 0 {
+				out = append(out, fmt.Sprintf("%s, %d streams: %d incomplete, %d failed runs: %s", c.Name, p.Streams, p.RunsBad, p.RunsFailed, p.FirstError))
+			}
+			if p.RunsOK == 0 && p.Rate == 0 {
+				out = append(out, fmt.Sprintf("%s, %d streams: no run completed", c.Name, p.Streams))
+			}
+			if p.Events == 0 {
+				out = append(out, fmt.Sprintf("%s, %d streams: no events", c.Name, p.Streams))
+			}
+		}
+		for _, i := range c.Idle {
+			if i.FirstError != "" || i.Finished != i.Streams {
+				out = append(out, fmt.Sprintf("%s, %d idle streams: opened %d, finished %d: %s", c.Name, i.Streams, i.Opened, i.Finished, i.FirstError))
+			}
+		}
+	}
+	return out
+}
+
+// Goal is one of issue #6's targets and what this run measured for it.
+type Goal struct {
+	Goal     string
+	Measured string
+	Met      string // "met", "missed", "n/a"
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
+
+// Goals evaluates issue #6's goals against this run.
+func (r *Report) Goals() []Goal {
+	var gs []Goal
+	nginx := r.find("nginx")
+	relay := r.find("agui-relay")
+	na := func(goal, why string) { gs = append(gs, Goal{goal, why, "n/a"}) }
+
+	g := "pass-through CPU per event ≤ nginx's"
+	if ns, rs := r.sat(nginx), r.sat(relay); ns != nil && rs != nil {
+		np, rp := r.paced(nginx), r.paced(relay)
+		m := fmt.Sprintf("saturation %d streams: %.2f vs %.2f CPU s/M events (×%.2f)", r.Config.RefSat, rs.CPUPerMEvents, ns.CPUPerMEvents, rs.CPUPerMEvents/ns.CPUPerMEvents)
+		ok := rs.CPUPerMEvents <= ns.CPUPerMEvents
+		if np != nil && rp != nil {
+			m += fmt.Sprintf("; paced %d×%g/s: %.2f vs %.2f (×%.2f)", r.Config.RefPaced, r.Config.PacedRate, rp.CPUPerMEvents, np.CPUPerMEvents, rp.CPUPerMEvents/np.CPUPerMEvents)
+			ok = ok && rp.CPUPerMEvents <= np.CPUPerMEvents
+		}
+		gs = append(gs, Goal{g, m, verdict(ok)})
+	} else {
+		na(g, "agui-relay or nginx not measured")
+	}
+
+	g = "pass-through throughput ≥ nginx's"
+	if ns, rs := r.sat(nginx), r.sat(relay); ns != nil && rs != nil {
+		m := fmt.Sprintf("%d streams: %.0f vs %.0f events/s (×%.2f)", r.Config.RefSat, rs.EventsPerSec, ns.EventsPerSec, rs.EventsPerSec/ns.EventsPerSec)
+		ok := rs.EventsPerSec >= ns.EventsPerSec
+		for _, p := range relay.Sat {
+			if q := phaseAt(nginx.Sat, p.Streams); q != nil && p.Streams != r.Config.RefSat {
+				m += fmt.Sprintf("; %d: ×%.2f", p.Streams, p.EventsPerSec/q.EventsPerSec)
+			}
+		}
+		gs = append(gs, Goal{g, m, verdict(ok)})
+	} else {
+		na(g, "agui-relay or nginx not measured")
+	}
+
+	for _, tc := range []struct{ relay, naive string }{
+		{"agui-relay 1.0→0.0.45", "naive 1.0→0.0.45"},
+		{"agui-relay legacy→1.0", "naive legacy→1.0"},
+		{"agui-relay thinking→1.0", "naive thinking→1.0"},
+	} {
+		g = tc.relay + ": CPU per event ≤ 2× nginx pass-through"
+		rc := r.find(tc.relay)
+		if ns, rs := r.sat(nginx), r.sat(rc); ns != nil && rs != nil {
+			gs = append(gs, Goal{g, fmt.Sprintf("%.2f vs %.2f CPU s/M events (×%.2f of nginx)", rs.CPUPerMEvents, ns.CPUPerMEvents, rs.CPUPerMEvents/ns.CPUPerMEvents),
+				verdict(rs.CPUPerMEvents <= 2*ns.CPUPerMEvents)})
+		} else {
+			na(g, "not measured")
+		}
+		g = tc.relay + ": ≥10× cheaper per event than decode-everything"
+		if nv, rs := r.sat(r.find(tc.naive)), r.sat(rc); nv != nil && rs != nil {
+			ratio := nv.CPUPerMEvents / rs.CPUPerMEvents
+			gs = append(gs, Goal{g, fmt.Sprintf("naive %.2f vs %.2f CPU s/M events: %.1f× cheaper", nv.CPUPerMEvents, rs.CPUPerMEvents, ratio), verdict(ratio >= 10)})
+		} else {
+			na(g, "not measured")
+		}
+	}
+
+	for _, name := range []string{"agui-relay", "agui-relay 1.0→0.0.45", "agui-relay legacy→1.0"} {
+		g = name + ": added p99 < 1 ms at the paced load"
+		c := r.find(name)
+		if c == nil {
+			na(g, "not measured")
+			continue
+		}
+		p, base := r.paced(c), r.paced(r.find(c.Case.Baseline))
+		if p == nil || base == nil {
+			na(g, "not measured")
+			continue
+		}
+		add := p.P99 - base.P99
+		gs = append(gs, Goal{g, fmt.Sprintf("%d×%g/s: p99 %.0f µs vs direct %.0f µs: +%.0f µs", r.Config.RefPaced, r.Config.PacedRate, p.P99, base.P99, add), verdict(add < 1000)})
+	}
+
+	for _, name := range []string{"agui-relay", "agui-relay 1.0→0.0.45", "agui-relay legacy→1.0"} {
+		g = name + ": < 20 KiB per idle open stream"
+		c := r.find(name)
+		if c == nil || len(c.Idle) == 0 {
+			na(g, "not measured")
+			continue
+		}
+		var parts []string
+		ok := true
+		for _, i := range c.Idle {
+			parts = append(parts, fmt.Sprintf("%d: %.1f KiB", i.Streams, i.KiBPerStream))
+			ok = ok && i.FirstError == "" && i.KiBPerStream < 20
+		}
+		gs = append(gs, Goal{g, strings.Join(parts, ", "), verdict(ok)})
+	}
+	return gs
+}
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 || math.IsNaN(a) || math.IsNaN(b) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func num(v float64, prec int) string {
+	if v == 0 || math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+// Markdown renders the report.
+func (r *Report) Markdown(command string) string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w("# agui-relay benchmark (%s mode)\n\n", r.Mode)
+	w("Command: `%s`  \n", command)
+	w("Taken %s, %.0f s. Machine: %s, %d cores, %.0f GiB, Linux %s, %s; load average at start %.2f.  \n",
+		r.Started.Format("2006-01-02 15:04 MST"), r.Seconds, r.Machine.CPU, r.Machine.Cores, r.Machine.MemGiB, r.Machine.Kernel, r.Machine.Go, r.Machine.LoadAvg0)
+	w("agui-relay at `%s`; nginx %s (1 worker, proxy_buffering off).  \n", r.Versions.Relay, r.Versions.Nginx)
+	w("Producer, load generator and proxy share the machine's cores. Figures vary from machine to machine; compare the ratios of one run.\n\n")
+	if r.Mode == "quick" {
+		w("**Quick mode checks completeness only; its figures are too short to compare.**\n\n")
+	}
+	if ps := r.Problems(); len(ps) > 0 {
+		w("## Incomplete streams\n\n")
+		for _, p := range ps {
+			w("- %s\n", p)
+		}
+		w("\n")
+	}
+	nginx := r.find("nginx")
+	ns, np := r.sat(nginx), r.paced(nginx)
+	w("## Summary\n\n")
+	w("Saturation: %d streams, producer as fast as it can (%d-byte writes), %d events per run. Paced: %d streams × %g events/s, %d events per run (latency is send stamp → consumer read, end to end). CPU is the proxy's processes alone (user+system from /proc), per million events delivered. Ratios below 1 in the CPU columns mean cheaper than nginx.\n\n",
+		r.Config.RefSat, r.Config.FlushBytes, r.Config.SatEvents, r.Config.RefPaced, r.Config.PacedRate, r.Config.PacedEvents)
+	w("| case | events/s | × nginx | × direct | MB/s | CPU s/M ev (sat.) | × nginx | CPU s/M ev (paced) | × nginx | p50 / p99 / p999 µs (paced) | added p99 µs | peak RSS MiB | KiB per idle stream (")
+	var lv []string
+	for _, n := range r.Config.IdleLevels {
+		lv = append(lv, fmt.Sprint(n))
+	}
+	w("%s) | runs complete |\n", strings.Join(lv, " / "))
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|\n")
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		if c.Skipped != "" || c.Error != "" {
+			why := c.Skipped
+			if why == "" {
+				why = c.Error
+			}
+			w("| %s | skipped: %s |||||||||||||\n", c.Name, oneLine(why, 160))
+			continue
+		}
+		s, p := r.sat(c), r.paced(c)
+		base := r.find(c.Case.Baseline)
+		bs, bp := r.sat(base), r.paced(base)
+		cell := func(p *PhaseResult, f func(*PhaseResult) string) string {
+			if p == nil {
+				return "–"
+			}
+			return f(p)
+		}
+		eps := func(p *PhaseResult) float64 {
+			if p == nil {
+				return 0
+			}
+			return p.EventsPerSec
+		}
+		cpu := func(p *PhaseResult) float64 {
+			if p == nil {
+				return 0
+			}
+			return p.CPUPerMEvents
+		}
+		vsDirect := "–"
+		if bs != nil && s != nil {
+			vsDirect = ratio(s.EventsPerSec, bs.EventsPerSec)
+		}
+		added := "–"
+		if bp != nil && p != nil {
+			added = fmt.Sprintf("%+.0f", p.P99-bp.P99)
+		}
+		var idle []string
+		for _, n := range r.Config.IdleLevels {
+			v := "–"
+			for _, i := range c.Idle {
+				if i.Streams == n {
+					v = fmt.Sprintf("%.1f", i.KiBPerStream)
+					if i.FirstError != "" {
+						v += "!"
+					}
+				}
+			}
+			idle = append(idle, v)
+		}
+		if c.Proxy == ProxyNone {
+			idle = nil
+		}
+		okRuns, badRuns := int64(0), int64(0)
+		for _, ph := range append(append([]PhaseResult{}, c.Sat...), c.Paced...) {
+			okRuns += ph.RunsOK
+			badRuns += ph.RunsBad + ph.RunsFailed
+		}
+		complete := fmt.Sprintf("%d", okRuns)
+		if badRuns > 0 {
+			complete = fmt.Sprintf("**%d of %d**", okRuns, okRuns+badRuns)
+		}
+		peak := "–"
+		if c.PeakRSSKiB > 0 {
+			peak = fmt.Sprintf("%.1f", float64(c.PeakRSSKiB)/1024)
+		}
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name,
+			cell(s, func(p *PhaseResult) string { return fmt.Sprintf("%.0f", p.EventsPerSec) }),
+			ratio(eps(s), eps(ns)), vsDirect,
+			cell(s, func(p *PhaseResult) string { return fmt.Sprintf("%.1f", p.BytesPerSec/1e6) }),
+			num(cpu(s), 2), ratio(cpu(s), cpu(ns)),
+			num(cpu(p), 2), ratio(cpu(p), cpu(np)),
+			cell(p, func(p *PhaseResult) string { return fmt.Sprintf("%.0f / %.0f / %.0f", p.P50, p.P99, p.P999) }),
+			added, peak, strings.Join(idle, " / "), complete)
+	}
+	w("\n## Goals (issue #6)\n\n| goal | measured | |\n|---|---|---|\n")
+	for _, g := range r.Goals() {
+		w("| %s | %s | %s |\n", g.Goal, g.Measured, g.Met)
+	}
+
+	w("\n## Throughput against concurrency (saturation)\n\n![throughput](throughput.svg)\n\n")
+	w("| case |")
+	for _, n := range r.Config.SatLevels {
+		w(" %d streams ev/s | CPU s/M ev |", n)
+	}
+	w("\n|---|")
+	for range r.Config.SatLevels {
+		w("---:|---:|")
+	}
+	w("\n")
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		if len(c.Sat) == 0 {
+			continue
+		}
+		w("| %s |", c.Name)
+		for _, n := range r.Config.SatLevels {
+			if p := phaseAt(c.Sat, n); p != nil {
+				w(" %.0f | %s |", p.EventsPerSec, num(p.CPUPerMEvents, 2))
+			} else {
+				w(" – | – |")
+			}
+		}
+		w("\n")
+	}
+	w("\n## p99 latency against concurrency (paced, %g events/s per stream)\n\n![p99 latency](p99.svg)\n\n", r.Config.PacedRate)
+	w("| case |")
+	for _, n := range r.Config.PacedLevels {
+		w(" %d streams p50 / p99 / p999 µs | CPU s/M ev |", n)
+	}
+	w("\n|---|")
+	for range r.Config.PacedLevels {
+		w("---|---:|")
+	}
+	w("\n")
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		if len(c.Paced) == 0 {
+			continue
+		}
+		w("| %s |", c.Name)
+		for _, n := range r.Config.PacedLevels {
+			if p := phaseAt(c.Paced, n); p != nil {
+				w(" %.0f / %.0f / %.0f | %s |", p.P50, p.P99, p.P999, num(p.CPUPerMEvents, 2))
+			} else {
+				w(" – | – |")
+			}
+		}
+		w("\n")
+	}
+	w("\n## Idle streams\n\n")
+	if r.Config.IdleNote != "" {
+		w("%s.\n\n", r.Config.IdleNote)
+	}
+	w("| case | streams | opened | RSS before → after KiB | KiB per stream | threads | open time s |\n|---|---:|---:|---|---:|---:|---:|\n")
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		for _, id := range c.Idle {
+			w("| %s | %d | %d | %d → %d | %.1f | %d | %.1f |\n", c.Name, id.Streams, id.Opened, id.BaseRSSKiB, id.LoadedRSSKiB, id.KiBPerStream, id.ProxyThreads, id.OpenSeconds)
+		}
+	}
+	w("\nRaw figures: [results.json](results.json).\n")
+	return b.String()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// Plots returns the throughput and p99 plots.
+func (r *Report) Plots() (throughput, p99 Plot) {
+	throughput = Plot{Title: "Throughput at saturation", XLabel: "concurrent streams", YLabel: "events/s delivered", LogX: true}
+	p99 = Plot{Title: fmt.Sprintf("p99 latency, %g events/s per stream", r.Config.PacedRate), XLabel: "concurrent streams", YLabel: "p99 latency (µs)", LogX: true, LogY: true}
+	for _, c := range r.Cases {
+		if len(c.Sat) > 0 {
+			s := Series{Name: c.Name}
+			for _, p := range c.Sat {
+				s.Points = append(s.Points, Point{float64(p.Streams), p.EventsPerSec})
+			}
+			throughput.Series = append(throughput.Series, s)
+		}
+		if len(c.Paced) > 0 {
+			s := Series{Name: c.Name}
+			for _, p := range c.Paced {
+				s.Points = append(s.Points, Point{float64(p.Streams), p.P99})
+			}
+			p99.Series = append(p99.Series, s)
+		}
+	}
+	return throughput, p99
+}
+
+// Write writes report.md, results.json and the two SVG plots into dir.
+func (r *Report) Write(dir, command string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	r.Command = command
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tp, lp := r.Plots()
+	files := map[string]string{
+		"report.md":      r.Markdown(command),
+		"results.json":   string(js) + "\n",
+		"throughput.svg": tp.SVG(),
+		"p99.svg":        lp.SVG(),
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+)
+
+func fakeReport() *Report {
+	sat := func(n int, eps, cpu float64) []PhaseResult {
+		return []PhaseResult{{Streams: n, EventsPerSec: eps, CPUPerMEvents: cpu, RunsOK: 10, Events: 1}}
+	}
+	paced := func(p99, cpu float64) []PhaseResult {
+		return []PhaseResult{{Streams: 1000, Rate: 20, P50: 50, P99: p99, P999: p99 * 2, CPUPerMEvents: cpu, RunsOK: 5, Events: 1}}
+	}
+	r := &Report{Mode: "full", Config: ConfigInfo{RefSat: 100, RefPaced: 1000, PacedRate: 20, IdleLevels: []int{100}}}
+	add := func(name, base string, p Proxy, s, pc []PhaseResult, idle float64) {
+		c := CaseResult{Case: Case{Name: name, Proxy: p, Baseline: base}, Name: name, Proxy: p, Sat: s, Paced: pc}
+		if idle > 0 {
+			c.Idle = []IdleResult{{Streams: 100, Opened: 100, Finished: 100, KiBPerStream: idle}}
+		}
+		r.Cases = append(r.Cases, c)
+	}
+	add("direct", "", ProxyNone, sat(100, 1000, 0), paced(100, 0), 0)
+	add("agui-relay", "direct", ProxyRelay, sat(100, 900, 1), paced(400, 10), 12)
+	add("nginx", "direct", ProxyNginx, sat(100, 600, 2), paced(1500, 20), 16)
+	add("agui-relay legacy→1.0", "direct", ProxyRelay, sat(100, 500, 5), paced(2000, 30), 30)
+	add("naive legacy→1.0", "direct", ProxyNaive, sat(100, 100, 40), nil, 0)
+	return r
+}
+
+func TestGoals(t *testing.T) {
+	want := map[string]string{
+		"pass-through CPU per event ≤ nginx's":                                 "met",
+		"pass-through throughput ≥ nginx's":                                    "met",
+		"agui-relay legacy→1.0: CPU per event ≤ 2× nginx pass-through":         "missed", // 5 > 2×2
+		"agui-relay legacy→1.0: ≥10× cheaper per event than decode-everything": "missed", // 40/5 = 8
+		"agui-relay: added p99 < 1 ms at the paced load":                       "met",
+		"agui-relay legacy→1.0: added p99 < 1 ms at the paced load":            "missed",
+		"agui-relay: < 20 KiB per idle open stream":                            "met",
+		"agui-relay legacy→1.0: < 20 KiB per idle open stream":                 "missed",
+		"agui-relay 1.0→0.0.45: CPU per event ≤ 2× nginx pass-through":         "n/a",
+	}
+	got := map[string]string{}
+	for _, g := range fakeReport().Goals() {
+		got[g.Goal] = g.Met
+	}
+	for goal, v := range want {
+		if got[goal] != v {
+			t.Errorf("%s: %q, want %q", goal, got[goal], v)
+		}
+	}
+}
+
+func TestMarkdownRatios(t *testing.T) {
+	md := fakeReport().Markdown("go run ./bench/cmd/aguibench --full")
+	// agui-relay: 900 ev/s is 1.50× nginx and 0.90× direct; CPU 0.50× nginx.
+	for _, want := range []string{"| agui-relay | 900 | 1.50 | 0.90 |", "| 1.00 | 0.50 |", "+300", "--full"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestPlotSVG(t *testing.T) {
+	tp, lp := fakeReport().Plots()
+	for _, p := range []Plot{tp, lp} {
+		s := p.SVG()
+		if !strings.HasPrefix(s, "<svg") || !strings.Contains(s, "</svg>") || !strings.Contains(s, "agui-relay") || strings.Contains(s, "NaN") {
+			t.Errorf("bad SVG: %.300s", s)
+		}
+	}
+	if s := (Plot{Title: "empty"}).SVG(); !strings.Contains(s, "no data") {
+		t.Error("empty plot")
+	}
+}

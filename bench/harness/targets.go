@@ -1,0 +1,259 @@
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Proxy is a kind of process the workload goes through.
+type Proxy string
+
+// The proxies under test.
+const (
+	ProxyNone     Proxy = "direct"
+	ProxyRelay    Proxy = "agui-relay"
+	ProxyNginx    Proxy = "nginx"
+	ProxyHTTPUtil Proxy = "httputil"
+	ProxyNaive    Proxy = "naive"
+)
+
+// Case is one row of the comparison: a workload through a proxy.
+type Case struct {
+	Name    string
+	Proxy   Proxy
+	Dialect Dialect
+	// Args are extra arguments for the proxy (relay versions, naive mode).
+	Args []string
+	// Exact asks the checker for the exact event count: true when nothing
+	// translates the stream.
+	Exact bool
+	// Baseline names the direct case with the same workload.
+	Baseline string
+}
+
+// Binaries are the programs the cases run.
+type Binaries struct {
+	Relay, HTTPUtil, Naive, Nginx string
+}
+
+// Proc is a running proxy.
+type Proc struct {
+	Addr  string
+	Admin string
+	Pid   int
+	cmd   *exec.Cmd
+	dir   string
+	log   *os.File
+	Label string // version and settings, for the report
+}
+
+// FreePort returns a loopback address that was free a moment ago.
+func FreePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// StartProxy runs c's proxy in front of upstream (host:port). For
+// ProxyNone it returns upstream itself with no process.
+func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
+	if c.Proxy == ProxyNone {
+		return &Proc{Addr: upstream}, nil
+	}
+	addr, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(workDir, string(c.Proxy)+"-")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proc{Addr: addr, dir: dir}
+	var cmd *exec.Cmd
+	switch c.Proxy {
+	case ProxyRelay:
+		if p.Admin, err = FreePort(); err != nil {
+			return nil, err
+		}
+		args := append([]string{"serve", "--listen", addr, "--admin-listen", p.Admin,
+			"--upstream", "http://" + upstream, "--log-level", "error"}, c.Args...)
+		cmd = exec.Command(bin.Relay, args...)
+	case ProxyHTTPUtil:
+		cmd = exec.Command(bin.HTTPUtil, "--listen", addr, "--upstream", "http://"+upstream)
+	case ProxyNaive:
+		cmd = exec.Command(bin.Naive, append([]string{"--listen", addr, "--upstream", "http://" + upstream}, c.Args...)...)
+	case ProxyNginx:
+		conf := filepath.Join(dir, "nginx.conf")
+		if err := os.WriteFile(conf, []byte(NginxConfig(dir, addr, upstream, FileLimit())), 0o644); err != nil {
+			return nil, err
+		}
+		cmd = exec.Command(bin.Nginx, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
+	default:
+		return nil, fmt.Errorf("unknown proxy %q", c.Proxy)
+	}
+	p.log, err = os.Create(filepath.Join(dir, "stderr.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p.cmd, p.Pid = cmd, cmd.Process.Pid
+	if err := p.waitReady(15 * time.Second); err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("%s did not become ready: %v; log: %s", c.Proxy, err, p.Log())
+	}
+	return p, nil
+}
+
+func (p *Proc) waitReady(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	exited := make(chan struct{})
+	go func() {
+		// Only notice an early exit; Stop reaps the process.
+		for time.Now().Before(deadline) {
+			if err := syscall.Kill(p.Pid, 0); err != nil {
+				close(exited)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("exited")
+		default:
+		}
+		if p.ready() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timeout")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *Proc) ready() bool {
+	if p.Admin != "" {
+		resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + p.Admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}
+	c, err := net.DialTimeout("tcp", p.Addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// Log returns the tail of the proxy's stderr.
+func (p *Proc) Log() string {
+	if p.dir == "" {
+		return ""
+	}
+	b, _ := os.ReadFile(filepath.Join(p.dir, "stderr.log"))
+	e, _ := os.ReadFile(filepath.Join(p.dir, "error.log"))
+	b = append(b, e...)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// Sample reads the proxy's process tree; zero for direct.
+func (p *Proc) Sample() ProcSample {
+	if p == nil || p.Pid == 0 {
+		return ProcSample{}
+	}
+	s, _ := SampleTree(p.Pid)
+	return s
+}
+
+// Stop ends the proxy (SIGTERM, then SIGKILL after 5 s) and removes its
+// directory unless keep.
+func (p *Proc) Stop() {
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+	}
+	p.cmd = nil
+	if p.log != nil {
+		p.log.Close()
+	}
+}
+
+// NginxConfig is the nginx configuration the bench runs: one worker (to
+// compare like with like; CPU per event is reported too, which is fair
+// whatever the worker count), proxy buffering off, HTTP/1.1 with pooled
+// upstream connections, and timeouts long enough for idle streams.
+func NginxConfig(dir, listen, upstream string, files uint64) string {
+	r := strings.NewReplacer("DIR", dir, "LISTEN", listen, "UPSTREAM", upstream,
+		"FILES", strconv.FormatUint(files, 10), "CONNS", strconv.FormatUint(files-100, 10))
+	return r.Replace(`daemon off;
+master_process on;
+worker_processes 1;
+worker_rlimit_nofile FILES;
+user root;
+pid DIR/nginx.pid;
+error_log DIR/error.log warn;
+events {
+    worker_connections CONNS;
+    use epoll;
+}
+http {
+    access_log off;
+    client_body_temp_path DIR/client_body;
+    proxy_temp_path DIR/proxy;
+    fastcgi_temp_path DIR/fastcgi;
+    uwsgi_temp_path DIR/uwsgi;
+    scgi_temp_path DIR/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    upstream producer {
+        server UPSTREAM;
+        keepalive 2048;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen LISTEN backlog=4096;
+        location / {
+            proxy_pass http://producer;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_cache off;
+            proxy_read_timeout 3600s;
+            proxy_send_timeout 3600s;
+        }
+    }
+}
+`)
+}
