@@ -34,6 +34,11 @@ type Config struct {
 	Only []string
 	// Setup installs nginx from Debian's packages when it is missing.
 	Setup bool
+	// Profile adds, for every proxy case, a saturation and a paced window
+	// under perf (cpu-clock samples with call graphs), reported into
+	// OutDir/profiles. They come after the measured windows and do not
+	// change the figures.
+	Profile bool
 	// Repo is the module root (where agui-relay is built from).
 	Repo   string
 	OutDir string
@@ -52,8 +57,8 @@ func QuickConfig() Config {
 // FullConfig takes the figures the README quotes.
 func FullConfig() Config {
 	return Config{Mode: "full",
-		SatLevels: []int{1, 10, 100, 1000}, RefSat: 100, SatEvents: 1000, SatWarmup: time.Second, SatMeasure: 3 * time.Second,
-		PacedLevels: []int{100, 1000, 2000}, RefPaced: 1000, PacedRate: 20, PacedRunSec: 5, PacedWarmup: 2 * time.Second, PacedMeasur: 5 * time.Second,
+		SatLevels: []int{1, 10, 100, 1000}, RefSat: 100, SatEvents: 1000, SatWarmup: 500 * time.Millisecond, SatMeasure: 2 * time.Second,
+		PacedLevels: []int{100, 1000, 2000}, RefPaced: 1000, PacedRate: 20, PacedRunSec: 5, PacedWarmup: 1500 * time.Millisecond, PacedMeasur: 4 * time.Second,
 		IdleLevels: []int{100, 1000, 10000}, IdleLimit: 60 * time.Second}
 }
 
@@ -169,10 +174,12 @@ func Run(cfg Config) (*Report, error) {
 	// Each idle stream holds two sockets in the proxy (and two in this
 	// process): cap the levels to what the open-file limit allows.
 	limit := FileLimit()
-	if most := int((limit-200)/2) / 100 * 100; most > 0 {
+	// nginx needs headroom beyond two connections per stream (it starts
+	// "reusing connections" at about 94% of worker_connections).
+	if most := int(limit*9/10/2) / 100 * 100; most > 0 {
 		for i, n := range cfg.IdleLevels {
 			if n > most {
-				rep.Config.IdleNote = fmt.Sprintf("%d idle streams need %d open files in the proxy; RLIMIT_NOFILE is %d here (raising it needs CAP_SYS_RESOURCE), so that level ran with %d streams", n, 2*n+50, limit, most)
+				rep.Config.IdleNote = fmt.Sprintf("%d idle streams need %d open files in the proxy; RLIMIT_NOFILE is %d here (raising it needs CAP_SYS_RESOURCE), so that level ran with %d streams", n, 2*n+100, limit, most)
 				cfg.logf("note: %s", rep.Config.IdleNote)
 				cfg.IdleLevels[i] = most
 			}
@@ -183,7 +190,9 @@ func Run(cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(work)
+	if os.Getenv("AGUIBENCH_KEEP") == "" {
+		defer os.RemoveAll(work)
+	}
 	bin, buildErrs := build(cfg, work)
 	rep.Versions = Versions{Relay: relayVersion(cfg.Repo), Nginx: nginxVersion(bin.Nginx)}
 
@@ -271,6 +280,9 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string,
 		}
 		s := proc.Sample()
 		cr.PeakRSSKiB, cr.Threads, cr.Procs = s.HWMKiB, s.Threads, s.Procs
+		if cfg.Profile && proc.Pid != 0 {
+			profileCase(cfg, sp, proc, prod)
+		}
 		if log := proc.Log(); log != "" && cfg.Log != nil {
 			cfg.logf("   proxy log tail: %.400s", log)
 		}
@@ -289,6 +301,53 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string,
 			cr.Idle = append(cr.Idle, r)
 			proc.Stop()
 		}
+	}
+}
+
+// profileCase records where the proxy spends its CPU at the reference
+// saturation and paced loads, with perf, into OutDir/profiles.
+func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer) {
+	dir := filepath.Join(cfg.OutDir, "profiles")
+	os.MkdirAll(dir, 0o755)
+	slug := strings.NewReplacer(" ", "-", "→", "-to-").Replace(sp.Name)
+	run := func(label string, load Load, plan Plan) {
+		base := filepath.Join(dir, slug+"-"+label)
+		pids := []string{fmt.Sprint(proc.Pid)}
+		for _, c := range Children(proc.Pid) {
+			pids = append(pids, fmt.Sprint(c))
+		}
+		secs := (load.Warmup + load.Measure).Seconds()
+		rec := exec.Command("perf", "record", "-e", "cpu-clock", "-F", "1999", "-g", "-p", strings.Join(pids, ","),
+			"-o", base+".data", "--", "sleep", fmt.Sprintf("%.1f", secs))
+		out, _ := os.Create(base + ".log")
+		rec.Stdout, rec.Stderr = out, out
+		if err := rec.Start(); err != nil {
+			cfg.logf("   profile: perf: %v", err)
+			return
+		}
+		r := RunLoad(proc.Addr, proc, plan, load)
+		rec.Wait()
+		out.Close()
+		rep := exec.Command("perf", "report", "-i", base+".data", "--stdio", "--no-children", "--sort", "dso,symbol",
+			"--percent-limit", "0.5", "-g", "none")
+		b, err := rep.Output()
+		if err != nil {
+			cfg.logf("   profile: perf report: %v", err)
+			return
+		}
+		head := fmt.Sprintf("# %s, %s: %d streams, %.0f events/s delivered under perf\n", sp.Name, label, load.Streams, r.EventsPerSec)
+		os.WriteFile(base+".txt", append([]byte(head), b...), 0o644)
+		os.Remove(base + ".data")
+		cfg.logf("   profile: %s.txt", base)
+	}
+	if sp.phases&phSat != 0 {
+		run("saturation", Load{Streams: cfg.RefSat, Params: RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents},
+			Warmup: cfg.SatWarmup, Measure: cfg.SatMeasure, Exact: sp.Exact}, prod.Plan(sp.Dialect, cfg.SatEvents))
+	}
+	if sp.phases&phPaced != 0 {
+		ev := pacedEvents(cfg)
+		run("paced", Load{Streams: cfg.RefPaced, Params: RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
+			Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact}, prod.Plan(sp.Dialect, ev))
 	}
 }
 

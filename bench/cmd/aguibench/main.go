@@ -27,6 +27,7 @@ func main() {
 	out := flag.String("out", "", "output directory (default bench/out/<mode>-<timestamp>)")
 	only := flag.String("only", "", "comma-separated case names to run (a trailing * matches a prefix), e.g. 'direct,agui-relay*,nginx'")
 	setup := flag.Bool("setup", false, "install nginx from Debian's packages when it is missing")
+	profile := flag.Bool("profile", false, "after the measured windows, profile each proxy with perf (into <out>/profiles)")
 	flag.Parse()
 	if *quick && *full {
 		fmt.Fprintln(os.Stderr, "aguibench: --quick and --full exclude each other")
@@ -40,6 +41,7 @@ func main() {
 		cfg.Only = strings.Split(*only, ",")
 	}
 	cfg.Setup = *setup
+	cfg.Profile = *profile
 	cfg.Log = os.Stderr
 	repo, err := repoRoot()
 	if err != nil {
@@ -51,6 +53,7 @@ func main() {
 	if dir == "" {
 		dir = filepath.Join(repo, "bench", "out", cfg.Mode+"-"+time.Now().Format("20060102-150405"))
 	}
+	cfg.OutDir = dir
 	command := "go run ./bench/cmd/aguibench " + strings.Join(os.Args[1:], " ")
 	rep, err := harness.Run(cfg)
 	if err != nil {
