@@ -42,6 +42,7 @@ type PhaseResult struct {
 	RunsFailed    int64   `json:"runs_failed"`
 	FirstError    string  `json:"first_error,omitempty"`
 	ProxyRSSKiB   int64   `json:"proxy_rss_kib"`
+	BenchCPU      float64 `json:"bench_cpu_seconds"` // producer and load generator`
 	LoadAvg       float64 `json:"loadavg_1m"`
 }
 
@@ -126,12 +127,15 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 	}
 	time.Sleep(load.Warmup)
 	s0 := proc.Sample()
+	self0, _, _ := readStat(os.Getpid())
 	e0, b0, t0 := events.Load(), bytes.Load(), time.Now()
 	recording.Store(true)
 	time.Sleep(load.Measure)
 	recording.Store(false)
 	e1, b1, t1 := events.Load(), bytes.Load(), time.Now()
 	s1 := proc.Sample()
+	self1, _, _ := readStat(os.Getpid())
+	res.BenchCPU = self1 - self0
 	res.LoadAvg = LoadAvg()
 	stop.Store(true)
 	clientsMu.Lock()

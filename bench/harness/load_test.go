@@ -14,7 +14,7 @@ func TestRunLoadDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	for _, rate := range []float64{0, 200} {
+	for _, rate := range []float64{0, 1000} {
 		plan := p.Plan(DialectLegacy, 60)
 		r := RunLoad(p.Addr(), nil, plan, Load{Streams: 3, Params: RunParams{Dialect: DialectLegacy, Events: 60, Rate: rate},
 			Warmup: 50 * time.Millisecond, Measure: 500 * time.Millisecond, Exact: true})

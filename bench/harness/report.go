@@ -332,6 +332,14 @@ func (r *Report) Markdown(command string) string {
 		}
 		w("\n")
 	}
+	w("\nThe load generator and producer (one process) used, per second of these windows: ")
+	var parts []string
+	for i := range r.Cases {
+		if p := r.sat(&r.Cases[i]); p != nil && p.Seconds > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", r.Cases[i].Name, p.BenchCPU/p.Seconds))
+		}
+	}
+	w("%s CPU seconds at %d streams; the proxy and they share %d cores.\n", strings.Join(parts, ", "), r.Config.RefSat, r.Machine.Cores)
 	w("\n## p99 latency against concurrency (paced, %g events/s per stream)\n\n![p99 latency](p99.svg)\n\n", r.Config.PacedRate)
 	w("| case |")
 	for _, n := range r.Config.PacedLevels {
