@@ -3,6 +3,7 @@ package relay
 import (
 	"bufio"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
@@ -175,6 +176,48 @@ func (s *Stream) finishRun() {
 
 // Close ends the stream: the warnings of a run still open are reported.
 func (s *Stream) Close() { s.finishRun() }
+
+// Owed reports whether the consumer is owed a terminal event if the stream
+// ends now: a run is open, or no run has started yet (the consumer asked for
+// one and would read an empty stream as a finished run).
+func (s *Stream) Owed() bool { return s.InRun || s.Runs == 0 }
+
+// Fail ends the stream's run with a RUN_ERROR of the relay's own,
+// {"type":"RUN_ERROR","message":"agui-relay: <cause>","code":"<code>"}, when
+// the consumer is owed one (see Owed); it reports whether it wrote it. The
+// event goes through the run's translation like any other, so a consumer of
+// any version reads it. Fail is for the relay's own failures: the producer's
+// stream broke, went silent or sent a frame over the limit, or the relay is
+// shutting down.
+func (s *Stream) Fail(cause, code string) (bool, error) {
+	if !s.Owed() {
+		return false, nil
+	}
+	ev := []byte(`{"type":"RUN_ERROR","message":`)
+	ev = appendJSONString(ev, "agui-relay: "+cause)
+	ev = append(ev, `,"code":`...)
+	ev = appendJSONString(ev, code)
+	ev = append(ev, '}')
+	raw := AppendFrame(nil, nil, ev)
+	return true, s.Frame(Frame{Raw: raw, Data: raw[len("data: ") : len(raw)-2], Canonical: true})
+}
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			dst = append(dst, '\\', byte(r))
+		case r < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xF])
+		default:
+			dst = utf8.AppendRune(dst, r)
+		}
+	}
+	return append(dst, '"')
+}
 
 func (s *Stream) emit(ev []byte) {
 	s.countEvent(translate.PeekType(ev))

@@ -1,0 +1,108 @@
+package relay
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
+)
+
+// Problem is an error answered before the stream starts, written as an RFC
+// 9457 application/problem+json document.
+type Problem struct {
+	// Type is a URI naming the kind of problem ("urn:agui-relay:…").
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Errors lists what is wrong with a malformed input, one entry per
+	// located problem.
+	Errors []InputError `json:"errors,omitempty"`
+}
+
+// InputError is one located problem of a RunAgentInput.
+type InputError struct {
+	// Pointer locates the value (RFC 6901), "" for the whole document.
+	Pointer string `json:"pointer"`
+	// Reason says what is wrong, in a few words.
+	Reason string `json:"reason"`
+}
+
+// The problems the relay answers with.
+func problemInput(errs []InputError) *Problem {
+	return &Problem{Type: "urn:agui-relay:invalid-input", Title: "The RunAgentInput is malformed", Status: fasthttp.StatusBadRequest,
+		Detail: "the producer was not contacted", Errors: errs}
+}
+
+func problemTooLarge(limit int) *Problem {
+	return &Problem{Type: "urn:agui-relay:body-too-large", Title: "The request body is too large", Status: fasthttp.StatusRequestEntityTooLarge,
+		Detail: "the relay accepts request bodies up to " + strconv.Itoa(limit) + " bytes (--max-body)"}
+}
+
+func problemUnreachable(err error) *Problem {
+	return &Problem{Type: "urn:agui-relay:upstream-unreachable", Title: "The producer cannot be reached", Status: fasthttp.StatusBadGateway,
+		Detail: err.Error()}
+}
+
+func problemUpstreamTimeout(err error) *Problem {
+	return &Problem{Type: "urn:agui-relay:upstream-timeout", Title: "The producer did not answer in time", Status: fasthttp.StatusGatewayTimeout,
+		Detail: err.Error()}
+}
+
+func problemBusy(err error) *Problem {
+	return &Problem{Type: "urn:agui-relay:upstream-busy", Title: "Too many runs in flight to the producer", Status: fasthttp.StatusServiceUnavailable,
+		Detail: err.Error()}
+}
+
+func problemShuttingDown() *Problem {
+	return &Problem{Type: "urn:agui-relay:shutting-down", Title: "The relay is shutting down", Status: fasthttp.StatusServiceUnavailable}
+}
+
+// Write answers ctx with the problem, replacing any response begun.
+func (p *Problem) Write(ctx *fasthttp.RequestCtx) {
+	b, err := json.Marshal(p)
+	if err != nil { // cannot happen: strings and ints only
+		b = []byte(`{"type":"about:blank","status":500}`)
+	}
+	ctx.Response.Reset()
+	ctx.SetStatusCode(p.Status)
+	ctx.SetContentType("application/problem+json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetBody(b)
+}
+
+// CheckInput is the minimal structural check of a RunAgentInput the relay
+// makes when no fuller judge is configured (Relay.CheckInput): the body is
+// a JSON object with string threadId and runId and an array messages, and
+// protocolVersion, when present, is a string. It returns nil when the input
+// passes.
+func CheckInput(body []byte) []InputError {
+	if !gjson.ValidBytes(body) {
+		return []InputError{{"", "not valid JSON"}}
+	}
+	doc := gjson.ParseBytes(body)
+	if !doc.IsObject() {
+		return []InputError{{"", "not a JSON object"}}
+	}
+	var errs []InputError
+	for _, m := range [...]struct {
+		name string
+		want gjson.Type
+		arr  bool
+	}{{"threadId", gjson.String, false}, {"runId", gjson.String, false}, {"messages", gjson.JSON, true}} {
+		v := doc.Get(m.name)
+		switch {
+		case !v.Exists():
+			errs = append(errs, InputError{"/" + m.name, "required"})
+		case m.arr && !v.IsArray():
+			errs = append(errs, InputError{"/" + m.name, "must be an array"})
+		case !m.arr && v.Type != m.want:
+			errs = append(errs, InputError{"/" + m.name, "must be a string"})
+		}
+	}
+	if v := doc.Get("protocolVersion"); v.Exists() && v.Type != gjson.String {
+		errs = append(errs, InputError{"/protocolVersion", "must be a string"})
+	}
+	return errs
+}

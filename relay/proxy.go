@@ -1,0 +1,148 @@
+package relay
+
+import (
+	"bytes"
+	"io"
+	"net"
+
+	"github.com/valyala/fasthttp"
+)
+
+// hopHeaders are the hop-by-hop headers of RFC 9110 §7.6.1 (and the
+// obsolete ones proxies still see): they describe one connection and are
+// never forwarded. Every header named in Connection is hop-by-hop too.
+var hopHeaders = [...]string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// isHop reports whether the header key is hop-by-hop on a message whose
+// Connection header lists connTokens.
+func isHop(key []byte, connTokens [][]byte) bool {
+	for _, h := range hopHeaders {
+		if bytes.EqualFold(key, []byte(h)) {
+			return true
+		}
+	}
+	for _, t := range connTokens {
+		if bytes.EqualFold(key, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectionTokens returns the header names listed in the Connection
+// headers of a message. all yields every header of the message; the
+// returned slices are copies.
+func connectionTokens(all func(yield func(k, v []byte) bool)) [][]byte {
+	var out [][]byte
+	all(func(k, v []byte) bool {
+		if !bytes.EqualFold(k, []byte("Connection")) {
+			return true
+		}
+		for t := range bytes.SplitSeq(v, []byte(",")) {
+			if t = bytes.TrimSpace(t); len(t) > 0 {
+				out = append(out, bytes.Clone(t))
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// copyRequestHeaders copies the end-to-end headers of the consumer's request
+// to the producer's: everything but the hop-by-hop headers, Host (the
+// producer's own is set from its URL) and Content-Length (set from the body
+// actually sent).
+func copyRequestHeaders(dst, src *fasthttp.RequestHeader) {
+	tokens := connectionTokens(src.All())
+	for k, v := range src.All() {
+		if isHop(k, tokens) || bytes.EqualFold(k, []byte("Host")) || bytes.EqualFold(k, []byte("Content-Length")) {
+			continue
+		}
+		dst.AddBytesKV(k, v)
+	}
+}
+
+// copyResponseHeaders copies the end-to-end headers of the producer's answer
+// to the consumer's: everything but the hop-by-hop headers and
+// Content-Length (the relay sets the length of what it sends).
+func copyResponseHeaders(dst, src *fasthttp.ResponseHeader) {
+	tokens := connectionTokens(src.All())
+	for k, v := range src.All() {
+		if isHop(k, tokens) || bytes.EqualFold(k, []byte("Content-Length")) {
+			continue
+		}
+		dst.AddBytesKV(k, v)
+	}
+}
+
+// setForwarded adds the X-Forwarded-* headers de facto standard among
+// reverse proxies, so that the producer can tell who asked.
+func setForwarded(dst *fasthttp.RequestHeader, ctx *fasthttp.RequestCtx) {
+	if host, _, err := net.SplitHostPort(ctx.RemoteAddr().String()); err == nil {
+		if prior := dst.Peek("X-Forwarded-For"); len(prior) > 0 {
+			host = string(prior) + ", " + host
+		}
+		dst.Set("X-Forwarded-For", host)
+	}
+	if len(dst.Peek("X-Forwarded-Host")) == 0 {
+		dst.SetBytesV("X-Forwarded-Host", ctx.Host())
+	}
+	if len(dst.Peek("X-Forwarded-Proto")) == 0 {
+		proto := "http"
+		if ctx.IsTLS() {
+			proto = "https"
+		}
+		dst.Set("X-Forwarded-Proto", proto)
+	}
+}
+
+// passBody is a producer's answer passed to the consumer unchanged (a
+// proxied request, an error status, a body that is not an event stream).
+// The server reads it and closes it when the response is written or the
+// consumer goes away; closing it releases the producer's response.
+type passBody struct {
+	u    *upstreamBody
+	resp *fasthttp.Response
+	done func()
+}
+
+func (p *passBody) Read(b []byte) (int, error) { return p.u.Read(b) }
+
+func (p *passBody) CloseWithError(err error) error {
+	p.u.finish(err)
+	fasthttp.ReleaseResponse(p.resp)
+	if p.done != nil {
+		p.done()
+	}
+	return nil
+}
+
+// passThrough answers ctx with the producer's response unchanged: status,
+// end-to-end headers and body, streamed. It takes ownership of resp.
+func (r *Relay) passThrough(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, done func()) {
+	ctx.SetStatusCode(resp.StatusCode())
+	copyResponseHeaders(&ctx.Response.Header, &resp.Header)
+	body, ok := resp.BodyStream().(fasthttp.ReadCloserWithError)
+	if !ok { // no body to stream (HEAD, 204, 304) or a Doer that buffers
+		ctx.SetBody(resp.Body())
+		fasthttp.ReleaseResponse(resp)
+		if done != nil {
+			done()
+		}
+		return
+	}
+	n := resp.Header.ContentLength()
+	if n < 0 {
+		n = -1
+		// An answer of unknown length may be a long stream: no deadline
+		// on writing the whole of it.
+		ctx.SetWriteDeadline(zeroTime) //nolint:errcheck // only fails without a connection
+	}
+	ctx.Response.SetBodyStream(&passBody{u: newUpstreamBody(body), resp: resp, done: done}, n)
+}
+
+var _ fasthttp.ReadCloserWithError = (*passBody)(nil)
+var _ io.Reader = (*upstreamBody)(nil)

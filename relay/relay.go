@@ -1,0 +1,540 @@
+// Package relay is the streaming core of agui-relay: it takes a run from a
+// consumer, forwards it to the producer and streams the producer's events
+// back one at a time as they arrive, shaped for the consumer's protocol
+// version by a Stream.
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// Relay relays AG-UI runs between consumers and one producer.
+//
+// A POST whose body is JSON is a run: the body is a RunAgentInput, checked
+// and forwarded; the producer's event stream comes back through a Stream,
+// flushed whenever the relay would otherwise wait for the producer, so that
+// no event waits behind a later one. Any other request is proxied unchanged.
+//
+// Errors come in two regimes. Before the first byte of the answer, a failure
+// is an HTTP error with an application/problem+json body (400, 413, 502,
+// 503, 504); a non-2xx answer of the producer is passed on as it is. Once the
+// stream has started, the relay can only end it: when the producer's stream
+// breaks while the consumer is owed a terminal event (see Stream.Owed), it
+// writes a RUN_ERROR of its own first, and it logs.
+//
+// Set the fields, then use Handle (or Server) from any number of goroutines;
+// the fields must not change once the first request is handled.
+type Relay struct {
+	// Upstream is the producer's base URL, "http://host:port/prefix"; the
+	// path and query of each request are appended to it. Required.
+	Upstream string
+	// Client sends requests to the producer; nil means NewClient with
+	// default options.
+	Client Doer
+	// Translator shapes event streams; nil means a Translator over the
+	// whole registry, with no observer.
+	Translator *Translator
+	// ConsumerVersion is what consumers that do not declare protocolVersion
+	// read; zero treats them as current (never guessed downward).
+	ConsumerVersion negotiate.Version
+	// ProducerVersion is what the producer speaks when it does not declare
+	// it; zero means it is learnt per run from RUN_STARTED.
+	ProducerVersion negotiate.Version
+	// MaxBody is the largest RunAgentInput accepted, in bytes; larger gets
+	// 413. Zero means 64 MiB.
+	MaxBody int
+	// MaxFrame is the largest event frame accepted from the producer; a
+	// larger one ends the run with a RUN_ERROR. Zero means 10 MiB.
+	MaxFrame int
+	// IdleTimeout ends a run whose producer sends nothing (not even a
+	// comment) for this long; zero means never.
+	IdleTimeout time.Duration
+	// RunTimeout ends a run that lasts longer, counted from the request;
+	// zero means never.
+	RunTimeout time.Duration
+	// CheckInput judges a RunAgentInput for a consumer of the given version
+	// and returns what is malformed; any error answers 400 and the producer
+	// is never contacted. It sees only bodies that are JSON objects. nil
+	// means the minimal structural check CheckInput.
+	CheckInput func(consumer negotiate.Version, body []byte) []InputError
+	// TranslateInput rewrites a RunAgentInput for the producer when plan
+	// says it must be translated. It must leave forwardedProps byte for byte
+	// as it was; body is borrowed for the call. An error answers 400. nil
+	// forwards the input unchanged.
+	TranslateInput func(plan negotiate.InputPlan, body []byte) ([]byte, error)
+	// Log receives one INFO line per run and the errors; nil discards.
+	Log *zap.Logger
+	// OnRun, when set, is called once for every run when it ends, with the
+	// report that is also logged. The report is borrowed for the call.
+	// Metrics hook in here.
+	OnRun func(*RunReport)
+
+	once       sync.Once
+	client     Doer
+	translator *Translator
+	log        *zap.Logger
+	base       string
+
+	mu     sync.Mutex
+	runs   map[*upstreamBody]struct{}
+	ending *abortError
+}
+
+// RunReport describes one relayed run, for the log and for metrics.
+type RunReport struct {
+	// RunID and ThreadID are the input's.
+	RunID, ThreadID string
+	// URL is where the run was sent.
+	URL string
+	// Status is the HTTP status answered to the consumer.
+	Status int
+	// Consumer is the version the stream was shaped for; Producer the
+	// version the producer spoke on the last run of the stream (zero when it
+	// predates the protocolVersion field and was not configured).
+	Consumer, Producer negotiate.Version
+	// Translated reports that the last run of the stream was translated.
+	Translated bool
+	// Events and Bytes count what was written to the consumer; Runs the
+	// RUN_STARTED events seen.
+	Events, Bytes, Runs int
+	// Terminal is the last terminal event relayed, "" when none.
+	Terminal string
+	// Abort is the RUN_ERROR code of the relay's own when it ended the
+	// stream early ("consumer_gone" when the consumer did), "" otherwise.
+	Abort string
+	// Err is the error behind Abort, when there is one.
+	Err error
+	// Start and Duration time the run from the request.
+	Start    time.Time
+	Duration time.Duration
+}
+
+var zeroTime time.Time
+
+func (r *Relay) init() {
+	r.client = r.Client
+	if r.client == nil {
+		r.client = NewClient(ClientOptions{})
+	}
+	r.translator = r.Translator
+	if r.translator == nil {
+		r.translator = &Translator{}
+	}
+	r.log = r.Log
+	if r.log == nil {
+		r.log = zap.NewNop()
+	}
+	r.base = strings.TrimSuffix(r.Upstream, "/")
+}
+
+func (r *Relay) maxBody() int {
+	if r.MaxBody <= 0 {
+		return 64 << 20
+	}
+	return r.MaxBody
+}
+
+// Server returns a fasthttp server for the relay, configured for streaming:
+// request body limit MaxBody, 16 KiB read buffer (large Authorization
+// headers), TCP keep-alive, no compression, and problem+json answers to
+// requests it cannot parse. The write timeout applies to ordinary answers;
+// event streams lift it for themselves.
+func (r *Relay) Server() *fasthttp.Server {
+	r.once.Do(r.init)
+	return &fasthttp.Server{
+		Handler:                      r.Handle,
+		ErrorHandler:                 r.serverError,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  2 * time.Minute,
+		WriteTimeout:                 2 * time.Minute,
+		IdleTimeout:                  2 * time.Minute,
+		ReadBufferSize:               16 << 10,
+		MaxRequestBodySize:           r.maxBody(),
+		TCPKeepalive:                 true,
+		CloseOnShutdown:              true,
+		Logger:                       zapPrintf{r.log},
+	}
+}
+
+// serverError answers a request the server could not read.
+func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		problemTooLarge(r.maxBody()).Write(ctx)
+	case isTimeout(err):
+		(&Problem{Type: "urn:agui-relay:request-timeout", Title: "The request was not received in time", Status: fasthttp.StatusRequestTimeout}).Write(ctx)
+	default:
+		(&Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: err.Error()}).Write(ctx)
+	}
+}
+
+// Handle serves one request: a run, or anything else proxied unchanged.
+func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
+	r.once.Do(r.init)
+	if isRun(ctx) {
+		r.run(ctx)
+		return
+	}
+	r.proxy(ctx)
+}
+
+// isRun reports whether the request is a run: a POST with a JSON body (or
+// a body without a content type).
+func isRun(ctx *fasthttp.RequestCtx) bool {
+	if !ctx.IsPost() {
+		return false
+	}
+	ct := ctx.Request.Header.ContentType()
+	if len(ct) == 0 {
+		return len(ctx.Request.Body()) > 0
+	}
+	mt, _, _ := bytes.Cut(ct, []byte(";"))
+	mt = bytes.ToLower(bytes.TrimSpace(mt))
+	return bytes.Equal(mt, []byte("application/json")) || bytes.HasSuffix(mt, []byte("+json"))
+}
+
+// newRequest builds the producer's request from the consumer's: the same
+// method, path, query and end-to-end headers, sent to Upstream.
+func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
+	req := fasthttp.AcquireRequest()
+	req.SetRequestURI(r.base + string(ctx.RequestURI()))
+	req.Header.SetMethodBytes(ctx.Method())
+	copyRequestHeaders(&req.Header, &ctx.Request.Header)
+	setForwarded(&req.Header, ctx)
+	return req
+}
+
+// upstreamProblem maps a failure to get the producer's answer to the
+// problem the consumer reads.
+func upstreamProblem(err error) *Problem {
+	switch {
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		return problemBusy(err)
+	case isTimeout(err):
+		return problemUpstreamTimeout(err)
+	}
+	return problemUnreachable(err)
+}
+
+// proxy passes a request that is not a run to the producer and its answer
+// back, both unchanged but for the hop-by-hop headers.
+func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
+	req := r.newRequest(ctx)
+	req.SetBodyRaw(ctx.Request.Body())
+	resp := fasthttp.AcquireResponse()
+	err := r.client.Do(req, resp)
+	uri := req.URI().String()
+	fasthttp.ReleaseRequest(req)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		p := upstreamProblem(err)
+		r.log.Error("proxying to the producer", zap.String("url", uri), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.Error(err))
+		p.Write(ctx)
+		return
+	}
+	r.passThrough(ctx, resp, nil)
+}
+
+// run relays one run.
+func (r *Relay) run(ctx *fasthttp.RequestCtx) {
+	rep := &RunReport{Start: time.Now()}
+	body := ctx.Request.Body()
+	if len(body) > r.maxBody() {
+		r.refuse(ctx, rep, problemTooLarge(r.maxBody()))
+		return
+	}
+	if errs := CheckInput(body); len(errs) > 0 && errs[0].Pointer == "" {
+		r.refuse(ctx, rep, problemInput(errs))
+		return
+	}
+	rep.RunID = gjson.GetBytes(body, "runId").String()
+	rep.ThreadID = gjson.GetBytes(body, "threadId").String()
+
+	consumer := negotiate.Peer{Configured: r.ConsumerVersion}
+	if pv := gjson.GetBytes(body, "protocolVersion"); pv.Type == gjson.String {
+		consumer.HasDeclared, consumer.Declared = true, pv.Str
+	}
+	cv, warnings, err := negotiate.ConsumerVersion(consumer)
+	if err != nil {
+		r.refuse(ctx, rep, problemInput([]InputError{{"/protocolVersion", err.Error()}}))
+		return
+	}
+	rep.Consumer = cv
+	for _, w := range warnings {
+		r.log.Warn(w, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
+	}
+	check := r.CheckInput
+	if check == nil {
+		check = func(_ negotiate.Version, b []byte) []InputError { return CheckInput(b) }
+	}
+	if errs := check(cv, body); len(errs) > 0 {
+		r.refuse(ctx, rep, problemInput(errs))
+		return
+	}
+
+	// Input translation: the one place where the consumer's RunAgentInput
+	// is rewritten for the producer (forwardedProps stays byte for byte).
+	in := body
+	if plan := negotiate.DecideInput(cv, r.ProducerVersion); plan.Translate && r.TranslateInput != nil {
+		if in, err = r.TranslateInput(plan, body); err != nil {
+			r.refuse(ctx, rep, problemInput([]InputError{{"", "cannot be translated for the producer: " + err.Error()}}))
+			return
+		}
+	}
+
+	req := r.newRequest(ctx)
+	req.SetBodyRaw(in)
+	// The relay reads the events; it cannot rewrite compressed ones.
+	req.Header.Set(fasthttp.HeaderAcceptEncoding, "identity")
+	resp := fasthttp.AcquireResponse()
+	err = r.client.Do(req, resp)
+	rep.URL = req.URI().String()
+	fasthttp.ReleaseRequest(req)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		rep.Err = err
+		r.refuse(ctx, rep, upstreamProblem(err))
+		return
+	}
+	rep.Status = resp.StatusCode()
+	body2, streamed := resp.BodyStream().(fasthttp.ReadCloserWithError)
+	if rep.Status < 200 || rep.Status > 299 || !isEventStream(resp.Header.ContentType()) || !streamed {
+		// Not an event stream: the producer's answer goes to the consumer
+		// as it is (an error status, a JSON answer, a binary transport).
+		r.passThrough(ctx, resp, func() {
+			rep.Duration = time.Since(rep.Start)
+			r.report(rep)
+		})
+		return
+	}
+
+	ctx.SetStatusCode(rep.Status)
+	copyResponseHeaders(&ctx.Response.Header, &resp.Header)
+	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no") // nginx in front: do not buffer
+	ctx.Response.ImmediateHeaderFlush = true
+	ctx.SetWriteDeadline(zeroTime) //nolint:errcheck // only fails without a connection
+	ctx.SetReadDeadline(zeroTime)  //nolint:errcheck // the watcher reads until the consumer goes
+	ctx.SetConnectionClose()
+
+	ub := newUpstreamBody(body2)
+	remaining := time.Duration(0)
+	if r.RunTimeout > 0 {
+		remaining = max(r.RunTimeout-time.Since(rep.Start), -1)
+	}
+	ub.startTimers(r.IdleTimeout, remaining)
+	r.track(ub)
+	go watchConsumer(ctx.Conn(), ub)
+	ctx.Response.SetBodyStream(fasthttp.NewBoundedStreamReader(func(w *bufio.Writer) {
+		r.pump(w, ub, resp, rep)
+	}), -1)
+}
+
+func isEventStream(ct []byte) bool {
+	mt, _, _ := bytes.Cut(ct, []byte(";"))
+	return bytes.EqualFold(bytes.TrimSpace(mt), []byte("text/event-stream"))
+}
+
+// refuse answers a run with a problem before its stream started.
+func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
+	p.Write(ctx)
+	rep.Status = p.Status
+	rep.Duration = time.Since(rep.Start)
+	fields := []zap.Field{zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID),
+		zap.Int("status", p.Status), zap.String("problem", p.Type), zap.String("detail", p.Detail)}
+	if len(p.Errors) > 0 {
+		fields = append(fields, zap.Any("errors", p.Errors))
+	}
+	if rep.URL != "" {
+		fields = append(fields, zap.String("upstream", rep.URL))
+	}
+	if p.Status >= 500 {
+		r.log.Error("run refused", fields...)
+	} else {
+		r.log.Info("run refused", fields...)
+	}
+	if r.OnRun != nil {
+		r.OnRun(rep)
+	}
+}
+
+// pump copies the producer's event stream to the consumer, one frame at a
+// time through a Stream. It runs in the goroutine of the bounded stream
+// reader, owns resp and must not touch the request context.
+//
+// Flushing: the writer is flushed exactly when the scanner is about to read
+// from the producer, that is whenever the relay could block. Events the
+// producer sent together go out together; none waits for a later one.
+// Backpressure: a flush blocks while the consumer's side is full, so a slow
+// consumer slows the reading of the producer instead of growing memory.
+func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+	st := r.translator.NewStream(rep.Consumer, r.ProducerVersion, w)
+	st.OnPlan = func(p negotiate.Plan) {
+		for _, warning := range p.Warnings {
+			r.log.Warn(warning, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
+		}
+	}
+	var werr error
+	sc := NewScanner(ub, r.MaxFrame)
+	sc.BeforeRead = func() {
+		if werr == nil {
+			if werr = w.Flush(); werr != nil {
+				ub.cancel(errConsumerGone)
+			}
+		}
+		ub.touch()
+	}
+	var rerr error
+	for werr == nil {
+		f, err := sc.Next()
+		if err != nil {
+			rerr = err
+			break
+		}
+		werr = st.Frame(f)
+	}
+
+	abort := ub.why()
+	switch {
+	case werr != nil || abort == errConsumerGone:
+		abort = errConsumerGone
+		ub.cancel(abort)
+	case rerr == io.EOF:
+		abort = nil // the producer finished before any timer could matter
+		if st.InRun {
+			r.log.Warn("the producer ended the stream inside a run, without RUN_FINISHED or RUN_ERROR; relayed as it was",
+				zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
+		}
+	default:
+		if abort == nil {
+			if errors.Is(rerr, ErrFrameTooLarge) {
+				abort = &abortError{CodeFrameTooLarge, fmt.Sprintf("the producer sent an event larger than %d bytes (--max-frame)", sc.max)}
+			} else {
+				abort = &abortError{CodeUpstreamBroken, "the producer's stream broke"}
+			}
+			ub.cancel(abort)
+		}
+		if _, err := st.Fail(abort.Cause, abort.Code); err != nil {
+			werr = err
+		}
+	}
+	if werr == nil {
+		werr = w.Flush()
+	}
+	st.Close()
+	if rerr == io.EOF {
+		rerr = nil
+	}
+	ub.finish(rerr)
+	fasthttp.ReleaseResponse(resp)
+	r.untrack(ub)
+
+	rep.Duration = time.Since(rep.Start)
+	rep.Events, rep.Bytes, rep.Runs, rep.Terminal = st.Events, st.Bytes, st.Runs, st.Terminal
+	plan := st.Plan()
+	rep.Producer, rep.Translated = plan.Producer, plan.Translate
+	if abort != nil {
+		rep.Abort = abort.Code
+		rep.Err = rerr
+		if abort == errConsumerGone && werr != nil {
+			rep.Err = werr
+		}
+	}
+	r.report(rep)
+}
+
+// report logs the run's line and calls OnRun.
+func (r *Relay) report(rep *RunReport) {
+	fields := []zap.Field{
+		zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL),
+		zap.Int("status", rep.Status), zap.Int("events", rep.Events), zap.Int("bytes", rep.Bytes),
+		zap.Duration("duration", rep.Duration), zap.Stringer("consumer", rep.Consumer),
+		zap.String("producer", versionOrUnknown(rep.Producer)), zap.Bool("translated", rep.Translated),
+		zap.String("terminal", rep.Terminal),
+	}
+	if rep.Abort != "" {
+		fields = append(fields, zap.String("abort", rep.Abort))
+		if rep.Err != nil {
+			fields = append(fields, zap.Error(rep.Err))
+		}
+	}
+	if rep.Abort != "" && rep.Abort != errConsumerGone.Code {
+		r.log.Warn("run ended by the relay", fields...)
+	} else {
+		r.log.Info("run", fields...)
+	}
+	if r.OnRun != nil {
+		r.OnRun(rep)
+	}
+}
+
+func versionOrUnknown(v negotiate.Version) string {
+	if v.IsZero() {
+		return "unknown"
+	}
+	return v.String()
+}
+
+func (r *Relay) track(u *upstreamBody) {
+	r.mu.Lock()
+	if r.runs == nil {
+		r.runs = map[*upstreamBody]struct{}{}
+	}
+	r.runs[u] = struct{}{}
+	ending := r.ending
+	r.mu.Unlock()
+	if ending != nil {
+		u.cancel(ending)
+	}
+}
+
+func (r *Relay) untrack(u *upstreamBody) {
+	r.mu.Lock()
+	delete(r.runs, u)
+	r.mu.Unlock()
+}
+
+// Active returns the number of runs streaming now.
+func (r *Relay) Active() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.runs)
+}
+
+// EndRuns ends every run streaming now, and every one that starts streaming
+// from now on, with a RUN_ERROR of code relay_shutdown: the end of a
+// shutdown's grace period.
+func (r *Relay) EndRuns() {
+	r.mu.Lock()
+	r.ending = errShutdown
+	runs := make([]*upstreamBody, 0, len(r.runs))
+	for u := range r.runs {
+		runs = append(runs, u)
+	}
+	r.mu.Unlock()
+	for _, u := range runs {
+		u.cancel(errShutdown)
+	}
+}
+
+// zapPrintf adapts a zap logger to fasthttp's Logger.
+type zapPrintf struct{ l *zap.Logger }
+
+func (z zapPrintf) Printf(format string, args ...any) {
+	z.l.Warn(fmt.Sprintf(format, args...), zap.String("component", "fasthttp"))
+}

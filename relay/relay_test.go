@@ -1,0 +1,728 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// harness runs a test producer (net/http, so that the relay is tested
+// against a server other than its own stack), the relay on a real socket,
+// and a test consumer (net/http client), all on 127.0.0.1.
+type harness struct {
+	t        *testing.T
+	producer *httptest.Server
+	relay    *Relay
+	url      string
+	consumer *http.Client
+	logs     *observer.ObservedLogs
+	reports  chan *RunReport
+}
+
+// liveness bounds waits that only a bug makes long; tests never assert on
+// speed, only that something happens at all.
+const liveness = 10 * time.Second
+
+func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay)) *harness {
+	t.Helper()
+	h := &harness{t: t, reports: make(chan *RunReport, 16)}
+	h.producer = httptest.NewServer(producer)
+	core, logs := observer.New(zapcore.DebugLevel)
+	h.logs = logs
+	h.relay = &Relay{
+		Upstream: h.producer.URL,
+		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
+		Log:      zap.New(core),
+		OnRun: func(rep *RunReport) {
+			c := *rep
+			h.reports <- &c
+		},
+	}
+	if configure != nil {
+		configure(h.relay)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := h.relay.Server()
+	go srv.Serve(ln) //nolint:errcheck
+	h.url = "http://" + ln.Addr().String()
+	tr := &http.Transport{DisableCompression: true}
+	h.consumer = &http.Client{Transport: tr}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		h.relay.EndRuns() // a test that failed may leave a run open
+		ctx, cancel := context.WithTimeout(context.Background(), liveness)
+		defer cancel()
+		srv.ShutdownWithContext(ctx) //nolint:errcheck
+		h.producer.CloseClientConnections()
+		h.producer.Close()
+	})
+	return h
+}
+
+const minimalInput = `{"threadId":"t1","runId":"r1","messages":[]}`
+
+func (h *harness) post(path, body string, header ...string) *http.Response {
+	h.t.Helper()
+	req, err := http.NewRequest("POST", h.url+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	resp, err := h.consumer.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the relayed stream: %v", err)
+	}
+	return string(b)
+}
+
+func (h *harness) report() *RunReport {
+	h.t.Helper()
+	select {
+	case r := <-h.reports:
+		return r
+	case <-time.After(liveness):
+		h.t.Fatal("no run report")
+		return nil
+	}
+}
+
+// sse writes frames as a producer does, flushing after each.
+func sse(w http.ResponseWriter, frames ...string) {
+	for _, f := range frames {
+		io.WriteString(w, f)
+		w.(http.Flusher).Flush()
+	}
+}
+
+func streamHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	w.(http.Flusher).Flush()
+}
+
+// unusual is a stream with unusual but valid content, in canonical framing.
+var unusual = strings.Join([]string{
+	": keep-alive comment before anything\n\n",
+	`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n",
+	`data: {"type":"TEXT_MESSAGE_START","messageId":"m\u00e9","role":"assistant","zzUnknown":{"deep":[1,2,{"x":null}]}}` + "\n\n",
+	`data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m\u00e9","delta":"\ud83d\ude00 and 😀 and \u0000 and \\\" and 𝄞"}` + "\n\n",
+	": ping\n\n",
+	`data: {"type":"CUSTOM","name":"n","value":123456789012345678901234567890.5e-300,"big":-98765432109876543210}` + "\n\n",
+	`data: {"type":"FROM_THE_FUTURE","anything":{"goes":true},"timestamp":1e400}` + "\n\n",
+	"event: message\nid: 42\ndata: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\\u00e9\"}\n\n",
+	`data: {  "type" : "STATE_SNAPSHOT" , "snapshot" : { "k" : [ ] } }` + "\n\n",
+	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n",
+}, "")
+
+func TestPassThroughIsByteExact(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, unusual)
+	}, nil)
+	resp := h.post("/agent", minimalInput)
+	if got := readAll(t, resp); got != unusual {
+		t.Fatalf("relayed stream differs:\n got %q\nwant %q", got, unusual)
+	}
+	for k, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
+		if got := resp.Header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	rep := h.report()
+	if rep.Events != 8 || rep.Bytes != len(unusual) || rep.Terminal != "RUN_FINISHED" || rep.Abort != "" || rep.Translated {
+		t.Errorf("report = %+v", rep)
+	}
+	if rep.RunID != "r1" || rep.ThreadID != "t1" || rep.Status != 200 || rep.Producer.String() != "1.0" {
+		t.Errorf("report = %+v", rep)
+	}
+}
+
+func TestForwardsInputByteExact(t *testing.T) {
+	input := `{"threadId":"t\u00e9","runId":"r1","messages":[],"forwardedProps":{"n":1.000000000000000000001,"s":"\ud83d\ude00","k":[ ]},"zz":1}`
+	got := make(chan string, 1)
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+		streamHeaders(w)
+	}, nil)
+	readAll(t, h.post("/agent", input))
+	if b := <-got; b != input {
+		t.Fatalf("producer got %q, want %q", b, input)
+	}
+}
+
+// The consumer sees event N before the producer sends event N+1.
+func TestDeliversEachEventBeforeTheNext(t *testing.T) {
+	const n = 20
+	next := make(chan struct{})
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				select {
+				case <-next:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			sse(w, fmt.Sprintf("data: {\"type\":\"CUSTOM\",\"name\":\"e%d\",\"value\":%d}\n\n", i, i))
+		}
+	}, nil)
+	resp := h.post("/agent", minimalInput)
+	defer resp.Body.Close()
+	frames := make(chan string)
+	go func() {
+		br := bufio.NewReader(resp.Body)
+		for {
+			var frame strings.Builder
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					close(frames)
+					return
+				}
+				frame.WriteString(line)
+				if line == "\n" {
+					break
+				}
+			}
+			frames <- frame.String()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		select {
+		case f := <-frames:
+			if want := fmt.Sprintf("\"name\":\"e%d\"", i); !strings.Contains(f, want) {
+				t.Fatalf("frame %d = %q", i, f)
+			}
+		case <-time.After(liveness):
+			t.Fatalf("event %d did not arrive before the producer sent the next", i)
+		}
+		if i < n-1 {
+			next <- struct{}{}
+		}
+	}
+}
+
+func TestFramingVariantsArriveCanonical(t *testing.T) {
+	in := "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\",\"protocolVersion\":\"1.0\"}\r\n\r\n" +
+		"data:{\"type\":\"CUSTOM\",\"name\":\"a\",\"value\":1}\r\r" +
+		"data: {\"type\":\"CUSTOM\",\ndata: \"name\":\"b\",\"value\":2}\n\n" +
+		": comment\r\n\r\n" +
+		"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n"
+	want := "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\",\"protocolVersion\":\"1.0\"}\n\n" +
+		"data: {\"type\":\"CUSTOM\",\"name\":\"a\",\"value\":1}\n\n" +
+		"data: {\"type\":\"CUSTOM\",\ndata: \"name\":\"b\",\"value\":2}\n\n" +
+		": comment\n\n" +
+		"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n"
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		for i := 0; i < len(in); i += 7 { // odd-sized writes split frames and CRLFs
+			sse(w, in[i:min(i+7, len(in))])
+		}
+	}, nil)
+	if got := readAll(t, h.post("/agent", minimalInput)); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}
+
+// waitGoroutines waits until the number of goroutines is back to base.
+func waitGoroutines(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(liveness)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutines: %d, baseline %d\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A consumer that goes away cancels the producer's request promptly, also
+// while the producer is silent, and leaves no goroutine behind.
+func TestConsumerGoneCancelsUpstream(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("busy=%v", busy), func(t *testing.T) {
+			cancelled := make(chan struct{})
+			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+				defer close(cancelled)
+				streamHeaders(w)
+				sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+				for busy {
+					select {
+					case <-r.Context().Done():
+						return
+					default:
+						sse(w, `data: {"type":"CUSTOM","name":"tick","value":1}`+"\n\n")
+					}
+				}
+				<-r.Context().Done() // silent until the relay closes the connection
+			}, nil)
+			base := runtime.NumGoroutine()
+			resp := h.post("/agent", minimalInput)
+			line, err := bufio.NewReader(resp.Body).ReadString('\n')
+			if err != nil || !strings.Contains(line, "RUN_STARTED") {
+				t.Fatalf("first line %q, %v", line, err)
+			}
+			resp.Body.Close()
+			select {
+			case <-cancelled:
+			case <-time.After(liveness):
+				t.Fatal("the producer's request was not cancelled")
+			}
+			rep := h.report()
+			if rep.Abort != "consumer_gone" {
+				t.Errorf("report abort = %q", rep.Abort)
+			}
+			h.consumer.Transport.(*http.Transport).CloseIdleConnections()
+			waitGoroutines(t, base)
+		})
+	}
+}
+
+// problemOf decodes a problem+json answer.
+func problemOf(t *testing.T, resp *http.Response) Problem {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("content type %q", ct)
+	}
+	var p Problem
+	if err := json.Unmarshal([]byte(readAll(t, resp)), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != resp.StatusCode || p.Type == "" || p.Title == "" {
+		t.Errorf("problem %+v for status %d", p, resp.StatusCode)
+	}
+	return p
+}
+
+func TestUnreachableProducerIs502(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	h := newHarness(t, nil, func(r *Relay) { r.Upstream = closed })
+	resp := h.post("/agent", minimalInput)
+	if resp.StatusCode != 502 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if p := problemOf(t, resp); p.Type != "urn:agui-relay:upstream-unreachable" {
+		t.Errorf("problem %+v", p)
+	}
+}
+
+func TestSilentProducerIs504(t *testing.T) {
+	release := make(chan struct{})
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers until the test ends
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}, func(r *Relay) {
+		r.Client = NewClient(ClientOptions{FirstByteTimeout: 20 * time.Millisecond})
+	})
+	defer close(release)
+	resp := h.post("/agent", minimalInput)
+	if resp.StatusCode != 504 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if p := problemOf(t, resp); p.Type != "urn:agui-relay:upstream-timeout" {
+		t.Errorf("problem %+v", p)
+	}
+}
+
+// The first-byte timeout bounds only the wait for the answer: a stream that
+// lasts longer is not cut.
+func TestFirstByteTimeoutDoesNotCapTheStream(t *testing.T) {
+	step := make(chan struct{})
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		<-step
+		sse(w, `data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
+	}, func(r *Relay) {
+		r.Client = NewClient(ClientOptions{FirstByteTimeout: 30 * time.Millisecond})
+	})
+	resp := h.post("/agent", minimalInput)
+	time.Sleep(100 * time.Millisecond) // longer than the first-byte timeout
+	close(step)
+	if got := readAll(t, resp); !strings.HasSuffix(got, `"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n") {
+		t.Fatalf("stream %q", got)
+	}
+}
+
+func TestBodyOverMaxIs413(t *testing.T) {
+	contacted := false
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { contacted = true }, func(r *Relay) { r.MaxBody = 64 })
+	big := `{"threadId":"t1","runId":"r1","messages":[],"pad":"` + strings.Repeat("x", 64) + `"}`
+	resp := h.post("/agent", big)
+	if resp.StatusCode != 413 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if p := problemOf(t, resp); p.Type != "urn:agui-relay:body-too-large" {
+		t.Errorf("problem %+v", p)
+	}
+	if contacted {
+		t.Error("the producer was contacted")
+	}
+}
+
+func TestMalformedInputIs400(t *testing.T) {
+	tests := []struct {
+		body     string
+		pointers []string
+	}{
+		{`{"threadId":"t1","runId":"r1","messages":[]`, []string{""}},
+		{`[1,2]`, []string{""}},
+		{`{"runId":"r1","messages":{}}`, []string{"/threadId", "/messages"}},
+		{`{"threadId":7,"runId":null,"messages":[],"protocolVersion":1}`, []string{"/threadId", "/runId", "/protocolVersion"}},
+		{`{"threadId":"t","runId":"r","messages":[],"protocolVersion":"0.0.30"}`, []string{"/protocolVersion"}},
+	}
+	contacted := false
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { contacted = true }, nil)
+	for _, tc := range tests {
+		resp := h.post("/agent", tc.body)
+		if resp.StatusCode != 400 {
+			t.Errorf("%s: status %d", tc.body, resp.StatusCode)
+			continue
+		}
+		p := problemOf(t, resp)
+		var ptrs []string
+		for _, e := range p.Errors {
+			ptrs = append(ptrs, e.Pointer)
+			if e.Reason == "" {
+				t.Errorf("%s: no reason for %q", tc.body, e.Pointer)
+			}
+		}
+		if strings.Join(ptrs, " ") != strings.Join(tc.pointers, " ") {
+			t.Errorf("%s: pointers %q, want %q", tc.body, ptrs, tc.pointers)
+		}
+	}
+	if contacted {
+		t.Error("the producer was contacted")
+	}
+}
+
+func TestCheckInputHookDecides(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { streamHeaders(w) }, func(r *Relay) {
+		r.CheckInput = func(_ negotiate.Version, body []byte) []InputError {
+			return []InputError{{"/messages/0/role", "unknown role"}}
+		}
+	})
+	resp := h.post("/agent", minimalInput)
+	if p := problemOf(t, resp); resp.StatusCode != 400 || len(p.Errors) != 1 || p.Errors[0].Pointer != "/messages/0/role" {
+		t.Fatalf("status %d, problem %+v", resp.StatusCode, p)
+	}
+}
+
+func TestProducerErrorPassesThroughUnchanged(t *testing.T) {
+	body := `{"detail":"no such agent \u00e9"}`
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Producer", "yes")
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(422)
+		io.WriteString(w, body)
+	}, nil)
+	resp := h.post("/agent", minimalInput)
+	if resp.StatusCode != 422 || resp.Header.Get("X-Producer") != "yes" || resp.Header.Get("Retry-After") != "7" ||
+		resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("status %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	if got := readAll(t, resp); got != body {
+		t.Errorf("body %q", got)
+	}
+	if rep := h.report(); rep.Status != 422 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+// hijacked lets a test producer write raw HTTP, to break the stream or send
+// headers net/http would not.
+func hijacked(t *testing.T, w http.ResponseWriter) (net.Conn, *bufio.ReadWriter) {
+	conn, rw, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		t.Error(err)
+	}
+	return conn, rw
+}
+
+func chunk(s string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(s), s) }
+
+const streamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+
+func runErrorOf(t *testing.T, stream string) map[string]string {
+	t.Helper()
+	i := strings.LastIndex(stream, "data: ")
+	if i < 0 || !strings.HasSuffix(stream, "\n\n") {
+		t.Fatalf("stream does not end in an event: %q", stream)
+	}
+	var ev map[string]string
+	if err := json.Unmarshal([]byte(stream[i+6:len(stream)-2]), &ev); err != nil || ev["type"] != "RUN_ERROR" {
+		t.Fatalf("last event %q (%v), want a RUN_ERROR", stream[i:], err)
+	}
+	if !strings.HasPrefix(ev["message"], "agui-relay: ") {
+		t.Errorf("message %q", ev["message"])
+	}
+	return ev
+}
+
+func TestBrokenStreamEndsWithRunError(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, rw := hijacked(t, w)
+		defer conn.Close()
+		rw.WriteString(streamHead + "\r\n")
+		rw.WriteString(chunk(`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n"))
+		rw.WriteString(chunk(`data: {"type":"TEXT_MESSAGE_START","mess`)) // cut mid-event
+		rw.Flush()
+		conn.(*net.TCPConn).SetLinger(0) // reset, not a clean close
+	}, nil)
+	got := readAll(t, h.post("/agent", minimalInput))
+	if !strings.HasPrefix(got, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n") || strings.Contains(got, "TEXT_MESSAGE_START") {
+		t.Fatalf("stream %q", got)
+	}
+	if ev := runErrorOf(t, got); ev["code"] != CodeUpstreamBroken {
+		t.Errorf("RUN_ERROR %v", ev)
+	}
+	if rep := h.report(); rep.Abort != CodeUpstreamBroken || rep.Terminal != "RUN_ERROR" || rep.Err == nil {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestIdleProducerEndsWithRunError(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		<-r.Context().Done()
+	}, func(r *Relay) { r.IdleTimeout = 30 * time.Millisecond })
+	if ev := runErrorOf(t, readAll(t, h.post("/agent", minimalInput))); ev["code"] != CodeUpstreamIdleTimeout {
+		t.Errorf("RUN_ERROR %v", ev)
+	}
+}
+
+func TestRunTimeoutEndsWithRunError(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+				sse(w, ": still thinking\n\n") // keeps the idle timer from firing
+			}
+		}
+	}, func(r *Relay) { r.RunTimeout = 50 * time.Millisecond; r.IdleTimeout = time.Minute })
+	got := readAll(t, h.post("/agent", minimalInput))
+	// No run had started: the consumer is still owed a terminal event.
+	if ev := runErrorOf(t, got); ev["code"] != CodeRunTimeout {
+		t.Errorf("RUN_ERROR %v", ev)
+	}
+}
+
+func TestOversizedFrameEndsWithRunError(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+			`data: {"type":"CUSTOM","name":"big","value":"`+strings.Repeat("x", 1000)+`"}`+"\n\n")
+		<-r.Context().Done()
+	}, func(r *Relay) { r.MaxFrame = 200 })
+	got := readAll(t, h.post("/agent", minimalInput))
+	if strings.Contains(got, "xxxx") {
+		t.Fatal("the oversized event was relayed")
+	}
+	if ev := runErrorOf(t, got); ev["code"] != CodeFrameTooLarge {
+		t.Errorf("RUN_ERROR %v", ev)
+	}
+}
+
+// A producer that closes cleanly inside a run: what it sent is relayed,
+// nothing is invented, and the relay logs it.
+func TestCleanCloseInsideRunIsRelayedAsIs(t *testing.T) {
+	in := `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n"
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, in)
+	}, nil)
+	if got := readAll(t, h.post("/agent", minimalInput)); got != in {
+		t.Fatalf("stream %q", got)
+	}
+	h.report()
+	if n := h.logs.FilterMessageSnippet("without RUN_FINISHED or RUN_ERROR").Len(); n != 1 {
+		t.Errorf("%d log lines about the missing terminal event", n)
+	}
+}
+
+func TestEndRunsWritesRunError(t *testing.T) {
+	started := make(chan struct{})
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		close(started)
+		<-r.Context().Done()
+	}, nil)
+	resp := h.post("/agent", minimalInput)
+	<-started
+	for h.relay.Active() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.relay.EndRuns()
+	if ev := runErrorOf(t, readAll(t, resp)); ev["code"] != CodeShutdown {
+		t.Errorf("RUN_ERROR %v", ev)
+	}
+}
+
+func TestHopByHopHeadersAreNotForwarded(t *testing.T) {
+	got := make(chan http.Header, 1)
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		conn, rw := hijacked(t, w)
+		defer conn.Close()
+		rw.WriteString(streamHead + "Connection: keep-alive, X-Resp-Hop\r\nX-Resp-Hop: 1\r\nKeep-Alive: timeout=5\r\nX-Resp-End: 2\r\n\r\n")
+		rw.WriteString(chunk(`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n"))
+		rw.WriteString("0\r\n\r\n")
+		rw.Flush()
+	}, nil)
+	resp := h.post("/agent", minimalInput,
+		"Connection", "X-Req-Hop", "X-Req-Hop", "1", "Keep-Alive", "timeout=5", "Proxy-Authorization", "Basic eA==",
+		"Te", "trailers", "Upgrade", "websocket", "Authorization", "Bearer secret", "X-Req-End", "2", "Cookie", "a=b")
+	hdr := <-got
+	for _, k := range []string{"X-Req-Hop", "Keep-Alive", "Proxy-Authorization", "Te", "Upgrade"} {
+		if v := hdr.Values(k); len(v) > 0 {
+			t.Errorf("producer got hop-by-hop %s: %q", k, v)
+		}
+	}
+	for k, want := range map[string]string{"Authorization": "Bearer secret", "X-Req-End": "2", "Cookie": "a=b",
+		"Accept-Encoding": "identity", "Accept": "text/event-stream", "X-Forwarded-For": "127.0.0.1"} {
+		if v := hdr.Get(k); v != want {
+			t.Errorf("producer got %s: %q, want %q", k, v, want)
+		}
+	}
+	readAll(t, resp)
+	if resp.Header.Get("X-Resp-Hop") != "" || resp.Header.Get("Keep-Alive") != "" || resp.Header.Get("X-Resp-End") != "2" {
+		t.Errorf("consumer got headers %v", resp.Header)
+	}
+}
+
+func TestOtherRequestsAreProxied(t *testing.T) {
+	type seen struct{ method, uri, body string }
+	got := make(chan seen, 1)
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.RequestURI, string(b)}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("ETag", `"v1"`)
+		io.WriteString(w, `{"capabilities":["x"]}`)
+	}, func(r *Relay) { r.Upstream += "/base/" })
+	resp, err := h.consumer.Get(h.url + "/agent/capabilities?x=1&y=%20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 200 || body != `{"capabilities":["x"]}` || resp.Header.Get("ETag") != `"v1"` {
+		t.Errorf("status %d, body %q, headers %v", resp.StatusCode, body, resp.Header)
+	}
+	if s := <-got; s != (seen{"GET", "/base/agent/capabilities?x=1&y=%20", ""}) {
+		t.Errorf("producer saw %+v", s)
+	}
+	// A POST that is not JSON is proxied too, not judged.
+	req, _ := http.NewRequest("POST", h.url+"/upload", strings.NewReader("a=1"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = h.consumer.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if s := <-got; s != (seen{"POST", "/base/upload", "a=1"}) || resp.StatusCode != 200 {
+		t.Errorf("producer saw %+v, status %d", s, resp.StatusCode)
+	}
+}
+
+func TestTranslateInputIsCalledForLegacyConsumers(t *testing.T) {
+	got := make(chan string, 2)
+	var plans []string
+	var mu sync.Mutex
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+		streamHeaders(w)
+	}, func(r *Relay) {
+		r.TranslateInput = func(plan negotiate.InputPlan, body []byte) ([]byte, error) {
+			mu.Lock()
+			plans = append(plans, plan.From.String()+">"+plan.To.String())
+			mu.Unlock()
+			return []byte(strings.Replace(string(body), `"protocolVersion":"0.0.45",`, "", 1)), nil
+		}
+	})
+	legacy := `{"protocolVersion":"0.0.45","threadId":"t1","runId":"r1","messages":[]}`
+	readAll(t, h.post("/agent", legacy))
+	if b := <-got; b != minimalInput {
+		t.Errorf("producer got %q", b)
+	}
+	readAll(t, h.post("/agent", minimalInput)) // a current consumer: nothing to translate
+	if b := <-got; b != minimalInput {
+		t.Errorf("producer got %q", b)
+	}
+	if strings.Join(plans, " ") != "0.0.45>1.0" {
+		t.Errorf("plans %q", plans)
+	}
+}
+
+func TestServeWithFasthttpClient(t *testing.T) {
+	// The same pass-through, read by a fasthttp client, which decodes
+	// chunked framing differently from net/http.
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, unusual)
+	}, nil)
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	req.SetRequestURI(h.url + "/agent")
+	req.Header.SetMethod("POST")
+	req.Header.SetContentType("application/json")
+	req.SetBodyString(minimalInput)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	if err := (&fasthttp.Client{}).DoTimeout(req, resp, liveness); err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Body()) != unusual {
+		t.Fatalf("body %q", resp.Body())
+	}
+}

@@ -1,0 +1,247 @@
+package relay
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Doer sends a request to the producer. The relay needs the response body
+// streamed: resp.BodyStream() must be the fasthttp.ReadCloserWithError of a
+// client with StreamResponseBody set, as NewClient makes.
+type Doer interface {
+	Do(req *fasthttp.Request, resp *fasthttp.Response) error
+}
+
+// ClientOptions configures NewClient. Every zero value means the documented
+// default; a negative duration disables that timeout.
+type ClientOptions struct {
+	// ConnectTimeout bounds opening a connection to the producer
+	// (default 10s).
+	ConnectTimeout time.Duration
+	// FirstByteTimeout bounds the wait, after the request is sent, for the
+	// first byte of the producer's answer (default 5m: an agent may think
+	// before it answers). It also bounds sending the request.
+	FirstByteTimeout time.Duration
+	// MaxConns caps the connections to the producer, that is the runs in
+	// flight, since each run holds one for its whole length (default 4096).
+	// A run over the cap fails at once with 503.
+	MaxConns int
+	// MaxIdleConnDuration closes pooled connections idle this long (default
+	// 4s, below the 5s keep-alive of common Python and Node servers, so that
+	// a run is never sent on a connection the producer is closing).
+	MaxIdleConnDuration time.Duration
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+// NewClient returns the client the relay uses by default: response bodies
+// streamed, no deadline on reading them (the relay keeps its own idle and
+// total timers), the connect and first-byte timeouts of o.
+func NewClient(o ClientOptions) *fasthttp.Client {
+	connect := orDefault(o.ConnectTimeout, 10*time.Second)
+	firstByte := orDefault(o.FirstByteTimeout, 5*time.Minute)
+	maxConns := o.MaxConns
+	if maxConns <= 0 {
+		maxConns = 4096
+	}
+	d := &dialer{net: net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}}
+	return &fasthttp.Client{
+		Dial:                     d.dial,
+		StreamResponseBody:       true,
+		ReadTimeout:              firstByte, // cleared at the first byte, see firstByteConn
+		WriteTimeout:             firstByte,
+		MaxConnsPerHost:          maxConns,
+		MaxIdleConnDuration:      orDefault(o.MaxIdleConnDuration, 4*time.Second),
+		ReadBufferSize:           16 << 10,
+		WriteBufferSize:          16 << 10,
+		NoDefaultUserAgentHeader: true,
+		DisablePathNormalizing:   true,
+	}
+}
+
+// dialer opens connections to the producer, wrapped so that the client's
+// read deadline bounds only the wait for the first byte of each answer.
+type dialer struct {
+	net net.Dialer
+}
+
+func (d *dialer) dial(addr string) (net.Conn, error) {
+	c, err := d.net.Dial("tcp", addr)
+	if err != nil {
+		return nil, &dialError{err}
+	}
+	return &firstByteConn{Conn: c}, nil
+}
+
+// dialError marks a failure to reach the producer at all (502, or 504 for a
+// connect timeout), as opposed to a failure after it was reached.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return "dialing the producer: " + e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// firstByteConn turns the fasthttp client's per-request read deadline, which
+// would otherwise stay armed while the streamed body is read and cap the
+// whole run, into a first-byte timeout: the deadline is cleared as soon as a
+// byte of the answer arrives. The client sets the deadline before reading
+// each answer, from the goroutine that then reads, so armed needs no lock.
+type firstByteConn struct {
+	net.Conn
+	armed bool
+}
+
+func (c *firstByteConn) SetReadDeadline(t time.Time) error {
+	c.armed = !t.IsZero()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *firstByteConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.armed {
+		c.armed = false
+		if derr := c.Conn.SetReadDeadline(time.Time{}); err == nil {
+			err = derr
+		}
+	}
+	return n, err
+}
+
+// upstreamBody is the producer's streamed answer for one run, with the one
+// way to stop it early from any goroutine: cancel. The read watcher, the
+// idle and total timers and a shutdown call cancel; the goroutine that reads
+// calls finish when it is done. A mutex orders them so that the response is
+// released only once no closer can touch the stream any more.
+type upstreamBody struct {
+	body fasthttp.ReadCloserWithError
+
+	mu    sync.Mutex
+	done  bool
+	cause *abortError
+
+	idle      time.Duration
+	idleTimer *time.Timer
+	runTimer  *time.Timer
+}
+
+func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
+	return &upstreamBody{body: body}
+}
+
+// Read reads the producer's answer.
+func (u *upstreamBody) Read(p []byte) (int, error) { return u.body.Read(p) }
+
+// cancel stops the stream for cause: a read in flight returns an error and
+// the connection is closed, not reused. The first cause wins; after finish
+// cancel does nothing.
+func (u *upstreamBody) cancel(cause *abortError) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.done || u.cause != nil {
+		return
+	}
+	u.cause = cause
+	u.body.CloseWithError(cause) //nolint:errcheck // the stream is abandoned
+}
+
+// why returns the cause the stream was cancelled for, nil when it was not.
+func (u *upstreamBody) why() *abortError {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.cause
+}
+
+// startTimers arms the idle timer (reset by touch) and the total timer
+// (remaining run time); a zero duration disables either.
+func (u *upstreamBody) startTimers(idle, remaining time.Duration) {
+	u.idle = idle
+	if idle > 0 {
+		u.idleTimer = time.AfterFunc(idle, func() { u.cancel(errIdleTimeout) })
+	}
+	if remaining != 0 {
+		u.runTimer = time.AfterFunc(max(remaining, 0), func() { u.cancel(errRunTimeout) })
+	}
+}
+
+// touch restarts the idle timer; the relay calls it before each read.
+func (u *upstreamBody) touch() {
+	if u.idleTimer != nil {
+		u.idleTimer.Reset(u.idle)
+	}
+}
+
+// finish ends the stream for good: timers stopped, the body closed (a
+// connection read to the end goes back to the pool, any other is closed).
+// After finish returns no other goroutine touches the body, so the response
+// may be released.
+func (u *upstreamBody) finish(err error) {
+	if u.idleTimer != nil {
+		u.idleTimer.Stop()
+	}
+	if u.runTimer != nil {
+		u.runTimer.Stop()
+	}
+	u.mu.Lock()
+	u.done = true
+	u.mu.Unlock()
+	u.body.CloseWithError(err) //nolint:errcheck // nothing to do about it
+}
+
+// watchConsumer reads the consumer's connection until it ends and then
+// cancels the run: without it a consumer that goes away is noticed only
+// when a write fails, which on a silent stream may be never. It is safe only
+// because the request body has been read in full and the connection is
+// marked to close after the response, so the server never reads it again.
+// The goroutine ends when the connection does, which the server closes once
+// the response is written.
+func watchConsumer(conn net.Conn, u *upstreamBody) {
+	var b [1]byte
+	for {
+		if _, err := conn.Read(b[:]); err != nil {
+			u.cancel(errConsumerGone)
+			return
+		}
+	}
+}
+
+// abortError is why the relay ended a stream before the producer did. Code
+// is the RUN_ERROR code the consumer reads.
+type abortError struct {
+	Code, Cause string
+}
+
+func (e *abortError) Error() string { return e.Cause }
+
+// The RUN_ERROR codes the relay writes itself.
+const (
+	CodeUpstreamBroken      = "upstream_broken"
+	CodeUpstreamIdleTimeout = "upstream_idle_timeout"
+	CodeRunTimeout          = "run_timeout"
+	CodeFrameTooLarge       = "frame_too_large"
+	CodeShutdown            = "relay_shutdown"
+)
+
+var (
+	errConsumerGone = &abortError{"consumer_gone", "the consumer went away"}
+	errIdleTimeout  = &abortError{CodeUpstreamIdleTimeout, "the producer sent nothing for longer than the idle timeout"}
+	errRunTimeout   = &abortError{CodeRunTimeout, "the run took longer than the run timeout"}
+	errShutdown     = &abortError{CodeShutdown, "the relay is shutting down"}
+)
+
+// isTimeout reports whether err is a timeout of the network or of fasthttp.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
