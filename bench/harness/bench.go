@@ -30,6 +30,10 @@ type Config struct {
 	PacedMeasur time.Duration
 	IdleLevels  []int
 	IdleLimit   time.Duration
+	// FlushBytes is how much the producer buffers before each write when
+	// streaming as fast as possible (0 keeps the producer's 16 KiB; 1
+	// writes every event on its own, like an agent flushing each token).
+	FlushBytes int
 	// Only, when set, keeps the cases whose name contains one of these.
 	Only []string
 	// Setup installs nginx from Debian's packages when it is missing.
@@ -201,6 +205,9 @@ func Run(cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer prod.Close()
+	if cfg.FlushBytes > 0 {
+		prod.FlushBytes = cfg.FlushBytes
+	}
 	rep.Config.FlushBytes = prod.FlushBytes
 	cfg.logf("producer on %s; GOMAXPROCS %d; load %.2f", prod.Addr(), runtime.GOMAXPROCS(0), LoadAvg())
 

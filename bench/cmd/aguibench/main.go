@@ -27,6 +27,7 @@ func main() {
 	out := flag.String("out", "", "output directory (default bench/out/<mode>-<timestamp>)")
 	only := flag.String("only", "", "comma-separated case names to run (a trailing * matches a prefix), e.g. 'direct,agui-relay*,nginx'")
 	setup := flag.Bool("setup", false, "install nginx from Debian's packages when it is missing")
+	flush := flag.Int("flush-bytes", 0, "producer write size when streaming as fast as possible (default 16384; 1 = one write per event)")
 	profile := flag.Bool("profile", false, "after the measured windows, profile each proxy with perf (into <out>/profiles)")
 	flag.Parse()
 	if *quick && *full {
@@ -42,6 +43,7 @@ func main() {
 	}
 	cfg.Setup = *setup
 	cfg.Profile = *profile
+	cfg.FlushBytes = *flush
 	cfg.Log = os.Stderr
 	repo, err := repoRoot()
 	if err != nil {
