@@ -43,6 +43,8 @@ type Case struct {
 // Binaries are the programs the cases run.
 type Binaries struct {
 	Relay, HTTPUtil, Naive, Nginx string
+	// RelayStandIn is set when Relay is bench/cmd/relaylib.
+	RelayStandIn bool
 }
 
 // Proc is a running proxy.
