@@ -1,8 +1,10 @@
 package harness
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,7 +307,11 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string,
 				cr.Idle = append(cr.Idle, IdleResult{Streams: n, FirstError: err.Error()})
 				continue
 			}
-			r := IdleMemory(proc, prod, sp.Dialect, n, cfg.IdleLimit)
+			var hook func()
+			if cfg.Profile && proc.Admin != "" {
+				hook = func() { heapProfile(cfg, sp.Name, n, proc.Admin) }
+			}
+			r := IdleMemoryHook(proc, prod, sp.Dialect, n, cfg.IdleLimit, hook)
 			cfg.logf("   idle %5d streams: opened %d finished %d in %.1fs, rss %d → %d KiB: %.1f KiB/stream %s",
 				n, r.Opened, r.Finished, r.OpenSeconds, r.BaseRSSKiB, r.LoadedRSSKiB, r.KiBPerStream, r.FirstError)
 			cr.Idle = append(cr.Idle, r)
@@ -335,9 +341,29 @@ func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer) {
 			cfg.logf("   profile: perf: %v", err)
 			return
 		}
+		stat := exec.Command("perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter,context-switches", "-p", strings.Join(pids, ","),
+			"--", "sleep", fmt.Sprintf("%.1f", secs))
+		var statOut strings.Builder
+		stat.Stderr = &statOut
+		statErr := stat.Start()
 		r := RunLoad(proc.Addr, proc, plan, load)
 		rec.Wait()
 		out.Close()
+		counts := ""
+		if statErr == nil && stat.Wait() == nil {
+			// "value,unit,event,..." lines; per 1,000 events over the whole
+			// window (warm-up included, so the ratio is approximate).
+			total := r.EventsPerSec * secs
+			for _, l := range strings.Split(statOut.String(), "\n") {
+				f := strings.Split(l, ",")
+				var v float64
+				if len(f) > 2 && total > 0 {
+					if _, err := fmt.Sscanf(f[0], "%g", &v); err == nil {
+						counts += fmt.Sprintf("# %s: %.0f (%.1f per 1,000 events)\n", f[2], v, v/total*1000)
+					}
+				}
+			}
+		}
 		rep := exec.Command("perf", "report", "-i", base+".data", "--stdio", "--no-children", "--sort", "dso,symbol",
 			"--percent-limit", "0.5", "-g", "none")
 		b, err := rep.Output()
@@ -345,9 +371,12 @@ func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer) {
 			cfg.logf("   profile: perf report: %v", err)
 			return
 		}
-		head := fmt.Sprintf("# %s, %s: %d streams, %.0f events/s delivered under perf\n", sp.Name, label, load.Streams, r.EventsPerSec)
+		head := fmt.Sprintf("# %s, %s: %d streams, %.0f events/s delivered under perf\n%s", sp.Name, label, load.Streams, r.EventsPerSec, counts)
+		cfg.logf("   profile %s: %s", label, strings.ReplaceAll(strings.TrimSpace(counts), "\n", ";"))
 		os.WriteFile(base+".txt", append([]byte(head), b...), 0o644)
-		os.Remove(base + ".data")
+		if os.Getenv("AGUIBENCH_KEEP") == "" {
+			os.Remove(base + ".data")
+		}
 		cfg.logf("   profile: %s.txt", base)
 	}
 	if sp.phases&phSat != 0 {
@@ -358,6 +387,30 @@ func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer) {
 		ev := pacedEvents(cfg)
 		run("paced", Load{Streams: cfg.RefPaced, Params: RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
 			Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact}, prod.Plan(sp.Dialect, ev))
+	}
+}
+
+// heapProfile saves the proxy's heap and goroutine profiles, when its admin
+// port serves net/http/pprof, while idle streams are open.
+func heapProfile(cfg Config, name string, n int, admin string) {
+	dir := filepath.Join(cfg.OutDir, "profiles")
+	os.MkdirAll(dir, 0o755)
+	slug := strings.NewReplacer(" ", "-", "→", "-to-").Replace(name)
+	for _, p := range []struct{ path, ext string }{{"/debug/pprof/heap?gc=1", "heap.pb.gz"}, {"/debug/pprof/goroutine?debug=1", "goroutines.txt"}} {
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + admin + p.path)
+		if err != nil {
+			cfg.logf("   profile: %v", err)
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			cfg.logf("   profile: %s: HTTP %d", p.path, resp.StatusCode)
+			return
+		}
+		f := filepath.Join(dir, fmt.Sprintf("%s-idle-%d.%s", slug, n, p.ext))
+		os.WriteFile(f, b, 0o644)
+		cfg.logf("   profile: %s", f)
 	}
 }
 
@@ -423,7 +476,10 @@ func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 	bin.Relay = filepath.Join(work, "agui-relay")
 	if err := gobuild(bin.Relay, "."); err != nil {
 		errs[ProxyRelay] = err.Error()
-	} else if err := relayServes(bin.Relay); err != nil {
+	} else if err := relayServes(bin.Relay); err != nil || os.Getenv("AGUIBENCH_STANDIN") != "" {
+		if err == nil {
+			err = fmt.Errorf("AGUIBENCH_STANDIN is set")
+		}
 		// Until serve is wired, measure the relay package through the
 		// bench's stand-in, which takes the same flags.
 		if err2 := gobuild(bin.Relay, "./bench/cmd/relaylib"); err2 != nil {
@@ -432,6 +488,10 @@ func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 			bin.RelayStandIn = true
 			cfg.logf("note: %v; measuring the relay package through bench/cmd/relaylib", err)
 		}
+	}
+	if strings.Contains(relayHelp(bin.Relay), "upstream-max-conns") {
+		// The default cap (runs in flight) is below the idle levels.
+		bin.RelayArgs = append(bin.RelayArgs, "--upstream-max-conns", "30000")
 	}
 	bin.HTTPUtil = filepath.Join(work, "httputilproxy")
 	if err := gobuild(bin.HTTPUtil, "./bench/cmd/httputilproxy"); err != nil {
@@ -452,12 +512,15 @@ func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 
 // relayServes checks that this build of agui-relay implements serve.
 func relayServes(path string) error {
-	cmd := exec.Command(path, "serve", "--help")
-	b, _ := cmd.CombinedOutput()
-	if strings.Contains(string(b), "not implemented") {
+	if strings.Contains(relayHelp(path), "not implemented") {
 		return fmt.Errorf("agui-relay serve is not implemented in this build")
 	}
 	return nil
+}
+
+func relayHelp(path string) string {
+	b, _ := exec.Command(path, "serve", "--help").CombinedOutput()
+	return string(b)
 }
 
 func findNginx(cfg Config) (string, error) {
@@ -491,7 +554,11 @@ func relayVersion(repo string) string {
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
+	v := strings.TrimSpace(string(b))
+	if d, err := exec.Command("git", "-C", repo, "status", "--porcelain", "--untracked-files=no", "--", "*.go", ":!bench").Output(); err == nil && len(bytes.TrimSpace(d)) > 0 {
+		v += " + uncommitted changes to " + strings.Join(strings.Fields(strings.ReplaceAll(string(d), " M ", " ")), ", ")
+	}
+	return v
 }
 
 func machine() Machine {

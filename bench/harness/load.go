@@ -196,6 +196,12 @@ type IdleResult struct {
 // then nothing, measures the proxy's RSS growth per stream, then releases
 // them (each must end with its RUN_FINISHED).
 func IdleMemory(proc *Proc, prod *Producer, d Dialect, n int, limit time.Duration) IdleResult {
+	return IdleMemoryHook(proc, prod, d, n, limit, nil)
+}
+
+// IdleMemoryHook is IdleMemory calling loaded (when not nil) while the
+// streams are open, after the RSS is read.
+func IdleMemoryHook(proc *Proc, prod *Producer, d Dialect, n int, limit time.Duration, loaded func()) IdleResult {
 	res := IdleResult{Streams: n}
 	// Warm the proxy's pools and code paths before the baseline.
 	warm := &Client{Addr: proc.Addr, Timeout: 10 * time.Second}
@@ -269,6 +275,9 @@ launch:
 	res.LoadedRSSKiB, res.ProxyThreads, res.ProxyHWMKiB = s.RSSKiB, s.Threads, s.HWMKiB
 	if res.Opened > 0 {
 		res.KiBPerStream = float64(res.LoadedRSSKiB-res.BaseRSSKiB) / float64(res.Opened)
+	}
+	if loaded != nil {
+		loaded()
 	}
 	prod.ReleaseIdle()
 	if !waitTimeout(&finished, limit) {

@@ -45,6 +45,8 @@ type Binaries struct {
 	Relay, HTTPUtil, Naive, Nginx string
 	// RelayStandIn is set when Relay is bench/cmd/relaylib.
 	RelayStandIn bool
+	// RelayArgs go to every agui-relay serve.
+	RelayArgs []string
 }
 
 // Proc is a running proxy.
@@ -90,7 +92,8 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 			return nil, err
 		}
 		args := append([]string{"serve", "--listen", addr, "--admin-listen", p.Admin,
-			"--upstream", "http://" + upstream, "--log-level", "error"}, c.Args...)
+			"--upstream", "http://" + upstream, "--log-level", "error"}, bin.RelayArgs...)
+		args = append(args, c.Args...)
 		cmd = exec.Command(bin.Relay, args...)
 	case ProxyHTTPUtil:
 		cmd = exec.Command(bin.HTTPUtil, "--listen", addr, "--upstream", "http://"+upstream)

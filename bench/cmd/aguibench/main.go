@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,9 @@ func main() {
 	only := flag.String("only", "", "comma-separated case names to run (a trailing * matches a prefix), e.g. 'direct,agui-relay*,nginx'")
 	setup := flag.Bool("setup", false, "install nginx from Debian's packages when it is missing")
 	flush := flag.Int("flush-bytes", 0, "producer write size when streaming as fast as possible (default 16384; 1 = one write per event)")
+	satN := flag.String("sat-streams", "", "override the saturation stream counts, e.g. 100 or 10,100")
+	pacedN := flag.String("paced-streams", "", "override the paced stream counts")
+	idleN := flag.String("idle-streams", "", "override the idle stream counts")
 	profile := flag.Bool("profile", false, "after the measured windows, profile each proxy with perf (into <out>/profiles)")
 	flag.Parse()
 	if *quick && *full {
@@ -40,6 +45,28 @@ func main() {
 	}
 	if *only != "" {
 		cfg.Only = strings.Split(*only, ",")
+	}
+	for _, o := range []struct {
+		flag string
+		dst  *[]int
+		ref  *int
+	}{{*satN, &cfg.SatLevels, &cfg.RefSat}, {*pacedN, &cfg.PacedLevels, &cfg.RefPaced}, {*idleN, &cfg.IdleLevels, nil}} {
+		if o.flag == "" {
+			continue
+		}
+		var ns []int
+		for _, f := range strings.Split(o.flag, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "aguibench: bad stream count %q\n", f)
+				os.Exit(2)
+			}
+			ns = append(ns, n)
+		}
+		*o.dst = ns
+		if o.ref != nil && !slices.Contains(ns, *o.ref) {
+			*o.ref = ns[len(ns)-1]
+		}
 	}
 	cfg.Setup = *setup
 	cfg.Profile = *profile

@@ -24,12 +24,13 @@ func main() {
 	consumer := fs.String("consumer-version", "", "version of consumers that do not declare one")
 	producer := fs.String("producer-version", "", "version of a producer that does not declare one")
 	fs.String("log-level", "error", "ignored")
+	maxConns := fs.Int("upstream-max-conns", 4096, "most connections to the producer")
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]
 	}
 	fs.Parse(args)
-	r := &relay.Relay{Upstream: *upstream}
+	r := &relay.Relay{Upstream: *upstream, Client: relay.NewClient(relay.ClientOptions{MaxConns: *maxConns})}
 	var err error
 	if *consumer != "" {
 		if r.ConsumerVersion, err = negotiate.Parse(*consumer); err != nil {
