@@ -412,6 +412,26 @@ func (r *Report) Plots() (throughput, p99 Plot) {
 	return throughput, p99
 }
 
+// LoadReport reads a report written by Write (its results.json).
+func LoadReport(dir string) (*Report, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	for i := range r.Cases {
+		for _, sp := range specs() {
+			if sp.Name == r.Cases[i].Name {
+				r.Cases[i].Case = sp.Case
+			}
+		}
+	}
+	return &r, nil
+}
+
 // Write writes report.md, results.json and the two SVG plots into dir.
 func (r *Report) Write(dir, command string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

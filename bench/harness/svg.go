@@ -106,9 +106,11 @@ type axis struct {
 
 func newAxis(lo, hi float64, log bool) axis {
 	if log {
-		lo, hi = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
-		if lo == hi {
-			hi = lo * 10
+		// A little room around the data, not whole decades.
+		lo, hi = lo/1.25, hi*1.25
+		if hi/lo < 10 {
+			mid := math.Sqrt(lo * hi)
+			lo, hi = mid/math.Sqrt(10), mid*math.Sqrt(10)
 		}
 		return axis{lo, hi, true}
 	}
@@ -129,8 +131,18 @@ func (a axis) frac(v float64) float64 {
 func (a axis) ticks() []float64 {
 	var t []float64
 	if a.log {
-		for v := a.lo; v <= a.hi*1.0001; v *= 10 {
-			t = append(t, v)
+		// 1, 2 and 5 times each power of ten, within the range; only the
+		// powers when the range spans more than three decades.
+		mults := []float64{1, 2, 5}
+		if a.hi/a.lo > 1000 {
+			mults = []float64{1}
+		}
+		for p := math.Pow(10, math.Floor(math.Log10(a.lo))); p <= a.hi; p *= 10 {
+			for _, m := range mults {
+				if v := p * m; v >= a.lo && v <= a.hi {
+					t = append(t, v)
+				}
+			}
 		}
 		return t
 	}

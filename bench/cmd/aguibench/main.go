@@ -33,8 +33,20 @@ func main() {
 	satN := flag.String("sat-streams", "", "override the saturation stream counts, e.g. 100 or 10,100")
 	pacedN := flag.String("paced-streams", "", "override the paced stream counts")
 	idleN := flag.String("idle-streams", "", "override the idle stream counts")
+	replot := flag.String("replot", "", "rewrite report.md and the plots of an earlier run's directory from its results.json, then exit")
 	profile := flag.Bool("profile", false, "after the measured windows, profile each proxy with perf (into <out>/profiles)")
 	flag.Parse()
+	if *replot != "" {
+		rep, err := harness.LoadReport(*replot)
+		if err == nil {
+			err = rep.Write(*replot, rep.Command)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "aguibench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *quick && *full {
 		fmt.Fprintln(os.Stderr, "aguibench: --quick and --full exclude each other")
 		os.Exit(2)
