@@ -32,6 +32,11 @@ type Config struct {
 	PacedMeasur time.Duration
 	IdleLevels  []int
 	IdleLimit   time.Duration
+	// Pin gives the proxy the last CPU and this process the others (with
+	// taskset), so that the proxy and the load generator do not take each
+	// other's cycles. Go proxies then run with GOMAXPROCS 1, like nginx's
+	// one worker.
+	Pin bool
 	// FlushBytes is how much the producer buffers before each write when
 	// streaming as fast as possible (0 keeps the producer's 16 KiB; 1
 	// writes every event on its own, like an agent flushing each token).
@@ -142,6 +147,7 @@ type ConfigInfo struct {
 	PacedMeasur float64 `json:"paced_measure_s"`
 	IdleLevels  []int   `json:"idle_streams"`
 	IdleNote    string  `json:"idle_note,omitempty"`
+	Pinned      string  `json:"pinned,omitempty"`
 	FlushBytes  int     `json:"producer_flush_bytes"`
 }
 
@@ -214,6 +220,13 @@ func Run(cfg Config) (*Report, error) {
 		prod.FlushBytes = cfg.FlushBytes
 	}
 	rep.Config.FlushBytes = prod.FlushBytes
+	if cfg.Pin {
+		if err := pinSelf(); err != nil {
+			return nil, err
+		}
+		bin.Pin = fmt.Sprint(runtime.NumCPU() - 1)
+		rep.Config.Pinned = "proxy on CPU " + bin.Pin + ", producer and load generator on the others"
+	}
 	cfg.logf("producer on %s; GOMAXPROCS %d; load %.2f", prod.Addr(), runtime.GOMAXPROCS(0), LoadAvg())
 
 	for _, sp := range specs() {
@@ -446,6 +459,22 @@ func RaiseFileLimit() error {
 			return fmt.Errorf("raising the open-file limit: %v", err)
 		}
 		return fmt.Errorf("open-file limit only %d (raising it to %d: %v); 10,000 idle streams need about 40,000", lim.Max, want, err)
+	}
+	return nil
+}
+
+// pinSelf moves every thread of this process off the last CPU.
+func pinSelf() error {
+	n := runtime.NumCPU()
+	if n < 2 {
+		return fmt.Errorf("--pin needs at least 2 CPUs")
+	}
+	cpus := "0"
+	if n > 2 {
+		cpus = fmt.Sprintf("0-%d", n-2)
+	}
+	if b, err := exec.Command("taskset", "-a", "-p", "-c", cpus, fmt.Sprint(os.Getpid())).CombinedOutput(); err != nil {
+		return fmt.Errorf("taskset: %v: %s", err, b)
 	}
 	return nil
 }

@@ -202,7 +202,12 @@ func (r *Report) Markdown(command string) string {
 	w("Taken %s, %.0f s. Machine: %s, %d cores, %.0f GiB, Linux %s, %s; load average at start %.2f.  \n",
 		r.Started.Format("2006-01-02 15:04 MST"), r.Seconds, r.Machine.CPU, r.Machine.Cores, r.Machine.MemGiB, r.Machine.Kernel, r.Machine.Go, r.Machine.LoadAvg0)
 	w("agui-relay at `%s`; nginx %s (1 worker, proxy_buffering off).  \n", r.Versions.Relay, r.Versions.Nginx)
-	w("Producer, load generator and proxy share the machine's cores. Figures vary from machine to machine; compare the ratios of one run.\n\n")
+	if r.Config.Pinned != "" {
+		w("Pinned: %s.  \n", r.Config.Pinned)
+	} else {
+		w("Producer, load generator and proxy share the machine's cores (not pinned). ")
+	}
+	w("Figures vary from machine to machine; compare the ratios of one run.\n\n")
 	if r.Mode == "quick" {
 		w("**Quick mode checks completeness only; its figures are too short to compare.**\n\n")
 	}

@@ -47,6 +47,8 @@ type Binaries struct {
 	RelayStandIn bool
 	// RelayArgs go to every agui-relay serve.
 	RelayArgs []string
+	// Pin, when set, is the CPU list the proxies run on (taskset -c).
+	Pin string
 }
 
 // Proc is a running proxy.
@@ -107,6 +109,9 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 		cmd = exec.Command(bin.Nginx, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
 	default:
 		return nil, fmt.Errorf("unknown proxy %q", c.Proxy)
+	}
+	if bin.Pin != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", bin.Pin, cmd.Path}, cmd.Args[1:]...)...)
 	}
 	p.log, err = os.Create(filepath.Join(dir, "stderr.log"))
 	if err != nil {

@@ -34,6 +34,7 @@ func main() {
 	pacedN := flag.String("paced-streams", "", "override the paced stream counts")
 	idleN := flag.String("idle-streams", "", "override the idle stream counts")
 	replot := flag.String("replot", "", "rewrite report.md and the plots of an earlier run's directory from its results.json, then exit")
+	pin := flag.Bool("pin", false, "run the proxy on the last CPU and the producer and load generator on the others")
 	profile := flag.Bool("profile", false, "after the measured windows, profile each proxy with perf (into <out>/profiles)")
 	flag.Parse()
 	if *replot != "" {
@@ -82,6 +83,7 @@ func main() {
 	}
 	cfg.Setup = *setup
 	cfg.Profile = *profile
+	cfg.Pin = *pin
 	cfg.FlushBytes = *flush
 	cfg.Log = os.Stderr
 	repo, err := repoRoot()
