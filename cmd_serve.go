@@ -1,11 +1,328 @@
 package main
 
 import (
+	"context"
+	"embed"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/agui-relay/agui-relay/demo"
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
 )
 
+// demoRecordings are the streams the embedded demo agent replays.
+//
+//go:embed testdata/demo
+var demoRecordings embed.FS
+
+// serveConfig is what the serve flags set.
+type serveConfig struct {
+	listen, adminListen, upstream    string
+	producerVersion, consumerVersion negotiate.Version
+	quietWarnings                    bool
+	logFormat, logLevel              string
+	maxBody, maxFrame                byteSize
+	shutdownGrace                    time.Duration
+	connectTimeout, firstByteTimeout time.Duration
+	idleTimeout, runTimeout          time.Duration
+	maxConns                         int
+	demoVersion                      negotiate.Version
+	demoPace                         time.Duration
+}
+
+// parseServe reads the serve flags from args and, for flags not given
+// there, from AGUI_RELAY_<FLAG> through getenv.
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
+	c := &serveConfig{maxBody: 64 << 20, maxFrame: 10 << 20}
+	fs := newFlagSet("serve", stderr)
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address for relayed traffic")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz and /metrics")
+	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process (see --demo-version)")
+	fs.Func("producer-version", "what the producer speaks when it does not declare it (1.0, or a legacy SDK release such as 0.0.45).\nEmpty: learnt per run from RUN_STARTED.protocolVersion; absent there means the producer predates the field", versionFlag(&c.producerVersion))
+	fs.Func("consumer-version", "what consumers that do not declare RunAgentInput.protocolVersion speak.\nEmpty: they are treated as current (never guessed downward)", versionFlag(&c.consumerVersion))
+	fs.BoolVar(&c.quietWarnings, "quiet-translation-warnings", false, "do not log lossy translations (they are still counted)")
+	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or console")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Var(&c.maxBody, "max-body", "largest RunAgentInput accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
+	fs.Var(&c.maxFrame, "max-frame", "largest single event accepted from the producer; a larger one ends the run with a RUN_ERROR")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long runs in flight may continue before they are ended with a RUN_ERROR")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long opening a connection to the producer may take (0: no limit)")
+	fs.DurationVar(&c.firstByteTimeout, "first-byte-timeout", 5*time.Minute, "how long the producer may take to start answering a request; LLM agents may think first (0: no limit)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 5*time.Minute, "how long the producer may send nothing in the middle of a stream (not even a comment) before the run is ended with a RUN_ERROR (0: no limit)")
+	fs.DurationVar(&c.runTimeout, "run-timeout", time.Hour, "longest run, from the request to the end of the stream, before it is ended with a RUN_ERROR (0: no limit)")
+	fs.IntVar(&c.maxConns, "upstream-max-conns", 4096, "most connections to the producer, that is runs in flight; more get 503")
+	fs.Func("demo-version", "protocol version the embedded demo agent speaks unless a run asks (?version=, forwardedProps.demo.version); default: the newest recorded (1.0)", versionFlag(&c.demoVersion))
+	fs.DurationVar(&c.demoPace, "demo-pace", 50*time.Millisecond, "pause between the demo agent's events, so that streaming shows")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: agui-relay [serve] [flags]\n\nRuns the relay. Every flag can also be set by the environment variable\nAGUI_RELAY_<FLAG> (upper case, - becomes _); the command line wins.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseWithEnv(fs, args, getenv); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if c.upstream != "" {
+		u, err := url.Parse(c.upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+			return nil, fmt.Errorf("--upstream %q: want an http(s) base URL without a query", c.upstream)
+		}
+	}
+	if c.logFormat != "json" && c.logFormat != "console" {
+		return nil, fmt.Errorf("--log-format %q: want json or console", c.logFormat)
+	}
+	if _, err := zapcore.ParseLevel(c.logLevel); err != nil {
+		return nil, fmt.Errorf("--log-level: %v", err)
+	}
+	return c, nil
+}
+
+func versionFlag(dst *negotiate.Version) func(string) error {
+	return func(s string) error {
+		if s == "" {
+			*dst = negotiate.Version{}
+			return nil
+		}
+		v, err := negotiate.Parse(s)
+		if err == nil {
+			*dst = v
+		}
+		return err
+	}
+}
+
+// byteSize is a flag holding a size in bytes, written plain or with a
+// KiB, MiB or GiB suffix.
+type byteSize int
+
+func (b *byteSize) String() string {
+	for _, u := range []struct {
+		suffix string
+		n      int
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if int(*b) >= u.n && int(*b)%u.n == 0 {
+			return strconv.Itoa(int(*b)/u.n) + u.suffix
+		}
+	}
+	return strconv.Itoa(int(*b))
+}
+
+func (b *byteSize) Set(s string) error {
+	mult := 1
+	for _, u := range []struct {
+		suffix string
+		n      int
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.n
+			break
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return errors.New("want a positive size such as 65536, 64KiB or 10MiB")
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
+
+func newLogger(c *serveConfig, w io.Writer) *zap.Logger {
+	level, _ := zapcore.ParseLevel(c.logLevel)
+	var enc zapcore.Encoder
+	if c.logFormat == "console" {
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		enc = zapcore.NewConsoleEncoder(ec)
+	} else {
+		ec := zap.NewProductionEncoderConfig()
+		ec.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+		enc = zapcore.NewJSONEncoder(ec)
+	}
+	// No sampling: every run's line counts.
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level))
+}
+
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "agui-relay serve: not implemented yet")
-	return 1
+	c, err := parseServe(args, os.Getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "agui-relay serve: %v\n", err)
+		return 2
+	}
+	log := newLogger(c, stderr)
+	defer log.Sync() //nolint:errcheck
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	recordings, _ := fs.Sub(demoRecordings, "testdata/demo")
+	if err := serve(ctx, c, log, recordings, nil); err != nil {
+		log.Error("agui-relay stopped", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+// listening reports the addresses serve listens on, once it does.
+type listening struct {
+	relay, admin, demo string
+}
+
+// serve runs the relay until ctx ends, then shuts down: readiness false, no
+// new connections, runs in flight get the grace period and are then ended
+// with a RUN_ERROR. started, when set, is called once the listeners are up.
+func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.FS, started func(listening)) error {
+	var at listening
+	upstream := c.upstream
+	var demoSrv *fasthttp.Server
+	if upstream == "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("starting the demo agent: %w", err)
+		}
+		agent := &demo.Agent{Recordings: recordings, Version: c.demoVersion, Pace: c.demoPace}
+		demoSrv = &fasthttp.Server{Handler: agent.Handle, NoDefaultServerHeader: true, ReadTimeout: time.Minute}
+		go demoSrv.Serve(ln) //nolint:errcheck // ends at shutdown
+		upstream = "http://" + ln.Addr().String()
+		at.demo = upstream
+	}
+
+	counts := &relay.TranslationCounts{} // metrics will read these (OnCount / Snapshot)
+	r := &relay.Relay{
+		Upstream: upstream,
+		Client: relay.NewClient(relay.ClientOptions{
+			ConnectTimeout: negativeIfZero(c.connectTimeout), FirstByteTimeout: negativeIfZero(c.firstByteTimeout),
+			MaxConns: c.maxConns,
+		}),
+		Translator:      &relay.Translator{Observer: &relay.Observer{Log: log, Quiet: c.quietWarnings, Counts: counts}},
+		ConsumerVersion: c.consumerVersion,
+		ProducerVersion: c.producerVersion,
+		MaxBody:         int(c.maxBody),
+		MaxFrame:        int(c.maxFrame),
+		IdleTimeout:     c.idleTimeout,
+		RunTimeout:      c.runTimeout,
+		Log:             log,
+	}
+	srv := r.Server()
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listening for relayed traffic: %w", err)
+	}
+	at.relay = ln.Addr().String()
+
+	var ready atomic.Bool
+	// /metrics is served by the metrics handler once there is one; until
+	// then the admin server answers 404 there.
+	var metrics fasthttp.RequestHandler
+	admin := &fasthttp.Server{Handler: adminHandler(&ready, metrics), NoDefaultServerHeader: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	aln, err := net.Listen("tcp", c.adminListen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listening for admin traffic: %w", err)
+	}
+	at.admin = aln.Addr().String()
+
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- admin.Serve(aln) }()
+	ready.Store(true)
+	fields := []zap.Field{zap.String("listen", at.relay), zap.String("admin", at.admin), zap.String("upstream", upstream)}
+	if at.demo != "" {
+		fields = append(fields, zap.Bool("demo", true), zap.String("demo_version", versionOr(c.demoVersion, "newest recorded")))
+	}
+	log.Info("agui-relay listening", fields...)
+	if started != nil {
+		started(at)
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+
+	// Shutdown: not ready, no new connections, runs in flight get the grace.
+	ready.Store(false)
+	log.Info("shutting down", zap.Duration("grace", c.shutdownGrace), zap.Int("runs", r.Active()))
+	grace, cancel := context.WithTimeout(context.Background(), c.shutdownGrace)
+	defer cancel()
+	if err := srv.ShutdownWithContext(grace); err != nil {
+		log.Warn("grace period over: ending the runs still open with RUN_ERROR", zap.Int("runs", r.Active()))
+		r.EndRuns()
+		for deadline := time.Now().Add(5 * time.Second); r.Active() > 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// The admin server has nothing long-lived; the demo agent may be in a
+	// paced pause of a run the relay has ended already.
+	rest, cancelRest := context.WithTimeout(context.Background(), time.Second)
+	defer cancelRest()
+	admin.ShutdownWithContext(rest) //nolint:errcheck
+	if demoSrv != nil {
+		demoSrv.ShutdownWithContext(rest) //nolint:errcheck
+	}
+	return serveErr
+}
+
+// negativeIfZero maps the flags' "0 means no limit" onto ClientOptions'
+// "negative disables".
+func negativeIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+func versionOr(v negotiate.Version, none string) string {
+	if v.IsZero() {
+		return none
+	}
+	return v.String()
+}
+
+// adminHandler serves /healthz (the process is alive), /readyz (it relays:
+// false while shutting down) and /metrics when metrics is set.
+func adminHandler(ready *atomic.Bool, metrics fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		ctx.SetContentType("text/plain; charset=utf-8")
+		switch string(ctx.Path()) {
+		case "/healthz":
+			ctx.SetBodyString("ok\n")
+		case "/readyz":
+			if ready.Load() {
+				ctx.SetBodyString("ready\n")
+				return
+			}
+			ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			ctx.SetBodyString("shutting down\n")
+		case "/metrics":
+			if metrics == nil {
+				ctx.SetStatusCode(fasthttp.StatusNotFound)
+				ctx.SetBodyString("metrics are not implemented yet\n")
+				return
+			}
+			metrics(ctx)
+		default:
+			ctx.SetStatusCode(fasthttp.StatusNotFound)
+			ctx.SetBodyString("admin: /healthz, /readyz, /metrics\n")
+		}
+	}
 }

@@ -1,0 +1,188 @@
+// Package demo is the agent that `agui-relay` runs in-process when no
+// --upstream is given, so that a newcomer can watch a real AG-UI stream go
+// through the relay. It answers every run by replaying a recorded event
+// stream, paced like a live agent, in the protocol version it is asked to
+// speak.
+package demo
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
+)
+
+// Agent replays recordings. A run picks its version and scenario, in order
+// of precedence, from the query (?version=0.0.40&scenario=tour), from
+// forwardedProps.demo ({"version":"0.0.40","scenario":"tour"}), or from the
+// Agent's defaults. The recording played is the one of the newest version
+// at or below the one asked for.
+//
+// Recordings are SSE files named <version>/<scenario>.sse. "$THREAD_ID" and
+// "$RUN_ID" in them (quotes included) are replaced by the run's ids.
+type Agent struct {
+	// Recordings holds the recorded streams.
+	Recordings fs.FS
+	// Version is spoken when a run asks for none; zero means the newest
+	// version recorded.
+	Version negotiate.Version
+	// Scenario is played when a run asks for none; "" means "tour".
+	Scenario string
+	// Pace is the pause before each event after the first; zero sends the
+	// events back to back.
+	Pace time.Duration
+}
+
+// Versions lists the versions recorded, oldest first.
+func (a *Agent) Versions() []negotiate.Version {
+	entries, _ := fs.ReadDir(a.Recordings, ".")
+	var vs []negotiate.Version
+	for _, e := range entries {
+		if v, err := negotiate.Parse(e.Name()); err == nil && e.IsDir() {
+			vs = append(vs, v)
+		}
+	}
+	slices.SortFunc(vs, negotiate.Version.Compare)
+	return vs
+}
+
+// pick returns the recorded version a run asking for want plays.
+func (a *Agent) pick(want negotiate.Version) (negotiate.Version, bool) {
+	vs := a.Versions()
+	for i := len(vs) - 1; i >= 0; i-- {
+		if want.IsZero() || !want.Less(vs[i]) {
+			return vs[i], true
+		}
+	}
+	return negotiate.Version{}, false
+}
+
+// Handle serves the demo agent: GET …/capabilities describes it, a POST is
+// a run, anything else is 404.
+func (a *Agent) Handle(ctx *fasthttp.RequestCtx) {
+	switch {
+	case ctx.IsGet() && strings.HasSuffix(string(ctx.Path()), "/capabilities"):
+		a.capabilities(ctx)
+	case ctx.IsPost():
+		a.run(ctx)
+	default:
+		fail(ctx, fasthttp.StatusNotFound, "the demo agent answers POST (a run) and GET …/capabilities")
+	}
+}
+
+func (a *Agent) capabilities(ctx *fasthttp.RequestCtx) {
+	var versions []string
+	for _, v := range a.Versions() {
+		versions = append(versions, v.String())
+	}
+	b, _ := json.Marshal(map[string]any{
+		"name":     "agui-relay demo agent",
+		"versions": versions,
+		"select":   "query version and scenario, or forwardedProps.demo {version, scenario}",
+	})
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+func (a *Agent) run(ctx *fasthttp.RequestCtx) {
+	body := ctx.PostBody()
+	if !gjson.ValidBytes(body) {
+		fail(ctx, fasthttp.StatusBadRequest, "the body is not JSON")
+		return
+	}
+	in := gjson.ParseBytes(body)
+	choose := func(key string) string {
+		if v := ctx.QueryArgs().Peek(key); len(v) > 0 {
+			return string(v)
+		}
+		return in.Get("forwardedProps.demo." + key).String()
+	}
+	want := a.Version
+	if s := choose("version"); s != "" {
+		v, err := negotiate.Parse(s)
+		if err != nil {
+			fail(ctx, fasthttp.StatusBadRequest, err.Error())
+			return
+		}
+		want = v
+	}
+	version, ok := a.pick(want)
+	if !ok {
+		fail(ctx, fasthttp.StatusNotFound, "no recording at or below version "+want.String())
+		return
+	}
+	scenario := choose("scenario")
+	if scenario == "" {
+		scenario = a.Scenario
+	}
+	if scenario == "" {
+		scenario = "tour"
+	}
+	rec, err := fs.ReadFile(a.Recordings, path.Join(version.String(), path.Base(scenario)+".sse"))
+	if err != nil {
+		fail(ctx, fasthttp.StatusNotFound, "no scenario "+scenario+" recorded for version "+version.String())
+		return
+	}
+	rec = substitute(rec, "$THREAD_ID", in.Get("threadId").String())
+	rec = substitute(rec, "$RUN_ID", in.Get("runId").String())
+
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
+	ctx.Response.ImmediateHeaderFlush = true
+	ctx.SetWriteDeadline(time.Time{}) //nolint:errcheck // a paced stream outlasts any write timeout
+	pace := a.Pace
+	ctx.Response.SetBodyStream(fasthttp.NewBoundedStreamReader(func(w *bufio.Writer) {
+		play(w, rec, pace)
+	}), -1)
+}
+
+// play writes the recording's frames, flushing each, pace apart. It stops
+// when the consumer is gone (a write fails).
+func play(w *bufio.Writer, rec []byte, pace time.Duration) {
+	sc := relay.NewScanner(bytes.NewReader(rec), len(rec))
+	events := 0
+	for {
+		f, err := sc.Next()
+		if err != nil {
+			return
+		}
+		if f.HasData() {
+			if events > 0 && pace > 0 {
+				time.Sleep(pace)
+			}
+			events++
+		}
+		if f.Canonical {
+			_, err = w.Write(f.Raw)
+		} else {
+			_, err = w.Write(relay.AppendFrame(nil, f.Fields, f.Data))
+		}
+		if err != nil || w.Flush() != nil {
+			return
+		}
+	}
+}
+
+// substitute replaces every quoted placeholder ("$RUN_ID") by the JSON
+// string of value.
+func substitute(rec []byte, placeholder, value string) []byte {
+	q, _ := json.Marshal(value)
+	return bytes.ReplaceAll(rec, []byte(`"`+placeholder+`"`), q)
+}
+
+func fail(ctx *fasthttp.RequestCtx, status int, detail string) {
+	b, _ := json.Marshal(map[string]any{"title": "demo agent: " + detail, "status": status})
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/problem+json")
+	ctx.SetBody(b)
+}
