@@ -115,8 +115,12 @@ func (s *Stream) Frame(f Frame) error {
 		s.cr.Push(f.Data)
 		err = s.werr
 	}
-	if s.InRun && (string(typ) == "RUN_FINISHED" || string(typ) == "RUN_ERROR") {
-		s.endRun(string(typ))
+	if string(typ) == "RUN_FINISHED" || string(typ) == "RUN_ERROR" {
+		if s.InRun {
+			s.endRun(string(typ))
+		} else {
+			s.Terminal = string(typ) // a RUN_ERROR before any RUN_STARTED
+		}
 	}
 	return err
 }
@@ -180,7 +184,7 @@ func (s *Stream) Close() { s.finishRun() }
 // Owed reports whether the consumer is owed a terminal event if the stream
 // ends now: a run is open, or no run has started yet (the consumer asked for
 // one and would read an empty stream as a finished run).
-func (s *Stream) Owed() bool { return s.InRun || s.Runs == 0 }
+func (s *Stream) Owed() bool { return s.InRun || (s.Runs == 0 && s.Terminal == "") }
 
 // Fail ends the stream's run with a RUN_ERROR of the relay's own,
 // {"type":"RUN_ERROR","message":"agui-relay: <cause>","code":"<code>"}, when

@@ -1,0 +1,62 @@
+//go:build !race
+
+package relay
+
+import (
+	"bufio"
+	"io"
+	"testing"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// Passing a canonical content event through must not allocate.
+func TestStreamFramePassThroughDoesNotAllocate(t *testing.T) {
+	w := bufio.NewWriter(io.Discard)
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, w)
+	start := `data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n"
+	if err := st.Frame(Frame{Raw: []byte(start), Data: []byte(start[6 : len(start)-2]), Canonical: true}); err != nil {
+		t.Fatal(err)
+	}
+	f := Frame{Raw: []byte(contentEvent), Data: []byte(contentEvent[6 : len(contentEvent)-2]), Canonical: true}
+	if n := testing.AllocsPerRun(1000, func() {
+		if err := st.Frame(f); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per event", n)
+	}
+	if st.Plan().Translate {
+		t.Fatal("the run was translated")
+	}
+}
+
+// Scanning canonical frames from a steady stream must not allocate either.
+func TestScannerDoesNotAllocatePerFrame(t *testing.T) {
+	in := []byte(contentEvent)
+	r := &repeatReader{b: in}
+	sc := NewScanner(r, 0)
+	if n := testing.AllocsPerRun(1000, func() {
+		if _, err := sc.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per frame", n)
+	}
+}
+
+// repeatReader returns b over and over.
+type repeatReader struct {
+	b   []byte
+	off int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.b[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.b)
+	}
+	return n, nil
+}

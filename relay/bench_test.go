@@ -1,0 +1,160 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/translate"
+)
+
+// contentEvent is the hot path: most events of a real stream are text
+// deltas that need no translation.
+const contentEvent = `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-1","delta":"The quick brown fox jumps over the lazy dog. "}` + "\n\n"
+
+func benchStream(n int, frame string) []byte {
+	var b bytes.Buffer
+	b.WriteString(`data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n")
+	for i := 0; i < n; i++ {
+		b.WriteString(frame)
+	}
+	b.WriteString(`data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}` + "\n\n")
+	return b.Bytes()
+}
+
+func BenchmarkScanner(b *testing.B) {
+	for _, tc := range []struct{ name, frame string }{
+		{"canonical", contentEvent},
+		{"crlf", strings.ReplaceAll(contentEvent, "\n", "\r\n")},
+	} {
+		in := benchStream(1000, tc.frame)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(in)))
+			r := bytes.NewReader(in)
+			for b.Loop() {
+				r.Reset(in)
+				sc := NewScanner(r, 0)
+				for {
+					if _, err := sc.Next(); err != nil {
+						break
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStreamPassThrough is the relay's per-event path without the
+// network: scan, decide, write.
+func BenchmarkStreamPassThrough(b *testing.B) {
+	in := benchStream(1000, contentEvent)
+	t := &Translator{}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	r := bytes.NewReader(in)
+	w := bufio.NewWriter(io.Discard)
+	for b.Loop() {
+		r.Reset(in)
+		st := t.NewStream(negotiate.Current, negotiate.Version{}, w)
+		sc := NewScanner(r, 0)
+		sc.BeforeRead = func() { w.Flush() }
+		for {
+			f, err := sc.Next()
+			if err != nil {
+				break
+			}
+			if err := st.Frame(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st.Close()
+	}
+}
+
+func TestStreamPassThroughWritesInputUnchanged(t *testing.T) {
+	in := benchStream(10, contentEvent)
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, w)
+	sc := NewScanner(bytes.NewReader(in), 0)
+	for {
+		f, err := sc.Next()
+		if err != nil {
+			break
+		}
+		if err := st.Frame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Flush()
+	if !bytes.Equal(out.Bytes(), in) || st.Events != 12 || st.InRun || st.Terminal != "RUN_FINISHED" || st.Plan().Translate {
+		t.Fatalf("out %q, stream %+v", out.Bytes(), st)
+	}
+}
+
+func TestStreamFailWritesRunErrorWhenOwed(t *testing.T) {
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Current, w)
+	if !st.Owed() {
+		t.Fatal("a stream with no run yet owes its consumer a terminal event")
+	}
+	st.Frame(Frame{Raw: []byte(contentEvent), Data: []byte(contentEvent[6 : len(contentEvent)-2]), Canonical: true})
+	wrote, err := st.Fail("the producer's stream \"broke\"\n", "upstream_broken")
+	w.Flush()
+	want := contentEvent + `data: {"type":"RUN_ERROR","message":"agui-relay: the producer's stream \"broke\"\u000a","code":"upstream_broken"}` + "\n\n"
+	if !wrote || err != nil || out.String() != want || st.Terminal != "RUN_ERROR" {
+		t.Fatalf("wrote %v, %v:\n got %q\nwant %q", wrote, err, out.String(), want)
+	}
+	// After a terminal event nothing is owed.
+	if wrote, _ := st.Fail("again", "x"); wrote {
+		t.Error("a second RUN_ERROR was written")
+	}
+}
+
+func TestObserverLogsLossyTranslationsAndCountsAll(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		core, logs := observer.New(zapcore.DebugLevel)
+		counts := &TranslationCounts{}
+		var hooked int
+		counts.OnCount = func(k TranslationKey, lossy bool, n int) { hooked += n }
+		o := &Observer{Log: zap.New(core), Quiet: quiet, Counts: counts}
+		step := &translate.Step{Name: "thinking-to-reasoning", Direction: translate.Events}
+		from, to := negotiate.MustParse("0.0.40"), negotiate.Current
+		o.Translated(step, "THINKING_START", from, to)
+		o.Translated(step, "THINKING_START", from, to)
+		run := translate.NewRun(translate.Events, from, to, o)
+		run.RunID, run.ThreadID = "r1", "t1"
+		o.Warn(run, translate.Warning{Shape: "THINKING_START.title", Why: "no title in 1.0", Upgrade: "REASONING_*",
+			Step: "thinking-to-reasoning", Direction: translate.Events, From: from, To: to, Count: 3})
+		snap := counts.Snapshot()
+		if len(snap) != 2 || snap[0].Shape != "THINKING_START" || snap[0].Translated != 2 || snap[1].Shape != "THINKING_START.title" || snap[1].Lost != 3 || hooked != 5 {
+			t.Errorf("quiet=%v: counts %+v, hooked %d", quiet, snap, hooked)
+		}
+		entries := logs.FilterLevelExact(zapcore.WarnLevel).AllUntimed()
+		if quiet {
+			if len(entries) != 0 {
+				t.Errorf("quiet, yet logged %v", entries)
+			}
+			continue
+		}
+		if len(entries) != 1 {
+			t.Fatalf("logged %v", entries)
+		}
+		got := entries[0].ContextMap()
+		for k, want := range map[string]any{"shape": "THINKING_START.title", "why": "no title in 1.0", "upgrade": "REASONING_*",
+			"step": "thinking-to-reasoning", "direction": "events", "from": "0.0.40", "to": "1.0", "run": "r1", "count": int64(3)} {
+			if got[k] != want {
+				t.Errorf("field %s = %v, want %v", k, got[k], want)
+			}
+		}
+	}
+}
