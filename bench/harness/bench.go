@@ -476,6 +476,8 @@ func pinSelf() error {
 	if b, err := exec.Command("taskset", "-a", "-p", "-c", cpus, fmt.Sprint(os.Getpid())).CombinedOutput(); err != nil {
 		return fmt.Errorf("taskset: %v: %s", err, b)
 	}
+	// As many Ps as CPUs left, or they time-slice one CPU.
+	runtime.GOMAXPROCS(n - 1)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -84,6 +85,17 @@ type Producer struct {
 
 	planMu sync.Mutex
 	plans  map[planKey]Plan
+
+	pacerOnce sync.Once
+	pc        *pacer
+}
+
+func (p *Producer) pacer() *pacer {
+	p.pacerOnce.Do(func() {
+		p.pc = &pacer{wake: make(chan struct{}, 1)}
+		go p.pc.run()
+	})
+	return p.pc
 }
 
 type planKey struct {
@@ -224,6 +236,22 @@ func (p *Producer) stream(cw *chunkWriter, rp RunParams, runID string) bool {
 	var interval time.Duration
 	if rp.Rate > 0 {
 		interval = time.Duration(float64(time.Second) / rp.Rate)
+	}
+	if interval > 0 && !rp.Idle && len(kinds) > 1 {
+		// Paced: the first event now, the rest from the pacer.
+		cw.buf = w.AppendFrame(cw.buf, kinds[0], time.Now().UnixNano())
+		if err := cw.flush(); err != nil {
+			return false
+		}
+		job := &pacedJob{cw: cw, w: &w, kinds: kinds, i: 1, start: time.Now(), interval: interval, done: make(chan error, 1)}
+		p.pacer().add(job, job.start.Add(interval))
+		err := <-job.done
+		p.Events.Add(int64(job.i))
+		if err != nil {
+			return false
+		}
+		cw.writeRaw([]byte("0\r\n\r\n"))
+		return cw.err == nil
 	}
 	start := time.Now()
 	var sent int64
@@ -451,5 +479,124 @@ func readChunked(br *bufio.Reader, fn func([]byte)) ([]byte, error) {
 		if _, err := br.Discard(2); err != nil {
 			return dst, err
 		}
+	}
+}
+
+// pacer writes the events of every paced run at their due time, from one
+// goroutine. Go's timers sleep in whole milliseconds when the process is
+// otherwise idle (time.Sleep(200µs) takes about 1.1 ms), so a goroutine per
+// stream sleeping between events would wake streams in bunches at each
+// millisecond and send them as bursts: the pacer sleeps with nanosleep(2)
+// instead, so that runs at a rate send their events evenly spread.
+type pacer struct {
+	mu   sync.Mutex
+	h    pacedHeap
+	wake chan struct{}
+}
+
+type pacedJob struct {
+	cw       *chunkWriter
+	w        *RunWriter
+	kinds    []Kind
+	i        int // next event
+	start    time.Time
+	interval time.Duration
+	done     chan error
+}
+
+type pacedItem struct {
+	due time.Time
+	job *pacedJob
+}
+
+// pacedHeap is a min-heap on due.
+type pacedHeap []pacedItem
+
+func (h *pacedHeap) push(it pacedItem) {
+	*h = append(*h, it)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !a[i].due.Before(a[parent].due) {
+			break
+		}
+		a[i], a[parent] = a[parent], a[i]
+		i = parent
+	}
+}
+
+func (h *pacedHeap) pop() pacedItem {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(a) && a[l].due.Before(a[m].due) {
+			m = l
+		}
+		if r < len(a) && a[r].due.Before(a[m].due) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}
+
+func (pc *pacer) add(j *pacedJob, due time.Time) {
+	pc.mu.Lock()
+	pc.h.push(pacedItem{due, j})
+	pc.mu.Unlock()
+	select {
+	case pc.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (pc *pacer) run() {
+	for {
+		pc.mu.Lock()
+		if len(pc.h) == 0 {
+			pc.mu.Unlock()
+			<-pc.wake
+			continue
+		}
+		top := pc.h[0]
+		if d := time.Until(top.due); d > 0 {
+			pc.mu.Unlock()
+			if d > 2*time.Millisecond {
+				// Long waits on a timer; a new earlier run wakes us.
+				t := time.NewTimer(d - time.Millisecond)
+				select {
+				case <-t.C:
+				case <-pc.wake:
+					t.Stop()
+				}
+			} else {
+				ts := syscall.NsecToTimespec(d.Nanoseconds())
+				syscall.Nanosleep(&ts, nil)
+			}
+			continue
+		}
+		pc.h.pop()
+		pc.mu.Unlock()
+		j := top.job
+		// A stalled peer must not hold up every other stream.
+		j.cw.c.SetWriteDeadline(time.Now().Add(time.Second))
+		j.cw.buf = j.w.AppendFrame(j.cw.buf, j.kinds[j.i], time.Now().UnixNano())
+		err := j.cw.flush()
+		j.cw.c.SetWriteDeadline(time.Time{})
+		j.i++
+		if err != nil || j.i == len(j.kinds) {
+			j.done <- err
+			continue
+		}
+		pc.add(j, j.start.Add(time.Duration(j.i)*j.interval))
 	}
 }

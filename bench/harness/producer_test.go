@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math/rand"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // TestProducerFramingThroughNetHTTP reads runs from the producer with
@@ -50,5 +52,22 @@ func TestProducerFramingThroughNetHTTP(t *testing.T) {
 				t.Errorf("%s run %d: %v", d, run, err)
 			}
 		}
+	}
+}
+
+func TestPacedHeapOrder(t *testing.T) {
+	var h pacedHeap
+	base := time.Now()
+	r := rand.New(rand.NewSource(2))
+	for i := 0; i < 500; i++ {
+		h.push(pacedItem{due: base.Add(time.Duration(r.Intn(1000)) * time.Microsecond)})
+	}
+	prev := base
+	for len(h) > 0 {
+		it := h.pop()
+		if it.due.Before(prev) {
+			t.Fatalf("popped %v after %v", it.due.Sub(base), prev.Sub(base))
+		}
+		prev = it.due
 	}
 }
