@@ -158,3 +158,31 @@ func TestObserverLogsLossyTranslationsAndCountsAll(t *testing.T) {
 		}
 	}
 }
+
+// A legacy consumer's stream carries translation state across runs: a run
+// that starts after a RUN_ERROR is dropped for consumers older than 0.0.59,
+// which needs the stream's state on every run.
+func TestStreamCarriesStateAcrossRuns(t *testing.T) {
+	in := `data: {"type":"RUN_STARTED","threadId":"t","runId":"r1","protocolVersion":"1.0"}` + "\n\n" +
+		`data: {"type":"RUN_ERROR","message":"boom"}` + "\n\n" +
+		`data: {"type":"RUN_STARTED","threadId":"t","runId":"r2","protocolVersion":"1.0"}` + "\n\n" +
+		`data: {"type":"RUN_FINISHED","threadId":"t","runId":"r2"}` + "\n\n"
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	st := (&Translator{}).NewStream(negotiate.MustParse("0.0.58"), negotiate.Version{}, w)
+	sc := NewScanner(strings.NewReader(in), 0)
+	for {
+		f, err := sc.Next()
+		if err != nil {
+			break
+		}
+		if err := st.Frame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	w.Flush()
+	if strings.Contains(out.String(), `"r2"`) || !strings.Contains(out.String(), "RUN_ERROR") {
+		t.Fatalf("stream for 0.0.58: %q", out.String())
+	}
+}

@@ -54,6 +54,7 @@ type Stream struct {
 
 	plan    negotiate.Plan
 	decided bool
+	state   translate.StreamState // what translation carries across the stream's runs
 	cr      *translate.ChainRun
 	fields  []byte // fields of the frame being translated, written once
 	scratch []byte
@@ -163,6 +164,7 @@ func (s *Stream) decide(peer negotiate.Peer) {
 	}
 	from := s.plan.Producer
 	run := translate.NewRun(translate.Events, from, s.consumer, s.t.Observer)
+	run.Stream = &s.state
 	s.cr = s.t.chain(s.consumer).Start(run, s.plan, s.emit)
 }
 
