@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -135,15 +136,16 @@ func (s *Stream) startRun(ev []byte) {
 	s.InRun = true
 	s.Runs++
 	s.Terminal = ""
-	s.ThreadID = translate.Get(ev, "threadId").String()
-	s.RunID = translate.Get(ev, "runId").String()
+	// Get's strings alias the borrowed frame: keep copies.
+	s.ThreadID = strings.Clone(translate.Get(ev, "threadId").String())
+	s.RunID = strings.Clone(translate.Get(ev, "runId").String())
 	pv := translate.Get(ev, "protocolVersion")
 	peer := negotiate.Peer{Configured: s.producer.Configured}
 	if pv.Exists() {
 		peer.HasDeclared = true
-		peer.Declared = pv.String()
+		peer.Declared = strings.Clone(pv.String())
 		if pv.Type != 0 && pv.Raw != "" && pv.Raw[0] != '"' {
-			peer.Declared = pv.Raw
+			peer.Declared = strings.Clone(pv.Raw)
 		}
 	}
 	s.decide(peer)

@@ -6,6 +6,9 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // Problem is an error answered before the stream starts, written as an RFC
@@ -72,8 +75,30 @@ func (p *Problem) Write(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(b)
 }
 
+// JudgeInput lists what the rules of version v find malformed in a
+// RunAgentInput, each with its JSON pointer and the rule it breaks. It is
+// the relay's default Relay.CheckInput. Unrecognised members are not errors:
+// the input translation strips them for a producer known to be older.
+func JudgeInput(v negotiate.Version, body []byte) []InputError {
+	j := rules.JudgeInput(v, body)
+	if j.Verdict != rules.Malformed {
+		return nil
+	}
+	var errs []InputError
+	for _, f := range j.Findings {
+		if f.Verdict == rules.Malformed {
+			reason := f.Rule
+			if f.Shape != "" {
+				reason += " (" + f.Shape + ")"
+			}
+			errs = append(errs, InputError{f.Pointer, reason})
+		}
+	}
+	return errs
+}
+
 // CheckInput is the minimal structural check of a RunAgentInput the relay
-// makes when no fuller judge is configured (Relay.CheckInput): the body is
+// makes before judging it (Relay.CheckInput): the body is
 // a JSON object with string threadId and runId and an array messages, and
 // protocolVersion, when present, is a string. It returns nil when the input
 // passes.

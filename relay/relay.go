@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/translate"
 )
 
 // Relay relays AG-UI runs between consumers and one producer.
@@ -68,12 +69,13 @@ type Relay struct {
 	// CheckInput judges a RunAgentInput for a consumer of the given version
 	// and returns what is malformed; any error answers 400 and the producer
 	// is never contacted. It sees only bodies that are JSON objects. nil
-	// means the minimal structural check CheckInput.
+	// means JudgeInput: the rules of the consumer's version.
 	CheckInput func(consumer negotiate.Version, body []byte) []InputError
 	// TranslateInput rewrites a RunAgentInput for the producer when plan
 	// says it must be translated. It must leave forwardedProps byte for byte
 	// as it was; body is borrowed for the call. An error answers 400. nil
-	// forwards the input unchanged.
+	// means the translate package's input chain, reporting to the
+	// Translator's observer.
 	TranslateInput func(plan negotiate.InputPlan, body []byte) ([]byte, error)
 	// Log receives one INFO line per run and the errors; nil discards.
 	Log *zap.Logger
@@ -183,6 +185,18 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
+// translateInput applies the TranslateInput hook, or by default the input
+// chain of the translate package with the translator's observer (lossy
+// steps warn once per shape, when the input is done).
+func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte) ([]byte, error) {
+	if r.TranslateInput != nil {
+		return r.TranslateInput(plan, body)
+	}
+	out, run := translate.TranslateInput(plan, body, r.translator.Observer)
+	run.Finish()
+	return out, nil
+}
+
 // Handle serves one request: a run, or anything else proxied unchanged.
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	r.once.Do(r.init)
@@ -280,7 +294,7 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	}
 	check := r.CheckInput
 	if check == nil {
-		check = func(_ negotiate.Version, b []byte) []InputError { return CheckInput(b) }
+		check = JudgeInput
 	}
 	if errs := check(cv, body); len(errs) > 0 {
 		r.refuse(ctx, rep, problemInput(errs))
@@ -290,8 +304,8 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	// Input translation: the one place where the consumer's RunAgentInput
 	// is rewritten for the producer (forwardedProps stays byte for byte).
 	in := body
-	if plan := negotiate.DecideInput(cv, r.ProducerVersion); plan.Translate && r.TranslateInput != nil {
-		if in, err = r.TranslateInput(plan, body); err != nil {
+	if plan := negotiate.DecideInput(cv, r.ProducerVersion); plan.Translate {
+		if in, err = r.translateInput(plan, body); err != nil {
 			r.refuse(ctx, rep, problemInput([]InputError{{"", "cannot be translated for the producer: " + err.Error()}}))
 			return
 		}
