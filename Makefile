@@ -1,14 +1,23 @@
-# make test runs every test of the module. Keep targets plain so that other
-# steps (conformance tests, linters) can be added as prerequisites.
+# make test runs every test of the module, then the conformance suite
+# against the published @ag-ui/client releases (its Node packages are
+# installed from conformance/package-lock.json on first use).
 GO ?= go
 
-.PHONY: test bench build
+.PHONY: test unit conformance conformance-deps bench build
 
-test:
-	$(GO) test ./...
+test: unit conformance
+
+unit:
+	$(GO) test $$($(GO) list ./... | grep -v /conformance)
+
+conformance: conformance-deps
+	./conformance/run.sh
+
+conformance-deps:
+	./conformance/setup.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./relay/...
+	$(GO) test -run '^$$' -bench . -benchmem ./relay/... ./translate/... ./rules/...
 
 build:
 	$(GO) build -o agui-relay .

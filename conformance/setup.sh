@@ -5,7 +5,13 @@
 set -eu
 cd "$(dirname "$0")"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	echo "conformance/setup.sh: node and npm (Node.js 20+) are required" >&2
+	# A machine without Node.js: install Debian's when we may (CI runs as root).
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+	fi
+fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	echo "conformance/setup.sh: node and npm (Node.js 18+) are required" >&2
 	exit 1
 fi
 stamp=node_modules/.package-lock.json
