@@ -21,28 +21,7 @@ type Chain struct {
 // EventChain builds the chain that shapes events for target from the
 // registry's steps (see Registry).
 func EventChain(target negotiate.Version, steps []*Step) *Chain {
-	c := &Chain{concerns: map[string]bool{}}
-	var ups, downs, late []*Step
-	for _, s := range steps {
-		if s.Direction != Events || !s.Applies(target) {
-			continue
-		}
-		switch {
-		case s.Kind == Upgrade:
-			ups = append(ups, s)
-		case s.Late:
-			late = append(late, s)
-		default:
-			downs = append(downs, s)
-		}
-	}
-	// Registry order is oldest change first: upgrades run in that order,
-	// downgrades in reverse, walking the stream back one version at a time.
-	c.Steps = append(c.Steps, ups...)
-	for i := len(downs) - 1; i >= 0; i-- {
-		c.Steps = append(c.Steps, downs[i])
-	}
-	c.Steps = append(c.Steps, late...)
+	c := &Chain{concerns: map[string]bool{}, Steps: order(Events, target, steps)}
 	for _, s := range c.Steps {
 		if s.Types == nil {
 			c.anyType = true
@@ -137,4 +116,31 @@ func (s *Step) concernsType(typ []byte) bool {
 		}
 	}
 	return false
+}
+
+// order picks the steps of one direction that apply to target and puts them
+// in the order they run: upgrades of retired shapes (oldest change first),
+// then downgrades from the newest change down to the target, walking back
+// one version at a time, then Late steps (which judge what the others left).
+// steps is in registry order, oldest change first.
+func order(dir Direction, target negotiate.Version, steps []*Step) []*Step {
+	var ups, downs, late []*Step
+	for _, s := range steps {
+		if s.Direction != dir || !s.Applies(target) {
+			continue
+		}
+		switch {
+		case s.Kind == Upgrade:
+			ups = append(ups, s)
+		case s.Late:
+			late = append(late, s)
+		default:
+			downs = append(downs, s)
+		}
+	}
+	chain := ups
+	for i := len(downs) - 1; i >= 0; i-- {
+		chain = append(chain, downs[i])
+	}
+	return append(chain, late...)
 }

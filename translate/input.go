@@ -23,25 +23,7 @@ import (
 // (oldest change first), then downgrades from the newest change down to the
 // target, then Late steps (judging what the others left).
 func InputChain(target negotiate.Version, steps []*Step) []*Step {
-	var ups, downs, late, chain []*Step
-	for _, s := range steps {
-		if s.Direction != Input || s.Input == nil || !s.Applies(target) {
-			continue
-		}
-		switch {
-		case s.Kind == Upgrade:
-			ups = append(ups, s)
-		case s.Late:
-			late = append(late, s)
-		default:
-			downs = append(downs, s)
-		}
-	}
-	chain = append(chain, ups...)
-	for i := len(downs) - 1; i >= 0; i-- {
-		chain = append(chain, downs[i])
-	}
-	return append(chain, late...)
+	return order(Input, target, steps)
 }
 
 // TranslateInput shapes one RunAgentInput for the producer, as plan decided

@@ -60,33 +60,10 @@ var inputBinaryToMedia = &Step{
 		if !bytes.Contains(in, binaryMark) {
 			return in
 		}
-		// The event step's rewriter records both the drops and its
-		// conversions, so that they are applied in one pass.
 		var b binaryRun
-		w := &b.rewriter
-		EachElement(Sub(Root(in), "messages"), func(_ int, m gjson.Result) {
-			content := Sub(m, "content")
-			if !content.IsArray() {
-				return
-			}
-			w.items = Items(content, w.items[:0])
-			w.ed.DeleteItems(w.items, func(i int) bool {
-				p := w.items[i].Value
-				if Sub(p, "type").Str != "binary" || Sub(p, "data").Exists() || Sub(p, "url").Exists() || !Sub(p, "id").Exists() {
-					return false
-				}
-				r.Lost(inputMessages+".content.binary(id only)",
-					"a binary part with only an id (a file reference, no data or url) has no media-part equivalent",
-					"a consumer that sends media parts (image/audio/video/document) with a data or url source")
-				return true
-			})
-			for _, it := range w.items {
-				if Sub(it.Value, "type").Str == "binary" {
-					b.convert(r, it.Value, inputMessages)
-				}
-			}
-		})
-		return applyInput(in, &w.ed)
+		b.upgradeMessages(r, Sub(Root(in), "messages"), inputMessages,
+			"a consumer that sends media parts (image/audio/video/document) with a data or url source")
+		return applyInput(in, &b.ed)
 	},
 }
 

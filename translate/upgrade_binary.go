@@ -51,6 +51,15 @@ func (b *binaryRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		return
 	}
 	msgs, shape := messagesOf(ev, string(r.EventType()))
+	b.upgradeMessages(r, msgs, shape, "a producer that sends media parts (image/audio/video/document) with a data or url source")
+	b.emit(ev, emit)
+}
+
+// upgradeMessages records, for every message of msgs (document offsets),
+// the conversion of its binary parts to media parts and the removal of
+// id-only ones, which have no media equivalent (a lossy step: upgrade names
+// what the peer should send instead). Both directions share it.
+func (b *binaryRun) upgradeMessages(r *Run, msgs gjson.Result, shape, upgrade string) {
 	w := &b.rewriter
 	EachElement(msgs, func(_ int, m gjson.Result) {
 		content := Sub(m, "content")
@@ -68,18 +77,15 @@ func (b *binaryRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 			}
 			r.Lost(shape+".content.binary(id only)",
 				"a binary part with only an id (a file reference, no data or url) has no media-part equivalent",
-				"a producer that sends media parts (image/audio/video/document) with a data or url source")
+				upgrade)
 			return true
 		})
 		for _, it := range b.parts {
-			p := it.Value
-			if Sub(p, "type").Str != "binary" {
-				continue
+			if Sub(it.Value, "type").Str == "binary" {
+				b.convert(r, it.Value, shape)
 			}
-			b.convert(r, p, shape)
 		}
 	})
-	w.emit(ev, emit)
 }
 
 // convert records the rewrite of one binary part p (document offsets) to a

@@ -53,40 +53,13 @@ func (t *toolPartsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 }
 
 // flatten records the replacement of a parts array (document offsets) by the
-// JSON string of its text.
+// JSON string of its text (see flattenParts; a malformed part leaves the
+// content as it is).
 func (t *toolPartsRun) flatten(r *Run, content gjson.Result, shape string) {
-	if !content.IsArray() {
+	var ok bool
+	if t.lost, ok = flattenParts(&t.ed, content, t.lost[:0]); !ok {
 		return
 	}
-	ed := &t.ed
-	mark := ed.Begin()
-	ed.AppendString(`"`)
-	t.lost = t.lost[:0]
-	valid := true
-	content.ForEach(func(_, p gjson.Result) bool {
-		pt := p.Get("type")
-		if !p.IsObject() || pt.Type != gjson.String {
-			valid = false
-			return false
-		}
-		if pt.Str == "text" {
-			text := p.Get("text")
-			if text.Type != gjson.String {
-				valid = false
-				return false
-			}
-			ed.AppendString(StringBody(text))
-			return true
-		}
-		t.lost = append(t.lost, partShape(pt.Str))
-		return true
-	})
-	if !valid {
-		ed.Rollback(mark)
-		return
-	}
-	ed.AppendString(`"`)
-	ed.Commit(content.Index, content.Index+len(content.Raw), mark)
 	r.Translated(shape + " (parts)")
 	for _, p := range t.lost {
 		r.Lost(shape+"."+p, "@ag-ui/client "+r.To.String()+" reads tool content as a string: only the text parts were kept",
