@@ -14,4 +14,6 @@ require (
 	github.com/valyala/fasthttp v1.78.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
+	go.yaml.in/yaml/v2 v2.4.4 // indirect
+	sigs.k8s.io/yaml v1.6.0 // indirect
 )
