@@ -409,7 +409,7 @@ func heapProfile(cfg Config, name string, n int, admin string) {
 	dir := filepath.Join(cfg.OutDir, "profiles")
 	os.MkdirAll(dir, 0o755)
 	slug := strings.NewReplacer(" ", "-", "→", "-to-").Replace(name)
-	for _, p := range []struct{ path, ext string }{{"/debug/pprof/heap?gc=1", "heap.pb.gz"}, {"/debug/pprof/goroutine?debug=1", "goroutines.txt"}} {
+	for _, p := range []struct{ path, ext string }{{"/debug/pprof/heap?gc=1", "heap.pb.gz"}, {"/debug/pprof/heap?debug=1", "memstats.txt"}, {"/debug/pprof/goroutine?debug=1", "goroutines.txt"}} {
 		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + admin + p.path)
 		if err != nil {
 			cfg.logf("   profile: %v", err)
