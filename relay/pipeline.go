@@ -5,8 +5,10 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
 )
 
@@ -63,6 +65,10 @@ type Stream struct {
 
 	// Events and Bytes count what was written.
 	Events, Bytes int
+	// NotJSON counts the events relayed untouched because their data is
+	// not JSON, among those the relay parses: events a translation step
+	// concerns. Events passed through byte for byte are not parsed.
+	NotJSON int
 	// InRun is true between a RUN_STARTED and its terminal event.
 	InRun bool
 	// Runs counts RUN_STARTED events seen; LastError is the message of the
@@ -102,9 +108,17 @@ func (s *Stream) Frame(f Frame) error {
 	} else if !s.decided {
 		s.decide(negotiate.Peer{Configured: s.producer.Configured})
 	}
+	shape := s.cr != nil && s.cr.Concerns(typ)
+	if shape && !rules.Valid(unsafe.String(unsafe.SliceData(f.Data), len(f.Data))) {
+		// Not JSON (or nested deeper than rules.MaxNesting): never
+		// repaired, never dropped, relayed as it came; every consumer fails
+		// the run on it and says why.
+		shape = false
+		s.NotJSON++
+	}
 	var err error
 	switch {
-	case s.cr == nil || !s.cr.Concerns(typ):
+	case !shape:
 		s.countEvent(typ)
 		if f.Canonical {
 			err = s.write(f.Raw)

@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"strconv"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
@@ -98,11 +99,14 @@ func JudgeInput(v negotiate.Version, body []byte) []InputError {
 }
 
 // CheckInput is the minimal structural check of a RunAgentInput the relay
-// makes before judging it (Relay.CheckInput): the body is
-// a JSON object with string threadId and runId and an array messages, and
-// protocolVersion, when present, is a string. It returns nil when the input
-// passes.
+// makes before judging it (Relay.CheckInput): the body is a JSON object,
+// nested at most rules.MaxNesting deep, with string threadId and runId and
+// an array messages, and protocolVersion, when present, is a string. It
+// returns nil when the input passes.
 func CheckInput(body []byte) []InputError {
+	if !rules.NestingWithin(unsafe.String(unsafe.SliceData(body), len(body)), rules.MaxNesting) {
+		return []InputError{{"", "nested deeper than " + strconv.Itoa(rules.MaxNesting) + " levels"}}
+	}
 	if !gjson.ValidBytes(body) {
 		return []InputError{{"", "not valid JSON"}}
 	}
@@ -130,4 +134,9 @@ func CheckInput(body []byte) []InputError {
 		errs = append(errs, InputError{"/protocolVersion", "must be a string"})
 	}
 	return errs
+}
+
+func problemTarget() *Problem {
+	return &Problem{Type: "urn:agui-relay:bad-target", Title: "The request target is not a path", Status: fasthttp.StatusBadRequest,
+		Detail: `the relay forwards to its configured upstream only: send a path ("/agent?x=1"), not a URL, an authority or "*"`}
 }

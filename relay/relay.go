@@ -36,6 +36,15 @@ import (
 // breaks while the consumer is owed a terminal event (see Stream.Owed), it
 // writes a RUN_ERROR of its own first, and it logs.
 //
+// An event whose data is not JSON is relayed untouched, in its place, and
+// the stream goes on: the relay never repairs or drops it, and adds no
+// RUN_ERROR, because every consumer fails the run on it with its own parse
+// error (which names the producer's bytes better than the relay could). On
+// a run it translates, the relay logs such events with a count; events it
+// passes through byte for byte it does not parse. A producer answer the
+// relay cannot read as events (not text/event-stream, or compressed other
+// than gzip, which it decodes) is passed on as it is.
+//
 // Set the fields, then use Handle (or Server) from any number of goroutines;
 // the fields must not change once the first request is handled.
 type Relay struct {
@@ -200,6 +209,13 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte) ([]byte, e
 // Handle serves one request: a run, or anything else proxied unchanged.
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	r.once.Do(r.init)
+	if t := ctx.RequestURI(); len(t) == 0 || t[0] != '/' {
+		// Absolute-form ("http://other/x"), CONNECT's authority-form or
+		// "*": appended to Upstream, such a target could name another
+		// host. The relay forwards to its upstream and nowhere else.
+		problemTarget().Write(ctx)
+		return
+	}
 	if isRun(ctx) {
 		r.run(ctx)
 		return
@@ -327,9 +343,11 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	}
 	rep.Status = resp.StatusCode()
 	body2, streamed := resp.BodyStream().(fasthttp.ReadCloserWithError)
-	if rep.Status < 200 || rep.Status > 299 || !isEventStream(resp.Header.ContentType()) || !streamed {
-		// Not an event stream: the producer's answer goes to the consumer
-		// as it is (an error status, a JSON answer, a binary transport).
+	gz, readable := contentCoding(resp.Header.ContentEncoding())
+	if rep.Status < 200 || rep.Status > 299 || !isEventStream(resp.Header.ContentType()) || !streamed || !readable {
+		// Not an event stream the relay can read: the producer's answer
+		// goes to the consumer as it is (an error status, a JSON answer, a
+		// binary transport, a compression the relay does not decode).
 		r.passThrough(ctx, resp, func() {
 			rep.Duration = time.Since(rep.Start)
 			r.report(rep)
@@ -339,6 +357,13 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 
 	ctx.SetStatusCode(rep.Status)
 	copyResponseHeaders(&ctx.Response.Header, &resp.Header)
+	if gz {
+		// Compressed although the relay asked for identity: decoded, so
+		// that the events are read and shaped like any others, and sent on
+		// uncompressed.
+		ctx.Response.Header.Del(fasthttp.HeaderContentEncoding)
+		body2 = &gunzipBody{body: body2}
+	}
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no") // nginx in front: do not buffer
 	ctx.Response.ImmediateHeaderFlush = true
@@ -430,8 +455,8 @@ func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response,
 		ub.cancel(abort)
 	case rerr == io.EOF:
 		abort = nil // the producer finished before any timer could matter
-		if st.InRun {
-			r.log.Warn("the producer ended the stream inside a run, without RUN_FINISHED or RUN_ERROR; relayed as it was",
+		if st.Owed() {
+			r.log.Warn("the producer ended the stream without RUN_FINISHED or RUN_ERROR; relayed as it was",
 				zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
 		}
 	default:
@@ -446,6 +471,10 @@ func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response,
 		if _, err := st.Fail(abort.Cause, abort.Code); err != nil {
 			werr = err
 		}
+	}
+	if st.NotJSON > 0 {
+		r.log.Warn("the producer sent events that are not JSON; relayed untouched for the consumer to report",
+			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
 	}
 	if werr == nil {
 		werr = w.Flush()

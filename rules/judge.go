@@ -69,7 +69,7 @@ func KnownEventType(v negotiate.Version, typ []byte) bool {
 // the caller may keep. For listings, not the hot path: it does not validate.
 func PeekType(ev []byte) string {
 	doc := unsafe.String(unsafe.SliceData(ev), len(ev))
-	if i := skipWS(doc, 0); i == len(doc) || doc[i] != '{' || !gjson.Valid(doc) {
+	if i := skipWS(doc, 0); i == len(doc) || doc[i] != '{' || !Valid(doc) {
 		return ""
 	}
 	t := memberOf(strings.TrimSpace(doc), "type")
@@ -104,6 +104,10 @@ type judge struct {
 // object. The walk below relies on that validation.
 func (j *judge) document(b []byte, what string) (string, bool) {
 	str := unsafe.String(unsafe.SliceData(b), len(b))
+	if !NestingWithin(str, MaxNesting) {
+		j.add(Malformed, "", "max-depth:"+strconv.Itoa(MaxNesting), what, true)
+		return "", false
+	}
 	if !gjson.Valid(str) {
 		j.add(Malformed, "", "invalid-json", what, true)
 		return "", false

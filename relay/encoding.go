@@ -1,0 +1,48 @@
+package relay
+
+import (
+	"bytes"
+	"compress/gzip"
+
+	"github.com/valyala/fasthttp"
+)
+
+// contentCoding reads the Content-Encoding of a producer's answer: gz
+// reports gzip, which the relay decodes; readable that the relay can read
+// the events at all (no coding, identity or gzip). The relay asks for
+// identity, but a producer, or a proxy in front of it, may compress anyway.
+func contentCoding(ce []byte) (gz, readable bool) {
+	ce = bytes.TrimSpace(ce)
+	switch {
+	case len(ce) == 0 || bytes.EqualFold(ce, []byte("identity")):
+		return false, true
+	case bytes.EqualFold(ce, []byte("gzip")) || bytes.EqualFold(ce, []byte("x-gzip")):
+		return true, true
+	}
+	return false, false
+}
+
+// gunzipBody decodes a gzip answer as it streams. Read is called only by
+// the goroutine that reads the stream (the decoder is made there, at the
+// first read, since making it reads the gzip header); CloseWithError may
+// come from any goroutine and goes to the producer's stream, which
+// interrupts a read in flight.
+type gunzipBody struct {
+	body fasthttp.ReadCloserWithError
+	zr   *gzip.Reader
+}
+
+func (g *gunzipBody) Read(p []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.body)
+		if err != nil {
+			return 0, err
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(p)
+}
+
+func (g *gunzipBody) CloseWithError(err error) error { return g.body.CloseWithError(err) }
+
+var _ fasthttp.ReadCloserWithError = (*gunzipBody)(nil)
