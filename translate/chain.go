@@ -12,22 +12,22 @@ import (
 // built once per target and shared; per-run state lives in ChainRun.
 type Chain struct {
 	Steps []*Step
-	// concerns maps an event type to whether any step concerns it; steps
-	// with nil Types concern every type.
-	concerns map[string]bool
-	anyType  bool
+	// byType lists, per event type, the steps that name it in Types;
+	// anyType the steps with nil Types, which may concern any event.
+	byType  map[string][]int
+	anyType []int
 }
 
 // EventChain builds the chain that shapes events for target from the
 // registry's steps (see Registry).
 func EventChain(target negotiate.Version, steps []*Step) *Chain {
-	c := &Chain{concerns: map[string]bool{}, Steps: order(Events, target, steps)}
-	for _, s := range c.Steps {
+	c := &Chain{byType: map[string][]int{}, Steps: order(Events, target, steps)}
+	for i, s := range c.Steps {
 		if s.Types == nil {
-			c.anyType = true
+			c.anyType = append(c.anyType, i)
 		}
 		for _, t := range s.Types {
-			c.concerns[t] = true
+			c.byType[t] = append(c.byType[t], i)
 		}
 	}
 	return c
@@ -36,7 +36,7 @@ func EventChain(target negotiate.Version, steps []*Step) *Chain {
 // Concerns reports whether any step of the chain may touch an event of type
 // typ. When it does not, the event's bytes are forwarded as they are.
 func (c *Chain) Concerns(typ []byte) bool {
-	return c.anyType || c.concerns[string(typ)]
+	return len(c.anyType) > 0 || len(c.byType[string(typ)]) > 0
 }
 
 // ChainRun is a chain applied to one run.
@@ -44,6 +44,9 @@ type ChainRun struct {
 	Run   *Run
 	chain *Chain
 	state []EventStep
+	// wants holds each step's state as a Wanter, nil when it is none (every
+	// event of its types goes to it).
+	wants []Wanter
 	emits []func([]byte)
 	out   func([]byte)
 
@@ -59,8 +62,10 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
 	cr := &ChainRun{Run: r, chain: c, out: out, declare: plan.Declare, declared: plan.Declared}
 	cr.state = make([]EventStep, len(c.Steps))
 	cr.emits = make([]func([]byte), len(c.Steps)+1)
+	cr.wants = make([]Wanter, len(c.Steps))
 	for i, s := range c.Steps {
 		cr.state[i] = s.NewEvent()
+		cr.wants[i], _ = cr.state[i].(Wanter)
 	}
 	for i := range c.Steps {
 		next := i + 1
@@ -73,6 +78,26 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
 // when it does not, the caller forwards the event's bytes as they are.
 func (cr *ChainRun) Concerns(typ []byte) bool {
 	return (cr.declare != negotiate.DeclareKeep && string(typ) == "RUN_STARTED") || cr.chain.Concerns(typ)
+}
+
+// ConcernsEvent is Concerns asked of the event itself: steps that take any
+// type and can tell cheaply that ev is none of their business (Wanter) do
+// not pull it in. This is the relay's question on every event of a
+// translated run, so that the events no step wants cost a peek and a copy.
+func (cr *ChainRun) ConcernsEvent(typ, ev []byte) bool {
+	if cr.declare != negotiate.DeclareKeep && string(typ) == "RUN_STARTED" {
+		return true
+	}
+	return cr.wanted(cr.chain.byType[string(typ)], typ, ev) || cr.wanted(cr.chain.anyType, typ, ev)
+}
+
+func (cr *ChainRun) wanted(steps []int, typ, ev []byte) bool {
+	for _, i := range steps {
+		if cr.wants[i] == nil || cr.wants[i].Wants(cr.Run, typ, ev) {
+			return true
+		}
+	}
+	return false
 }
 
 // Push feeds one event into the chain. ev is borrowed.
@@ -95,7 +120,7 @@ func (cr *ChainRun) push(i int, ev []byte) {
 	// most of what a step that does not concern the event costs.
 	typ := PeekType(ev)
 	for ; i < len(steps); i++ {
-		if steps[i].concernsType(typ) {
+		if steps[i].concernsType(typ) && (cr.wants[i] == nil || cr.wants[i].Wants(cr.Run, typ, ev)) {
 			prev, prevType := cr.Run.step, cr.Run.typ
 			cr.Run.step, cr.Run.typ = steps[i], typ
 			cr.state[i].Apply(cr.Run, ev, cr.emits[i])

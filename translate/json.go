@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -11,6 +12,16 @@ import (
 // returns nil when there is no string "type" member. Escaped type strings
 // are returned undecoded (no event type needs an escape).
 func PeekType(ev []byte) []byte {
+	// Every AG-UI encoder writes the type first: read it without a parse
+	// when the event starts exactly so (no whitespace, no escape). Like
+	// gjson, this takes the first "type" member of an event that repeats it.
+	const lead = `{"type":"`
+	if len(ev) > len(lead) && string(ev[:len(lead)]) == lead {
+		rest := ev[len(lead):]
+		if i := bytes.IndexByte(rest, '"'); i > 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
+			return rest[:i:i]
+		}
+	}
 	r := gjson.Get(unsafe.String(unsafe.SliceData(ev), len(ev)), "type")
 	if r.Type != gjson.String || r.Index <= 0 || len(r.Raw) < 2 {
 		return nil

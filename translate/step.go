@@ -55,6 +55,15 @@ type EventStep interface {
 	Apply(r *Run, ev []byte, emit func([]byte))
 }
 
+// Wanter is implemented by the per-run state of a step that can tell, from
+// an event's type and bytes alone and cheaply, whether the event concerns
+// it (a step with nil Types, which may concern any type, above all). An
+// event that no step wants leaves the chain as its bytes; a step whose state
+// is no Wanter is handed every event of its types.
+type Wanter interface {
+	Wants(r *Run, typ, ev []byte) bool
+}
+
 // InputStep rewrites a whole RunAgentInput. It returns the input unchanged
 // (the same slice) when nothing concerns it. It must never touch
 // forwardedProps.

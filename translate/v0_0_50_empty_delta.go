@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"bytes"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -32,6 +34,12 @@ var emptyDelta = &Step{
 
 // emptyDeltaRun keeps no state: each event is judged on its own.
 type emptyDeltaRun struct{}
+
+// Wants: an empty delta is an empty string somewhere in the event; content
+// events without one pass untouched.
+func (emptyDeltaRun) Wants(_ *Run, _, ev []byte) bool { return bytes.Contains(ev, emptyString) }
+
+var emptyString = []byte(`""`)
 
 func (emptyDeltaRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	d := Get(ev, "delta")

@@ -34,6 +34,12 @@ type runAfterErrorRun struct {
 	decided  bool
 }
 
+// Wants: the run's first event (it decides), every event of a dropped run,
+// and a RUN_ERROR (it marks the stream).
+func (a *runAfterErrorRun) Wants(r *Run, typ, _ []byte) bool {
+	return r.Stream != nil && (!a.decided || a.dropping || string(typ) == "RUN_ERROR")
+}
+
 func (a *runAfterErrorRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	st := r.Stream
 	if st == nil {

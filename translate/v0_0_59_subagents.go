@@ -43,6 +43,11 @@ type subagentsRun struct {
 	inner []Item
 }
 
+// Wants: SUBAGENT_* events, and events that mention a subagentRunId.
+func (s *subagentsRun) Wants(_ *Run, typ, ev []byte) bool {
+	return bytes.HasPrefix(typ, subagentEvent) || bytes.Contains(ev, subagentTag)
+}
+
 func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	typ := r.EventType()
 	if bytes.HasPrefix(typ, subagentEvent) {

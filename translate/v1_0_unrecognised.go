@@ -47,6 +47,16 @@ type unrecognisedRun struct {
 	drops []string // pointers of the material to remove
 }
 
+// Wants: event types the consumer does not know, and the events whose
+// unions (roles, parts, outcomes) it judges.
+func (u *unrecognisedRun) Wants(r *Run, typ, _ []byte) bool {
+	switch string(typ) {
+	case "MESSAGES_SNAPSHOT", "RUN_STARTED", "RUN_FINISHED":
+		return true
+	}
+	return typ != nil && !rules.KnownEventType(r.To, typ)
+}
+
 func (u *unrecognisedRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	typ := r.EventType()
 	if typ == nil {

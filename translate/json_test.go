@@ -1,0 +1,79 @@
+package translate
+
+import (
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// The fast path of PeekType must agree with a full parse on every shape of
+// event, including those it leaves to gjson.
+func TestPeekTypeAgreesWithGjson(t *testing.T) {
+	for _, ev := range []string{
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`,
+		`{ "type" : "RUN_STARTED" }`,
+		`{"messageId":"m","type":"TEXT_MESSAGE_END"}`,
+		`{"type":"A\"B","x":1}`,
+		`{"type":"","x":1}`,
+		`{"type":"RAW","type":"CUSTOM"}`,
+		`{"type":7}`,
+		`{"type":"`,
+		`{"typ":"X"}`,
+		`[1,2]`,
+		``,
+	} {
+		got := PeekType([]byte(ev))
+		r := gjson.Get(ev, "type")
+		want := ""
+		if r.Type == gjson.String && len(r.Raw) >= 2 {
+			want = r.Raw[1 : len(r.Raw)-1]
+		}
+		if string(got) != want {
+			t.Errorf("PeekType(%s) = %q, want %q", ev, got, want)
+		}
+	}
+}
+
+// Events that no catch-all step wants are not pulled into a translated run's
+// chain, so they leave as their bytes; those a step may change are.
+func TestConcernsEventAsksCatchAllSteps(t *testing.T) {
+	c := EventChain(negotiate.MustParse("0.0.45"), Registry())
+	run := NewRun(Events, negotiate.Current, negotiate.MustParse("0.0.45"), nil)
+	run.Stream = &StreamState{}
+	cr := c.Start(run, negotiate.Plan{}, func([]byte) {})
+	cr.Push([]byte(`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`))
+	tests := []struct {
+		ev   string
+		want bool
+	}{
+		{`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hello"}`, false},
+		{`{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"{}"}`, false},
+		{`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi","subagentRunId":"s1"}`, true}, // attribution stripped
+		{`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x","rawEvent":null}`, false},      // null-means-absent is a 1.0 upgrade
+		{`{"type":"SUBAGENT_STARTED","subagentRunId":"s1","name":"n"}`, true},
+		{`{"type":"USAGE_METADATA","tokens":3}`, true},                       // unknown to 0.0.45: removed
+		{`{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`, true},         // outcomes judged
+		{`{"type":"RUN_ERROR","message":"m"}`, true},                         // marks the stream
+		{`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}`, true}, // empty deltas dropped before 0.0.50
+	}
+	for _, tc := range tests {
+		ev := []byte(tc.ev)
+		if got := cr.ConcernsEvent(PeekType(ev), ev); got != tc.want {
+			t.Errorf("ConcernsEvent(%s) = %v, want %v", tc.ev, got, tc.want)
+		}
+	}
+	v1 := EventChain(negotiate.Current, Registry())
+	cr1 := v1.Start(NewRun(Events, negotiate.Version{}, negotiate.Current, nil), negotiate.Plan{}, func([]byte) {})
+	for ev, want := range map[string]bool{
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`:                 false,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x","rawEvent":null}`: true,
+		`{"type":"USAGE_METADATA","tokens":3}`:                                        false, // a 1.0 consumer gets it untouched
+		`{"type":"THINKING_START"}`:                                                   true,
+	} {
+		if got := cr1.ConcernsEvent(PeekType([]byte(ev)), []byte(ev)); got != want {
+			t.Errorf("1.0: ConcernsEvent(%s) = %v, want %v", ev, got, want)
+		}
+	}
+}
