@@ -51,6 +51,13 @@ type Relay struct {
 	// Upstream is the producer's base URL, "http://host:port/prefix"; the
 	// path and query of each request are appended to it. Required.
 	Upstream string
+	// Route names the route this relay serves (see Router), for logs and
+	// metrics; it is copied into every RunReport. Empty outside a Router.
+	Route string
+	// StripPrefix, when set, is removed from the front of each request's
+	// path before the path is appended to Upstream (a route's stripPrefix),
+	// and sent to the producer as X-Forwarded-Prefix.
+	StripPrefix string
 	// Client sends requests to the producer; nil means NewClient with
 	// default options.
 	Client Doer
@@ -106,6 +113,8 @@ type Relay struct {
 
 // RunReport describes one relayed run, for the log and for metrics.
 type RunReport struct {
+	// Route is the Relay's Route.
+	Route string
 	// RunID and ThreadID are the input's.
 	RunID, ThreadID string
 	// URL is where the run was sent.
@@ -242,10 +251,18 @@ func isRun(ctx *fasthttp.RequestCtx) bool {
 // method, path, query and end-to-end headers, sent to Upstream.
 func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	req := fasthttp.AcquireRequest()
-	req.SetRequestURI(r.base + string(ctx.RequestURI()))
+	uri := ctx.RequestURI()
+	strip := r.StripPrefix != "" && bytes.HasPrefix(uri, []byte(r.StripPrefix))
+	if strip {
+		uri = uri[len(r.StripPrefix):]
+	}
+	req.SetRequestURI(r.base + string(uri))
 	req.Header.SetMethodBytes(ctx.Method())
 	copyRequestHeaders(&req.Header, &ctx.Request.Header)
 	setForwarded(&req.Header, ctx)
+	if strip {
+		req.Header.Set("X-Forwarded-Prefix", r.StripPrefix)
+	}
 	return req
 }
 
@@ -282,7 +299,7 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 
 // run relays one run.
 func (r *Relay) run(ctx *fasthttp.RequestCtx) {
-	rep := &RunReport{Start: time.Now()}
+	rep := &RunReport{Route: r.Route, Start: time.Now()}
 	body := ctx.Request.Body()
 	if len(body) > r.maxBody() {
 		r.refuse(ctx, rep, problemTooLarge(r.maxBody()))

@@ -1,0 +1,290 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+)
+
+// Route sends the requests whose path is Prefix, or lies below it, to
+// Relay: one relay in front of several agents.
+type Route struct {
+	// Name identifies the route in logs and metrics.
+	Name string
+	// Prefix is "/" (every path) or a path without a trailing slash
+	// ("/agents/a"), matched on segment boundaries: "/agents/a" matches
+	// "/agents/a", "/agents/a/run" and "/agents/a?x=1", not "/agents/ab".
+	// It is matched against the path as the consumer sent it, before
+	// percent-decoding and dot-segment removal, because that is the path
+	// the relay forwards.
+	Prefix string
+	// Relay serves the route. Its fields must not change once the table is
+	// in use.
+	Relay *Relay
+}
+
+// Table is an immutable routing table. Several requests may use one at the
+// same time; a Router swaps whole tables.
+type Table struct {
+	routes  []Route // longest prefix first
+	maxBody int
+	// refs counts the requests that took this table and whose handler has
+	// not returned (see Router.acquire).
+	refs atomic.Int64
+}
+
+// NewTable checks the routes (names and prefixes present, well formed and
+// unique, a Relay each) and returns them as a table.
+func NewTable(routes []Route) (*Table, error) {
+	if len(routes) == 0 {
+		return nil, errors.New("no routes")
+	}
+	t := &Table{routes: append([]Route(nil), routes...)}
+	names, prefixes := map[string]bool{}, map[string]string{}
+	for _, r := range t.routes {
+		if r.Name == "" {
+			return nil, fmt.Errorf("route with prefix %q: no name", r.Prefix)
+		}
+		if names[r.Name] {
+			return nil, fmt.Errorf("route %q: the name is used twice", r.Name)
+		}
+		names[r.Name] = true
+		if err := CheckPrefix(r.Prefix); err != nil {
+			return nil, fmt.Errorf("route %q: prefix: %v", r.Name, err)
+		}
+		if other, ok := prefixes[r.Prefix]; ok {
+			return nil, fmt.Errorf("route %q: prefix %q is route %q's already", r.Name, r.Prefix, other)
+		}
+		prefixes[r.Prefix] = r.Name
+		if r.Relay == nil {
+			return nil, fmt.Errorf("route %q: no relay", r.Name)
+		}
+		t.maxBody = max(t.maxBody, r.Relay.maxBody())
+	}
+	sort.SliceStable(t.routes, func(i, j int) bool { return len(t.routes[i].Prefix) > len(t.routes[j].Prefix) })
+	return t, nil
+}
+
+// CheckPrefix says what is wrong with a route prefix, nil when nothing is:
+// "/" or an absolute path without a trailing slash, empty or dot segments,
+// query, fragment, percent-escapes or spaces.
+func CheckPrefix(p string) error {
+	switch {
+	case p == "/":
+		return nil
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%q: want an absolute path such as /agents/a", p)
+	case strings.HasSuffix(p, "/"):
+		return fmt.Errorf("%q: want no trailing slash (%q matches %q/… already)", p, strings.TrimSuffix(p, "/"), strings.TrimSuffix(p, "/"))
+	case strings.ContainsAny(p, "?#% \t\r\n"):
+		return fmt.Errorf("%q: want a plain path, without query, fragment, percent-escapes or spaces", p)
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("%q: want no empty, . or .. segments", p)
+		}
+	}
+	return nil
+}
+
+// Routes returns the table's routes, longest prefix first.
+func (t *Table) Routes() []Route { return append([]Route(nil), t.routes...) }
+
+// MaxBody is the largest MaxBody of the table's relays.
+func (t *Table) MaxBody() int { return t.maxBody }
+
+// Match returns the route of the longest prefix that path lies at or below,
+// on segment boundaries, nil when none does. path is the request's path as
+// sent, without the query.
+func (t *Table) Match(path []byte) *Route {
+	for i := range t.routes {
+		if prefixMatches(t.routes[i].Prefix, path) {
+			return &t.routes[i]
+		}
+	}
+	return nil
+}
+
+func prefixMatches(prefix string, path []byte) bool {
+	if prefix == "/" {
+		return true
+	}
+	if len(path) < len(prefix) || string(path[:len(prefix)]) != prefix {
+		return false
+	}
+	return len(path) == len(prefix) || path[len(prefix)] == '/'
+}
+
+// Router serves requests through a Table that can be replaced while it runs
+// (a configuration reload). A request takes the table in force when it
+// arrives and keeps the route's Relay, and so its client, timeouts and
+// limits, until it ends; requests that arrive after Swap take the new table.
+// A Router keeps the tables it retired while any of their runs is in
+// flight, so that Active and EndRuns still reach them at shutdown.
+type Router struct {
+	maxBody int
+	log     *zap.Logger
+	cur     atomic.Pointer[Table]
+
+	mu      sync.Mutex
+	retired []*Table
+}
+
+// NewRouter returns a router serving t. maxBody bounds every request body
+// the server reads, for this table and every later one (the server's buffer
+// limit cannot change while it runs); zero means t's largest MaxBody. log
+// receives the server's own errors; nil discards them.
+func NewRouter(t *Table, maxBody int, log *zap.Logger) *Router {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	rt := &Router{maxBody: max(maxBody, t.maxBody), log: log}
+	rt.cur.Store(t)
+	return rt
+}
+
+// MaxBody is the largest request body the router's server reads.
+func (rt *Router) MaxBody() int { return rt.maxBody }
+
+// Table returns the table in force.
+func (rt *Router) Table() *Table { return rt.cur.Load() }
+
+// Swap puts t in force for the requests that arrive from now on; runs in
+// flight finish on the table they started with. It refuses a table whose
+// MaxBody is over the router's, and then keeps the old table.
+func (rt *Router) Swap(t *Table) error {
+	if t.maxBody > rt.maxBody {
+		for _, r := range t.routes {
+			if r.Relay.maxBody() > rt.maxBody {
+				return fmt.Errorf("route %q: maxBody %d is above the %d bytes the relay started with; the server's limit cannot grow while it runs: restart to raise it", r.Name, r.Relay.maxBody(), rt.maxBody)
+			}
+		}
+	}
+	old := rt.cur.Swap(t)
+	rt.mu.Lock()
+	rt.retired = append(rt.retired, old)
+	rt.mu.Unlock()
+	rt.prune()
+	return nil
+}
+
+// acquire takes the table in force for one request. The count it adds is
+// seen by prune: once the table is swapped out, only requests that counted
+// themselves before the swap hold it (a request that counted itself after
+// sees the new table on its second look and lets go).
+func (rt *Router) acquire() *Table {
+	for {
+		t := rt.cur.Load()
+		t.refs.Add(1)
+		if rt.cur.Load() == t {
+			return t
+		}
+		t.refs.Add(-1)
+	}
+}
+
+// prune forgets the retired tables that no request holds and no run
+// streams through, and closes their idle connections to the producers.
+func (rt *Router) prune() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	kept := rt.retired[:0]
+	for _, t := range rt.retired {
+		// A run is tracked by its Relay before its handler returns, so once
+		// no handler holds t (read first), Active sees every run left.
+		if t.refs.Load() > 0 || t.active() > 0 {
+			kept = append(kept, t)
+			continue
+		}
+		for _, r := range t.routes {
+			if c, ok := r.Relay.Client.(interface{ CloseIdleConnections() }); ok {
+				c.CloseIdleConnections()
+			}
+		}
+	}
+	clear(rt.retired[len(kept):])
+	rt.retired = kept
+}
+
+func (t *Table) active() int {
+	n := 0
+	for _, r := range t.routes {
+		n += r.Relay.Active()
+	}
+	return n
+}
+
+// tables returns the table in force and the retired ones still in use.
+func (rt *Router) tables() []*Table {
+	rt.prune()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return append([]*Table{rt.cur.Load()}, rt.retired...)
+}
+
+// Active returns the number of runs streaming now, on every table.
+func (rt *Router) Active() int {
+	n := 0
+	for _, t := range rt.tables() {
+		n += t.active()
+	}
+	return n
+}
+
+// Retired returns the number of swapped-out tables that runs still use.
+func (rt *Router) Retired() int { return len(rt.tables()) - 1 }
+
+// EndRuns calls EndRuns on every relay of every table still in use: the
+// end of a shutdown's grace period.
+func (rt *Router) EndRuns() {
+	for _, t := range rt.tables() {
+		for _, r := range t.routes {
+			r.Relay.EndRuns()
+		}
+	}
+}
+
+// Handle serves one request with the relay of the route its path matches,
+// or answers 404 with a problem when none does.
+func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
+	t := rt.acquire()
+	defer t.refs.Add(-1)
+	path := ctx.URI().PathOriginal()
+	r := t.Match(path)
+	if r == nil {
+		problemNoRoute(string(path)).Write(ctx)
+		return
+	}
+	r.Relay.Handle(ctx)
+}
+
+// Server returns a fasthttp server for the router, configured as
+// Relay.Server is, with the router's body limit.
+func (rt *Router) Server() *fasthttp.Server {
+	t := rt.Table()
+	s := t.routes[0].Relay.Server()
+	s.Handler = rt.Handle
+	s.ErrorHandler = rt.serverError
+	s.MaxRequestBodySize = rt.maxBody
+	s.Logger = zapPrintf{rt.log}
+	return s
+}
+
+func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		problemTooLarge(rt.maxBody).Write(ctx)
+		return
+	}
+	rt.Table().routes[0].Relay.serverError(ctx, err)
+}
+
+func problemNoRoute(path string) *Problem {
+	return &Problem{Type: "urn:agui-relay:no-route", Title: "No route for this path", Status: fasthttp.StatusNotFound,
+		Detail: fmt.Sprintf("the path %q is not at or below the prefix of any route of the relay's configuration", path)}
+}
