@@ -45,6 +45,10 @@ type serveConfig struct {
 	maxConns                         int
 	demoVersion                      negotiate.Version
 	demoPace                         time.Duration
+	// config is the routes file (--config); routes are its routes, read
+	// by parseServe and again on SIGHUP.
+	config string
+	routes []routeConfig
 }
 
 // parseServe reads the serve flags from args and, for flags not given
@@ -53,6 +57,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	c := &serveConfig{maxBody: 64 << 20, maxFrame: 10 << 20}
 	fs := newFlagSet("serve", stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address for relayed traffic")
+	fs.StringVar(&c.config, "config", "", "routes file (YAML or JSON): path prefixes to upstreams, each with its versions, timeouts and limits; the\nflags below are the defaults of what a route leaves out. Re-read on SIGHUP. Empty: one route, every path to --upstream")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz and /metrics")
 	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process (see --demo-version)")
 	fs.Func("producer-version", "what the producer speaks when it does not declare it (1.0, or a legacy SDK release such as 0.0.45).\nEmpty: learnt per run from RUN_STARTED.protocolVersion; absent there means the producer predates the field", versionFlag(&c.producerVersion))
@@ -85,6 +90,13 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 			return nil, fmt.Errorf("--upstream %q: want an http(s) base URL without a query", c.upstream)
 		}
+	}
+	if c.config != "" {
+		routes, err := loadRoutes(c.config, c)
+		if err != nil {
+			return nil, fmt.Errorf("--config %v", err)
+		}
+		c.routes = routes
 	}
 	if c.logFormat != "json" && c.logFormat != "console" {
 		return nil, fmt.Errorf("--log-format %q: want json or console", c.logFormat)
@@ -193,7 +205,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	var at listening
 	upstream := c.upstream
 	var demoSrv *fasthttp.Server
-	if upstream == "" {
+	if upstream == "" && c.config == "" {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return fmt.Errorf("starting the demo agent: %w", err)
@@ -206,21 +218,16 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	}
 
 	counts := &relay.TranslationCounts{} // metrics will read these (OnCount / Snapshot)
-	r := &relay.Relay{
-		Upstream: upstream,
-		Client: relay.NewClient(relay.ClientOptions{
-			ConnectTimeout: negativeIfZero(c.connectTimeout), FirstByteTimeout: negativeIfZero(c.firstByteTimeout),
-			MaxConns: c.maxConns,
-		}),
-		Translator:      &relay.Translator{Observer: &relay.Observer{Log: log, Quiet: c.quietWarnings, Counts: counts}},
-		ConsumerVersion: c.consumerVersion,
-		ProducerVersion: c.producerVersion,
-		MaxBody:         int(c.maxBody),
-		MaxFrame:        int(c.maxFrame),
-		IdleTimeout:     c.idleTimeout,
-		RunTimeout:      c.runTimeout,
-		Log:             log,
+	shared := relayShared{log: log, quiet: c.quietWarnings, counts: counts, named: c.config != ""}
+	routes := c.routes
+	if c.config == "" {
+		routes = []routeConfig{defaultRoute(c, upstream)}
 	}
+	table, err := routeTable(routes, shared)
+	if err != nil {
+		return err
+	}
+	r := relay.NewRouter(table, int(c.maxBody), log)
 	srv := r.Server()
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
@@ -244,7 +251,16 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	go func() { errc <- srv.Serve(ln) }()
 	go func() { errc <- admin.Serve(aln) }()
 	ready.Store(true)
-	fields := []zap.Field{zap.String("listen", at.relay), zap.String("admin", at.admin), zap.String("upstream", upstream)}
+	fields := []zap.Field{zap.String("listen", at.relay), zap.String("admin", at.admin)}
+	if c.config != "" {
+		fields = append(fields, zap.String("config", c.config), zap.Strings("routes", routeNames(routes)))
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP) // before started: a SIGHUP from now on reloads
+		defer signal.Stop(hup)
+		go reloadOnSIGHUP(ctx, hup, c, shared, r, log)
+	} else {
+		fields = append(fields, zap.String("upstream", upstream))
+	}
 	if at.demo != "" {
 		fields = append(fields, zap.Bool("demo", true), zap.String("demo_version", versionOr(c.demoVersion, "newest recorded")))
 	}
@@ -325,4 +341,45 @@ func adminHandler(ready *atomic.Bool, metrics fasthttp.RequestHandler) fasthttp.
 			ctx.SetBodyString("admin: /healthz, /readyz, /metrics\n")
 		}
 	}
+}
+
+// reloadOnSIGHUP re-reads the routes file on every signal on hup until ctx
+// ends and puts the new table in force for the requests that arrive from
+// then on; runs in flight finish on the table they started with. A file
+// that does not load keeps the table in force.
+func reloadOnSIGHUP(ctx context.Context, hup <-chan os.Signal, c *serveConfig, shared relayShared, r *relay.Router, log *zap.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			reloadRoutes(c, shared, r, log)
+		}
+	}
+}
+
+// reloadRoutes reads c.config again and swaps the router's table for it.
+func reloadRoutes(c *serveConfig, shared relayShared, r *relay.Router, log *zap.Logger) {
+	routes, err := loadRoutes(c.config, c)
+	var table *relay.Table
+	if err == nil {
+		table, err = routeTable(routes, shared)
+	}
+	if err == nil {
+		err = r.Swap(table)
+	}
+	if err != nil {
+		log.Error("reloading the routes failed; the routes in force stay", zap.String("config", c.config), zap.Error(err))
+		return
+	}
+	log.Info("routes reloaded", zap.String("config", c.config), zap.Strings("routes", routeNames(routes)),
+		zap.Int("runs_in_flight", r.Active()))
+}
+
+func routeNames(routes []routeConfig) []string {
+	names := make([]string, len(routes))
+	for i, rc := range routes {
+		names[i] = rc.name + " " + rc.prefix + " -> " + rc.upstream
+	}
+	return names
 }

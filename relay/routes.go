@@ -81,7 +81,7 @@ func CheckPrefix(p string) error {
 	case !strings.HasPrefix(p, "/"):
 		return fmt.Errorf("%q: want an absolute path such as /agents/a", p)
 	case strings.HasSuffix(p, "/"):
-		return fmt.Errorf("%q: want no trailing slash (%q matches %q/… already)", p, strings.TrimSuffix(p, "/"), strings.TrimSuffix(p, "/"))
+		return fmt.Errorf("%q: want no trailing slash (%q matches %q already)", p, strings.TrimSuffix(p, "/"), p+"…")
 	case strings.ContainsAny(p, "?#% \t\r\n"):
 		return fmt.Errorf("%q: want a plain path, without query, fragment, percent-escapes or spaces", p)
 	}

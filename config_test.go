@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+func flagDefaults(t *testing.T, args ...string) *serveConfig {
+	t.Helper()
+	c, err := parseServe(args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRoutesFileYAMLAndJSONWithFlagDefaults(t *testing.T) {
+	yamlFile := `
+# two agents behind one relay
+routes:
+  - name: legacy
+    prefix: /agents/legacy
+    upstream: http://127.0.0.1:8001/api
+    stripPrefix: true
+    producerVersion: 0.0.40
+    consumerVersion: "1.0"
+    timeouts: {connect: 2s, firstByte: 1m, idle: "0", run: 30m}
+    maxBody: 1MiB
+    maxFrame: 65536
+    maxConns: 64
+  - name: new
+    prefix: /
+`
+	jsonFile := `{"routes":[
+	  {"name":"legacy","prefix":"/agents/legacy","upstream":"http://127.0.0.1:8001/api","stripPrefix":true,
+	   "producerVersion":"0.0.40","consumerVersion":"1.0",
+	   "timeouts":{"connect":"2s","firstByte":"1m","idle":0,"run":"30m"},"maxBody":"1MiB","maxFrame":65536,"maxConns":64},
+	  {"name":"new","prefix":"/"}]}`
+	c := flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--consumer-version", "0.0.45", "--idle-timeout", "90s", "--max-frame", "2MiB")
+	for name, file := range map[string]string{"yaml": yamlFile, "json": jsonFile} {
+		routes, err := parseRoutes([]byte(file), c)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := []routeConfig{{
+			name: "legacy", prefix: "/agents/legacy", upstream: "http://127.0.0.1:8001/api", stripPrefix: true,
+			producerVersion: negotiate.MustParse("0.0.40"), consumerVersion: negotiate.MustParse("1.0"),
+			connectTimeout: 2 * time.Second, firstByteTimeout: time.Minute, idleTimeout: 0, runTimeout: 30 * time.Minute,
+			maxBody: 1 << 20, maxFrame: 65536, maxConns: 64,
+		}, {
+			// Everything left out comes from the flags.
+			name: "new", prefix: "/", upstream: "http://127.0.0.1:8002",
+			consumerVersion: negotiate.MustParse("0.0.45"),
+			connectTimeout:  10 * time.Second, firstByteTimeout: 5 * time.Minute, idleTimeout: 90 * time.Second, runTimeout: time.Hour,
+			maxBody: 64 << 20, maxFrame: 2 << 20, maxConns: 4096,
+		}}
+		if fmt.Sprint(routes) != fmt.Sprint(want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", name, routes, want)
+		}
+	}
+}
+
+func TestRoutesFileErrorsNameTheRouteAndTheField(t *testing.T) {
+	c := flagDefaults(t)
+	route := func(fields string) string {
+		return "routes:\n  - name: ok\n    prefix: /ok\n    upstream: http://127.0.0.1:1\n  - name: bad\n" + fields
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"", "no routes"},
+		{"routes: []", "no routes"},
+		{"listen: 0.0.0.0:8080\nroutes: []", `unknown field "listen": the file has one key, routes`},
+		{"routes: {name: a}", "routes: want a list, got an object"},
+		{"routes:\n  - name: a\n    name: b", `not valid YAML or JSON: yaml: unmarshal errors: line 3: key "name" already set in map`},
+		{"routes: [\n", "not valid YAML or JSON"},
+		{route("    prefix: /b\n    upstream: http://127.0.0.1:1\n    timeout: 5s"), `routes[1] "bad": unknown field "timeout"`},
+		{route("    prefix: /b\n    upstream: http://127.0.0.1:1\n    timeouts: {idel: 5s}"), `routes[1] "bad": unknown field "idel"`},
+		{route("    prefix: /b\n    upstream: http://127.0.0.1:1\n    stripPrefix: yes please"), `routes[1] "bad": stripPrefix: want true or false, got a string`},
+		{"routes:\n  - prefix: /b\n    upstream: http://127.0.0.1:1", "routes[0]: name: required"},
+		{"routes:\n  - name: a b\n    prefix: /b", `routes[0] "a b": name: "a b": want letters`},
+		{route("    upstream: http://127.0.0.1:1"), `routes[1] "bad": prefix: required`},
+		{route("    prefix: /b/\n    upstream: http://127.0.0.1:1"), `routes[1] "bad": prefix: "/b/": want no trailing slash`},
+		{route("    prefix: b\n    upstream: http://127.0.0.1:1"), `routes[1] "bad": prefix: "b": want an absolute path`},
+		{route("    prefix: /b"), `routes[1] "bad": upstream: required (there is no --upstream to default to)`},
+		{route("    prefix: /b\n    upstream: 127.0.0.1:8000"), `routes[1] "bad": upstream: "127.0.0.1:8000": want an absolute http(s) base URL`},
+		{route("    prefix: /b\n    upstream: ftp://agent/x"), `routes[1] "bad": upstream: "ftp://agent/x"`},
+		{route("    prefix: /b\n    upstream: http://agent/x?y=1"), `routes[1] "bad": upstream: "http://agent/x?y=1"`},
+		{route("    prefix: /b\n    upstream: http://a\n    producerVersion: 1.0"), `routes[1] "bad": producerVersion: 1: write the version as a string, "1.0"`},
+		{route("    prefix: /b\n    upstream: http://a\n    producerVersion: 1.0.0"), `routes[1] "bad": producerVersion: version "1.0.0": want MAJOR.MINOR`},
+		{route("    prefix: /b\n    upstream: http://a\n    consumerVersion: 0.0.30"), `routes[1] "bad": consumerVersion: 0.0.30 is not served: consumers older than 0.0.37`},
+		{route("    prefix: /b\n    upstream: http://a\n    timeouts: {idle: 5}"), `routes[1] "bad": timeouts.idle: 5: want a duration string such as "30s"`},
+		{route("    prefix: /b\n    upstream: http://a\n    timeouts: {run: 1 hour}"), `routes[1] "bad": timeouts.run: "1 hour": want a duration`},
+		{route("    prefix: /b\n    upstream: http://a\n    timeouts: {connect: -1s}"), `routes[1] "bad": timeouts.connect: "-1s": want a duration`},
+		{route("    prefix: /b\n    upstream: http://a\n    maxBody: 0"), `routes[1] "bad": maxBody: 0: want a positive size`},
+		{route("    prefix: /b\n    upstream: http://a\n    maxFrame: 10 MB"), `routes[1] "bad": maxFrame: "10 MB": want a positive size`},
+		{route("    prefix: /b\n    upstream: http://a\n    maxFrame: [1]"), `routes[1] "bad": maxFrame: [1]: want a positive size`},
+		{route("    prefix: /b\n    upstream: http://a\n    maxConns: -3"), `routes[1] "bad": maxConns: -3: want a positive whole number`},
+		{route("    prefix: /ok\n    upstream: http://a"), `routes[1] "bad": prefix: "/ok" is the prefix of routes[0] "ok" already`},
+		{"routes:\n  - name: ok\n    prefix: /a\n    upstream: http://a\n  - name: ok\n    prefix: /b\n    upstream: http://b", `routes[1] "ok": name: "ok" is the name of routes[0] already`},
+	} {
+		_, err := parseRoutes([]byte(tc.file), c)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got %v\nwant an error with %q", tc.file, err, tc.want)
+		}
+	}
+}
+
+func TestInvalidConfigFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "routes.yaml")
+	os.WriteFile(bad, []byte("routes:\n  - name: a\n    prefix: /a\n    upstream: agent:8000\n"), 0o600)
+	var stderr strings.Builder
+	if code := run([]string{"serve", "--config", bad, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, nil, io.Discard, &stderr); code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if want := "agui-relay serve: --config " + bad + `: routes[0] "a": upstream: "agent:8000"`; !strings.HasPrefix(stderr.String(), want) {
+		t.Errorf("stderr %q, want it to start %q", stderr.String(), want)
+	}
+	stderr.Reset()
+	if code := run([]string{"serve", "--config", filepath.Join(dir, "missing.yaml")}, nil, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "missing.yaml: no such file") {
+		t.Errorf("missing file: exit %d, %q", code, stderr.String())
+	}
+}
+
+// namedProducer answers a GET with its name, and a run with a RUN_STARTED at
+// once and a RUN_FINISHED when release closes.
+func namedProducer(t *testing.T, name string, release <-chan struct{}) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			fmt.Fprintf(w, "%s %s", name, r.URL.RequestURI())
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":%q}\n\n", name)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":%q}\n\n", name)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func getBody(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestSIGHUPReloadsRoutesWithoutDroppingRuns runs serve with a routes file,
+// opens a long run, rewrites the file and sends the process a real SIGHUP:
+// the run in flight finishes on the old upstream while new requests go to
+// the new one; then a broken file and another SIGHUP keep the routes in force.
+func TestSIGHUPReloadsRoutesWithoutDroppingRuns(t *testing.T) {
+	release := make(chan struct{})
+	old, nu := namedProducer(t, "old", release), namedProducer(t, "new", release)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "routes.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(file, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("routes:\n  - name: a\n    prefix: /agents/a\n    upstream: " + old.URL + "\n    stripPrefix: true\n")
+
+	core, logs := observer.New(zapcore.InfoLevel)
+	c := flagDefaults(t, "--config", file, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+	at := startServeLogged(t, c, zap.New(core))
+	base := "http://" + at.relay
+
+	if status, body := getBody(t, base+"/agents/a/caps"); status != 200 || body != "old /caps" {
+		t.Fatalf("before the reload: %d %q", status, body)
+	}
+	if status, _ := getBody(t, base+"/agents/b/caps"); status != 404 {
+		t.Errorf("a path of no route: %d, want 404", status)
+	}
+	resp := postRun(t, base+"/agents/a/run", `{"threadId":"t","runId":"r","messages":[]}`)
+	defer resp.Body.Close()
+	var stream strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(stream.String(), "RUN_STARTED") {
+		n, err := resp.Body.Read(buf)
+		stream.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("the run ended before RUN_STARTED: %v %q", err, stream.String())
+		}
+	}
+
+	// The new table: route a moves to the new upstream, route b appears.
+	write("routes:\n  - name: a\n    prefix: /agents/a\n    upstream: " + nu.URL + "\n    stripPrefix: true\n" +
+		"  - name: b\n    prefix: /agents/b\n    upstream: " + nu.URL + "/b\n    stripPrefix: true\n")
+	hup(t)
+	waitUntil(t, "the reload is logged", func() bool { return logs.FilterMessage("routes reloaded").Len() == 1 })
+	if status, body := getBody(t, base+"/agents/a/caps"); status != 200 || body != "new /caps" {
+		t.Errorf("after the reload, route a: %d %q, want the new upstream", status, body)
+	}
+	if status, body := getBody(t, base+"/agents/b/caps"); status != 200 || body != "new /b/caps" {
+		t.Errorf("after the reload, route b: %d %q", status, body)
+	}
+
+	close(release)
+	rest, err := io.ReadAll(resp.Body)
+	stream.Write(rest)
+	if err != nil || !strings.Contains(stream.String(), `"type":"RUN_FINISHED","threadId":"t","runId":"old"`) {
+		t.Errorf("the run in flight did not finish on the old upstream: %v %q", err, stream.String())
+	}
+
+	// A broken file: the reload fails, logged, and the routes stay.
+	write("routes:\n  - name: a\n    prefix: /agents/a\n    upstream: not a url\n")
+	hup(t)
+	waitUntil(t, "the failed reload is logged", func() bool {
+		return logs.FilterMessage("reloading the routes failed; the routes in force stay").Len() == 1
+	})
+	entry := logs.FilterMessage("reloading the routes failed; the routes in force stay").All()[0]
+	if e := fmt.Sprint(entry.ContextMap()["error"]); !strings.Contains(e, `routes[0] "a": upstream: "not a url"`) {
+		t.Errorf("the failed reload's error: %q", e)
+	}
+	if status, body := getBody(t, base+"/agents/b/caps"); status != 200 || body != "new /b/caps" {
+		t.Errorf("after a failed reload, route b: %d %q, want the routes in force kept", status, body)
+	}
+}
+
+func hup(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+	}
+}
+
+// startServeLogged runs serve with c and log until the test ends.
+func startServeLogged(t *testing.T, c *serveConfig, log *zap.Logger) listening {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	up := make(chan listening, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, c, log, nil, func(l listening) { up <- l }) }()
+	select {
+	case at := <-up:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+		return at
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve: %v", err)
+	}
+	return listening{}
+}
