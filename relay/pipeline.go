@@ -81,6 +81,15 @@ type Stream struct {
 	ThreadID, RunID string
 	// OnPlan, when set, is called with each run's plan (for logs).
 	OnPlan func(negotiate.Plan)
+	// Tap, when set, sees every byte written and every translation of the
+	// stream (RunTap.Wrote, Translated, Warned).
+	Tap RunTap
+	// Counts, when set, counts the events and bytes read and written by
+	// event type.
+	Counts *EventCounts
+
+	obs translate.Observer // the runs' observer, made at the first decision
+	own bool               // the frame is the relay's own (Fail), not the producer's
 }
 
 // NewStream starts shaping a stream for a consumer reading consumer, from a
@@ -96,13 +105,21 @@ func (s *Stream) Plan() negotiate.Plan { return s.plan }
 // Frame handles one frame. The frame is borrowed and not kept.
 func (s *Stream) Frame(f Frame) error {
 	if !f.HasData() {
-		if f.Canonical {
-			return s.write(f.Raw)
+		out := f.Raw
+		if !f.Canonical {
+			s.scratch = append(append(s.scratch[:0], f.Fields...), '\n')
+			out = s.scratch
 		}
-		s.scratch = append(append(s.scratch[:0], f.Fields...), '\n')
-		return s.write(s.scratch)
+		if s.Counts != nil {
+			s.Counts.addComment(FromProducer, len(f.Raw))
+			s.Counts.addComment(ToConsumer, len(out))
+		}
+		return s.write(out)
 	}
 	typ := translate.PeekType(f.Data)
+	if s.Counts != nil && !s.own {
+		s.Counts.add(FromProducer, typ, len(f.Raw))
+	}
 	if string(typ) == "RUN_STARTED" {
 		s.startRun(f.Data)
 	} else if !s.decided {
@@ -119,11 +136,12 @@ func (s *Stream) Frame(f Frame) error {
 	var err error
 	switch {
 	case !shape:
-		s.countEvent(typ)
 		if f.Canonical {
+			s.countEvent(typ, len(f.Raw))
 			err = s.write(f.Raw)
 		} else {
 			s.scratch = AppendFrame(s.scratch[:0], f.Fields, f.Data)
+			s.countEvent(typ, len(s.scratch))
 			err = s.write(s.scratch)
 		}
 	default:
@@ -179,7 +197,10 @@ func (s *Stream) decide(peer negotiate.Peer) {
 		return
 	}
 	from := s.plan.Producer
-	run := translate.NewRun(translate.Events, from, s.consumer, s.t.Observer)
+	if s.obs == nil {
+		s.obs = observerFor(s.t.Observer, s.Tap)
+	}
+	run := translate.NewRun(translate.Events, from, s.consumer, s.obs)
 	run.Stream = &s.state
 	s.cr = s.t.chain(s.consumer).Start(run, s.plan, s.emit)
 }
@@ -221,6 +242,8 @@ func (s *Stream) Fail(cause, code string) (bool, error) {
 	ev = appendJSONString(ev, code)
 	ev = append(ev, '}')
 	raw := AppendFrame(nil, nil, ev)
+	s.own = true
+	defer func() { s.own = false }()
 	return true, s.Frame(Frame{Raw: raw, Data: raw[len("data: ") : len(raw)-2], Canonical: true})
 }
 
@@ -242,18 +265,27 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 func (s *Stream) emit(ev []byte) {
-	s.countEvent(translate.PeekType(ev))
 	s.scratch = AppendFrame(s.scratch[:0], s.fields, ev)
+	s.countEvent(translate.PeekType(ev), len(s.scratch))
 	s.fields = nil
 	if err := s.write(s.scratch); err != nil && s.werr == nil {
 		s.werr = err
 	}
 }
 
-func (s *Stream) countEvent([]byte) { s.Events++ }
+// countEvent counts one event of type typ written, n bytes framed.
+func (s *Stream) countEvent(typ []byte, n int) {
+	s.Events++
+	if s.Counts != nil {
+		s.Counts.add(ToConsumer, typ, n)
+	}
+}
 
 func (s *Stream) write(b []byte) error {
 	s.Bytes += len(b)
+	if s.Tap != nil {
+		s.Tap.Wrote(b)
+	}
 	_, err := s.w.Write(b)
 	return err
 }

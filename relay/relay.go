@@ -99,6 +99,10 @@ type Relay struct {
 	// report that is also logged. The report is borrowed for the call.
 	// Metrics hook in here.
 	OnRun func(*RunReport)
+	// Tap, when set, is called when a run starts and returns what watches
+	// the run's material as it passes (metrics, recordings; see RunTap), or
+	// nil. The report is the run's, filled in as the run goes.
+	Tap func(*RunReport) RunTap
 
 	once       sync.Once
 	client     Doer
@@ -137,9 +141,17 @@ type RunReport struct {
 	Abort string
 	// Err is the error behind Abort, when there is one.
 	Err error
+	// Problem is the type of the problem+json the relay answered with
+	// before the stream started, "" when it answered none.
+	Problem string
+	// Counts are the events and bytes by type and direction, kept when the
+	// run is tapped and streamed; nil otherwise.
+	Counts *EventCounts
 	// Start and Duration time the run from the request.
 	Start    time.Time
 	Duration time.Duration
+
+	tap RunTap
 }
 
 var zeroTime time.Time
@@ -206,11 +218,11 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 // translateInput applies the TranslateInput hook, or by default the input
 // chain of the translate package with the translator's observer (lossy
 // steps warn once per shape, when the input is done).
-func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte) ([]byte, error) {
+func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap) ([]byte, error) {
 	if r.TranslateInput != nil {
 		return r.TranslateInput(plan, body)
 	}
-	out, run := translate.TranslateInput(plan, body, r.translator.Observer)
+	out, run := translate.TranslateInput(plan, body, observerFor(r.translator.Observer, tap))
 	run.Finish()
 	return out, nil
 }
@@ -301,6 +313,11 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	rep := &RunReport{Route: r.Route, Start: time.Now()}
 	body := ctx.Request.Body()
+	if r.Tap != nil {
+		if rep.tap = r.Tap(rep); rep.tap != nil {
+			rep.tap.Received(body)
+		}
+	}
 	if len(body) > r.maxBody() {
 		r.refuse(ctx, rep, problemTooLarge(r.maxBody()))
 		return
@@ -337,13 +354,17 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	// Input translation: the one place where the consumer's RunAgentInput
 	// is rewritten for the producer (forwardedProps stays byte for byte).
 	in := body
-	if plan := negotiate.DecideInput(cv, r.ProducerVersion); plan.Translate {
-		if in, err = r.translateInput(plan, body); err != nil {
+	plan := negotiate.DecideInput(cv, r.ProducerVersion)
+	if plan.Translate {
+		if in, err = r.translateInput(plan, body, rep.tap); err != nil {
 			r.refuse(ctx, rep, problemInput([]InputError{{"", "cannot be translated for the producer: " + err.Error()}}))
 			return
 		}
 	}
 
+	if rep.tap != nil {
+		rep.tap.Forwarded(plan, in)
+	}
 	req := r.newRequest(ctx)
 	req.SetBodyRaw(in)
 	// The relay reads the events; it cannot rewrite compressed ones.
@@ -410,6 +431,7 @@ func isEventStream(ct []byte) bool {
 func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 	p.Write(ctx)
 	rep.Status = p.Status
+	rep.Problem = p.Type
 	rep.Duration = time.Since(rep.Start)
 	fields := []zap.Field{zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID),
 		zap.Int("status", p.Status), zap.String("problem", p.Type), zap.String("detail", p.Detail)}
@@ -423,6 +445,9 @@ func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 		r.log.Error("run refused", fields...)
 	} else {
 		r.log.Info("run refused", fields...)
+	}
+	if rep.tap != nil {
+		rep.tap.End(rep)
 	}
 	if r.OnRun != nil {
 		r.OnRun(rep)
@@ -440,17 +465,26 @@ func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 // consumer slows the reading of the producer instead of growing memory.
 func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
 	st := r.translator.NewStream(rep.Consumer, r.ProducerVersion, w)
+	tap := rep.tap
+	var src io.Reader = ub
+	if tap != nil {
+		tap.Streaming(rep.Consumer, r.ProducerVersion)
+		st.Tap, st.Counts = tap, &EventCounts{}
+		src = tapReader{ub, tap}
+	}
 	st.OnPlan = func(p negotiate.Plan) {
 		for _, warning := range p.Warnings {
 			r.log.Warn(warning, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
 		}
 	}
 	var werr error
-	sc := NewScanner(ub, r.MaxFrame)
+	sc := NewScanner(src, r.MaxFrame)
 	sc.BeforeRead = func() {
 		if werr == nil {
 			if werr = w.Flush(); werr != nil {
 				ub.cancel(errConsumerGone)
+			} else if tap != nil {
+				tap.Flushed(st.Events)
 			}
 		}
 		ub.touch()
@@ -494,7 +528,9 @@ func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response,
 			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
 	}
 	if werr == nil {
-		werr = w.Flush()
+		if werr = w.Flush(); werr == nil && tap != nil {
+			tap.Flushed(st.Events)
+		}
 	}
 	st.Close()
 	if rerr == io.EOF {
@@ -506,6 +542,7 @@ func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response,
 
 	rep.Duration = time.Since(rep.Start)
 	rep.Events, rep.Bytes, rep.Runs, rep.Terminal = st.Events, st.Bytes, st.Runs, st.Terminal
+	rep.Counts = st.Counts
 	plan := st.Plan()
 	rep.Producer, rep.Translated = plan.Producer, plan.Translate
 	if abort != nil {
@@ -537,6 +574,9 @@ func (r *Relay) report(rep *RunReport) {
 		r.log.Warn("run ended by the relay", fields...)
 	} else {
 		r.log.Info("run", fields...)
+	}
+	if rep.tap != nil {
+		rep.tap.End(rep)
 	}
 	if r.OnRun != nil {
 		r.OnRun(rep)

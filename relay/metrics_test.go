@@ -1,0 +1,418 @@
+package relay
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/valyala/fasthttp"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
+)
+
+// thinkingStream is a run as a 0.0.40 producer streams it: no
+// protocolVersion, THINKING_* events; with a comment, an event of a type no
+// version describes and a data frame without a type.
+var thinkingStream = []string{
+	": hello\n\n",
+	`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}` + "\n\n",
+	`data: {"type":"THINKING_START","title":"Weather question"}` + "\n\n",
+	`data: {"type":"THINKING_TEXT_MESSAGE_START"}` + "\n\n",
+	`data: {"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"The user asks. "}` + "\n\n",
+	`data: {"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"I will answer."}` + "\n\n",
+	`data: {"type":"THINKING_TEXT_MESSAGE_END"}` + "\n\n",
+	`data: {"type":"THINKING_END"}` + "\n\n",
+	`data: {"type":"FUTURE_EVENT","x":1}` + "\n\n",
+	`data: {"notype":true}` + "\n\n",
+	`data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}` + "\n\n",
+	`data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Sunny."}` + "\n\n",
+	`data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}` + "\n\n",
+	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n",
+}
+
+// scrape reads the metrics over a socket, as Prometheus does, and parses
+// the text format.
+func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: m.Handler()}
+	go srv.Serve(ln)     //nolint:errcheck
+	defer srv.Shutdown() //nolint:errcheck
+	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("/metrics: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return fams
+}
+
+// value returns the value of the sample of family name whose labels include
+// labels ("k=v" each); -1 when there is none. Histograms give their count.
+func value(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+next:
+	for _, m := range f.Metric {
+		have := map[string]string{}
+		for _, l := range m.Label {
+			have[l.GetName()] = l.GetValue()
+		}
+		for _, kv := range labels {
+			k, v, _ := strings.Cut(kv, "=")
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		case m.Untyped != nil:
+			return m.Untyped.GetValue()
+		}
+	}
+	return -1
+}
+
+// sum adds the values of every sample of family name whose labels include
+// labels.
+func sum(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+	total := 0.0
+next:
+	for _, m := range f.Metric {
+		have := map[string]string{}
+		for _, l := range m.Label {
+			have[l.GetName()] = l.GetValue()
+		}
+		for _, kv := range labels {
+			k, v, _ := strings.Cut(kv, "=")
+			if have[k] != v {
+				continue next
+			}
+		}
+		total += m.Counter.GetValue()
+	}
+	return total
+}
+
+func TestMetricsAfterKnownRuns(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	m := NewMetrics(MetricsOptions{Now: func() time.Time { return now }})
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			http.Error(w, "no", 500)
+			return
+		}
+		streamHeaders(w)
+		sse(w, thinkingStream...)
+	}, func(r *Relay) { r.Tap = m.Tap })
+
+	var reps []*RunReport
+	for range 2 {
+		resp := h.post("/agent", minimalInput)
+		if out := readAll(t, resp); !strings.Contains(out, "REASONING_START") {
+			t.Fatalf("not translated:\n%s", out)
+		}
+		reps = append(reps, h.report())
+	}
+	if resp := h.post("/agent", `{"threadId":"t1","runId":"r2","messages":{}}`); resp.StatusCode != 400 {
+		t.Fatalf("malformed input: %d", resp.StatusCode)
+	} else {
+		readAll(t, resp)
+	}
+	h.report()
+	if resp := h.post("/fail", minimalInput); resp.StatusCode != 500 {
+		t.Fatalf("failing producer: %d", resp.StatusCode)
+	} else {
+		readAll(t, resp)
+	}
+	h.report()
+
+	fams := scrape(t, m)
+	check := func(want float64, name string, labels ...string) {
+		t.Helper()
+		if got := value(fams, name, labels...); got != want {
+			t.Errorf("%s%v = %v, want %v", name, labels, got, want)
+		}
+	}
+	d := "route=default"
+	check(2, "agui_relay_runs_total", d, "outcome=finished")
+	check(1, "agui_relay_runs_total", d, "outcome=rejected")
+	check(1, "agui_relay_runs_total", d, "outcome=passed_through")
+	check(0, "agui_relay_runs_active", d)
+	check(1, "agui_relay_upstream_errors_total", d, "kind=http_status")
+	check(-1, "agui_relay_upstream_errors_total", d, "kind=no_terminal")
+
+	// Events and bytes, by type and direction.
+	from, to := "direction=from_producer", "direction=to_consumer"
+	check(2, "agui_relay_events_total", d, "type=THINKING_START", from)
+	check(0, "agui_relay_events_total", d, "type=THINKING_START", to)
+	check(2, "agui_relay_events_total", d, "type=REASONING_START", to)
+	check(4, "agui_relay_events_total", d, "type=THINKING_TEXT_MESSAGE_CONTENT", from)
+	check(4, "agui_relay_events_total", d, "type=REASONING_MESSAGE_CONTENT", to)
+	check(2, "agui_relay_events_total", d, "type=other", from)
+	check(2, "agui_relay_events_total", d, "type=invalid", from)
+	check(2, "agui_relay_events_total", d, "type=comment", from)
+	check(2, "agui_relay_events_total", d, "type=comment", to)
+	last := thinkingStream[len(thinkingStream)-1]
+	check(float64(2*len(last)), "agui_relay_event_bytes_total", d, "type=RUN_FINISHED", from)
+	check(float64(2*len(last)), "agui_relay_event_bytes_total", d, "type=RUN_FINISHED", to)
+	producerBytes := 0
+	for _, f := range thinkingStream {
+		producerBytes += len(f)
+	}
+	if got := sum(fams, "agui_relay_event_bytes_total", d, from); got != float64(2*producerBytes) {
+		t.Errorf("bytes from the producer: %v, want %d", got, 2*producerBytes)
+	}
+	if got, want := sum(fams, "agui_relay_event_bytes_total", d, to), float64(reps[0].Bytes+reps[1].Bytes); got != want {
+		t.Errorf("bytes to the consumer: %v, want %v (the run reports)", got, want)
+	}
+	// Every event but the comments counts as an event of the report.
+	if got, want := sum(fams, "agui_relay_events_total", d, to)-value(fams, "agui_relay_events_total", d, "type=comment", to), float64(reps[0].Events+reps[1].Events); got != want {
+		t.Errorf("events to the consumer: %v, want %v", got, want)
+	}
+	check(2, "agui_relay_material_total", d, "kind=unrecognised", "direction=events")
+	check(2, "agui_relay_material_total", d, "kind=malformed", "direction=events")
+	check(1, "agui_relay_material_total", d, "kind=malformed", "direction=input")
+
+	// Translations, by shape and version pair, lossy or lossless.
+	tr := []string{d, "step=thinking-to-reasoning", "direction=events", "from=unknown", "to=1.0"}
+	check(2, "agui_relay_translations_total", append(tr, "shape=THINKING_START", "loss=lossless")...)
+	check(4, "agui_relay_translations_total", append(tr, "shape=THINKING_TEXT_MESSAGE_CONTENT", "loss=lossless")...)
+	check(2, "agui_relay_translations_total", append(tr, "shape=THINKING_START.title", "loss=lossy")...)
+	check(-1, "agui_relay_translations_total", append(tr, "shape=THINKING_START.title", "loss=lossless")...)
+
+	// Deprecation telemetry: once per run and shape, and the countdown.
+	for _, shape := range []string{"THINKING_START", "THINKING_TEXT_MESSAGE_START", "THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END", "THINKING_END"} {
+		check(2, "agui_relay_deprecated_shape_runs_total", "shape="+shape, "step=thinking-to-reasoning", d, "from=unknown", "to=1.0")
+	}
+	check(-1, "agui_relay_deprecated_shape_runs_total", "shape=rawEvent:null")
+	dep, _ := rules.LookupDeprecation("THINKING_START")
+	check(dep.Expires.Sub(now).Seconds(), "agui_relay_deprecation_expiry_seconds", "shape=THINKING_START", "expires="+dep.Expires.Format(time.DateOnly))
+	if n := len(fams["agui_relay_deprecation_expiry_seconds"].GetMetric()); n != len(rules.Deprecations()) {
+		t.Errorf("%d expiry gauges for %d registry entries", n, len(rules.Deprecations()))
+	}
+
+	// Latencies: one first event per streamed run, one latency per event.
+	check(2, "agui_relay_time_to_first_event_seconds", d)
+	check(float64(reps[0].Events+reps[1].Events), "agui_relay_event_latency_seconds", d)
+
+	// The Go runtime and the process.
+	if fams["go_goroutines"] == nil || fams["process_cpu_seconds_total"] == nil {
+		t.Error("no Go runtime or process metrics")
+	}
+
+	// The admin endpoint's view of the same.
+	rep := m.Deprecations()
+	if !rep.Now.Equal(now) || len(rep.Deprecations) != len(rules.Deprecations()) {
+		t.Fatalf("deprecations report: %+v", rep)
+	}
+	for _, u := range rep.Deprecations {
+		if u.Shape != "THINKING_START" {
+			if strings.HasPrefix(u.Shape, "THINKING_") != (u.Runs == 2) {
+				t.Errorf("%s: %d runs", u.Shape, u.Runs)
+			}
+			continue
+		}
+		if u.Runs != 2 || !u.Live || u.LastSeen == nil || !u.LastSeen.Equal(now) || u.ExpiresInSeconds != dep.Expires.Sub(now).Seconds() ||
+			len(u.Users) != 1 || u.Users[0] != (DeprecationUser{Route: "default", From: "unknown", To: "1.0", Runs: 2, LastSeen: now}) {
+			t.Errorf("THINKING_START usage: %+v", u)
+		}
+	}
+}
+
+// A producer that cannot be reached, and one that ends its stream inside a
+// run, are upstream errors of their kind.
+func TestMetricsUpstreamErrors(t *testing.T) {
+	m := NewMetrics(MetricsOptions{NoRuntime: true})
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+	}, func(r *Relay) { r.Tap = m.Tap })
+	readAll(t, h.post("/agent", minimalInput))
+	h.report()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	h2 := newHarness(t, func(http.ResponseWriter, *http.Request) {}, func(r *Relay) {
+		r.Upstream = closed
+		r.Tap = m.Tap
+	})
+	if resp := h2.post("/agent", minimalInput); resp.StatusCode != 502 {
+		t.Errorf("unreachable producer: %d", resp.StatusCode)
+	} else {
+		readAll(t, resp)
+	}
+	h2.report()
+
+	fams := scrape(t, m)
+	for _, c := range []struct {
+		name   string
+		labels []string
+	}{
+		{"agui_relay_upstream_errors_total", []string{"kind=no_terminal"}},
+		{"agui_relay_upstream_errors_total", []string{"kind=unreachable"}},
+		{"agui_relay_runs_total", []string{"outcome=no_terminal"}},
+		{"agui_relay_runs_total", []string{"outcome=upstream_unavailable"}},
+	} {
+		if got := value(fams, c.name, c.labels...); got != 1 {
+			t.Errorf("%s%v = %v, want 1", c.name, c.labels, got)
+		}
+	}
+	if fams["go_goroutines"] != nil {
+		t.Error("runtime metrics with NoRuntime")
+	}
+}
+
+// The event type labels are exactly the event types of 1.0 and the five
+// THINKING_* types, each indexed at its place, and other types fall into
+// "other".
+func TestEventLabels(t *testing.T) {
+	want := rules.EventTypes(negotiate.Version{Major: 1})
+	for _, typ := range rules.EventTypes(negotiate.Version{Patch: 40}) {
+		if strings.HasPrefix(typ, "THINKING_") {
+			want = append(want, typ)
+		}
+	}
+	var got []string
+	for i := range numKnownEventTypes {
+		got = append(got, EventLabel(i))
+		if eventIndex([]byte(EventLabel(i))) != i {
+			t.Errorf("%s: index %d, want %d", EventLabel(i), eventIndex([]byte(EventLabel(i))), i)
+		}
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("labels\n%v\nwant\n%v", got, want)
+	}
+	for typ, i := range map[string]int{"FUTURE": evOther, "run_started": evOther, "": evInvalid} {
+		if eventIndex([]byte(typ)) != i {
+			t.Errorf("%q: %d, want %d", typ, eventIndex([]byte(typ)), i)
+		}
+	}
+	if eventIndex(nil) != evInvalid || EventLabel(evOther) != "other" || EventLabel(evInvalid) != "invalid" || EventLabel(evComment) != "comment" {
+		t.Error("the extra labels")
+	}
+}
+
+// Step shapes map onto the registry's retired shapes.
+func TestRetiredShapeMatches(t *testing.T) {
+	m := NewMetrics(MetricsOptions{NoRuntime: true})
+	match := func(step, shape string) []string {
+		var out []string
+		for i := range m.deps {
+			d := &m.deps[i]
+			if d.Step == step && retiredShapeMatches(d, shape) {
+				out = append(out, d.Shape)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		step, shape string
+		want        []string
+	}{
+		{rules.StepThinkingToReasoning, "THINKING_END", []string{"THINKING_END"}},
+		{rules.StepThinkingToReasoning, "THINKING_START.title", nil},
+		{rules.StepNullMeansAbsent, "rawEvent:null", []string{"rawEvent:null"}},
+		{rules.StepNullMeansAbsent, "outcome:null", []string{"RUN_FINISHED.outcome:null"}},
+		{rules.StepNullMeansAbsent, "result:null", []string{"RUN_FINISHED.result:null", "SUBAGENT_FINISHED.result:null"}},
+		{rules.StepNullMeansAbsent, "RUN_STARTED.input.tools.parameters:null", []string{"RUN_STARTED.input.tools[].parameters:null"}},
+		{rules.StepNullMeansAbsent, "MESSAGES_SNAPSHOT.messages.content.metadata:null", []string{"media-part metadata:null"}},
+		{rules.StepBinaryToMedia, "RUN_STARTED.input.messages.content.binary(id only)", []string{"binary content part"}},
+		{rules.StepReasoningRole, rules.ReasoningRoleAssistant, []string{rules.ReasoningRoleAssistant}},
+	} {
+		if got := match(c.step, c.shape); strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("%s %q: %q, want %q", c.step, c.shape, got, c.want)
+		}
+	}
+}
+
+// Shape labels stay bounded.
+func TestShapeLabelsAreBounded(t *testing.T) {
+	m := NewMetrics(MetricsOptions{NoRuntime: true})
+	if got := m.shapeLabel("unrecognised-input", "RunAgentInput.mySecretMember"); got != "(unrecognised input material)" {
+		t.Errorf("unrecognised input shape: %q", got)
+	}
+	for i := range MaxShapes {
+		if got := m.shapeLabel("s", "shape"+strconv.Itoa(i)); got == "(other)" {
+			t.Fatalf("shape %d: (other) before MaxShapes", i)
+		}
+	}
+	if got := m.shapeLabel("s", "one more"); got != "(other)" {
+		t.Errorf("past MaxShapes: %q", got)
+	}
+	if got := m.shapeLabel("s", "shape7"); got != "shape7" {
+		t.Errorf("a known shape past MaxShapes: %q", got)
+	}
+}
+
+// GET /deprecations answers JSON over a socket.
+func TestDeprecationsHandler(t *testing.T) {
+	m := NewMetrics(MetricsOptions{NoRuntime: true})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: m.DeprecationsHandler()}
+	go srv.Serve(ln)     //nolint:errcheck
+	defer srv.Shutdown() //nolint:errcheck
+	resp, err := http.Get("http://" + ln.Addr().String() + "/deprecations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var rep DeprecationsReport
+	if err := json.Unmarshal(b, &rep); err != nil || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("%v %s: %s", err, resp.Header.Get("Content-Type"), b)
+	}
+	if len(rep.Deprecations) != len(rules.Deprecations()) || rep.Deprecations[0].Shape != rules.Deprecations()[0].Shape ||
+		rep.Deprecations[0].Users == nil || math.IsNaN(rep.Deprecations[0].ExpiresInSeconds) {
+		t.Errorf("report %s", b)
+	}
+	post, err := http.Post("http://"+ln.Addr().String()+"/deprecations", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post.Body.Close()
+	if post.StatusCode != 405 {
+		t.Errorf("POST: %d", post.StatusCode)
+	}
+}

@@ -1,0 +1,162 @@
+package relay
+
+import (
+	"io"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/translate"
+)
+
+// RunTap watches one run's material as it passes through the relay: metrics
+// and recordings hook in here (Relay.Tap). Every slice it is given is
+// borrowed for the call. The methods of one RunTap are called one at a
+// time, in the order the run goes through them (never concurrently), and
+// only End is certain to be called; they must be quick, as most run on the
+// stream's path.
+type RunTap interface {
+	// Received is the request body as the consumer sent it, called first.
+	Received(body []byte)
+	// Forwarded is the RunAgentInput sent to the producer and the plan
+	// that shaped it (the same bytes as received when plan.Translate is
+	// false), called just before the producer is contacted.
+	Forwarded(plan negotiate.InputPlan, body []byte)
+	// Streaming says the producer answered with an event stream, shaped for
+	// a consumer of consumer from a producer configured as
+	// producerConfigured (zero: learnt per run).
+	Streaming(consumer, producerConfigured negotiate.Version)
+	// Read is called with each chunk read from the producer's stream.
+	Read(p []byte)
+	// Wrote is called with each chunk written to the consumer (buffered;
+	// see Flushed).
+	Wrote(p []byte)
+	// Flushed says what was written has been flushed to the consumer;
+	// events is how many events were written so far.
+	Flushed(events int)
+	// Translated says a translation step rewrote shape, in the input or in
+	// the events of the run (every translation, lossy or not).
+	Translated(step *translate.Step, shape string, from, to negotiate.Version)
+	// Warned is a lossy translation of the run, as the observer reports it
+	// (once per shape per translated run, with a count).
+	Warned(w translate.Warning)
+	// End is called once when the run is over, with the final report.
+	End(rep *RunReport)
+}
+
+// JoinTaps returns a tap that calls each non-nil tap in turn, nil when
+// there is none.
+func JoinTaps(taps ...RunTap) RunTap {
+	var ts multiTap
+	for _, t := range taps {
+		if t != nil {
+			ts = append(ts, t)
+		}
+	}
+	switch len(ts) {
+	case 0:
+		return nil
+	case 1:
+		return ts[0]
+	}
+	return ts
+}
+
+type multiTap []RunTap
+
+func (m multiTap) Received(b []byte) {
+	for _, t := range m {
+		t.Received(b)
+	}
+}
+
+func (m multiTap) Forwarded(plan negotiate.InputPlan, b []byte) {
+	for _, t := range m {
+		t.Forwarded(plan, b)
+	}
+}
+
+func (m multiTap) Streaming(c, p negotiate.Version) {
+	for _, t := range m {
+		t.Streaming(c, p)
+	}
+}
+
+func (m multiTap) Read(p []byte) {
+	for _, t := range m {
+		t.Read(p)
+	}
+}
+
+func (m multiTap) Wrote(p []byte) {
+	for _, t := range m {
+		t.Wrote(p)
+	}
+}
+
+func (m multiTap) Flushed(events int) {
+	for _, t := range m {
+		t.Flushed(events)
+	}
+}
+
+func (m multiTap) Translated(step *translate.Step, shape string, from, to negotiate.Version) {
+	for _, t := range m {
+		t.Translated(step, shape, from, to)
+	}
+}
+
+func (m multiTap) Warned(w translate.Warning) {
+	for _, t := range m {
+		t.Warned(w)
+	}
+}
+
+func (m multiTap) End(rep *RunReport) {
+	for _, t := range m {
+		t.End(rep)
+	}
+}
+
+// tapObserver is the observer of one run's translations when the run is
+// tapped: it reports to the shared observer (counts, warnings) and to the
+// tap.
+type tapObserver struct {
+	shared translate.Observer
+	tap    RunTap
+}
+
+func (o *tapObserver) Translated(step *translate.Step, shape string, from, to negotiate.Version) {
+	if o.shared != nil {
+		o.shared.Translated(step, shape, from, to)
+	}
+	o.tap.Translated(step, shape, from, to)
+}
+
+func (o *tapObserver) Warn(run *translate.Run, w translate.Warning) {
+	if o.shared != nil {
+		o.shared.Warn(run, w)
+	}
+	o.tap.Warned(w)
+}
+
+// observerFor returns the observer of a run's translations: shared, or
+// shared and tap when the run is tapped.
+func observerFor(shared translate.Observer, tap RunTap) translate.Observer {
+	if tap == nil {
+		return shared
+	}
+	return &tapObserver{shared: shared, tap: tap}
+}
+
+// tapReader shows the tap every chunk read from the producer.
+type tapReader struct {
+	r   io.Reader
+	tap RunTap
+}
+
+func (t tapReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 {
+		t.tap.Read(p[:n])
+	}
+	return n, err
+}
