@@ -208,6 +208,9 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		problemTooLarge(r.maxBody()).Write(ctx)
+	case errors.As(err, new(*fasthttp.ErrSmallBuffer)):
+		// A request line or headers over the read buffer (16 KiB).
+		(&Problem{Type: "urn:agui-relay:headers-too-large", Title: "The request headers are too large", Status: fasthttp.StatusRequestHeaderFieldsTooLarge}).Write(ctx)
 	case isTimeout(err):
 		(&Problem{Type: "urn:agui-relay:request-timeout", Title: "The request was not received in time", Status: fasthttp.StatusRequestTimeout}).Write(ctx)
 	default:
