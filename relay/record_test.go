@@ -1,0 +1,251 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// recordedRun reads the one recording under dir.
+func recordedRun(t *testing.T, dir string) (string, map[string][]byte, *RecordingMeta) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || !entries[0].IsDir() || strings.HasPrefix(entries[0].Name(), ".") {
+		t.Fatalf("want one recording, have %v", entries)
+	}
+	rd := filepath.Join(dir, entries[0].Name())
+	files := map[string][]byte{}
+	fs, _ := os.ReadDir(rd)
+	for _, f := range fs {
+		b, err := os.ReadFile(filepath.Join(rd, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f.Name()] = b
+	}
+	var m RecordingMeta
+	if err := json.Unmarshal(files[RecordMeta], &m); err != nil {
+		t.Fatalf("meta.json: %v\n%s", err, files[RecordMeta])
+	}
+	return rd, files, &m
+}
+
+// replay runs a recorded producer stream through a Stream as the relay
+// does (translate reads recordings the same way).
+func replay(t *testing.T, producer []byte, consumer, producerConfigured negotiate.Version) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	st := (&Translator{}).NewStream(consumer, producerConfigured, w)
+	sc := NewScanner(bytes.NewReader(producer), 0)
+	for {
+		f, err := sc.Next()
+		if err != nil {
+			break
+		}
+		if err := st.Frame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	w.Flush()
+	return out.Bytes()
+}
+
+func TestRecordingOfALiveRun(t *testing.T) {
+	for _, redact := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "redacted"}[redact], func(t *testing.T) {
+			dir := t.TempDir()
+			rc := &Recorder{Dir: dir, Redact: redact}
+			m := NewMetrics(MetricsOptions{NoRuntime: true})
+			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+				streamHeaders(w)
+				sse(w, thinkingStream...)
+			}, func(r *Relay) {
+				r.Tap = func(rep *RunReport) RunTap { return JoinTaps(m.Tap(rep), rc.Tap(rep)) }
+			})
+			input := `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"Weather in Lisbon?"}],"forwardedProps":{"secret":"s3cr3t"}}`
+			live := readAll(t, h.post("/agent", input))
+			rep := h.report()
+			rc.Close()
+
+			_, files, meta := recordedRun(t, dir)
+			for _, name := range []string{RecordReceived, RecordForwarded, RecordProducer, RecordEmitted, RecordMeta} {
+				if files[name] == nil {
+					t.Errorf("%s missing", name)
+				}
+			}
+			producer := strings.Join(thinkingStream, "")
+			if !redact {
+				if string(files[RecordEmitted]) != live {
+					t.Errorf("emitted.sse is not what the consumer read:\n%s\nwant\n%s", files[RecordEmitted], live)
+				}
+				if string(files[RecordProducer]) != producer {
+					t.Errorf("producer.sse is not what the producer sent:\n%s", files[RecordProducer])
+				}
+				if string(files[RecordReceived]) != input || string(files[RecordForwarded]) != input {
+					t.Errorf("inputs: %s / %s", files[RecordReceived], files[RecordForwarded])
+				}
+			} else {
+				for name, b := range files {
+					for _, secret := range []string{"Lisbon", "s3cr3t", "Weather question", "The user asks", "Sunny"} {
+						if bytes.Contains(b, []byte(secret)) {
+							t.Errorf("%s keeps %q", name, secret)
+						}
+					}
+				}
+				if string(files[RecordEmitted]) != string(RedactSSE([]byte(live))) || string(files[RecordProducer]) != string(RedactSSE([]byte(producer))) {
+					t.Errorf("the redacted streams are not the redacted live streams")
+				}
+				for _, kept := range []string{`"runId":"r1"`, `"messageId":"m1"`, `"type":"THINKING_START"`, `"role":"assistant"`, `"delta":"xxxxxx"`} {
+					if !bytes.Contains(files[RecordProducer], []byte(kept)) {
+						t.Errorf("producer.sse lacks %s", kept)
+					}
+				}
+				if string(files[RecordReceived]) != `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"xxxxxxxxxxxxxxxxxx"}],"forwardedProps":{"secret":"xxxxxx"}}` {
+					t.Errorf("redacted input: %s", files[RecordReceived])
+				}
+			}
+			// Replaying the recorded producer stream gives the recorded
+			// emitted stream, byte for byte (redacted or not).
+			if got := replay(t, files[RecordProducer], negotiate.Current, negotiate.Version{}); string(got) != string(files[RecordEmitted]) {
+				t.Errorf("replay of producer.sse:\n%s\nwant emitted.sse:\n%s", got, files[RecordEmitted])
+			}
+			if meta.Format != 1 || meta.RunID != "r1" || meta.ThreadID != "t1" || meta.Status != 200 || meta.Consumer != "1.0" ||
+				meta.Producer != "unknown" || meta.ProducerConfigured != "" || !meta.Streamed || !meta.Translated ||
+				meta.Events != rep.Events || meta.Bytes != rep.Bytes || meta.Terminal != "RUN_FINISHED" || meta.Redacted != redact ||
+				meta.Input == nil || meta.Input.Translate || len(meta.Truncated) != 0 {
+				t.Errorf("meta %+v", meta)
+			}
+			if meta.Replay["events"] != "agui-relay translate --to 1.0 producer.sse" || meta.Replay["check"] != "agui-relay check --version 1.0 emitted.sse" ||
+				meta.Replay["input"] != "agui-relay translate --input --to 1.0 --from 1.0 input.received.json" {
+				t.Errorf("replay commands %q", meta.Replay)
+			}
+			lost := map[string]int{}
+			for _, w := range meta.Warnings {
+				lost[w.Shape] = w.Count
+			}
+			if lost["THINKING_START.title"] != 1 {
+				t.Errorf("warnings %+v", meta.Warnings)
+			}
+			if s := rc.Stats(); s != (RecorderStats{Written: 1}) {
+				t.Errorf("stats %+v", s)
+			}
+		})
+	}
+}
+
+// A run refused before the producer is asked is recorded with its input,
+// and a producer's answer that is not a stream with no .sse files.
+func TestRecordingOfRunsWithoutAStream(t *testing.T) {
+	dir := t.TempDir()
+	rc := &Recorder{Dir: dir}
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", 500)
+	}, func(r *Relay) { r.Tap = rc.Tap })
+	bad := `{"threadId":"t1","runId":"r1","messages":{}}`
+	readAll(t, h.post("/agent", bad))
+	h.report()
+	rc.Close()
+	_, files, meta := recordedRun(t, dir)
+	if string(files[RecordReceived]) != bad || files[RecordForwarded] != nil || files[RecordProducer] != nil || files[RecordEmitted] != nil {
+		t.Errorf("files %q", files)
+	}
+	if meta.Status != 400 || meta.Problem != "urn:agui-relay:invalid-input" || meta.Streamed || meta.Replay != nil ||
+		strings.Join(meta.Files, " ") != "input.received.json meta.json" {
+		t.Errorf("meta %+v", meta)
+	}
+
+	dir2 := t.TempDir()
+	rc2 := &Recorder{Dir: dir2}
+	h2 := newHarness(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 500) }, func(r *Relay) { r.Tap = rc2.Tap })
+	readAll(t, h2.post("/agent", minimalInput))
+	h2.report()
+	rc2.Close()
+	_, files, meta = recordedRun(t, dir2)
+	if files[RecordForwarded] == nil || files[RecordProducer] != nil || meta.Status != 500 || meta.Streamed {
+		t.Errorf("non-stream answer: files %q meta %+v", files, meta)
+	}
+}
+
+// The size cap cuts a recording and says so; a run that ends after Close
+// is dropped and counted; nothing stays pending.
+func TestRecordingLimits(t *testing.T) {
+	dir := t.TempDir()
+	rc := &Recorder{Dir: dir, MaxBytes: 300}
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, thinkingStream...)
+	}, func(r *Relay) { r.Tap = rc.Tap })
+	live := readAll(t, h.post("/agent", minimalInput))
+	h.report()
+	rc.Close()
+	_, files, meta := recordedRun(t, dir)
+	total := 0
+	for name, b := range files {
+		if name != RecordMeta {
+			total += len(b)
+		}
+	}
+	if total != 300 || strings.Join(meta.Truncated, " ") != "producer.sse emitted.sse" || len(meta.Notes) == 0 || len(live) < 300 {
+		t.Errorf("cut recording: %d bytes, truncated %q, notes %q", total, meta.Truncated, meta.Notes)
+	}
+	tap := rc.Tap(&RunReport{Start: time.Now()})
+	tap.Received([]byte(minimalInput))
+	tap.End(&RunReport{RunID: "late"})
+	if s := rc.Stats(); s != (RecorderStats{Written: 1, Dropped: 1}) {
+		t.Errorf("stats %+v", s)
+	}
+	if n := rc.pending.Load(); n != 0 {
+		t.Errorf("%d bytes still pending", n)
+	}
+
+	// A shared budget smaller than one run's material cuts too.
+	rc2 := &Recorder{Dir: t.TempDir(), MaxPending: 100}
+	tap = rc2.Tap(&RunReport{Start: time.Now()})
+	tap.Received(bytes.Repeat([]byte("x"), 150))
+	if r := tap.(*recording); len(r.received) != 100 || strings.Join(r.truncated, " ") != RecordReceived {
+		t.Errorf("kept %d, truncated %q", len(r.received), r.truncated)
+	}
+	tap.End(&RunReport{RunID: "r"})
+	rc2.Close()
+	if n := rc2.pending.Load(); n != 0 {
+		t.Errorf("%d bytes still pending", n)
+	}
+}
+
+func TestRedactJSON(t *testing.T) {
+	in := `{ "type":"MESSAGES_SNAPSHOT", "messages":[{"id":"m1","role":"user","name":"ana","content":[{"type":"text","text":"héllo \"you\""},{"type":"image","source":{"type":"url","value":"https://x/y.png","mimeType":"image/png"}}]},` +
+		`{"id":"m2","role":"assistant","content":"","toolCalls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]}],` +
+		` "n": 12.5, "ok": true, "none": null, "interruptIds":["i1","i2"], "delta":[{"op":"add","path":"/a","value":"v"}] }`
+	want := `{ "type":"MESSAGES_SNAPSHOT", "messages":[{"id":"m1","role":"user","name":"ana","content":[{"type":"text","text":"xxxxxxxxxxx"},{"type":"image","source":{"type":"url","value":"xxxxxxxxxxxxxxx","mimeType":"image/png"}}]},` +
+		`{"id":"m2","role":"assistant","content":"","toolCalls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"xxxxxxx"}}]}],` +
+		` "n": 12.5, "ok": true, "none": null, "interruptIds":["i1","i2"], "delta":[{"op":"add","path":"/a","value":"x"}] }`
+	got := RedactJSON([]byte(in))
+	if string(got) != want {
+		t.Errorf("redacted\n%s\nwant\n%s", got, want)
+	}
+	if !gjson.ValidBytes(got) {
+		t.Error("not JSON")
+	}
+	if got := RedactJSON([]byte(`not json "secret"`)); string(got) != strings.Repeat("x", 17) {
+		t.Errorf("not JSON: %s", got)
+	}
+	stream := ": comment kept\r\n\r\nevent: x\r\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\r\ndata: \"delta\":\"hi\"}\r\n\r\n"
+	if got := string(RedactSSE([]byte(stream))); got != ": comment kept\r\n\r\nevent: x\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\ndata: \"delta\":\"xx\"}\n\n" {
+		t.Errorf("redacted stream %q", got)
+	}
+}
