@@ -330,3 +330,29 @@ func TestTroubleshootingStepsAreGenerated(t *testing.T) {
 		}
 	}
 }
+
+func TestReadme(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	// It starts with the two commands.
+	_, first, _ := strings.Cut(readme, "```sh\n")
+	first, _, _ = strings.Cut(first, "```")
+	if !strings.HasPrefix(first, "go run .") || !strings.Contains(first, "\nmake test") {
+		t.Errorf("the README's first commands are %q, want go run . and make test", first)
+	}
+	// Its routes example loads.
+	_, example, ok := strings.Cut(readme, "```yaml\n")
+	if !ok {
+		t.Fatal("README.md has no yaml example")
+	}
+	example, _, _ = strings.Cut(example, "```")
+	routes, err := parseRoutes([]byte(example), flagDefaults(t))
+	if err != nil || len(routes) != 2 || !routes[0].stripPrefix || routes[0].producerVersion.String() != "0.0.40" || routes[1].consumerVersion.String() != "0.0.45" {
+		t.Errorf("the README's routes example: %v, %+v", err, routes)
+	}
+	// Its links to files of the repository lead somewhere.
+	for _, m := range regexp.MustCompile(`\]\(((?:docs|deploy|bench)/[^)#]+)`).FindAllStringSubmatch(readme, -1) {
+		if _, err := os.Stat(m[1]); err != nil {
+			t.Errorf("README.md links to %s: %v", m[1], err)
+		}
+	}
+}
