@@ -49,16 +49,20 @@ type serveConfig struct {
 	// by parseServe and again on SIGHUP.
 	config string
 	routes []routeConfig
+	// recordDir, when set, records every run there (--record-dir).
+	recordDir      string
+	recordRedact   bool
+	recordMaxBytes byteSize
 }
 
 // parseServe reads the serve flags from args and, for flags not given
 // there, from AGUI_RELAY_<FLAG> through getenv.
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
-	c := &serveConfig{maxBody: 64 << 20, maxFrame: 10 << 20}
+	c := &serveConfig{maxBody: 64 << 20, maxFrame: 10 << 20, recordMaxBytes: 16 << 20}
 	fs := newFlagSet("serve", stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address for relayed traffic")
 	fs.StringVar(&c.config, "config", "", "routes file (YAML or JSON): path prefixes to upstreams, each with its versions, timeouts and limits; the\nflags below are the defaults of what a route leaves out. Re-read on SIGHUP. Empty: one route, every path to --upstream")
-	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz and /metrics")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz, /metrics (Prometheus) and /deprecations (JSON)")
 	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process (see --demo-version)")
 	fs.Func("producer-version", "what the producer speaks when it does not declare it (1.0, or a legacy SDK release such as 0.0.45).\nEmpty: learnt per run from RUN_STARTED.protocolVersion; absent there means the producer predates the field", versionFlag(&c.producerVersion))
 	fs.Func("consumer-version", "what consumers that do not declare RunAgentInput.protocolVersion speak.\nEmpty: they are treated as current (never guessed downward)", versionFlag(&c.consumerVersion))
@@ -74,6 +78,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.runTimeout, "run-timeout", time.Hour, "longest run, from the request to the end of the stream, before it is ended with a RUN_ERROR (0: no limit)")
 	fs.IntVar(&c.maxConns, "upstream-max-conns", 4096, "most connections to the producer, that is runs in flight; more get 503")
 	fs.Func("demo-version", "protocol version the embedded demo agent speaks unless a run asks (?version=, forwardedProps.demo.version); default: the newest recorded (1.0)", versionFlag(&c.demoVersion))
+	fs.StringVar(&c.recordDir, "record-dir", "", "record every run under this directory, one directory per run: input.received.json, input.forwarded.json,\nproducer.sse (as received), emitted.sse (as written), meta.json; `agui-relay translate` and `check` replay them.\nEmpty: no recording")
+	fs.BoolVar(&c.recordRedact, "record-redact", false, "replace message content in recordings (every string but ids, types, roles, names and versions) with same-length placeholders")
+	fs.Var(&c.recordMaxBytes, "record-max-bytes", "largest recording of one run, its files together; what is over is cut and meta.json says so")
 	fs.DurationVar(&c.demoPace, "demo-pace", 50*time.Millisecond, "pause between the demo agent's events, so that streaming shows")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: agui-relay [serve] [flags]\n\nRuns the relay. Every flag can also be set by the environment variable\nAGUI_RELAY_<FLAG> (upper case, - becomes _); the command line wins.\n\nflags:\n")
@@ -217,8 +224,18 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		at.demo = upstream
 	}
 
-	counts := &relay.TranslationCounts{} // metrics will read these (OnCount / Snapshot)
-	shared := relayShared{log: log, quiet: c.quietWarnings, counts: counts, named: c.config != ""}
+	counts := &relay.TranslationCounts{}
+	metrics := relay.NewMetrics(relay.MetricsOptions{})
+	tap := metrics.Tap
+	if c.recordDir != "" {
+		if err := os.MkdirAll(c.recordDir, 0o700); err != nil {
+			return fmt.Errorf("--record-dir: %w", err)
+		}
+		recorder := &relay.Recorder{Dir: c.recordDir, Redact: c.recordRedact, MaxBytes: int(c.recordMaxBytes), Log: log}
+		defer recorder.Close() // after the shutdown below: the last runs are written
+		tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(metrics.Tap(rep), recorder.Tap(rep)) }
+	}
+	shared := relayShared{log: log, quiet: c.quietWarnings, counts: counts, tap: tap, named: c.config != ""}
 	routes := c.routes
 	if c.config == "" {
 		routes = []routeConfig{defaultRoute(c, upstream)}
@@ -236,10 +253,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	at.relay = ln.Addr().String()
 
 	var ready atomic.Bool
-	// /metrics is served by the metrics handler once there is one; until
-	// then the admin server answers 404 there.
-	var metrics fasthttp.RequestHandler
-	admin := &fasthttp.Server{Handler: adminHandler(&ready, metrics), NoDefaultServerHeader: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	admin := &fasthttp.Server{Handler: adminHandler(&ready, metrics.Handler(), metrics.DeprecationsHandler()), NoDefaultServerHeader: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
 	aln, err := net.Listen("tcp", c.adminListen)
 	if err != nil {
 		ln.Close()
@@ -315,8 +329,10 @@ func versionOr(v negotiate.Version, none string) string {
 }
 
 // adminHandler serves /healthz (the process is alive), /readyz (it relays:
-// false while shutting down) and /metrics when metrics is set.
-func adminHandler(ready *atomic.Bool, metrics fasthttp.RequestHandler) fasthttp.RequestHandler {
+// false while shutting down), /metrics (Prometheus) and /deprecations (the
+// deprecation registry with the runs that still need each translation, as
+// JSON) when they are set.
+func adminHandler(ready *atomic.Bool, metrics, deprecations fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		ctx.SetContentType("text/plain; charset=utf-8")
 		switch string(ctx.Path()) {
@@ -332,13 +348,18 @@ func adminHandler(ready *atomic.Bool, metrics fasthttp.RequestHandler) fasthttp.
 		case "/metrics":
 			if metrics == nil {
 				ctx.SetStatusCode(fasthttp.StatusNotFound)
-				ctx.SetBodyString("metrics are not implemented yet\n")
 				return
 			}
 			metrics(ctx)
+		case "/deprecations":
+			if deprecations == nil {
+				ctx.SetStatusCode(fasthttp.StatusNotFound)
+				return
+			}
+			deprecations(ctx)
 		default:
 			ctx.SetStatusCode(fasthttp.StatusNotFound)
-			ctx.SetBodyString("admin: /healthz, /readyz, /metrics\n")
+			ctx.SetBodyString("admin: /healthz, /readyz, /metrics, /deprecations\n")
 		}
 	}
 }

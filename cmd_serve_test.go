@@ -160,7 +160,7 @@ func TestServeRelaysTheDemoAgent(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"versions":["0.0.40","1.0"]`) {
 		t.Errorf("capabilities: %d %s", resp.StatusCode, b)
 	}
-	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 404} {
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/deprecations": 200, "/other": 404} {
 		resp, err := http.Get("http://" + at.admin + path)
 		if err != nil {
 			t.Fatal(err)

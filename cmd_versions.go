@@ -1,28 +1,37 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
 )
 
 func runVersions(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("versions", stderr)
+	admin := fs.String("admin", "", "base URL of a running relay's admin server (http://127.0.0.1:9090): show next to each\nretired shape how many runs still needed its translation, when last, and who (route, versions)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: agui-relay versions
+		fmt.Fprint(fs.Output(), `usage: agui-relay versions [--admin URL]
 
 Lists the protocol versions the relay implements, the legacy SDK releases it
 serves grouped by legacy profile, and the deprecation registry: every retired
 shape, what replaces it, the translation step, the version that retired it
-and the date its translation expires.
+and the date its translation expires. With --admin, the live usage of a
+running relay (its GET /deprecations) is shown next to each entry.
+
+flags:
 `)
+		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -33,6 +42,18 @@ and the date its translation expires.
 	if fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "agui-relay versions: takes no arguments")
 		return 2
+	}
+	var usage map[string]relay.DeprecationUsage
+	if *admin != "" {
+		rep, err := fetchDeprecations(*admin)
+		if err != nil {
+			fmt.Fprintf(stderr, "agui-relay versions: --admin: %v\n", err)
+			return 1
+		}
+		usage = map[string]relay.DeprecationUsage{}
+		for _, u := range rep.Deprecations {
+			usage[u.Shape] = u
+		}
 	}
 	fmt.Fprintf(stdout, "current protocol version: %s (emitted and declared by the relay)\n", negotiate.Current)
 	fmt.Fprintf(stdout, "oldest served consumer: %s\n\n", negotiate.OldestSupported)
@@ -51,9 +72,25 @@ and the date its translation expires.
 
 	fmt.Fprintln(stdout, "\ndeprecation registry:")
 	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RETIRED SHAPE\tREPLACEMENT\tTRANSLATION STEP\tRETIRED IN\tEXPIRES")
+	header := "RETIRED SHAPE\tREPLACEMENT\tTRANSLATION STEP\tRETIRED IN\tEXPIRES"
+	if usage != nil {
+		header += "\tRUNS\tLAST SEEN\tNEEDED BY (route: producer -> consumer, runs)"
+	}
+	fmt.Fprintln(tw, header)
 	for _, d := range rules.Deprecations() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Shape, d.Replacement, d.Step, d.Retired, d.Expires.Format(time.DateOnly))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", d.Shape, d.Replacement, d.Step, d.Retired, d.Expires.Format(time.DateOnly))
+		if usage != nil {
+			u := usage[d.Shape]
+			last, users := "-", []string{}
+			if u.LastSeen != nil {
+				last = u.LastSeen.Format(time.RFC3339)
+			}
+			for _, who := range u.Users {
+				users = append(users, fmt.Sprintf("%s: %s -> %s (%d)", who.Route, who.From, who.To, who.Runs))
+			}
+			fmt.Fprintf(tw, "\t%d\t%s\t%s", u.Runs, last, strings.Join(users, "; "))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	return 0
@@ -69,4 +106,27 @@ func releases(p negotiate.Profile) string {
 		rs = append(rs, negotiate.Version{Patch: n}.String())
 	}
 	return strings.Join(rs, " ")
+}
+
+// fetchDeprecations reads GET /deprecations of a running relay's admin
+// server.
+func fetchDeprecations(base string) (*relay.DeprecationsReport, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q: want the admin server's base URL, such as http://127.0.0.1:9090", base)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(strings.TrimSuffix(base, "/") + "/deprecations")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /deprecations: %s", resp.Status)
+	}
+	var rep relay.DeprecationsReport
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("GET /deprecations: %v", err)
+	}
+	return &rep, nil
 }

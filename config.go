@@ -316,10 +316,11 @@ func isNumber(raw json.RawMessage) bool {
 // relayShared is what the relays of every route share.
 type relayShared struct {
 	log    *zap.Logger
-	quiet  bool                     // --quiet-translation-warnings
-	counts *relay.TranslationCounts // translations, for metrics
-	onRun  func(r *relay.RunReport) // every run's report (RunReport.Route names the route); may be nil
-	named  bool                     // log lines carry the route's name (with --config)
+	quiet  bool                                  // --quiet-translation-warnings
+	counts *relay.TranslationCounts              // translations, for metrics
+	onRun  func(r *relay.RunReport)              // every run's report (RunReport.Route names the route); may be nil
+	tap    func(r *relay.RunReport) relay.RunTap // metrics and recording of every run; may be nil
+	named  bool                                  // log lines carry the route's name (with --config)
 }
 
 // routeTable builds the relays of routes, each with its own client (so its
@@ -347,6 +348,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			RunTimeout:      rc.runTimeout,
 			Log:             rlog,
 			OnRun:           sh.onRun,
+			Tap:             sh.tap,
 		}
 		if rc.stripPrefix && rc.prefix != "/" {
 			r.StripPrefix = rc.prefix
