@@ -338,7 +338,7 @@ func retiredShapeMatches(d *deprecation, shape string) bool {
 	case "media-part metadata:null":
 		return strings.HasSuffix(shape, ".content.metadata:null")
 	}
-	return shape == d.norm || strings.HasSuffix(d.norm, "."+shape)
+	return shape == d.Shape || shape == d.norm || strings.HasSuffix(d.norm, "."+shape)
 }
 
 func (t *metricsTap) End(rep *RunReport) {

@@ -59,3 +59,44 @@ func TestStepRegistryInvariants(t *testing.T) {
 		last[s.Direction] = s.Since
 	}
 }
+
+// The null upgrade names what it removed exactly as the deprecation registry
+// names the retired shape, so that telemetry can say who still needs it.
+func TestNullShapesAreRegistryShapes(t *testing.T) {
+	var shapes []string
+	obs := observerFunc(func(_ *Step, shape string) { shapes = append(shapes, shape) })
+	c := EventChain(negotiate.Current, []*Step{nullMeansAbsent})
+	cr := c.Start(NewRun(Events, negotiate.Version{}, negotiate.Current, obs), negotiate.Plan{}, func([]byte) {})
+	for _, ev := range []string{
+		`{"type":"RUN_STARTED","threadId":"t","runId":"r","rawEvent":null,"input":{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":[{"type":"image","source":{"type":"url","value":"u"},"metadata":null}]}],"forwardedProps":null,"tools":[{"name":"n","description":"d","parameters":null}],"resume":[{"interruptId":"i","status":"resolved","payload":null}]}}`,
+		`{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"n","parentMessageId":null}`,
+		`{"type":"TOOL_CALL_CHUNK","toolCallId":"c","parentMessageId":null}`,
+		`{"type":"SUBAGENT_FINISHED","subagentRunId":"s","result":null}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","result":null,"outcome":null}`,
+	} {
+		cr.Push([]byte(ev))
+	}
+	registry := map[string]bool{}
+	for _, d := range rules.Deprecations() {
+		if d.Step == nullMeansAbsent.Name {
+			registry[d.Shape] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range shapes {
+		if !registry[s] {
+			t.Errorf("shape %q is not a registry shape", s)
+		}
+		seen[s] = true
+	}
+	for s := range registry {
+		if !seen[s] {
+			t.Errorf("registry shape %q was never produced", s)
+		}
+	}
+}
+
+type observerFunc func(step *Step, shape string)
+
+func (f observerFunc) Translated(step *Step, shape string, _, _ negotiate.Version) { f(step, shape) }
+func (f observerFunc) Warn(*Run, Warning)                                          {}

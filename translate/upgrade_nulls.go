@@ -57,29 +57,36 @@ func (n *nullRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		if it.Value.Type != gjson.Null {
 			return false
 		}
-		ok := false
+		// Shapes are named as the deprecation registry names them.
+		shape := ""
 		switch it.Key.Str {
 		case "rawEvent":
-			ok = true
+			shape = "rawEvent:null"
 		case "result":
-			ok = typ == "RUN_FINISHED" || typ == "SUBAGENT_FINISHED"
+			if typ == "RUN_FINISHED" || typ == "SUBAGENT_FINISHED" {
+				shape = typ + ".result:null"
+			}
 		case "parentMessageId":
-			ok = typ == "TOOL_CALL_START" || typ == "TOOL_CALL_CHUNK"
+			if typ == "TOOL_CALL_START" || typ == "TOOL_CALL_CHUNK" {
+				shape = typ + ".parentMessageId:null"
+			}
 		case "outcome":
-			ok = typ == "RUN_FINISHED"
+			if typ == "RUN_FINISHED" {
+				shape = "RUN_FINISHED.outcome:null"
+			}
 		}
-		if ok {
-			r.Translated(it.Key.Str + ":null")
+		if shape != "" {
+			r.Translated(shape)
 		}
-		return ok
+		return shape != ""
 	})
 	if typ == "MESSAGES_SNAPSHOT" || typ == "RUN_STARTED" {
-		msgs, shape := messagesOf(ev, typ)
+		msgs, _ := messagesOf(ev, typ)
 		EachElement(msgs, func(_ int, m gjson.Result) {
 			EachElement(Sub(m, "content"), func(_ int, p gjson.Result) {
 				switch Sub(p, "type").Str {
 				case "image", "audio", "video", "document":
-					n.dropNull(r, p, "metadata", shape+".content.metadata:null")
+					n.dropNull(r, p, "metadata", "media-part metadata:null")
 				}
 			})
 		})
@@ -88,10 +95,10 @@ func (n *nullRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		in := Get(ev, "input")
 		n.dropNull(r, in, "forwardedProps", "RUN_STARTED.input.forwardedProps:null")
 		EachElement(Sub(in, "tools"), func(_ int, t gjson.Result) {
-			n.dropNull(r, t, "parameters", "RUN_STARTED.input.tools.parameters:null")
+			n.dropNull(r, t, "parameters", "RUN_STARTED.input.tools[].parameters:null")
 		})
 		EachElement(Sub(in, "resume"), func(_ int, e gjson.Result) {
-			n.dropNull(r, e, "payload", "RUN_STARTED.input.resume.payload:null")
+			n.dropNull(r, e, "payload", "RUN_STARTED.input.resume[].payload:null")
 		})
 	}
 	w.emit(ev, emit)
