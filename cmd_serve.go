@@ -65,7 +65,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz, /metrics (Prometheus) and /deprecations (JSON)")
 	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process (see --demo-version)")
 	fs.Func("producer-version", "what the producer speaks when it does not declare it (1.0, or a legacy SDK release such as 0.0.45).\nEmpty: learnt per run from RUN_STARTED.protocolVersion; absent there means the producer predates the field", versionFlag(&c.producerVersion))
-	fs.Func("consumer-version", "what consumers that do not declare RunAgentInput.protocolVersion speak.\nEmpty: they are treated as current (never guessed downward)", versionFlag(&c.consumerVersion))
+	fs.Func("consumer-version", "what consumers that do not declare RunAgentInput.protocolVersion speak.\nEmpty: they are treated as current (never guessed downward)", consumerVersionFlag(&c.consumerVersion))
 	fs.BoolVar(&c.quietWarnings, "quiet-translation-warnings", false, "do not log lossy translations (they are still counted)")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -125,6 +125,21 @@ func versionFlag(dst *negotiate.Version) func(string) error {
 			*dst = v
 		}
 		return err
+	}
+}
+
+// consumerVersionFlag is versionFlag refusing, at start, a consumer release
+// the relay cannot serve (every run would otherwise be refused with 400).
+func consumerVersionFlag(dst *negotiate.Version) func(string) error {
+	set := versionFlag(dst)
+	return func(s string) error {
+		if err := set(s); err != nil {
+			return err
+		}
+		if ok, why := negotiate.Supported(*dst); !dst.IsZero() && !ok {
+			return fmt.Errorf("%s is not served: %s", dst, why)
+		}
+		return nil
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,9 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // --help asked for the usage; it is no usage error
+		}
 		return 2
 	}
 	if *to == "" || fs.NArg() > 1 {
