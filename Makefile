@@ -3,7 +3,7 @@
 # installed from conformance/package-lock.json on first use).
 GO ?= go
 
-.PHONY: test unit conformance conformance-deps bench build
+.PHONY: test unit conformance conformance-deps bench build soak fuzz
 
 test: unit conformance
 
@@ -21,3 +21,18 @@ bench:
 
 build:
 	$(GO) build -o agui-relay .
+
+# The long soak of the relay (2000 concurrent streams for 70s); a short one
+# runs in every go test.
+soak:
+	$(GO) test -tags soak -run Soak -v -timeout 10m ./relay/
+
+# Fuzz every target for FUZZTIME each (their seeds run in every go test).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./relay/
+	$(GO) test -run '^$$' -fuzz '^FuzzScannerFraming$$' -fuzztime $(FUZZTIME) ./relay/
+	$(GO) test -run '^$$' -fuzz '^FuzzJudgeEvent$$' -fuzztime $(FUZZTIME) ./rules/
+	$(GO) test -run '^$$' -fuzz '^FuzzJudgeInput$$' -fuzztime $(FUZZTIME) ./rules/
+	$(GO) test -run '^$$' -fuzz '^FuzzEventTranslation$$' -fuzztime $(FUZZTIME) ./translate/
+	$(GO) test -run '^$$' -fuzz '^FuzzInputTranslation$$' -fuzztime $(FUZZTIME) ./translate/
