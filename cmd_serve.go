@@ -309,7 +309,9 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	log.Info("shutting down", zap.Duration("grace", c.shutdownGrace), zap.Int("runs", r.Active()))
 	grace, cancel := context.WithTimeout(context.Background(), c.shutdownGrace)
 	defer cancel()
-	if err := srv.ShutdownWithContext(grace); err != nil {
+	// Event streams run on connections the relay took over from the
+	// server, which Shutdown does not wait for: AwaitRuns does.
+	if err := srv.ShutdownWithContext(grace); err != nil || relay.AwaitRuns(grace, r.Active) != nil {
 		log.Warn("grace period over: ending the runs still open with RUN_ERROR", zap.Int("runs", r.Active()))
 		r.EndRuns()
 		for deadline := time.Now().Add(5 * time.Second); r.Active() > 0 && time.Now().Before(deadline); {

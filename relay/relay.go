@@ -183,7 +183,8 @@ func (r *Relay) maxBody() int {
 // request body limit MaxBody, 16 KiB read buffer (large Authorization
 // headers), TCP keep-alive, no compression, and problem+json answers to
 // requests it cannot parse. The write timeout applies to ordinary answers;
-// event streams lift it for themselves.
+// event streams are answered on connections the relay takes over (see
+// hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
 func (r *Relay) Server() *fasthttp.Server {
 	r.once.Do(r.init)
 	return &fasthttp.Server{
@@ -199,6 +200,7 @@ func (r *Relay) Server() *fasthttp.Server {
 		MaxRequestBodySize:           r.maxBody(),
 		TCPKeepalive:                 true,
 		CloseOnShutdown:              true,
+		KeepHijackedConns:            true, // streams close their own; see respond
 		Logger:                       zapPrintf{r.log},
 	}
 }
@@ -407,10 +409,8 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no") // nginx in front: do not buffer
-	ctx.Response.ImmediateHeaderFlush = true
+	// No server write deadline: the stream's writer keeps its own.
 	ctx.SetWriteDeadline(zeroTime) //nolint:errcheck // only fails without a connection
-	ctx.SetReadDeadline(zeroTime)  //nolint:errcheck // the watcher reads until the consumer goes
-	ctx.SetConnectionClose()
 
 	ub := newUpstreamBody(body2)
 	remaining := time.Duration(0)
@@ -419,10 +419,7 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	}
 	ub.startTimers(r.IdleTimeout, remaining)
 	r.track(ub)
-	go watchConsumer(ctx.Conn(), ub)
-	ctx.Response.SetBodyStream(fasthttp.NewBoundedStreamReader(func(w *bufio.Writer) {
-		r.pump(w, ub, resp, rep)
-	}), -1)
+	r.respond(ctx, ub, resp, rep) // on the hijacked connection, see hijack.go
 }
 
 func isEventStream(ct []byte) bool {
@@ -458,15 +455,18 @@ func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 }
 
 // pump copies the producer's event stream to the consumer, one frame at a
-// time through a Stream. It runs in the goroutine of the bounded stream
-// reader, owns resp and must not touch the request context.
+// time through a Stream. It runs in the stream's goroutine (see stream),
+// owns resp and cw, and closes the consumer's connection when it is done.
 //
 // Flushing: the writer is flushed exactly when the scanner is about to read
 // from the producer, that is whenever the relay could block. Events the
 // producer sent together go out together; none waits for a later one.
-// Backpressure: a flush blocks while the consumer's side is full, so a slow
-// consumer slows the reading of the producer instead of growing memory.
-func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+// Backpressure: a flush is a blocking write to the consumer's socket, so a
+// slow consumer slows the reading of the producer instead of growing memory.
+func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+	// The Stream's bufio.Writer is too small to hold an event: every event
+	// goes on to cw, which buffers until the flush.
+	w := bufio.NewWriterSize(cw, 16)
 	st := r.translator.NewStream(rep.Consumer, r.ProducerVersion, w)
 	tap := rep.tap
 	var src io.Reader = ub
@@ -484,7 +484,7 @@ func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response,
 	sc := NewScanner(src, r.MaxFrame)
 	sc.BeforeRead = func() {
 		if werr == nil {
-			if werr = w.Flush(); werr != nil {
+			if werr = flush(w, cw); werr != nil {
 				ub.cancel(errConsumerGone)
 			} else if tap != nil {
 				tap.Flushed(st.Events)
@@ -531,7 +531,10 @@ func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response,
 			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
 	}
 	if werr == nil {
-		if werr = w.Flush(); werr == nil && tap != nil {
+		if werr = w.Flush(); werr == nil {
+			werr = cw.End()
+		}
+		if werr == nil && tap != nil {
 			tap.Flushed(st.Events)
 		}
 	}
@@ -540,6 +543,7 @@ func (r *Relay) pump(w *bufio.Writer, ub *upstreamBody, resp *fasthttp.Response,
 		rerr = nil
 	}
 	ub.finish(rerr)
+	cw.Close() //nolint:errcheck // after finish: the watcher's cancel is a no-op now
 	fasthttp.ReleaseResponse(resp)
 	r.untrack(ub)
 

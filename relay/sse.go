@@ -60,6 +60,13 @@ type Scanner struct {
 	data   []byte // scratch: joined data of a non-canonical frame
 	fields []byte // scratch: normalised field lines
 
+	// The buffer starts at base bytes, grows while reads fill it (a burst)
+	// up to burstSize, and for a frame up to the limit; it shrinks back to
+	// base once reads have stayed small for a while (see fill).
+	base       int
+	grow       bool // the last read filled all the room it was given
+	smallReads int  // reads in a row that filled under a quarter of the buffer
+
 	// BeforeRead, when set, is called before every read from the underlying
 	// reader, that is whenever the scanner has no complete frame buffered and
 	// may block. The relay flushes its writer there, so that no event waits
@@ -67,17 +74,25 @@ type Scanner struct {
 	BeforeRead func()
 }
 
+// Scanner buffer sizes: every stream holds baseSize while it is quiet;
+// a stream whose reads keep filling the buffer gets up to burstSize, so
+// that a fast producer is read (and its events written) in large blocks.
+const (
+	baseSize  = 4 << 10
+	burstSize = 32 << 10
+	// smallReadsToShrink reads under a quarter of the buffer in a row
+	// shrink it back to baseSize.
+	smallReadsToShrink = 16
+)
+
 // NewScanner returns a scanner reading r that refuses frames larger than
 // maxFrame bytes (raw, terminators included). maxFrame <= 0 means 10 MiB.
 func NewScanner(r io.Reader, maxFrame int) *Scanner {
 	if maxFrame <= 0 {
 		maxFrame = 10 << 20
 	}
-	size := 16 << 10
-	if maxFrame+2 < size {
-		size = maxFrame + 2
-	}
-	return &Scanner{r: r, max: maxFrame, buf: make([]byte, size)}
+	size := min(baseSize, maxFrame+2)
+	return &Scanner{r: r, max: maxFrame, buf: make([]byte, size), base: size}
 }
 
 // Buffered returns how many received bytes are not yet returned as frames.
@@ -330,20 +345,30 @@ func (s *Scanner) fill() error {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
 	}
-	if s.end == len(s.buf) {
+	switch {
+	case s.end == len(s.buf): // a frame larger than the buffer
 		if len(s.buf) >= s.max+2 {
 			return ErrFrameTooLarge
 		}
-		grown := make([]byte, min(2*len(s.buf), s.max+2))
-		copy(grown, s.buf[:s.end])
-		s.buf = grown
+		s.resize(min(2*len(s.buf), s.max+2))
+	case s.grow && len(s.buf) < burstSize && len(s.buf) < s.max+2: // a burst
+		s.resize(min(2*len(s.buf), burstSize, s.max+2))
+	case s.smallReads >= smallReadsToShrink && len(s.buf) > s.base && s.end <= s.base/2:
+		s.resize(s.base)
 	}
 	if s.BeforeRead != nil {
 		s.BeforeRead()
 	}
 	for tries := 0; ; tries++ {
+		room := len(s.buf) - s.end
 		n, err := s.r.Read(s.buf[s.end:])
 		s.end += n
+		s.grow = n == room
+		if n < len(s.buf)/4 {
+			s.smallReads++
+		} else {
+			s.smallReads = 0
+		}
 		if err != nil {
 			s.readErr = err
 			return nil
@@ -356,6 +381,15 @@ func (s *Scanner) fill() error {
 			return s.readErr
 		}
 	}
+}
+
+// resize moves the unconsumed bytes, at the start of the buffer, into a
+// buffer of size bytes.
+func (s *Scanner) resize(size int) {
+	b := make([]byte, size)
+	copy(b, s.buf[:s.end])
+	s.buf = b
+	s.smallReads = 0
 }
 
 // AppendFrame appends the canonical framing of an event to dst: the frame's

@@ -64,7 +64,7 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 		WriteTimeout:             firstByte,
 		MaxConnsPerHost:          maxConns,
 		MaxIdleConnDuration:      orDefault(o.MaxIdleConnDuration, 4*time.Second),
-		ReadBufferSize:           16 << 10,
+		ReadBufferSize:           4 << 10, // held by each stream: the producer's header must fit (as nginx's proxy_buffer_size); large reads bypass it
 		WriteBufferSize:          16 << 10,
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
@@ -200,11 +200,10 @@ func (u *upstreamBody) finish(err error) {
 
 // watchConsumer reads the consumer's connection until it ends and then
 // cancels the run: without it a consumer that goes away is noticed only
-// when a write fails, which on a silent stream may be never. It is safe only
-// because the request body has been read in full and the connection is
-// marked to close after the response, so the server never reads it again.
-// The goroutine ends when the connection does, which the server closes once
-// the response is written.
+// when a write fails, which on a silent stream may be never. The connection
+// is the relay's (hijacked, see hijack.go) and the request has been read in
+// full, so nothing else reads it. The goroutine ends when the connection
+// does, which the stream closes once it is over.
 func watchConsumer(conn net.Conn, u *upstreamBody) {
 	var b [1]byte
 	for {

@@ -1,0 +1,262 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// An event stream is answered on the consumer's connection itself, taken
+// over from the server once the run's handler returns (fasthttp's Hijack,
+// with no response of the server's): the goroutine that reads the producer
+// writes the status line, the headers and the chunked body to the socket.
+// One goroutine carries each stream, and a second only waits for the
+// consumer to go away (see watchConsumer), where the server's own body
+// streaming would hand every block from the relay's goroutine to the
+// server's through a pipe (a copy and a wakeup per flush, and a third
+// goroutine and the server's read buffer held for the whole stream).
+//
+// What the server no longer does for a hijacked connection, the relay does:
+// it answers the headers the server would have (see respondHead), bounds
+// each write by a deadline (a consumer that stops reading for that long is
+// gone), closes the connection at the end of the stream, and keeps its own
+// registry of the runs in flight (track, Active, EndRuns), since the
+// server's Shutdown no longer counts them: call AwaitRuns after it.
+
+// streamWriteTimeout bounds a write to a consumer that does not read, when
+// the relay has no IdleTimeout: the server's WriteTimeout for ordinary
+// answers.
+const streamWriteTimeout = 2 * time.Minute
+
+// respond answers the consumer with the event stream of a run: the headers
+// set on ctx.Response now, then what pump writes. ctx must not be used
+// after the handler returns; resp and ub belong to the stream from here.
+func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+	chunked := ctx.Request.Header.IsHTTP11()
+	head := respondHead(&ctx.Response.Header, chunked)
+	timeout := r.IdleTimeout
+	if timeout <= 0 {
+		timeout = streamWriteTimeout
+	}
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		// The server's buffered reader of the connection is left behind
+		// with c (Server.KeepHijackedConns): nothing reads the request any
+		// more, so it goes to the garbage collector with the hijacked
+		// connection instead of staying in use for the stream's life.
+		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+			c = u.UnsafeConn()
+		}
+		go r.stream(&consumerWriter{conn: c, chunked: chunked, timeout: timeout}, head, ub, resp, rep)
+	})
+}
+
+// respondHead renders the response header of an event stream: the status
+// line and headers of h, the framing (chunked for HTTP/1.1; delimited by the
+// connection's end for an HTTP/1.0 consumer, which cannot read chunks) and
+// Connection: close.
+func respondHead(h *fasthttp.ResponseHeader, chunked bool) []byte {
+	h.SetConnectionClose()
+	if chunked {
+		h.SetContentLength(-1)
+	} else {
+		h.SetContentLength(-2)
+	}
+	return h.AppendBytes(nil)
+}
+
+// stream runs one stream on the hijacked connection: the watcher, the
+// header, the events, the end.
+func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+	go watchConsumer(w.conn, ub)
+	if err := w.writeRaw(head); err != nil {
+		ub.cancel(errConsumerGone)
+	}
+	r.pump(w, ub, resp, rep)
+}
+
+// consumerWriter writes a stream's body to the consumer's connection, in
+// HTTP/1.1 chunks when chunked: what is written between two flushes goes
+// out as one chunk in one write. It holds a buffer only between a write and
+// the flush that follows (a pooled one), so an idle stream holds none. It is
+// used by one goroutine.
+type consumerWriter struct {
+	conn     net.Conn
+	chunked  bool
+	timeout  time.Duration
+	deadline time.Time // the write deadline set last
+
+	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
+	err error
+}
+
+const (
+	// chunkRoom is kept free before the pending bytes for the chunk's
+	// size line: up to 8 hex digits and CRLF.
+	chunkRoom = 10
+	// maxPending is the most a writer buffers before it writes out
+	// without waiting for a flush.
+	maxPending = 32 << 10
+)
+
+var pendingPool = sync.Pool{New: func() any {
+	b := make([]byte, chunkRoom, chunkRoom+maxPending+len("\r\n0\r\n\r\n"))
+	return &b
+}}
+
+// Write buffers p for the next flush.
+func (w *consumerWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.buf != nil && len(*w.buf)-chunkRoom+len(p) > maxPending {
+		if err := w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	if len(p) > maxPending {
+		// A large event goes out as its own chunk, from where it is.
+		if err := w.write(p); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	if w.buf == nil {
+		w.buf = pendingPool.Get().(*[]byte)
+	}
+	*w.buf = append(*w.buf, p...)
+	return len(p), nil
+}
+
+// Flush writes what is pending, as one chunk.
+func (w *consumerWriter) Flush() error {
+	return w.flush(false)
+}
+
+// End writes what is pending and the end of the body (the last chunk),
+// unless writing failed before.
+func (w *consumerWriter) End() error {
+	return w.flush(true)
+}
+
+// Close closes the connection, which ends the watcher too.
+func (w *consumerWriter) Close() error {
+	w.release()
+	return w.conn.Close()
+}
+
+func (w *consumerWriter) flush(last bool) error {
+	if w.err != nil {
+		w.release()
+		return w.err
+	}
+	if w.buf == nil && !(last && w.chunked) {
+		return nil
+	}
+	if w.buf == nil {
+		w.buf = pendingPool.Get().(*[]byte)
+	}
+	b := *w.buf
+	out := b[chunkRoom:]
+	if w.chunked {
+		start := chunkRoom
+		if n := len(b) - chunkRoom; n > 0 {
+			var size [16]byte
+			line := append(strconv.AppendUint(size[:0], uint64(n), 16), '\r', '\n')
+			start -= len(line)
+			copy(b[start:], line)
+			b = append(b, '\r', '\n')
+		}
+		if last {
+			b = append(b, "0\r\n\r\n"...)
+		}
+		out = b[start:]
+	}
+	err := w.writeRaw(out)
+	*w.buf = b[:chunkRoom]
+	w.release()
+	return err
+}
+
+func (w *consumerWriter) release() {
+	if w.buf != nil {
+		*w.buf = (*w.buf)[:chunkRoom]
+		pendingPool.Put(w.buf)
+		w.buf = nil
+	}
+}
+
+// write writes p as one chunk of its own (nothing is pending).
+func (w *consumerWriter) write(p []byte) error {
+	if !w.chunked {
+		return w.writeRaw(p)
+	}
+	var size [16]byte
+	line := append(strconv.AppendUint(size[:0], uint64(len(p)), 16), '\r', '\n')
+	bufs := net.Buffers{line, p, []byte("\r\n")}
+	if err := w.arm(); err != nil {
+		return err
+	}
+	_, err := bufs.WriteTo(w.conn)
+	return w.fail(err)
+}
+
+// writeRaw writes p to the connection within the write deadline.
+func (w *consumerWriter) writeRaw(p []byte) error {
+	if err := w.arm(); err != nil {
+		return err
+	}
+	_, err := w.conn.Write(p)
+	return w.fail(err)
+}
+
+// arm moves the write deadline to timeout from now, when it is less than
+// seven eighths of that away: a consumer that reads nothing for about the
+// timeout is given up, at the cost of a timer update every timeout/8 rather
+// than on every write.
+func (w *consumerWriter) arm() error {
+	now := time.Now()
+	if w.deadline.Sub(now) > w.timeout-w.timeout/8 {
+		return nil
+	}
+	w.deadline = now.Add(w.timeout)
+	return w.fail(w.conn.SetWriteDeadline(w.deadline))
+}
+
+func (w *consumerWriter) fail(err error) error {
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+// AwaitRuns waits until active (Relay.Active or Router.Active) reports no
+// run in flight, or ctx ends (then it returns ctx's error). The server's
+// Shutdown does not wait for event streams, which are answered on hijacked
+// connections: call it once Shutdown has returned, so that every run has
+// either ended or been tracked.
+func AwaitRuns(ctx context.Context, active func() int) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for active() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// flush flushes the Stream's writer into cw and cw to the consumer.
+func flush(w *bufio.Writer, cw *consumerWriter) error {
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return cw.Flush()
+}

@@ -1,0 +1,40 @@
+//go:build !race
+
+package relay
+
+import (
+	"bufio"
+	"testing"
+	"time"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// Passing a canonical content event through to the consumer's connection,
+// flush included, must not allocate: the pending buffer is pooled and the
+// write deadline is a field.
+func TestPassThroughToConnectionDoesNotAllocate(t *testing.T) {
+	c := &stuckConn{}
+	cw := &consumerWriter{conn: c, chunked: true, timeout: time.Minute}
+	w := bufio.NewWriterSize(cw, 16)
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, w)
+	start := `data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n"
+	if err := st.Frame(Frame{Raw: []byte(start), Data: []byte(start[6 : len(start)-2]), Canonical: true}); err != nil {
+		t.Fatal(err)
+	}
+	f := Frame{Raw: []byte(contentEvent), Data: []byte(contentEvent[6 : len(contentEvent)-2]), Canonical: true}
+	if n := testing.AllocsPerRun(1000, func() {
+		if err := st.Frame(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := flush(w, cw); err != nil {
+			t.Fatal(err)
+		}
+		c.wrote.Reset()
+	}); n != 0 {
+		t.Fatalf("%v allocations per event", n)
+	}
+	if c.writes < 1000 {
+		t.Fatalf("%d writes: events were not flushed one by one", c.writes)
+	}
+}

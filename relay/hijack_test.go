@@ -1,0 +1,364 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// streamingProducer answers every run with the given frames, each flushed
+// on its own, and a header the relay passes on and one it must drop.
+func streamingProducer(frames ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Custom", "v")
+		w.Header().Set("Connection", "X-Hop")
+		w.Header().Set("X-Hop", "dropped")
+		streamHeaders(w)
+		sse(w, frames...)
+	}
+}
+
+// runRequest is a run as a consumer sends it on the wire.
+func runRequest(proto string) string {
+	return fmt.Sprintf("POST /agent %s\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", proto, len(minimalInput), minimalInput)
+}
+
+var dateLine = regexp.MustCompile(`\r\nDate: [^\r]+\r\n`)
+
+// The stream's response, read off the socket: exactly the headers the
+// server's own streaming answered before the relay took the connection over
+// (one Date, the producer's end-to-end headers, no hop-by-hop ones), then
+// one chunk per flush and the last chunk, then the end of the connection.
+func TestStreamResponseOnTheWire(t *testing.T) {
+	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
+	got := rawExchange(t, strings.TrimPrefix(h.url, "http://"), runRequest("HTTP/1.1"))
+	if n := len(dateLine.FindAllString(got, -1)); n != 1 {
+		t.Fatalf("%d Date headers in %q", n, got)
+	}
+	got = dateLine.ReplaceAllString(got, "\r\nDate: *\r\n")
+	head := "HTTP/1.1 200 OK\r\nDate: *\r\nContent-Type: text/event-stream\r\nX-Custom: v\r\nCache-Control: no-cache\r\n" +
+		"X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+	if !strings.HasPrefix(got, head) {
+		t.Fatalf("response head:\n got %q\nwant %q", got[:min(len(got), len(head)+40)], head)
+	}
+	// The producer flushed every frame on its own; the relay may have read
+	// some together: every chunk must hold whole frames, in order.
+	body := got[len(head):]
+	var events strings.Builder
+	chunks := 0
+	for {
+		line, rest, ok := strings.Cut(body, "\r\n")
+		if !ok {
+			t.Fatalf("no chunk size line in %q", body)
+		}
+		var n int
+		if _, err := fmt.Sscanf(line, "%x", &n); err != nil || fmt.Sprintf("%x", n) != line {
+			t.Fatalf("chunk size line %q", line)
+		}
+		if n == 0 {
+			if rest != "\r\n" {
+				t.Fatalf("after the last chunk: %q", rest)
+			}
+			break
+		}
+		if len(rest) < n+2 || rest[n:n+2] != "\r\n" {
+			t.Fatalf("chunk of %d bytes in %q", n, rest)
+		}
+		chunk := rest[:n]
+		if !strings.HasPrefix(chunk, "data: ") || !strings.HasSuffix(chunk, "\n\n") {
+			t.Errorf("chunk %d does not hold whole frames: %q", chunks, chunk)
+		}
+		events.WriteString(chunk)
+		chunks++
+		body = rest[n+2:]
+	}
+	if events.String() != runStarted+contentEvent+runFinished {
+		t.Errorf("events %q", events.String())
+	}
+	if rep := h.report(); rep.Events != 3 || rep.Abort != "" || rep.Status != 200 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+// The same response read by net/http: chunked, closing, headers as above.
+func TestStreamResponseReadByNetHTTP(t *testing.T) {
+	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
+	resp := h.post("/agent", minimalInput)
+	body := readAll(t, resp)
+	if resp.StatusCode != 200 || !slicesEqual(resp.TransferEncoding, []string{"chunked"}) || !resp.Close ||
+		resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" ||
+		resp.Header.Get("X-Accel-Buffering") != "no" || resp.Header.Get("X-Custom") != "v" ||
+		resp.Header.Get("X-Hop") != "" || len(resp.Header.Values("Date")) != 1 {
+		t.Errorf("response %d %v close=%v %v", resp.StatusCode, resp.TransferEncoding, resp.Close, resp.Header)
+	}
+	if body != runStarted+contentEvent+runFinished {
+		t.Errorf("body %q", body)
+	}
+}
+
+func slicesEqual(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
+
+// An HTTP/1.0 consumer cannot read chunks: its stream is delimited by the
+// end of the connection.
+func TestStreamResponseToHTTP10(t *testing.T) {
+	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
+	got := rawExchange(t, strings.TrimPrefix(h.url, "http://"), runRequest("HTTP/1.0"))
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(got)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || string(b) != runStarted+contentEvent+runFinished || len(resp.TransferEncoding) != 0 ||
+		strings.Contains(got, "Transfer-Encoding") || !strings.Contains(got, "\r\nConnection: close\r\n") {
+		t.Errorf("HTTP/1.0 answer %q (%v)", got, err)
+	}
+}
+
+// A consumer that goes away from a silent stream is noticed at once: the
+// producer's request is cancelled well within the liveness bound, the run
+// reports consumer_gone, and its goroutines end.
+func TestIdleStreamConsumerGoneCancelsPromptly(t *testing.T) {
+	cancelled := make(chan time.Time, 1)
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, runStarted)
+		<-r.Context().Done()
+		cancelled <- time.Now()
+	}, nil)
+	base := runtime.NumGoroutine()
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, runRequest("HTTP/1.1"))
+	br := bufio.NewReader(c)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "RUN_STARTED") {
+			break
+		}
+	}
+	closed := time.Now()
+	c.Close()
+	select {
+	case at := <-cancelled:
+		t.Logf("producer request cancelled %v after the consumer closed", at.Sub(closed))
+	case <-time.After(liveness):
+		t.Fatal("the producer's request was not cancelled")
+	}
+	if rep := h.report(); rep.Abort != "consumer_gone" {
+		t.Errorf("report %+v", rep)
+	}
+	if a := h.relay.Active(); a != 0 {
+		t.Errorf("%d runs active", a)
+	}
+	waitGoroutines(t, base)
+}
+
+// Shutdown of the server does not wait for streams on hijacked
+// connections; AwaitRuns does, and EndRuns ends them with RUN_ERROR.
+func TestAwaitRunsWaitsForStreams(t *testing.T) {
+	release := make(chan struct{})
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, runStarted)
+		select {
+		case <-release:
+			sse(w, runFinished)
+		case <-r.Context().Done():
+		}
+	}, nil)
+	defer close(release)
+	resp := h.post("/agent", minimalInput)
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := AwaitRuns(ctx, h.relay.Active); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("AwaitRuns with a run streaming: %v", err)
+	}
+	h.relay.EndRuns()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), liveness)
+	defer cancel2()
+	if err := AwaitRuns(ctx2, h.relay.Active); err != nil {
+		t.Fatalf("AwaitRuns after EndRuns: %v", err)
+	}
+	rest, _ := io.ReadAll(br)
+	if ev := runErrorOf(t, string(rest)); ev["code"] != CodeShutdown {
+		t.Errorf("after EndRuns: %q", rest)
+	}
+}
+
+// stuckConn is a consumer connection that takes no bytes: writes block
+// until their deadline.
+type stuckConn struct {
+	net.Conn // nil: only the methods below are used
+	deadline time.Time
+	writes   int
+	wrote    bytes.Buffer
+	stuck    bool
+}
+
+func (c *stuckConn) SetWriteDeadline(t time.Time) error { c.deadline = t; return nil }
+func (c *stuckConn) Close() error                       { return nil }
+func (c *stuckConn) Write(p []byte) (int, error) {
+	c.writes++
+	if c.stuck {
+		time.Sleep(time.Until(c.deadline))
+		return 0, timeoutError{}
+	}
+	return c.wrote.Write(p)
+}
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+
+// What is written between two flushes goes out as one chunk in one write;
+// an event larger than the most the writer buffers goes out as a chunk of
+// its own; End writes the last chunk.
+func TestConsumerWriterChunks(t *testing.T) {
+	c := &stuckConn{}
+	w := &consumerWriter{conn: c, chunked: true, timeout: time.Minute}
+	io.WriteString(w, "data: a\n\n")
+	io.WriteString(w, "data: bc\n\n")
+	if c.writes != 0 {
+		t.Fatal("wrote before the flush")
+	}
+	if err := w.Flush(); err != nil || c.writes != 1 || c.wrote.String() != "13\r\ndata: a\n\ndata: bc\n\n\r\n" {
+		t.Fatalf("%d writes %q, %v", c.writes, c.wrote.String(), err)
+	}
+	if err := w.Flush(); err != nil || c.writes != 1 || w.buf != nil {
+		t.Fatalf("an empty flush wrote (%d writes, %v) or kept a buffer", c.writes, err)
+	}
+	c.wrote.Reset()
+	big := strings.Repeat("x", maxPending+1)
+	io.WriteString(w, "data: a\n\n")
+	io.WriteString(w, big)
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	want := "9\r\ndata: a\n\n\r\n" + fmt.Sprintf("%x\r\n", len(big)) + big + "\r\n" + "0\r\n\r\n"
+	if c.wrote.String() != want {
+		t.Errorf("got %q…", c.wrote.String()[:min(40, c.wrote.Len())])
+	}
+}
+
+// A consumer that takes nothing for the write timeout is given up: the
+// flush fails, and so does every write after it.
+func TestConsumerWriterGivesUpOnStuckConsumer(t *testing.T) {
+	c := &stuckConn{stuck: true}
+	w := &consumerWriter{conn: c, chunked: true, timeout: 20 * time.Millisecond}
+	io.WriteString(w, contentEvent)
+	err := w.Flush()
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || c.deadline.IsZero() {
+		t.Fatalf("flush to a stuck consumer: %v (deadline %v)", err, c.deadline)
+	}
+	if _, err := io.WriteString(w, contentEvent); err == nil {
+		t.Error("a write after the failure succeeded")
+	}
+	if err := w.End(); err == nil || w.buf != nil {
+		t.Errorf("End after the failure: %v, buffer kept %v", err, w.buf != nil)
+	}
+}
+
+// The write deadline moves forward with the writes, but not on every one.
+func TestConsumerWriterArmsDeadlineSparingly(t *testing.T) {
+	c := &stuckConn{}
+	w := &consumerWriter{conn: c, chunked: false, timeout: time.Hour}
+	io.WriteString(w, "a")
+	w.Flush()
+	first := c.deadline
+	if time.Until(first) < 59*time.Minute {
+		t.Fatalf("deadline %v", first)
+	}
+	io.WriteString(w, "b")
+	w.Flush()
+	if c.deadline != first {
+		t.Error("the deadline moved on a write within an eighth of the timeout")
+	}
+	w.deadline = time.Now().Add(time.Hour / 2) // as if half the timeout had passed
+	io.WriteString(w, "c")
+	w.Flush()
+	if time.Until(c.deadline) < 59*time.Minute || c.wrote.String() != "abc" {
+		t.Errorf("deadline %v, wrote %q", c.deadline, c.wrote.String())
+	}
+}
+
+// writesReader returns its chunks one per Read, as a producer's socket does
+// with its writes.
+type writesReader struct{ chunks []string }
+
+func (r *writesReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.chunks[0])
+	if n == len(r.chunks[0]) {
+		r.chunks = r.chunks[1:]
+	} else {
+		r.chunks[0] = r.chunks[0][n:]
+	}
+	return n, nil
+}
+
+// The scanner starts small, grows while reads fill it (a burst) and for a
+// large frame, and shrinks back once reads stay small; frames are the same
+// whatever its size.
+func TestScannerBufferGrowsAndShrinks(t *testing.T) {
+	burst := strings.Repeat(contentEvent, 2000) // ~230 KiB in one go
+	large := "data: {\"type\":\"CUSTOM\",\"value\":\"" + strings.Repeat("v", 100<<10) + "\"}\n\n"
+	var chunks []string
+	chunks = append(chunks, burst, large)
+	for range smallReadsToShrink + 2 {
+		chunks = append(chunks, contentEvent)
+	}
+	sc := NewScanner(&writesReader{chunks: slices.Clone(chunks)}, 0)
+	if len(sc.buf) != baseSize {
+		t.Fatalf("starts at %d bytes", len(sc.buf))
+	}
+	var sizes []int
+	var got strings.Builder
+	for {
+		f, err := sc.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Write(f.Raw)
+		sizes = append(sizes, len(sc.buf))
+	}
+	if got.String() != strings.Join(chunks, "") {
+		t.Fatal("frames differ from the input")
+	}
+	if sizes[1500] != burstSize {
+		t.Errorf("during the burst the buffer is %d bytes, want %d", sizes[1500], burstSize)
+	}
+	if sizes[2000] < len(large) {
+		t.Errorf("the large frame was returned from a %d-byte buffer", sizes[2000])
+	}
+	if last := sizes[len(sizes)-1]; last != baseSize {
+		t.Errorf("after small reads the buffer is %d bytes, want %d", last, baseSize)
+	}
+}
