@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
 )
 
@@ -27,7 +28,7 @@ func runTranslateInput(in io.Reader, stdout, stderr io.Writer, to, from negotiat
 		fmt.Fprintf(stderr, "agui-relay translate --input: input larger than %d bytes\n", maxCheckInput)
 		return 1
 	}
-	if !gjson.ValidBytes(doc) || !gjson.ParseBytes(doc).IsObject() {
+	if !rules.Valid(string(doc)) || !gjson.ParseBytes(doc).IsObject() {
 		fmt.Fprintln(stderr, "agui-relay translate --input: the input is not a JSON object")
 		return 1
 	}

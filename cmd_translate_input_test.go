@@ -73,3 +73,15 @@ func TestTranslateInputCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// A document nested deeper than any validator should recurse into is a
+// clear error, not a crash of the process (gjson's validity check alone
+// recurses once per level and would overflow the stack).
+func TestTranslateInputRefusesDeepNesting(t *testing.T) {
+	deep := strings.Repeat("[", 1<<24)
+	var out, errb bytes.Buffer
+	code := run([]string{"translate", "--input", "--to", "0.0.45"}, strings.NewReader(deep), &out, &errb)
+	if code == 0 || out.Len() != 0 || errb.Len() == 0 {
+		t.Fatalf("exit %d, stdout %d bytes, stderr %q", code, out.Len(), errb.String())
+	}
+}

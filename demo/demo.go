@@ -20,6 +20,7 @@ import (
 
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // Agent replays recordings. A run picks its version and scenario, in order
@@ -96,7 +97,7 @@ func (a *Agent) capabilities(ctx *fasthttp.RequestCtx) {
 
 func (a *Agent) run(ctx *fasthttp.RequestCtx) {
 	body := ctx.PostBody()
-	if !gjson.ValidBytes(body) {
+	if !rules.Valid(string(body)) {
 		fail(ctx, fasthttp.StatusBadRequest, "the body is not JSON")
 		return
 	}

@@ -12,11 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
 )
 
@@ -450,7 +452,8 @@ func structuralKey(k string) bool {
 // forwardedProps strings are all replaced. A document that is not JSON is
 // replaced whole, character by character.
 func RedactJSON(doc []byte) []byte {
-	if !gjson.ValidBytes(doc) {
+	// rules.Valid caps nesting first: gjson alone recurses without bound.
+	if !rules.Valid(unsafe.String(unsafe.SliceData(doc), len(doc))) {
 		return []byte(strings.Repeat("x", utf8.RuneCount(doc)))
 	}
 	var ed translate.Edits
