@@ -257,11 +257,14 @@ func (p *Producer) stream(cw *chunkWriter, rp RunParams, runID string) bool {
 	var sent int64
 	for i, k := range kinds {
 		if rp.Idle && k == KRunFinished {
+			// Counted before the flush: once the consumer sees the run
+			// open, the producer's count must already include it.
+			p.IdleOpen.Add(1)
 			if err := cw.flush(); err != nil {
+				p.IdleOpen.Add(-1)
 				return false
 			}
 			ch := p.releaseChan()
-			p.IdleOpen.Add(1)
 			<-ch
 			p.IdleOpen.Add(-1)
 			if p.closed.Load() {
