@@ -186,3 +186,45 @@ func TestStreamCarriesStateAcrossRuns(t *testing.T) {
 		t.Fatalf("stream for 0.0.58: %q", out.String())
 	}
 }
+
+// BenchmarkStreamTranslated is BenchmarkStreamPassThrough for a run the
+// relay translates: a 1.0 stream for a 0.0.45 consumer, and a stream that
+// declares nothing (a legacy producer) for a 1.0 consumer. Content events
+// no step wants should cost about what they cost untranslated.
+func BenchmarkStreamTranslated(b *testing.B) {
+	legacy := bytes.Replace(benchStream(1000, contentEvent), []byte(`,"protocolVersion":"1.0"`), nil, 1)
+	for _, tc := range []struct {
+		name     string
+		consumer negotiate.Version
+		in       []byte
+	}{
+		{"1.0-to-0.0.45", negotiate.MustParse("0.0.45"), benchStream(1000, contentEvent)},
+		{"legacy-to-1.0", negotiate.Current, legacy},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			t := &Translator{}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.in)))
+			r := bytes.NewReader(tc.in)
+			w := bufio.NewWriter(io.Discard)
+			for b.Loop() {
+				r.Reset(tc.in)
+				st := t.NewStream(tc.consumer, negotiate.Version{}, w)
+				sc := NewScanner(r, 0)
+				for {
+					f, err := sc.Next()
+					if err != nil {
+						break
+					}
+					if err := st.Frame(f); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if !st.Plan().Translate {
+					b.Fatal("the run was not translated")
+				}
+				st.Close()
+			}
+		})
+	}
+}

@@ -125,7 +125,7 @@ func (s *Stream) Frame(f Frame) error {
 	} else if !s.decided {
 		s.decide(negotiate.Peer{Configured: s.producer.Configured})
 	}
-	shape := s.cr != nil && s.cr.Concerns(typ)
+	shape := s.cr != nil && s.cr.ConcernsEvent(typ, f.Data)
 	if shape && !rules.Valid(unsafe.String(unsafe.SliceData(f.Data), len(f.Data))) {
 		// Not JSON (or nested deeper than rules.MaxNesting): never
 		// repaired, never dropped, relayed as it came; every consumer fails
