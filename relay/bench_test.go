@@ -81,22 +81,9 @@ func BenchmarkStreamPassThrough(b *testing.B) {
 
 func TestStreamPassThroughWritesInputUnchanged(t *testing.T) {
 	in := benchStream(10, contentEvent)
-	var out bytes.Buffer
-	w := bufio.NewWriter(&out)
-	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, w)
-	sc := NewScanner(bytes.NewReader(in), 0)
-	for {
-		f, err := sc.Next()
-		if err != nil {
-			break
-		}
-		if err := st.Frame(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.Flush()
-	if !bytes.Equal(out.Bytes(), in) || st.Events != 12 || st.InRun || st.Terminal != "RUN_FINISHED" || st.Plan().Translate {
-		t.Fatalf("out %q, stream %+v", out.Bytes(), st)
+	out, st := replayStream(t, in, negotiate.Current, negotiate.Version{})
+	if !bytes.Equal(out, in) || st.Events != 12 || st.InRun || st.Terminal != "RUN_FINISHED" || st.Plan().Translate {
+		t.Fatalf("out %q, stream %+v", out, st)
 	}
 }
 
@@ -167,23 +154,9 @@ func TestStreamCarriesStateAcrossRuns(t *testing.T) {
 		`data: {"type":"RUN_ERROR","message":"boom"}` + "\n\n" +
 		`data: {"type":"RUN_STARTED","threadId":"t","runId":"r2","protocolVersion":"1.0"}` + "\n\n" +
 		`data: {"type":"RUN_FINISHED","threadId":"t","runId":"r2"}` + "\n\n"
-	var out bytes.Buffer
-	w := bufio.NewWriter(&out)
-	st := (&Translator{}).NewStream(negotiate.MustParse("0.0.58"), negotiate.Version{}, w)
-	sc := NewScanner(strings.NewReader(in), 0)
-	for {
-		f, err := sc.Next()
-		if err != nil {
-			break
-		}
-		if err := st.Frame(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.Close()
-	w.Flush()
-	if strings.Contains(out.String(), `"r2"`) || !strings.Contains(out.String(), "RUN_ERROR") {
-		t.Fatalf("stream for 0.0.58: %q", out.String())
+	out := string(replay(t, []byte(in), negotiate.MustParse("0.0.58"), negotiate.Version{}))
+	if strings.Contains(out, `"r2"`) || !strings.Contains(out, "RUN_ERROR") {
+		t.Fatalf("stream for 0.0.58: %q", out)
 	}
 }
 

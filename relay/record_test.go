@@ -47,6 +47,13 @@ func recordedRun(t *testing.T, dir string) (string, map[string][]byte, *Recordin
 // does (translate reads recordings the same way).
 func replay(t *testing.T, producer []byte, consumer, producerConfigured negotiate.Version) []byte {
 	t.Helper()
+	out, _ := replayStream(t, producer, consumer, producerConfigured)
+	return out
+}
+
+// replayStream is replay returning the Stream too, for its counts.
+func replayStream(t *testing.T, producer []byte, consumer, producerConfigured negotiate.Version) ([]byte, *Stream) {
+	t.Helper()
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
 	st := (&Translator{}).NewStream(consumer, producerConfigured, w)
@@ -62,7 +69,7 @@ func replay(t *testing.T, producer []byte, consumer, producerConfigured negotiat
 	}
 	st.Close()
 	w.Flush()
-	return out.Bytes()
+	return out.Bytes(), st
 }
 
 func TestRecordingOfALiveRun(t *testing.T) {
