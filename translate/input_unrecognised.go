@@ -36,7 +36,7 @@ var inputUnrecognised = &Step{
 		if !r.To.Less(r.From) {
 			return in
 		}
-		j := rules.JudgeInput(r.To, in)
+		j := rules.JudgeInput(clientOfCore(r.To), in)
 		var u unrecognisedRun
 		for _, f := range j.Findings {
 			if f.Verdict != rules.Unrecognised || f.Pointer == "" ||
@@ -54,4 +54,17 @@ var inputUnrecognised = &Step{
 		u.remove(in)
 		return applyInput(in, &u.ed)
 	},
+}
+
+// clientOfCore names the client release whose shape tables describe the
+// RunAgentInput a producer on @ag-ui/core v reads. rules keeps its tables by
+// client release, and every client pins the core of its own number except
+// client 0.0.40, which pins core 0.0.39: what core 0.0.40 added (content
+// parts, activity, parentRunId) reached consumers with client 0.0.41
+// (legacy-profiles.md §0).
+func clientOfCore(v negotiate.Version) negotiate.Version {
+	if v == (negotiate.Version{Patch: 40}) {
+		return negotiate.Version{Patch: 41}
+	}
+	return v
 }
