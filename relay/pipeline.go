@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -20,27 +21,88 @@ type Translator struct {
 	Steps []*translate.Step
 	// Observer receives counts and warnings; nil discards them.
 	Observer translate.Observer
+	// Now tells the time that decides which translations of retired shapes
+	// are still live: once every deprecation-registry entry a step serves
+	// has expired, the step is left out of the chains and its shape is
+	// simply unrecognised (spec 000, "Retired shapes"). nil means time.Now.
+	Now func() time.Time
 
-	once   sync.Once
 	mu     sync.Mutex
+	live   []*translate.Step // Steps less the expired translations
+	until  time.Time         // live and chains hold until this expiry passes
+	built  bool
 	chains map[negotiate.Version]*translate.Chain
 }
 
-func (t *Translator) chain(target negotiate.Version) *translate.Chain {
-	t.once.Do(func() {
-		if t.Steps == nil {
-			t.Steps = translate.Registry()
+// steps returns the live steps, recomputed (and the chains dropped) when a
+// registry entry has expired since they were last worked out. The caller
+// holds t.mu.
+func (t *Translator) steps() []*translate.Step {
+	now := time.Now()
+	if t.Now != nil {
+		now = t.Now()
+	}
+	if t.built && now.Before(t.until) {
+		return t.live
+	}
+	all := t.Steps
+	if all == nil {
+		all = translate.Registry()
+	}
+	t.live, t.until = liveSteps(all, rules.Deprecations(), now)
+	t.chains = map[negotiate.Version]*translate.Chain{}
+	t.built = true
+	return t.live
+}
+
+// liveSteps leaves out the upgrade steps whose every registry entry expired
+// at or before now, and says until when that holds (the next expiry still to
+// come; far in the future when none is). An input step serves the entries of
+// the event step it mirrors ("binary-to-media-input": "binary-to-media").
+func liveSteps(all []*translate.Step, reg []rules.Deprecation, now time.Time) ([]*translate.Step, time.Time) {
+	until := now.AddDate(100, 0, 0)
+	live := make([]*translate.Step, 0, len(all))
+	for _, s := range all {
+		name := strings.TrimSuffix(s.Name, "-input")
+		entries, alive := 0, false
+		for _, d := range reg {
+			if d.Step != name {
+				continue
+			}
+			entries++
+			if d.LiveAt(now) {
+				alive = true
+				if d.Expires.Before(until) {
+					until = d.Expires
+				}
+			}
 		}
-		t.chains = map[negotiate.Version]*translate.Chain{}
-	})
+		if s.Kind == translate.Upgrade && entries > 0 && !alive {
+			continue
+		}
+		live = append(live, s)
+	}
+	return live, until
+}
+
+func (t *Translator) chain(target negotiate.Version) *translate.Chain {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	steps := t.steps()
 	c, ok := t.chains[target]
 	if !ok {
-		c = translate.EventChain(target, t.Steps)
+		c = translate.EventChain(target, steps)
 		t.chains[target] = c
 	}
 	return c
+}
+
+// InputSteps returns the steps, expired translations left out, for the
+// input direction (translate.TranslateInputWith).
+func (t *Translator) InputSteps() []*translate.Step {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.steps()
 }
 
 // Stream shapes one producer event stream for one consumer: frames in, one

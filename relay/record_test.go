@@ -54,9 +54,21 @@ func replay(t *testing.T, producer []byte, consumer, producerConfigured negotiat
 // replayStream is replay returning the Stream too, for its counts.
 func replayStream(t *testing.T, producer []byte, consumer, producerConfigured negotiate.Version) ([]byte, *Stream) {
 	t.Helper()
+	return replayStreamWith(t, &Translator{}, producer, consumer, producerConfigured)
+}
+
+// replayWith is replay through a given Translator.
+func replayWith(t *testing.T, tr *Translator, producer []byte, consumer negotiate.Version) []byte {
+	t.Helper()
+	out, _ := replayStreamWith(t, tr, producer, consumer, negotiate.Version{})
+	return out
+}
+
+func replayStreamWith(t *testing.T, tr *Translator, producer []byte, consumer, producerConfigured negotiate.Version) ([]byte, *Stream) {
+	t.Helper()
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
-	st := (&Translator{}).NewStream(consumer, producerConfigured, w)
+	st := tr.NewStream(consumer, producerConfigured, w)
 	sc := NewScanner(bytes.NewReader(producer), 0)
 	for {
 		f, err := sc.Next()

@@ -227,7 +227,7 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap
 	if r.TranslateInput != nil {
 		return r.TranslateInput(plan, body)
 	}
-	out, run := translate.TranslateInput(plan, body, observerFor(r.translator.Observer, tap))
+	out, run := translate.TranslateInputWith(r.translator.InputSteps(), plan, body, observerFor(r.translator.Observer, tap))
 	run.Finish()
 	return out, nil
 }
