@@ -29,7 +29,9 @@ func TestInputStepsOneByOne(t *testing.T) {
 			`{"messages":[{"id":"u","role":"user","content":"x"}]}`, ""},
 		{"nulls, never forwardedProps", inputNulls, "0.0.45", "1.0",
 			`{"parentRunId":null,"state":null,"messages":[{"id":"u","role":"user","content":[{"type":"image","id":null,"metadata":null,"source":{"type":"url","value":"v","mimeType":null}}],"name":null,"encryptedValue":null},{"id":"s","role":"system","content":null}],"tools":[{"name":"t","description":"d","parameters":null,"metadata":null}],"context":null,"resume":[{"interruptId":"i","status":"resolved","payload":null}],"forwardedProps":null}`,
-			`{"messages":[{"id":"u","role":"user","content":[{"type":"image","source":{"type":"url","value":"v"}}]},{"id":"s","role":"system","content":null}],"tools":[{"name":"t","description":"d"}],"resume":[{"interruptId":"i","status":"resolved"}],"forwardedProps":null}`, ""},
+			// parentRunId, name, encryptedValue (declared by 0.0.45) and
+			// context (required) were malformed for the consumer itself.
+			`{"parentRunId":null,"messages":[{"id":"u","role":"user","content":[{"type":"image","source":{"type":"url","value":"v"}}],"name":null,"encryptedValue":null},{"id":"s","role":"system","content":null}],"tools":[{"name":"t","description":"d"}],"context":null,"resume":[{"interruptId":"i","status":"resolved"}],"forwardedProps":null}`, ""},
 		{"tools and context required", inputToolsContextRequired, "1.0", "0.0.59",
 			`{"threadId":"t","tools":null}`, `{"threadId":"t","tools":null,"context":[]}`, ""},
 		{"tools and context into an empty input", inputToolsContextRequired, "1.0", "0.0.59",

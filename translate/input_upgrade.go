@@ -68,17 +68,23 @@ var inputBinaryToMedia = &Step{
 }
 
 // inputNulls removes, toward a producer of 1.0 or newer, the nulls a legacy
-// consumer sends for optional members, which 1.0 rejects: at the top level
-// parentRunId, state, tools, context, resume; in messages name, content
-// (assistant), toolCalls, encryptedValue, subagentRunId, metadata, error; in
-// tool calls encryptedValue, metadata; in content parts id, metadata and the
-// source's optional mimeType and provider; in tools parameters, metadata; in
-// resume entries payload, metadata.
+// consumer sent for optional members that its own release accepted as
+// "absent" and 1.0 rejects: a null in an any-typed member (state,
+// tools[].parameters, resume[].payload, media-part metadata), and a null in a
+// member the consumer's release did not declare yet (it stripped it unread:
+// resume before 0.0.54, encryptedValue before 0.0.45, metadata and
+// subagentRunId before 0.0.59, Tool.metadata before 0.0.52, part ids and
+// text-part metadata before 1.0, …). See inputNullKeys.
 //
-// Lossless and silent: in the versions that allowed it, each such null meant
-// absent. forwardedProps is never touched, not even a null: it reaches the
-// producer as the consumer sent it. A null in a required member is
-// malformed and passes on for the producer to report.
+// Lossless and silent: each such null meant absent for the consumer that
+// sent it. A null in a member the consumer's release declared with a type
+// (message name, toolCalls, tool error, a declared encryptedValue or
+// metadata), in a required member (tools, context, message content) or in
+// assistant content (rejected by every release, legacy-profiles §3.4, §4(c))
+// is malformed and passes on for the producer to report: a translation
+// never repairs. forwardedProps is never touched, not even a null: it
+// reaches the producer as the consumer sent it. A consumer of unknown
+// version is taken to be current, whose nulls are all malformed but state's.
 //
 // Reference consumer: the 1.0 client's omitOptionalNulls does this to its
 // own outgoing input, silently (protocol-1.0 §2.4), from the generated list
@@ -93,46 +99,81 @@ var inputNulls = &Step{
 		if !bytes.Contains(in, nullLit) {
 			return in
 		}
+		from := r.From
+		if from.IsZero() {
+			from = negotiate.Current
+		}
 		return inputEdit(in, func(w *rewriter, root gjson.Result) {
-			n := nullDropper{r: r, ed: &w.ed}
-			n.drop(root, "RunAgentInput", "parentRunId", "state", "tools", "context", "resume")
+			n := nullDropper{r: r, ed: &w.ed, from: from}
+			n.drop(root, "RunAgentInput", nullState, nullParentRunID, nullResume)
 			EachElement(Sub(root, "messages"), func(_ int, m gjson.Result) {
-				keys := []string{"name", "encryptedValue", "subagentRunId", "metadata"}
-				switch Sub(m, "role").Str {
-				case "assistant":
-					keys = append(keys, "content", "toolCalls")
-				case "tool":
-					keys = append(keys, "error")
-				}
-				n.drop(m, inputMessages, keys...)
+				n.drop(m, inputMessages, nullEncryptedValue, nullSubagentRunID, nullMetadata)
 				EachElement(Sub(m, "toolCalls"), func(_ int, tc gjson.Result) {
-					n.drop(tc, inputMessages+".toolCalls", "encryptedValue", "metadata")
+					n.drop(tc, inputMessages+".toolCalls", nullEncryptedValue, nullMetadata)
 				})
 				EachElement(Sub(m, "content"), func(_ int, p gjson.Result) {
-					n.drop(p, inputMessages+".content", "id", "metadata")
-					n.drop(Sub(p, "source"), inputMessages+".content.source", "mimeType", "provider")
+					if Sub(p, "type").Str == "binary" {
+						n.drop(p, inputMessages+".content", nullBinaryID, nullPartMetadata)
+					} else {
+						n.drop(p, inputMessages+".content", nullPartID, nullPartMetadata)
+					}
+					src := Sub(p, "source")
+					if Sub(src, "type").Str == "url" {
+						n.drop(src, inputMessages+".content.source", nullURLMimeType, nullProvider)
+					} else {
+						n.drop(src, inputMessages+".content.source", nullProvider)
+					}
 				})
 			})
 			EachElement(Sub(root, "tools"), func(_ int, t gjson.Result) {
-				n.drop(t, "RunAgentInput.tools", "parameters", "metadata")
+				n.drop(t, "RunAgentInput.tools", nullParameters, nullToolMetadata)
 			})
 			EachElement(Sub(root, "resume"), func(_ int, e gjson.Result) {
-				n.drop(e, "RunAgentInput.resume", "payload", "metadata")
+				n.drop(e, "RunAgentInput.resume", nullPayload, nullMetadata)
 			})
 		})
 	},
 }
 
+// nullKey is an optional input member whose null may mean absent: it does
+// for a consumer older than fatalFrom, the first release that rejected the
+// null (the one that declared the member with a type; 1.0 for any-typed
+// members, which 1.0 made non-null).
+type nullKey struct {
+	name      string
+	fatalFrom negotiate.Version
+}
+
+var (
+	// state: any-typed, and 1.0 itself reads its null as absent.
+	nullState          = nullKey{"state", negotiate.Version{Major: 1 << 30}}
+	nullParentRunID    = nullKey{"parentRunId", negotiate.Version{Patch: 41}} // core 0.0.40 = client 0.0.41
+	nullResume         = nullKey{"resume", negotiate.Version{Patch: 54}}
+	nullEncryptedValue = nullKey{"encryptedValue", negotiate.Version{Patch: 45}}
+	nullSubagentRunID  = nullKey{"subagentRunId", negotiate.Version{Patch: 59}}
+	nullMetadata       = nullKey{"metadata", negotiate.Version{Patch: 59}}
+	nullBinaryID       = nullKey{"id", negotiate.Version{Patch: 41}}
+	nullPartID         = nullKey{"id", negotiate.Version{Major: 1}}
+	nullPartMetadata   = nullKey{"metadata", negotiate.Version{Major: 1}} // media: unknown-typed; text: undeclared
+	nullURLMimeType    = nullKey{"mimeType", negotiate.Version{Patch: 49}}
+	nullProvider       = nullKey{"provider", negotiate.Version{Major: 1}}
+	nullParameters     = nullKey{"parameters", negotiate.Version{Major: 1}}
+	nullToolMetadata   = nullKey{"metadata", negotiate.Version{Patch: 52}}
+	nullPayload        = nullKey{"payload", negotiate.Version{Major: 1}}
+)
+
 // nullDropper records the removal of null members of objects.
 type nullDropper struct {
 	r     *Run
 	ed    *Edits
+	from  negotiate.Version // the consumer's release
 	items []Item
 }
 
 // drop records the removal of obj's members named in keys whose value is
-// null, each counted as shape.<key>:null.
-func (n *nullDropper) drop(obj gjson.Result, shape string, keys ...string) {
+// null and meant absent for the consumer (it predates the key's fatalFrom),
+// each counted as shape.<key>:null.
+func (n *nullDropper) drop(obj gjson.Result, shape string, keys ...nullKey) {
 	if !obj.IsObject() || !strings.Contains(obj.Raw, "null") {
 		return
 	}
@@ -143,8 +184,8 @@ func (n *nullDropper) drop(obj gjson.Result, shape string, keys ...string) {
 			return false
 		}
 		for _, k := range keys {
-			if it.Key.Str == k {
-				n.r.Translated(shape + "." + k + ":null")
+			if it.Key.Str == k.name && n.from.Less(k.fatalFrom) {
+				n.r.Translated(shape + "." + k.name + ":null")
 				return true
 			}
 		}
