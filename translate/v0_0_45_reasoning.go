@@ -54,7 +54,8 @@ import (
 // A first REASONING_MESSAGE_CHUNK without a messageId is malformed (a 1.0
 // reader fails the run on it): it passes on untouched for the consumer to
 // report. Deltas that are empty are not expanded (these consumers reject
-// them, see v0_0_50_empty_delta.go).
+// them, see v0_0_50_empty_delta.go); a delta that is not a string is carried
+// into the CONTENT as it is, like a CONTENT event's.
 //
 // No step needed: encryptedValue on messages and tool calls (0.0.45) is
 // stripped silently by these consumers (nested unknown keys), and it is
@@ -335,10 +336,12 @@ func (s *reasoningRun) chunkEvent(r *Run, ev []byte, emit func([]byte)) {
 }
 
 // chunkContent emits a served chunk as the CONTENT it expands to, when it
-// carries a delta to expand.
+// carries a delta to expand. A delta that is not a string is malformed: it
+// goes on in the CONTENT as it is, for the consumer to report (dropping it
+// would hide the defect).
 func (s *reasoningRun) chunkContent(r *Run, ev []byte, emit func([]byte)) {
 	d := Get(ev, "delta")
-	if d.Type != gjson.String || d.Raw == `""` {
+	if !d.Exists() || d.Raw == `""` {
 		r.Translated("REASONING_MESSAGE_CHUNK")
 		return
 	}

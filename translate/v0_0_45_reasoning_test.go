@@ -148,3 +148,25 @@ func TestReasoningMessagesDropped(t *testing.T) {
 	out, _ = through(t, "0.0.40", []*Step{reasoningToThinking}, rs)
 	expect(t, out, rs)
 }
+
+// A chunk whose delta is not a string is malformed: it reaches the consumer
+// as the CONTENT it stands for, delta and all, for the consumer to report
+// (a REASONING_MESSAGE_CONTENT with such a delta is passed on the same
+// way). Dropping it silently would hide the defect.
+func TestReasoningChunkMalformedDeltaNotDropped(t *testing.T) {
+	out, _ := through(t, "0.0.44", []*Step{reasoningToThinking},
+		`{"type":"REASONING_MESSAGE_CHUNK","messageId":"m","delta":"a"}`,
+		`{"type":"REASONING_MESSAGE_CHUNK","delta":5}`,
+		`{"type":"REASONING_MESSAGE_CHUNK","messageId":"m"}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`,
+	)
+	expect(t, out,
+		`{"type":"THINKING_START"}`,
+		`{"type":"THINKING_TEXT_MESSAGE_START"}`,
+		`{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"a"}`,
+		`{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":5}`,
+		`{"type":"THINKING_TEXT_MESSAGE_END"}`,
+		`{"type":"THINKING_END"}`,
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`,
+	)
+}
