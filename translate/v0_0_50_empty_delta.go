@@ -14,7 +14,9 @@ import (
 //
 // Lossless and silent: an empty delta adds nothing to the message (producers
 // send them as keep-alives). Only the string "" is dropped; a missing or
-// non-string delta is malformed and passes on for the consumer to report.
+// non-string delta is malformed and passes on for the consumer to report,
+// and so does the empty delta of a producer known to predate 0.0.50, whose
+// own schema rejected it (a downgrade does not repair).
 //
 // Reference consumer: clients before 0.0.50 refine the delta with "Delta
 // must not be an empty string", so one empty delta fails the whole run
@@ -41,9 +43,12 @@ func (emptyDeltaRun) Wants(_ *Run, _, ev []byte) bool { return bytes.Contains(ev
 
 var emptyString = []byte(`""`)
 
+// emptyDeltaSince is the first release whose schema allows an empty delta.
+var emptyDeltaSince = negotiate.Version{Patch: 50}
+
 func (emptyDeltaRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	d := Get(ev, "delta")
-	if d.Type == gjson.String && d.Raw == `""` {
+	if d.Type == gjson.String && d.Raw == `""` && (r.From.IsZero() || r.From.AtLeast(emptyDeltaSince)) {
 		switch string(PeekType(ev)) { // constant shapes: nothing allocated per event
 		case "TEXT_MESSAGE_CONTENT":
 			r.Translated(`TEXT_MESSAGE_CONTENT.delta:""`)

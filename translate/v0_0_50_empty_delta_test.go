@@ -1,6 +1,10 @@
 package translate
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
 
 func TestEmptyDeltaDropped(t *testing.T) {
 	steps := []*Step{emptyDelta}
@@ -21,4 +25,25 @@ func TestEmptyDeltaDropped(t *testing.T) {
 	// From 0.0.50 an empty delta is valid: the step is not in the chain.
 	out, _ = through(t, "0.0.50", steps, in...)
 	expect(t, out, in...)
+}
+
+// A producer known to predate 0.0.50 was itself bound by "Delta must not be
+// an empty string": its empty delta is malformed, and dropping it would
+// repair it (as null-parent-message-id leaves the null of a producer known
+// to predate 0.0.58). It passes on for the consumer to report. A 1.0 or
+// unknown producer's empty delta is valid and still goes.
+func TestEmptyDeltaOfAnOlderProducerIsMalformed(t *testing.T) {
+	ev := `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}`
+	for _, c := range []struct {
+		from string
+		want []string
+	}{
+		{"0.0.45", []string{ev}},
+		{"0.0.50", nil},
+		{"1.0", nil},
+	} {
+		r := NewRun(Events, negotiate.MustParse(c.from), negotiate.MustParse("0.0.49"), nil)
+		out, _ := throughRun(t, r, []*Step{emptyDelta}, ev)
+		expect(t, out, c.want...)
+	}
 }
