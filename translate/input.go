@@ -55,10 +55,19 @@ func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs 
 	if id := root.Get("threadId"); id.Type == gjson.String {
 		run.ThreadID = id.Str
 	}
-	if !plan.Translate || !root.IsObject() {
-		// Untranslated, or not an object at all: nothing to shape, and
-		// the caller's validation reports what is wrong.
+	if !root.IsObject() {
+		// Not an object at all: nothing to shape, and the caller's
+		// validation reports what is wrong.
 		return in, run
+	}
+	if !plan.Translate {
+		// Activity messages never reach the producer (spec 003), whatever
+		// the versions: the one rewrite of an input otherwise forwarded
+		// byte for byte, and none at all when there are none.
+		run.step = inputActivity
+		out = inputActivity.Input(run, in)
+		run.step = nil
+		return out, run
 	}
 	out = declareInput(in, root, plan)
 	for _, s := range InputChain(plan.To, steps) {

@@ -96,8 +96,13 @@ func checkInputProperties(t *testing.T, target string, plan negotiate.InputPlan,
 	if !gjson.ValidBytes(out) {
 		t.Fatalf("%s: invalid JSON out: %s", target, out)
 	}
-	if !plan.Translate && string(out) != string(in) {
-		t.Errorf("%s: untranslated input changed", target)
+	if !plan.Translate {
+		// Untranslated input is the same bytes, but for its activity
+		// messages, which never reach the producer.
+		stripped, _ := translate.TranslateInputWith([]*translate.Step{}, negotiate.InputPlan{}, in, nil)
+		if string(out) != string(stripped) {
+			t.Errorf("%s: untranslated input changed beyond its activity messages", target)
+		}
 	}
 	fin, fout := gjson.GetBytes(in, "forwardedProps"), gjson.GetBytes(out, "forwardedProps")
 	if fin.Exists() != fout.Exists() || fin.Raw != fout.Raw {

@@ -25,7 +25,7 @@ func inputTo(t *testing.T, from, to, in string) (string, string) {
 }
 
 func TestTranslateInputUntranslatedIsTheSameBytes(t *testing.T) {
-	in := []byte(` {"threadId":"t","runId":"r","messages":[{"id":"a","role":"activity","activityType":"x","content":{}}],"forwardedProps":null} `)
+	in := []byte(` {"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":"an activity"}],"forwardedProps":null} `)
 	plan := negotiate.DecideInput(negotiate.Current, negotiate.Current)
 	if plan.Translate {
 		t.Fatalf("plan %+v translates", plan)
@@ -172,5 +172,23 @@ func TestInputMalformedIsNotRepaired(t *testing.T) {
 		`],"tools":null,"context":[]}`
 	if out != want || !strings.Contains(warns, "(image)") {
 		t.Errorf("got\n%s\nwant\n%s\nwarnings %s", out, want, warns)
+	}
+}
+
+// Activity messages never reach the producer, also when nothing else about
+// the input needs translating; an input without them stays the same bytes.
+func TestActivityMessagesNeverReachTheProducer(t *testing.T) {
+	plan := negotiate.DecideInput(negotiate.Current, negotiate.Version{})
+	if plan.Translate {
+		t.Fatal("a current consumer and producer should need no translation")
+	}
+	in := []byte(`{"threadId":"t","runId":"r","messages":[{"id":"a1","role":"activity","activityType":"plan","content":{}},{"id":"u1","role":"user","content":"hi"}],"forwardedProps":{"k":null}}`)
+	out, _ := TranslateInput(plan, in, nil)
+	if want := `{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":"hi"}],"forwardedProps":{"k":null}}`; string(out) != want {
+		t.Errorf("got %s\nwant %s", out, want)
+	}
+	plain := []byte(`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":"activity"}]}`)
+	if out, _ := TranslateInput(plan, plain, nil); &out[0] != &plain[0] || string(out) != string(plain) {
+		t.Errorf("an input without activity messages was rewritten: %s", out)
 	}
 }
