@@ -15,8 +15,9 @@ import (
 // over from the server once the run's handler returns (fasthttp's Hijack,
 // with no response of the server's): the goroutine that reads the producer
 // writes the status line, the headers and the chunked body to the socket.
-// One goroutine carries each stream, and a second only waits for the
-// consumer to go away (see watchConsumer), where the server's own body
+// One goroutine carries each stream, and the process's one hangup watcher
+// (hangup_linux.go; elsewhere a goroutine per stream, watchConsumer) notices
+// the consumer going away, where the server's own body
 // streaming would hand every block from the relay's goroutine to the
 // server's through a pipe (a copy and a wakeup per flush, and a third
 // goroutine and the server's read buffer held for the whole stream).
@@ -73,7 +74,11 @@ func respondHead(h *fasthttp.ResponseHeader, chunked bool) []byte {
 // stream runs one stream on the hijacked connection: the watcher, the
 // header, the events, the end.
 func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
-	go watchConsumer(w.conn, ub)
+	if tok, ok := hangups.watch(w.conn, ub); ok {
+		w.hangup, w.watched = tok, true
+	} else {
+		go watchConsumer(w.conn, ub)
+	}
 	if err := w.writeRaw(head); err != nil {
 		ub.cancel(errConsumerGone)
 	}
@@ -93,6 +98,9 @@ type consumerWriter struct {
 
 	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
 	err error
+
+	hangup  int32 // the registration with hangups, when watched
+	watched bool
 }
 
 const (
@@ -144,9 +152,14 @@ func (w *consumerWriter) End() error {
 	return w.flush(true)
 }
 
-// Close closes the connection, which ends the watcher too.
+// Close closes the connection, which ends the watcher too (or ends its
+// registration with the shared one).
 func (w *consumerWriter) Close() error {
 	w.release()
+	if w.watched {
+		w.watched = false
+		hangups.unwatch(w.conn, w.hangup)
+	}
 	return w.conn.Close()
 }
 

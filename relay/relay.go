@@ -170,6 +170,7 @@ func (r *Relay) init() {
 		r.log = zap.NewNop()
 	}
 	r.base = strings.TrimSuffix(r.Upstream, "/")
+	hangups.start() // the process's consumer watcher, shared by every stream
 }
 
 func (r *Relay) maxBody() int {
@@ -481,7 +482,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 		}
 	}
 	var werr error
-	sc := NewScanner(src, r.MaxFrame)
+	sc := newIdleScanner(src, r.MaxFrame)
 	sc.BeforeRead = func() {
 		if werr == nil {
 			if werr = flush(w, cw); werr != nil {

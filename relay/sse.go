@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // ErrFrameTooLarge is returned by Scanner.Next when a frame grows past the
@@ -67,6 +68,13 @@ type Scanner struct {
 	grow       bool // the last read filled all the room it was given
 	smallReads int  // reads in a row that filled under a quarter of the buffer
 
+	// A scanner made by newIdleScanner holds no buffer while it waits for
+	// input with nothing buffered: its base-size buffer goes back to
+	// scanPool (pooled points at it) and it waits in a one-byte read.
+	releaseIdle bool
+	pooled      *[]byte
+	one         [1]byte
+
 	// BeforeRead, when set, is called before every read from the underlying
 	// reader, that is whenever the scanner has no complete frame buffered and
 	// may block. The relay flushes its writer there, so that no event waits
@@ -93,6 +101,25 @@ func NewScanner(r io.Reader, maxFrame int) *Scanner {
 	}
 	size := min(baseSize, maxFrame+2)
 	return &Scanner{r: r, max: maxFrame, buf: make([]byte, size), base: size}
+}
+
+// scanPool holds the base-size buffers of scanners waiting for input.
+var scanPool = sync.Pool{New: func() any {
+	b := make([]byte, baseSize)
+	return &b
+}}
+
+// newIdleScanner is NewScanner for a stream that may stay quiet for long:
+// while it waits for input with nothing buffered it holds no buffer of its
+// own (see fillIdle). It allocates none until the first byte arrives.
+func newIdleScanner(r io.Reader, maxFrame int) *Scanner {
+	if maxFrame <= 0 {
+		maxFrame = 10 << 20
+	}
+	if maxFrame+2 < baseSize {
+		return NewScanner(r, maxFrame)
+	}
+	return &Scanner{r: r, max: maxFrame, base: baseSize, releaseIdle: true}
 }
 
 // Buffered returns how many received bytes are not yet returned as frames.
@@ -345,7 +372,10 @@ func (s *Scanner) fill() error {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
 	}
+	// Nothing buffered at the base size, no burst: wait without a buffer.
+	idle := s.releaseIdle && s.end == 0 && len(s.buf) <= baseSize && !s.grow
 	switch {
+	case idle:
 	case s.end == len(s.buf): // a frame larger than the buffer
 		if len(s.buf) >= s.max+2 {
 			return ErrFrameTooLarge
@@ -358,6 +388,9 @@ func (s *Scanner) fill() error {
 	}
 	if s.BeforeRead != nil {
 		s.BeforeRead()
+	}
+	if idle {
+		return s.fillIdle()
 	}
 	for tries := 0; ; tries++ {
 		room := len(s.buf) - s.end
@@ -383,6 +416,50 @@ func (s *Scanner) fill() error {
 	}
 }
 
+// fillIdle waits for input with nothing buffered and no buffer held: the
+// base-size buffer goes back to the pool for the wait, in a one-byte read,
+// and one comes from the pool for the rest of what has arrived (a second
+// read, which the producer's client answers from what it has buffered).
+// Every Frame returned before is dead by now: fill runs only inside Next.
+func (s *Scanner) fillIdle() error {
+	if s.pooled != nil {
+		scanPool.Put(s.pooled)
+		s.pooled = nil
+	}
+	s.buf = nil
+	var n int
+	var err error
+	for tries := 0; ; tries++ {
+		if n, err = s.r.Read(s.one[:]); n > 0 || err != nil {
+			break
+		}
+		if tries > 100 {
+			s.readErr = io.ErrNoProgress
+			return s.readErr
+		}
+	}
+	s.pooled = scanPool.Get().(*[]byte)
+	s.buf = *s.pooled
+	s.buf[0] = s.one[0]
+	s.end = n
+	if err != nil {
+		s.readErr = err
+		return nil
+	}
+	m, err := s.r.Read(s.buf[1:])
+	s.end += m
+	s.grow = m == len(s.buf)-1
+	if n+m < len(s.buf)/4 {
+		s.smallReads++
+	} else {
+		s.smallReads = 0
+	}
+	if err != nil {
+		s.readErr = err
+	}
+	return nil
+}
+
 // resize moves the unconsumed bytes, at the start of the buffer, into a
 // buffer of size bytes.
 func (s *Scanner) resize(size int) {
@@ -390,6 +467,10 @@ func (s *Scanner) resize(size int) {
 	copy(b, s.buf[:s.end])
 	s.buf = b
 	s.smallReads = 0
+	if s.pooled != nil {
+		scanPool.Put(s.pooled)
+		s.pooled = nil
+	}
 }
 
 // AppendFrame appends the canonical framing of an event to dst: the frame's

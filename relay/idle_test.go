@@ -1,0 +1,119 @@
+//go:build linux
+
+package relay
+
+import (
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pieceReader returns one chunk per Read, as a producer's client does.
+type pieceReader struct {
+	chunks []string
+	sc     *Scanner // when set, the scanner must hold no base-size buffer at each read of a new chunk
+	t      *testing.T
+	off    int
+}
+
+func (r *pieceReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	if r.off == 0 && r.sc != nil && r.sc.Buffered() == 0 && r.sc.buf != nil && len(r.sc.buf) <= baseSize {
+		r.t.Errorf("the scanner holds a %d-byte buffer while waiting for %q", len(r.sc.buf), r.chunks[0])
+	}
+	n := copy(p, r.chunks[0][r.off:])
+	r.off += n
+	if r.off == len(r.chunks[0]) {
+		r.chunks, r.off = r.chunks[1:], 0
+	}
+	return n, nil
+}
+
+// A scanner of a relayed stream holds no buffer while it waits for the
+// producer with nothing buffered (after a large frame, the grown buffer
+// stays until reads have been small for a while, as before), and still
+// returns every frame whole, also frames split across reads and frames
+// larger than its base size.
+func TestIdleScannerReleasesItsBuffer(t *testing.T) {
+	big := "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"delta\":\"" + strings.Repeat("x", 3*baseSize) + "\"}\n\n"
+	chunks := []string{runStarted, contentEvent[:10], contentEvent[10:], ": keep-alive\n\n", contentEvent + contentEvent, big[:5], big[5:], runFinished}
+	r := &pieceReader{chunks: chunks, t: t}
+	sc := newIdleScanner(r, 0)
+	r.sc = sc
+	if sc.buf != nil {
+		t.Fatal("a new scanner holds a buffer")
+	}
+	var got strings.Builder
+	for {
+		f, err := sc.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Write(f.Raw)
+	}
+	if want := strings.Join(chunks, ""); got.String() != want {
+		t.Errorf("frames\n%q\nwant\n%q", got.String(), want)
+	}
+}
+
+// The shared watcher cancels the stream of a consumer that hangs up, and a
+// watch that has ended cancels nothing.
+func TestHangupWatcherCancels(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	open := func() (server, client net.Conn) {
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		server, err = ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return server, client
+	}
+	gone := &fakeBody{}
+	s1, c1 := open()
+	u1 := newUpstreamBody(gone)
+	tok, ok := hangups.watch(s1, u1)
+	if !ok {
+		t.Fatal("the connection could not be watched")
+	}
+	stay := &fakeBody{}
+	s2, c2 := open()
+	u2 := newUpstreamBody(stay)
+	tok2, _ := hangups.watch(s2, u2)
+	c2.Write([]byte("pipelined bytes wake nothing")) //nolint:errcheck
+	hangups.unwatch(s2, tok2)
+	c1.Close()
+	c2.Close()
+	deadline := time.Now().Add(liveness)
+	for u1.why() != errConsumerGone {
+		if time.Now().After(deadline) {
+			t.Fatal("the hangup was not noticed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	hangups.unwatch(s1, tok)
+	s1.Close()
+	s2.Close()
+	if u2.why() != nil {
+		t.Errorf("an unwatched stream was cancelled: %v", u2.why())
+	}
+}
+
+type fakeBody struct{}
+
+func (*fakeBody) Read([]byte) (int, error)   { return 0, io.EOF }
+func (*fakeBody) Close() error               { return nil }
+func (*fakeBody) CloseWithError(error) error { return nil }
