@@ -91,7 +91,8 @@ type Relay struct {
 	// says it must be translated. It must leave forwardedProps byte for byte
 	// as it was; body is borrowed for the call. An error answers 400. nil
 	// means the translate package's input chain, reporting to the
-	// Translator's observer.
+	// Translator's observer, which also runs on untranslated input to keep
+	// activity messages from the producer.
 	TranslateInput func(plan negotiate.InputPlan, body []byte) ([]byte, error)
 	// Log receives one INFO line per run and the errors; nil discards.
 	Log *zap.Logger
@@ -226,8 +227,13 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 // steps warn once per shape, when the input is done).
 func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap) ([]byte, error) {
 	if r.TranslateInput != nil {
+		if !plan.Translate {
+			return body, nil
+		}
 		return r.TranslateInput(plan, body)
 	}
+	// The input chain runs even when the versions match: activity messages
+	// never reach the producer. An input without them stays body itself.
 	out, run := translate.TranslateInputWith(r.translator.InputSteps(), plan, body, observerFor(r.translator.Observer, tap))
 	run.Finish()
 	return out, nil
@@ -361,11 +367,9 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	// is rewritten for the producer (forwardedProps stays byte for byte).
 	in := body
 	plan := negotiate.DecideInput(cv, r.ProducerVersion)
-	if plan.Translate {
-		if in, err = r.translateInput(plan, body, rep.tap); err != nil {
-			r.refuse(ctx, rep, problemInput([]InputError{{"", "cannot be translated for the producer: " + err.Error()}}))
-			return
-		}
+	if in, err = r.translateInput(plan, body, rep.tap); err != nil {
+		r.refuse(ctx, rep, problemInput([]InputError{{"", "cannot be translated for the producer: " + err.Error()}}))
+		return
 	}
 
 	if rep.tap != nil {

@@ -761,3 +761,25 @@ func TestDefaultInputTranslation(t *testing.T) {
 		t.Errorf("producer got %s", b)
 	}
 }
+
+// Activity messages never reach the producer, even when consumer and
+// producer speak the same version and nothing else is translated; an input
+// without them is forwarded byte for byte.
+func TestActivityMessagesAreNotForwarded(t *testing.T) {
+	got := make(chan string, 2)
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+		streamHeaders(w)
+	}, nil)
+	withActivity := `{"protocolVersion":"1.0","threadId":"t1","runId":"r1","messages":[{"id":"a1","role":"activity","activityType":"plan","content":{}},{"id":"u1","role":"user","content":"hi"}]}`
+	readAll(t, h.post("/agent", withActivity))
+	if b := <-got; b != `{"protocolVersion":"1.0","threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"hi"}]}` {
+		t.Errorf("producer got %s", b)
+	}
+	plain := `{"protocolVersion":"1.0","threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"activity"}] }`
+	readAll(t, h.post("/agent", plain))
+	if b := <-got; b != plain {
+		t.Errorf("producer got %s", b)
+	}
+}
