@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -41,30 +43,29 @@ type thinkingRun struct {
 }
 
 func (t *thinkingRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	typ := string(r.EventType())
-	root := Root(ev)
-	typeVal := Get(ev, "type")
 	var (
-		newType string
-		cur     *string // the id slot this event opens, continues or closes
-		opens   bool
-		closes  bool
+		typ, newType string  // constants: no copy of the borrowed type per event
+		cur          *string // the id slot this event opens, continues or closes
+		opens        bool
+		closes       bool
 	)
-	switch typ {
+	switch string(r.EventType()) {
 	case "THINKING_START":
-		newType, cur, opens = "REASONING_START", &t.span, true
+		typ, newType, cur, opens = "THINKING_START", "REASONING_START", &t.span, true
 	case "THINKING_END":
-		newType, cur, closes = "REASONING_END", &t.span, true
+		typ, newType, cur, closes = "THINKING_END", "REASONING_END", &t.span, true
 	case "THINKING_TEXT_MESSAGE_START":
-		newType, cur, opens = "REASONING_MESSAGE_START", &t.msg, true
+		typ, newType, cur, opens = "THINKING_TEXT_MESSAGE_START", "REASONING_MESSAGE_START", &t.msg, true
 	case "THINKING_TEXT_MESSAGE_CONTENT":
-		newType, cur = "REASONING_MESSAGE_CONTENT", &t.msg
+		typ, newType, cur = "THINKING_TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", &t.msg
 	case "THINKING_TEXT_MESSAGE_END":
-		newType, cur, closes = "REASONING_MESSAGE_END", &t.msg, true
+		typ, newType, cur, closes = "THINKING_TEXT_MESSAGE_END", "REASONING_MESSAGE_END", &t.msg, true
 	default:
 		emit(ev)
 		return
 	}
+	root := Root(ev)
+	typeVal := Get(ev, "type")
 	if !root.IsObject() || typeVal.Index <= 0 {
 		emit(ev) // malformed: not ours to repair
 		return
@@ -76,7 +77,8 @@ func (t *thinkingRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	id, insertID := "", true
 	switch {
 	case own.Type == gjson.String && own.Str != "":
-		id, insertID = own.Str, false
+		// Str aliases the borrowed event; the id outlives it in the run.
+		id, insertID = strings.Clone(own.Str), false
 	case !opens && *cur != "":
 		id = *cur
 	default:
@@ -125,7 +127,9 @@ func (t *thinkingRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	// The new type, followed by what REASONING_* requires and the retired
 	// shape lacked, spliced in place of the old type's value.
 	mark := w.ed.Begin()
-	w.ed.AppendString(`"` + newType + `"`)
+	w.ed.AppendString(`"`)
+	w.ed.AppendString(newType)
+	w.ed.AppendString(`"`)
 	if insertID {
 		w.ed.AppendString(`,"messageId":`)
 		w.ed.AppendJSONString(id)
