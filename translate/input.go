@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -50,10 +52,10 @@ func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs 
 	run = NewRun(Input, plan.From, plan.To, obs)
 	root := Root(in)
 	if id := root.Get("runId"); id.Type == gjson.String {
-		run.RunID = id.Str
+		run.RunID = strings.Clone(id.Str) // Str aliases the caller's input
 	}
 	if id := root.Get("threadId"); id.Type == gjson.String {
-		run.ThreadID = id.Str
+		run.ThreadID = strings.Clone(id.Str)
 	}
 	if !root.IsObject() {
 		// Not an object at all: nothing to shape, and the caller's

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"strings"
+
 	"bytes"
 
 	"github.com/tidwall/gjson"
@@ -197,6 +199,8 @@ func (s *reasoningRun) retype(r *Run, ev []byte, to string, emit func([]byte), d
 }
 
 func idOf(ev []byte) (string, bool) {
+	// The id aliases the borrowed event: whoever keeps it past the event
+	// copies it.
 	id := Get(ev, "messageId")
 	return id.Str, id.Type == gjson.String
 }
@@ -207,18 +211,18 @@ func (s *reasoningRun) spanStart(r *Run, ev []byte, emit func([]byte)) {
 	case s.step && s.stepSynth:
 		// The open message's synthesised step becomes this span's: its
 		// THINKING_START is already out, and this span's END will close it.
-		s.stepSynth, s.stepID = false, id
+		s.stepSynth, s.stepID = false, strings.Clone(id)
 		r.Lost("REASONING_*.messageId", "THINKING_* events carry no ids: the consumer cannot tie reasoning to its span or message id", reasoningUpgrade)
 	case s.step:
 		if s.droppedSpans == nil {
 			s.droppedSpans = map[string]bool{}
 		}
-		s.droppedSpans[id] = true
+		s.droppedSpans[strings.Clone(id)] = true
 		r.Lost("REASONING_START(overlapping span)",
 			"consumers before 0.0.45 hold one thinking step at a time: the boundaries of a span that opens inside another are dropped (its messages stay in the open step)",
 			reasoningUpgrade)
 	default:
-		s.step, s.stepID, s.stepSynth = true, id, false
+		s.step, s.stepID, s.stepSynth = true, strings.Clone(id), false
 		s.retype(r, ev, `"THINKING_START"`, emit, "messageId")
 	}
 }
@@ -248,7 +252,7 @@ func (s *reasoningRun) msgStart(r *Run, ev []byte, emit func([]byte)) {
 	// A START for the open id is malformed (a reopen): it passes on mapped,
 	// for the consumer's verifier to report.
 	s.openStep(r, emit)
-	s.msg, s.msgID = true, id
+	s.msg, s.msgID = true, strings.Clone(id)
 	s.retype(r, ev, `"THINKING_TEXT_MESSAGE_START"`, emit, "messageId", "role")
 }
 
@@ -278,7 +282,7 @@ func (s *reasoningRun) dropMessage(r *Run, id string) {
 	if s.droppedMsgs == nil {
 		s.droppedMsgs = map[string]bool{}
 	}
-	s.droppedMsgs[id] = true
+	s.droppedMsgs[strings.Clone(id)] = true
 	r.Lost("REASONING_MESSAGE(interleaved)",
 		"consumers before 0.0.45 hold one thinking message at a time: a reasoning message that opens while another is open cannot be delivered without reordering, so it is dropped whole",
 		reasoningUpgrade)
@@ -322,7 +326,7 @@ func (s *reasoningRun) chunkEvent(r *Run, ev []byte, emit func([]byte)) {
 		emit(ev) // a first chunk without an id is malformed: not ours to repair
 		return
 	}
-	s.chunk, s.chunkID = true, id
+	s.chunk, s.chunkID = true, strings.Clone(id)
 	if s.msg {
 		s.chunkServed = false
 		s.dropMessage(r, id)
@@ -330,7 +334,7 @@ func (s *reasoningRun) chunkEvent(r *Run, ev []byte, emit func([]byte)) {
 	}
 	s.chunkServed = true
 	s.openStep(r, emit)
-	s.msg, s.msgID = true, id
+	s.msg, s.msgID = true, strings.Clone(id)
 	s.synth(litThinkingMsgStart, emit)
 	s.chunkContent(r, ev, emit)
 }

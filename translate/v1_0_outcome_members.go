@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -52,7 +54,7 @@ func (o *outcomeRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	switch string(r.EventType()) {
 	case "TOOL_CALL_START", "TOOL_CALL_CHUNK":
 		if id := Get(ev, "toolCallId"); id.Type == gjson.String && !o.isStarted(id.Str) {
-			o.started = append(o.started, id.Str)
+			o.started = append(o.started, strings.Clone(id.Str)) // Str aliases the borrowed event
 		}
 		emit(ev)
 	case "TOOL_CALL_RESULT":
@@ -60,7 +62,7 @@ func (o *outcomeRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 			if o.results == nil {
 				o.results = map[string]struct{}{}
 			}
-			o.results[id.Str] = struct{}{}
+			o.results[strings.Clone(id.Str)] = struct{}{}
 		}
 		emit(ev)
 	case "RUN_FINISHED":
