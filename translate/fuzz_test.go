@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,8 +72,8 @@ func seedFiles(f *testing.F, section string, dirs ...string) [][]byte {
 // live relay does, for any pair of versions. Properties: no panic; a
 // stream no run of which is translated comes out as it went in (re-framed
 // only where the framing was not canonical); no id the producer did not
-// send (but those derived for retired shapes); events that come out
-// unchanged keep their order; and the translation agrees with the judge:
+// send in the event or before it (but those derived for retired shapes);
+// events that come out unchanged keep their order; and the translation agrees with the judge:
 // an event that is not JSON is passed on byte for byte, and one that
 // rules.JudgeEvent finds malformed for the current version (not merely
 // retired or unrecognised) is never repaired.
@@ -98,6 +99,9 @@ func FuzzEventTranslation(f *testing.F) {
 		}
 		lastSame := -1
 		used := make([]bool, len(res.inputs))
+		// The ids the producer sent so far: an id-less chunk continuation
+		// may be given the id of the stream it continues (subagent lanes).
+		srcIDs := map[string]bool{}
 		for i, evs := range res.perFrame {
 			src := res.inputs[i]
 			if src == nil {
@@ -121,7 +125,7 @@ func FuzzEventTranslation(f *testing.F) {
 					}
 				}
 			}
-			srcIDs := ids(src)
+			maps.Copy(srcIDs, ids(src))
 			for _, ev := range evs {
 				if !gjson.ValidBytes(ev) {
 					t.Fatalf("valid event %q came out as invalid JSON %q", src, ev)

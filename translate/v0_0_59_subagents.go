@@ -38,14 +38,21 @@ var (
 	subagentEvent = []byte("SUBAGENT_")
 )
 
+// subagentsRun also keeps 1.0's chunk lanes apart once the tags that name
+// them are gone: an id-less continuation a consumer without lanes would
+// attach to another lane's stream is given the id of the stream 1.0
+// attaches it to, an id the producer sent (reshaping, counted, silent; see
+// chunkLanes). The BackwardCompatibility_0_0_57 shim does not.
 type subagentsRun struct {
 	rewriter
 	inner []Item
+	lanes chunkLanes
 }
 
-// Wants: SUBAGENT_* events, and events that mention a subagentRunId.
+// Wants: SUBAGENT_* events, events that mention a subagentRunId, and what
+// the chunk lanes need to see (see chunkLanes.wants).
 func (s *subagentsRun) Wants(_ *Run, typ, ev []byte) bool {
-	return bytes.HasPrefix(typ, subagentEvent) || bytes.Contains(ev, subagentTag)
+	return bytes.HasPrefix(typ, subagentEvent) || bytes.Contains(ev, subagentTag) || s.lanes.wants(typ, ev)
 }
 
 func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
@@ -53,16 +60,50 @@ func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	if bytes.HasPrefix(typ, subagentEvent) {
 		switch t := string(typ); t {
 		case "SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR":
+			if t != "SUBAGENT_STARTED" {
+				if lane := Get(ev, "subagentRunId"); lane.Type == gjson.String {
+					s.lanes.closeLane(lane.Str)
+				}
+			}
 			r.Lost(t, "@ag-ui/client "+r.To.String()+" predates subagents and fails the whole run on "+t+"; the subagent's own events still arrive, flattened into the run",
 				"@ag-ui/client 0.0.59 or newer")
 			return
 		}
 	}
+	kind := chunkKindOf(typ)
 	if !bytes.Contains(ev, subagentTag) {
-		emit(ev)
+		if kind != 0 {
+			id := Get(ev, kind.idKey())
+			s.chunk(r, Root(ev), kind, "", false, id, id.Exists())
+		} else {
+			s.lanes.event(typ, "")
+		}
+		s.emit(ev, emit)
 		return
 	}
-	s.dropTag(r, Root(ev), "subagentRunId")
+	root := Root(ev)
+	lane, tagged := "", false
+	var id gjson.Result
+	hasID := false
+	if root.IsObject() {
+		s.inner = Items(root, s.inner[:0])
+		for _, it := range s.inner {
+			switch {
+			case it.Key.Str == "subagentRunId" && !tagged:
+				// The first member is what gjson (and so the chain) reads.
+				tagged = it.Value.Type == gjson.String
+				lane = it.Value.Str
+			case kind != 0 && !hasID && it.Key.Str == kind.idKey():
+				id, hasID = it.Value, true
+			}
+		}
+	}
+	s.dropTag(r, root, "subagentRunId")
+	if kind != 0 {
+		s.chunk(r, root, kind, lane, tagged, id, hasID)
+	} else {
+		s.lanes.event(typ, lane)
+	}
 	switch string(typ) {
 	case "MESSAGES_SNAPSHOT", "RUN_STARTED":
 		msgs, shape := messagesOf(ev, string(typ))
@@ -73,6 +114,33 @@ func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		})
 	}
 	s.emit(ev, emit)
+}
+
+// chunk tracks a chunk of the lane its tag names and, when the chunk is an
+// id-less continuation an old consumer would read differently once the tag
+// is gone, makes the id of the stream it continues explicit.
+func (s *subagentsRun) chunk(r *Run, root gjson.Result, kind chunkKind, lane string, tagged bool, id gjson.Result, hasID bool) {
+	if hasID {
+		if id.Type == gjson.String && id.Str != "" {
+			s.lanes.open(lane, kind, id)
+		}
+		return // a null or malformed id is the consumer's to judge
+	}
+	// A lane whose stream is unknown passes on as it is; so does a
+	// continuation of the old consumer's one open stream.
+	target, rewrite := s.lanes.target(lane, tagged, kind)
+	if !rewrite {
+		return
+	}
+	at := root.Index + len(root.Raw) - 1 // the closing brace
+	mark := s.ed.Begin()
+	s.ed.AppendString(`,"`)
+	s.ed.AppendString(kind.idKey())
+	s.ed.AppendString(`":`)
+	s.ed.AppendString(target.raw)
+	s.ed.Commit(at, at, mark)
+	r.Translated(kind.shape())
+	s.lanes.old, s.lanes.oldOpen = *target, true
 }
 
 // dropTag records the removal of obj's subagentRunId members.
