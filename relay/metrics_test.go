@@ -45,14 +45,9 @@ var thinkingStream = []string{
 // the text format.
 func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &fasthttp.Server{Handler: m.Handler()}
-	go srv.Serve(ln)     //nolint:errcheck
-	defer srv.Shutdown() //nolint:errcheck
-	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
+	base, stop := serveHandler(t, m.Handler())
+	defer stop()
+	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +61,22 @@ func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 		t.Fatalf("parsing /metrics: %v", err)
 	}
 	return fams
+}
+
+// serveHandler serves h on a free port and returns its base URL and the
+// function that shuts it down.
+func serveHandler(t *testing.T, h fasthttp.RequestHandler) (base string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: h}
+	go srv.Serve(ln) //nolint:errcheck
+	stop = func() {
+		srv.Shutdown() //nolint:errcheck
+	}
+	return "http://" + ln.Addr().String(), stop
 }
 
 // value returns the value of the sample of family name whose labels include
@@ -390,14 +401,9 @@ func TestShapeLabelsAreBounded(t *testing.T) {
 // GET /deprecations answers JSON over a socket.
 func TestDeprecationsHandler(t *testing.T) {
 	m := NewMetrics(MetricsOptions{NoRuntime: true})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &fasthttp.Server{Handler: m.DeprecationsHandler()}
-	go srv.Serve(ln)     //nolint:errcheck
-	defer srv.Shutdown() //nolint:errcheck
-	resp, err := http.Get("http://" + ln.Addr().String() + "/deprecations")
+	base, stop := serveHandler(t, m.DeprecationsHandler())
+	defer stop()
+	resp, err := http.Get(base + "/deprecations")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +417,7 @@ func TestDeprecationsHandler(t *testing.T) {
 		rep.Deprecations[0].Users == nil || math.IsNaN(rep.Deprecations[0].ExpiresInSeconds) {
 		t.Errorf("report %s", b)
 	}
-	post, err := http.Post("http://"+ln.Addr().String()+"/deprecations", "text/plain", nil)
+	post, err := http.Post(base+"/deprecations", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
