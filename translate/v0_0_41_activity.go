@@ -42,7 +42,7 @@ type activityRun struct {
 var activityMark = []byte(`"activity"`)
 
 func (a *activityRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	switch string(PeekType(ev)) { // constant shapes: nothing allocated per event
+	switch string(r.EventType()) { // constant shapes: nothing allocated per event
 	case "ACTIVITY_SNAPSHOT":
 		r.Lost("ACTIVITY_SNAPSHOT", "consumers before 0.0.41 have no activity events", activityUpgrade)
 		return

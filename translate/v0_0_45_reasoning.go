@@ -120,7 +120,7 @@ var (
 )
 
 func (s *reasoningRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	typ := PeekType(ev) // compared in place: no string is made per event
+	typ := r.EventType() // compared in place: no string is made per event
 	if s.chunk && string(typ) != "REASONING_MESSAGE_CHUNK" && string(typ) != "REASONING_ENCRYPTED_VALUE" {
 		s.closeChunk(emit)
 	}

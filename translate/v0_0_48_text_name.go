@@ -44,7 +44,7 @@ func (t *textNameRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		return it.Key.Str == "name" && it.Value.Type == gjson.String
 	})
 	shape := "TEXT_MESSAGE_START.name"
-	if string(PeekType(ev)) == "TEXT_MESSAGE_CHUNK" {
+	if string(r.EventType()) == "TEXT_MESSAGE_CHUNK" {
 		shape = "TEXT_MESSAGE_CHUNK.name"
 	}
 	r.Lost(shape, "consumers before 0.0.48 have no speaker name on text messages",

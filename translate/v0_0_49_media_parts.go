@@ -64,7 +64,7 @@ func (m *mediaRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		emit(ev)
 		return
 	}
-	msgs, shape := messagesOf(ev, string(PeekType(ev)))
+	msgs, shape := messagesOf(ev, string(r.EventType()))
 	mediaPartsToBinary(r, &m.ed, &m.scratch, msgs, shape)
 	m.emit(ev, emit)
 }

@@ -49,7 +49,7 @@ var emptyDeltaSince = negotiate.Version{Patch: 50}
 func (emptyDeltaRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	d := Get(ev, "delta")
 	if d.Type == gjson.String && d.Raw == `""` && (r.From.IsZero() || r.From.AtLeast(emptyDeltaSince)) {
-		switch string(PeekType(ev)) { // constant shapes: nothing allocated per event
+		switch string(r.EventType()) { // constant shapes: nothing allocated per event
 		case "TEXT_MESSAGE_CONTENT":
 			r.Translated(`TEXT_MESSAGE_CONTENT.delta:""`)
 		case "REASONING_MESSAGE_CONTENT":
