@@ -638,14 +638,10 @@ type EventCounts struct {
 	By [2][NumEventLabels]EventCount
 }
 
-func (c *EventCounts) add(dir int, typ []byte, n int) {
-	e := &c.By[dir][eventIndex(typ)]
-	e.Events++
-	e.Bytes += n
-}
-
-func (c *EventCounts) addComment(dir, n int) {
-	e := &c.By[dir][evComment]
+// add counts one event of label index ti (eventIndex, or evComment), n
+// bytes, in direction dir.
+func (c *EventCounts) add(dir, ti, n int) {
+	e := &c.By[dir][ti]
 	e.Events++
 	e.Bytes += n
 }

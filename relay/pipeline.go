@@ -173,14 +173,18 @@ func (s *Stream) Frame(f Frame) error {
 			out = s.scratch
 		}
 		if s.Counts != nil {
-			s.Counts.addComment(FromProducer, len(f.Raw))
-			s.Counts.addComment(ToConsumer, len(out))
+			s.Counts.add(FromProducer, evComment, len(f.Raw))
+			s.Counts.add(ToConsumer, evComment, len(out))
 		}
 		return s.write(out)
 	}
 	typ := translate.PeekType(f.Data)
-	if s.Counts != nil && !s.own {
-		s.Counts.add(FromProducer, typ, len(f.Raw))
+	ti := 0 // typ's label index, worked out once, when counted
+	if s.Counts != nil {
+		ti = eventIndex(typ)
+		if !s.own {
+			s.Counts.add(FromProducer, ti, len(f.Raw))
+		}
 	}
 	if string(typ) == "RUN_STARTED" {
 		s.startRun(f.Data)
@@ -199,11 +203,11 @@ func (s *Stream) Frame(f Frame) error {
 	switch {
 	case !shape:
 		if f.Canonical {
-			s.countEvent(typ, len(f.Raw))
+			s.countEvent(ti, len(f.Raw))
 			err = s.write(f.Raw)
 		} else {
 			s.scratch = AppendFrame(s.scratch[:0], f.Fields, f.Data)
-			s.countEvent(typ, len(s.scratch))
+			s.countEvent(ti, len(s.scratch))
 			err = s.write(s.scratch)
 		}
 	default:
@@ -328,18 +332,23 @@ func appendJSONString(dst []byte, s string) []byte {
 
 func (s *Stream) emit(ev []byte) {
 	s.scratch = AppendFrame(s.scratch[:0], s.fields, ev)
-	s.countEvent(translate.PeekType(ev), len(s.scratch))
+	ti := 0
+	if s.Counts != nil { // the type is peeked only when it is counted
+		ti = eventIndex(translate.PeekType(ev))
+	}
+	s.countEvent(ti, len(s.scratch))
 	s.fields = nil
 	if err := s.write(s.scratch); err != nil && s.werr == nil {
 		s.werr = err
 	}
 }
 
-// countEvent counts one event of type typ written, n bytes framed.
-func (s *Stream) countEvent(typ []byte, n int) {
+// countEvent counts one event written, n bytes framed, of label index ti
+// (see eventIndex; unused when Counts is nil).
+func (s *Stream) countEvent(ti, n int) {
 	s.Events++
 	if s.Counts != nil {
-		s.Counts.add(ToConsumer, typ, n)
+		s.Counts.add(ToConsumer, ti, n)
 	}
 }
 
