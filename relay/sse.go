@@ -26,7 +26,7 @@ type Frame struct {
 	// unknown fields), each terminated by "\n", in their order. They are
 	// kept so that a re-framed frame loses nothing.
 	Fields []byte
-	// Canonical reports that Raw is byte for byte what WriteFrame writes for
+	// Canonical reports that Raw is byte for byte what AppendFrame writes for
 	// this frame: LF line endings, "data: " with its space, fields before
 	// data. A canonical frame whose payload is unchanged is copied as Raw.
 	Canonical bool
