@@ -10,15 +10,20 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
+// startRun passes a canonical RUN_STARTED through st, as a stream begins.
+func startRun(t *testing.T, st *Stream) {
+	t.Helper()
+	if err := st.Frame(canonicalFrame(`data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Passing a canonical content event through must not allocate.
 func TestStreamFramePassThroughDoesNotAllocate(t *testing.T) {
 	w := bufio.NewWriter(io.Discard)
 	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, w)
-	start := `data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n"
-	if err := st.Frame(Frame{Raw: []byte(start), Data: []byte(start[6 : len(start)-2]), Canonical: true}); err != nil {
-		t.Fatal(err)
-	}
-	f := Frame{Raw: []byte(contentEvent), Data: []byte(contentEvent[6 : len(contentEvent)-2]), Canonical: true}
+	startRun(t, st)
+	f := canonicalFrame(contentEvent)
 	if n := testing.AllocsPerRun(1000, func() {
 		if err := st.Frame(f); err != nil {
 			t.Fatal(err)

@@ -19,6 +19,12 @@ import (
 // deltas that need no translation.
 const contentEvent = `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-1","delta":"The quick brown fox jumps over the lazy dog. "}` + "\n\n"
 
+// canonicalFrame is event (one "data: ...\n\n" frame) as the scanner
+// gives it when it needs no normalising.
+func canonicalFrame(event string) Frame {
+	return Frame{Raw: []byte(event), Data: []byte(event[6 : len(event)-2]), Canonical: true}
+}
+
 func benchStream(n int, frame string) []byte {
 	var b bytes.Buffer
 	b.WriteString(`data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n")
@@ -94,7 +100,7 @@ func TestStreamFailWritesRunErrorWhenOwed(t *testing.T) {
 	if !st.Owed() {
 		t.Fatal("a stream with no run yet owes its consumer a terminal event")
 	}
-	st.Frame(Frame{Raw: []byte(contentEvent), Data: []byte(contentEvent[6 : len(contentEvent)-2]), Canonical: true})
+	st.Frame(canonicalFrame(contentEvent))
 	wrote, err := st.Fail("the producer's stream \"broke\"\n", "upstream_broken")
 	w.Flush()
 	want := contentEvent + `data: {"type":"RUN_ERROR","message":"agui-relay: the producer's stream \"broke\"\u000a","code":"upstream_broken"}` + "\n\n"

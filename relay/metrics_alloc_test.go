@@ -19,11 +19,8 @@ func TestCountedStreamDoesNotAllocate(t *testing.T) {
 	w := bufio.NewWriter(io.Discard)
 	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, w)
 	st.Tap, st.Counts = tap, &EventCounts{}
-	start := `data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n"
-	if err := st.Frame(Frame{Raw: []byte(start), Data: []byte(start[6 : len(start)-2]), Canonical: true}); err != nil {
-		t.Fatal(err)
-	}
-	f := Frame{Raw: []byte(contentEvent), Data: []byte(contentEvent[6 : len(contentEvent)-2]), Canonical: true}
+	startRun(t, st)
+	f := canonicalFrame(contentEvent)
 	if n := testing.AllocsPerRun(1000, func() {
 		if err := st.Frame(f); err != nil {
 			t.Fatal(err)
