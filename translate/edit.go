@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"bytes"
 	"unicode/utf8"
 	"unsafe"
 
@@ -38,14 +37,7 @@ func (e *Edits) Reset() {
 // Len reports how many edits are recorded.
 func (e *Edits) Len() int { return len(e.ops) }
 
-// Replace records that src[start:end] becomes raw (copied now).
-func (e *Edits) Replace(start, end int, raw []byte) {
-	from := len(e.arena)
-	e.arena = append(e.arena, raw...)
-	e.ops = append(e.ops, editOp{start, end, from, len(e.arena)})
-}
-
-// ReplaceString is Replace with a string replacement.
+// ReplaceString records that src[start:end] becomes raw (copied now).
 func (e *Edits) ReplaceString(start, end int, raw string) {
 	from := len(e.arena)
 	e.arena = append(e.arena, raw...)
@@ -217,13 +209,8 @@ func (e *Edits) AppendMember(obj gjson.Result, nonEmpty bool, key string, raw []
 	e.Commit(at, at, mark)
 }
 
-// SetValue records that the value r (read from the edited document) becomes
-// raw.
-func (e *Edits) SetValue(r gjson.Result, raw []byte) {
-	e.Replace(r.Index, r.Index+len(r.Raw), raw)
-}
-
-// SetValueString is SetValue with a raw JSON text given as a string.
+// SetValueString records that the value r (read from the edited document)
+// becomes the raw JSON text raw.
 func (e *Edits) SetValueString(r gjson.Result, raw string) {
 	e.ReplaceString(r.Index, r.Index+len(r.Raw), raw)
 }
@@ -281,23 +268,6 @@ func AppendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// Member returns the first member of obj named key (gjson semantics), with
-// its offsets in the document obj was read from; ok is false when absent.
-func Member(obj gjson.Result, key string) (it Item, ok bool) {
-	if !obj.IsObject() {
-		return Item{}, false
-	}
-	obj.ForEach(func(k, v gjson.Result) bool {
-		if k.Str == key {
-			it = Item{Key: k, Value: v, Start: k.Index, End: v.Index + len(v.Raw)}
-			ok = true
-			return false
-		}
-		return true
-	})
-	return it, ok
 }
 
 // EachElement calls fn for every element of an array read from the edited
@@ -358,11 +328,6 @@ func messagesOf(ev []byte, typ string) (msgs gjson.Result, shape string) {
 	}
 	return gjson.Result{}, ""
 }
-
-// Rollback forgets what was appended since mark without committing it.
-func (e *Edits) Rollback(mark int) { e.arena = e.arena[:mark] }
-
-func bytesContains(b, sub []byte) bool { return bytes.Contains(b, sub) }
 
 // flattenParts records in ed the replacement of a content-parts array
 // (document offsets) by the JSON string of the concatenation of its text

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"bytes"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -36,7 +38,7 @@ type fileSourceRun struct {
 }
 
 func (f *fileSourceRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	if !bytesContains(ev, fileSourceMark) {
+	if !bytes.Contains(ev, fileSourceMark) {
 		emit(ev)
 		return
 	}
