@@ -337,19 +337,8 @@ func TestScannerBufferGrowsAndShrinks(t *testing.T) {
 		t.Fatalf("starts at %d bytes", len(sc.buf))
 	}
 	var sizes []int
-	var got strings.Builder
-	for {
-		f, err := sc.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.Write(f.Raw)
-		sizes = append(sizes, len(sc.buf))
-	}
-	if got.String() != strings.Join(chunks, "") {
+	got := rawFrames(t, sc, func() { sizes = append(sizes, len(sc.buf)) })
+	if got != strings.Join(chunks, "") {
 		t.Fatal("frames differ from the input")
 	}
 	if sizes[1500] != burstSize {

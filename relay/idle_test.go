@@ -47,19 +47,8 @@ func TestIdleScannerReleasesItsBuffer(t *testing.T) {
 	if sc.buf != nil {
 		t.Fatal("a new scanner holds a buffer")
 	}
-	var got strings.Builder
-	for {
-		f, err := sc.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.Write(f.Raw)
-	}
-	if want := strings.Join(chunks, ""); got.String() != want {
-		t.Errorf("frames\n%q\nwant\n%q", got.String(), want)
+	if got, want := rawFrames(t, sc, nil), strings.Join(chunks, ""); got != want {
+		t.Errorf("frames\n%q\nwant\n%q", got, want)
 	}
 }
 

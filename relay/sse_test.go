@@ -36,6 +36,26 @@ func scanAll(t *testing.T, r io.Reader, max int) ([]scanned, []byte, error) {
 	}
 }
 
+// rawFrames scans sc to its clean end and returns the raw frames end to
+// end; after, when not nil, runs after each frame.
+func rawFrames(t *testing.T, sc *Scanner, after func()) string {
+	t.Helper()
+	var got strings.Builder
+	for {
+		f, err := sc.Next()
+		if err == io.EOF {
+			return got.String()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Write(f.Raw)
+		if after != nil {
+			after()
+		}
+	}
+}
+
 func TestScannerFraming(t *testing.T) {
 	tests := []struct {
 		name    string
