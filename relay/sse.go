@@ -396,12 +396,7 @@ func (s *Scanner) fill() error {
 		room := len(s.buf) - s.end
 		n, err := s.r.Read(s.buf[s.end:])
 		s.end += n
-		s.grow = n == room
-		if n < len(s.buf)/4 {
-			s.smallReads++
-		} else {
-			s.smallReads = 0
-		}
+		s.sized(n, n == room)
 		if err != nil {
 			s.readErr = err
 			return nil
@@ -413,6 +408,17 @@ func (s *Scanner) fill() error {
 			s.readErr = io.ErrNoProgress
 			return s.readErr
 		}
+	}
+}
+
+// sized notes how a read of n bytes filled the buffer (filled: all the room
+// it was given), for fill's decisions to grow or shrink it.
+func (s *Scanner) sized(n int, filled bool) {
+	s.grow = filled
+	if n < len(s.buf)/4 {
+		s.smallReads++
+	} else {
+		s.smallReads = 0
 	}
 }
 
@@ -448,12 +454,7 @@ func (s *Scanner) fillIdle() error {
 	}
 	m, err := s.r.Read(s.buf[1:])
 	s.end += m
-	s.grow = m == len(s.buf)-1
-	if n+m < len(s.buf)/4 {
-		s.smallReads++
-	} else {
-		s.smallReads = 0
-	}
+	s.sized(n+m, m == len(s.buf)-1)
 	if err != nil {
 		s.readErr = err
 	}
