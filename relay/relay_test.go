@@ -332,6 +332,17 @@ func problemOf(t *testing.T, resp *http.Response) Problem {
 	return p
 }
 
+// wantProblem checks that resp is a problem+json answer of status and type.
+func wantProblem(t *testing.T, resp *http.Response, status int, typ string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if p := problemOf(t, resp); p.Type != typ {
+		t.Errorf("problem %+v", p)
+	}
+}
+
 func TestUnreachableProducerIs502(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -341,12 +352,7 @@ func TestUnreachableProducerIs502(t *testing.T) {
 	ln.Close()
 	h := newHarness(t, nil, func(r *Relay) { r.Upstream = closed })
 	resp := h.post("/agent", minimalInput)
-	if resp.StatusCode != 502 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	if p := problemOf(t, resp); p.Type != "urn:agui-relay:upstream-unreachable" {
-		t.Errorf("problem %+v", p)
-	}
+	wantProblem(t, resp, 502, "urn:agui-relay:upstream-unreachable")
 }
 
 func TestSilentProducerIs504(t *testing.T) {
@@ -361,12 +367,7 @@ func TestSilentProducerIs504(t *testing.T) {
 	})
 	defer close(release)
 	resp := h.post("/agent", minimalInput)
-	if resp.StatusCode != 504 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	if p := problemOf(t, resp); p.Type != "urn:agui-relay:upstream-timeout" {
-		t.Errorf("problem %+v", p)
-	}
+	wantProblem(t, resp, 504, "urn:agui-relay:upstream-timeout")
 }
 
 // The first-byte timeout bounds only the wait for the answer: a stream that
@@ -394,12 +395,7 @@ func TestBodyOverMaxIs413(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { contacted = true }, func(r *Relay) { r.MaxBody = 64 })
 	big := `{"threadId":"t1","runId":"r1","messages":[],"pad":"` + strings.Repeat("x", 64) + `"}`
 	resp := h.post("/agent", big)
-	if resp.StatusCode != 413 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	if p := problemOf(t, resp); p.Type != "urn:agui-relay:body-too-large" {
-		t.Errorf("problem %+v", p)
-	}
+	wantProblem(t, resp, 413, "urn:agui-relay:body-too-large")
 	if contacted {
 		t.Error("the producer was contacted")
 	}
