@@ -45,10 +45,6 @@ var nullLit = []byte("null")
 func (n *nullRun) Wants(_ *Run, _, ev []byte) bool { return bytes.Contains(ev, nullLit) }
 
 func (n *nullRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	if !bytes.Contains(ev, nullLit) {
-		emit(ev)
-		return
-	}
 	typ := string(r.EventType())
 	w := &n.rewriter
 	w.items = Items(Root(ev), w.items[:0])

@@ -41,11 +41,7 @@ func (a *runAfterErrorRun) Wants(r *Run, typ, _ []byte) bool {
 }
 
 func (a *runAfterErrorRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	st := r.Stream
-	if st == nil {
-		emit(ev)
-		return
-	}
+	st := r.Stream // Wants let no event through without one
 	if !a.decided {
 		// The run's first event says whether it follows an error.
 		a.decided = true

@@ -59,11 +59,10 @@ func (u *unrecognisedRun) Wants(r *Run, typ, _ []byte) bool {
 
 func (u *unrecognisedRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	typ := r.EventType()
-	if typ == nil {
-		emit(ev) // no type: malformed, passed on
-		return
-	}
-	if !rules.KnownEventType(r.To, typ) {
+	switch string(typ) {
+	case "MESSAGES_SNAPSHOT", "RUN_STARTED", "RUN_FINISHED": // known to every release
+	default:
+		// Wants let no other type through but one the consumer does not know.
 		if rules.KnownEventType(negotiate.Current, typ) {
 			t := string(typ)
 			r.Lost(t, "@ag-ui/client "+r.To.String()+" does not know "+t+" and fails the whole run on it", tolerantUpgrade)
@@ -71,12 +70,6 @@ func (u *unrecognisedRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 			r.Lost("unrecognised event type", "an event type no AG-UI version describes (first seen: "+string(typ)+
 				"); @ag-ui/client "+r.To.String()+" fails the whole run on it", tolerantUpgrade)
 		}
-		return
-	}
-	switch string(typ) {
-	case "MESSAGES_SNAPSHOT", "RUN_STARTED", "RUN_FINISHED":
-	default:
-		emit(ev)
 		return
 	}
 	j := rules.JudgeEvent(r.To, ev)
