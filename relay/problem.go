@@ -98,42 +98,21 @@ func JudgeInput(v negotiate.Version, body []byte) []InputError {
 	return errs
 }
 
-// CheckInput is the minimal structural check of a RunAgentInput the relay
-// makes before judging it (Relay.CheckInput): the body is a JSON object,
-// nested at most rules.MaxNesting deep, with string threadId and runId and
-// an array messages, and protocolVersion, when present, is a string. It
-// returns nil when the input passes.
-func CheckInput(body []byte) []InputError {
+// checkDocument is the check of a run's body the relay makes before it
+// judges it (Relay.CheckInput): a JSON object, nested at most
+// rules.MaxNesting deep. It returns the error about the whole document, nil
+// when the body passes.
+func checkDocument(body []byte) []InputError {
 	if !rules.NestingWithin(unsafe.String(unsafe.SliceData(body), len(body)), rules.MaxNesting) {
 		return []InputError{{"", "nested deeper than " + strconv.Itoa(rules.MaxNesting) + " levels"}}
 	}
 	if !gjson.ValidBytes(body) {
 		return []InputError{{"", "not valid JSON"}}
 	}
-	doc := gjson.ParseBytes(body)
-	if !doc.IsObject() {
+	if !gjson.ParseBytes(body).IsObject() {
 		return []InputError{{"", "not a JSON object"}}
 	}
-	var errs []InputError
-	for _, m := range [...]struct {
-		name string
-		want gjson.Type
-		arr  bool
-	}{{"threadId", gjson.String, false}, {"runId", gjson.String, false}, {"messages", gjson.JSON, true}} {
-		v := doc.Get(m.name)
-		switch {
-		case !v.Exists():
-			errs = append(errs, InputError{"/" + m.name, "required"})
-		case m.arr && !v.IsArray():
-			errs = append(errs, InputError{"/" + m.name, "must be an array"})
-		case !m.arr && v.Type != m.want:
-			errs = append(errs, InputError{"/" + m.name, "must be a string"})
-		}
-	}
-	if v := doc.Get("protocolVersion"); v.Exists() && v.Type != gjson.String {
-		errs = append(errs, InputError{"/protocolVersion", "must be a string"})
-	}
-	return errs
+	return nil
 }
 
 func problemTarget() *Problem {

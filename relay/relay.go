@@ -334,7 +334,7 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 		r.refuse(ctx, rep, problemTooLarge(r.maxBody()))
 		return
 	}
-	if errs := CheckInput(body); len(errs) > 0 && errs[0].Pointer == "" {
+	if errs := checkDocument(body); errs != nil {
 		r.refuse(ctx, rep, problemInput(errs))
 		return
 	}
@@ -365,9 +365,9 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 
 	// Input translation: the one place where the consumer's RunAgentInput
 	// is rewritten for the producer (forwardedProps stays byte for byte).
-	in := body
 	plan := negotiate.DecideInput(cv, r.ProducerVersion)
-	if in, err = r.translateInput(plan, body, rep.tap); err != nil {
+	in, err := r.translateInput(plan, body, rep.tap)
+	if err != nil {
 		r.refuse(ctx, rep, problemInput([]InputError{{"", "cannot be translated for the producer: " + err.Error()}}))
 		return
 	}
