@@ -22,7 +22,7 @@ import (
 	"github.com/agui-relay/agui-relay/translate"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden archives under testdata/golden with what the relay emits now")
+var update = flag.Bool("update", false, "rewrite the golden archives under testdata/golden and testdata/golden-input with what the relay emits now")
 
 // goldenTargets are the consumer versions every archive is translated for:
 // one per legacy profile the relay serves, and 1.0.
@@ -168,10 +168,13 @@ func eventsOf(t *testing.T, b []byte) [][]byte {
 	}
 }
 
-func TestGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "golden", "*.txtar"))
+// runArchives runs a subtest for each archive under testdata/dir, giving
+// do the archive and its section named input; with -update it writes the
+// archive back afterwards.
+func runArchives(t *testing.T, dir, input string, do func(t *testing.T, a *archive, input string)) {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", dir, "*.txtar"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden archives: %v", err)
+		t.Fatalf("no archives under testdata/%s: %v", dir, err)
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
@@ -180,34 +183,11 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := parseArchive(string(raw))
-			input, ok := a.sections["input.sse"]
+			in, ok := a.sections[input]
 			if !ok {
-				t.Fatal("no input.sse section")
+				t.Fatalf("no %s section", input)
 			}
-			var producer negotiate.Version
-			if f := a.option("from"); f != "" {
-				producer = negotiate.MustParse(f)
-			}
-			for _, target := range goldenTargets {
-				consumer := negotiate.MustParse(target)
-				res := relayStream(t, []byte(input), consumer, producer)
-				warn := strings.Join(res.warnings, "\n")
-				if warn != "" {
-					warn += "\n"
-				}
-				checkProperties(t, target, res, consumer)
-				if *update {
-					a.set(target+".sse", string(res.out))
-					a.set("warnings."+target, warn)
-					continue
-				}
-				if got, want := string(res.out), a.sections[target+".sse"]; got != want {
-					t.Errorf("%s: output differs (run with -update to accept):\n--- got\n%s--- want\n%s", target, got, want)
-				}
-				if want := a.sections["warnings."+target]; warn != want {
-					t.Errorf("%s: warnings differ:\n--- got\n%s--- want\n%s", target, warn, want)
-				}
-			}
+			do(t, &a, in)
 			if *update {
 				if err := os.WriteFile(file, []byte(a.format()), 0o644); err != nil {
 					t.Fatal(err)
@@ -215,6 +195,42 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compare checks what target got, out and its warnings, against the
+// sections section and warnings.<target>; with -update it sets them instead.
+func (a *archive) compare(t *testing.T, target, section string, out []byte, warnings []string) {
+	t.Helper()
+	warn := strings.Join(warnings, "\n")
+	if warn != "" {
+		warn += "\n"
+	}
+	if *update {
+		a.set(section, string(out))
+		a.set("warnings."+target, warn)
+		return
+	}
+	if got, want := string(out), a.sections[section]; got != want {
+		t.Errorf("%s: output differs (run with -update to accept):\n--- got\n%s--- want\n%s", target, got, want)
+	}
+	if want := a.sections["warnings."+target]; warn != want {
+		t.Errorf("%s: warnings differ:\n--- got\n%s--- want\n%s", target, warn, want)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	runArchives(t, "golden", "input.sse", func(t *testing.T, a *archive, input string) {
+		var producer negotiate.Version
+		if f := a.option("from"); f != "" {
+			producer = negotiate.MustParse(f)
+		}
+		for _, target := range goldenTargets {
+			consumer := negotiate.MustParse(target)
+			res := relayStream(t, []byte(input), consumer, producer)
+			checkProperties(t, target, res, consumer)
+			a.compare(t, target, target+".sse", res.out, res.warnings)
+		}
+	})
 }
 
 // checkProperties asserts what every translation owes, whatever the goldens

@@ -1,9 +1,6 @@
 package translate_test
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -24,51 +21,17 @@ var inputGoldenTargets = []string{"1.0", "0.0.59", "0.0.58", "0.0.54", "0.0.53",
 // sections (-update rewrites them). Whatever the goldens say, it checks the
 // input direction's properties.
 func TestGoldenInput(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "golden-input", "*.txtar"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden input archives: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := parseArchive(string(raw))
-			input, ok := a.sections["input.json"]
-			if !ok {
-				t.Fatal("no input.json section")
-			}
-			consumer := consumerOf(t, a, []byte(input))
-			for _, target := range inputGoldenTargets {
-				plan := negotiate.DecideInput(consumer, negotiate.MustParse(target))
-				obs := &collector{}
-				out, run := translate.TranslateInput(plan, []byte(input), obs)
-				run.Finish()
-				warn := strings.Join(obs.lines, "\n")
-				if warn != "" {
-					warn += "\n"
-				}
-				checkInputProperties(t, target, plan, []byte(input), out)
-				if *update {
-					a.set(target+".json", string(out))
-					a.set("warnings."+target, warn)
-					continue
-				}
-				if got, want := string(out), a.sections[target+".json"]; got != want {
-					t.Errorf("%s: output differs (run with -update to accept):\n--- got\n%s--- want\n%s", target, got, want)
-				}
-				if want := a.sections["warnings."+target]; warn != want {
-					t.Errorf("%s: warnings differ:\n--- got\n%s--- want\n%s", target, warn, want)
-				}
-			}
-			if *update {
-				if err := os.WriteFile(file, []byte(a.format()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+	runArchives(t, "golden-input", "input.json", func(t *testing.T, a *archive, input string) {
+		consumer := consumerOf(t, *a, []byte(input))
+		for _, target := range inputGoldenTargets {
+			plan := negotiate.DecideInput(consumer, negotiate.MustParse(target))
+			obs := &collector{}
+			out, run := translate.TranslateInput(plan, []byte(input), obs)
+			run.Finish()
+			checkInputProperties(t, target, plan, []byte(input), out)
+			a.compare(t, target, target+".json", out, obs.lines)
+		}
+	})
 }
 
 func consumerOf(t *testing.T, a archive, input []byte) negotiate.Version {
