@@ -110,8 +110,7 @@ var inputReasoning = &Step{
 			return in
 		}
 		return inputEdit(in, func(w *rewriter, root gjson.Result) {
-			var drop []bool
-			dropRole(r, &w.ed, &w.items, &drop, Sub(root, "messages"), "reasoning", inputMessages+".reasoning",
+			dropRole(r, &w.ed, &w.items, Sub(root, "messages"), "reasoning", inputMessages+".reasoning",
 				"producers before 0.0.45 have no reasoning messages and reject the input on one",
 				"a producer on @ag-ui/core 0.0.45 or newer (reasoning)")
 		})

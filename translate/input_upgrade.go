@@ -30,8 +30,7 @@ var inputActivity = &Step{
 			return in
 		}
 		return inputEdit(in, func(w *rewriter, root gjson.Result) {
-			var drop []bool
-			dropRole(r, &w.ed, &w.items, &drop, Sub(root, "messages"), "activity", inputMessages+".activity", "", "")
+			dropRole(r, &w.ed, &w.items, Sub(root, "messages"), "activity", inputMessages+".activity", "", "")
 		})
 	},
 }

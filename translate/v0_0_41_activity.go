@@ -36,7 +36,6 @@ const activityUpgrade = "a consumer that renders activity (AG-UI 0.0.41 or newer
 
 type activityRun struct {
 	rewriter
-	drop []bool
 }
 
 var activityMark = []byte(`"activity"`)
@@ -55,32 +54,26 @@ func (a *activityRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		return
 	}
 	msgs, shape := messagesOf(ev, "MESSAGES_SNAPSHOT")
-	dropRole(r, &a.ed, &a.items, &a.drop, msgs, "activity", shape+".activity",
+	dropRole(r, &a.ed, &a.items, msgs, "activity", shape+".activity",
 		"consumers before 0.0.41 have no activity messages", activityUpgrade)
 	a.emit(ev, emit)
 }
 
 // dropRole records in ed the removal of the messages of msgs whose role is
-// role, each with a warning on shape. items and drop are scratch. The input
-// direction shares it.
-func dropRole(r *Run, ed *Edits, items *[]Item, drop *[]bool, msgs gjson.Result, role, shape, why, upgrade string) {
+// role, each with a warning on shape (silently counted when upgrade is "").
+// items is scratch. The input direction shares it.
+func dropRole(r *Run, ed *Edits, items *[]Item, msgs gjson.Result, role, shape, why, upgrade string) {
 	*items = Items(msgs, (*items)[:0])
-	d := (*drop)[:0]
-	found := false
-	for _, it := range *items {
-		gone := Sub(it.Value, "role").Str == role
-		if gone {
-			found = true
-			if upgrade != "" {
-				r.Lost(shape, why, upgrade)
-			} else {
-				r.Translated(shape)
-			}
+	its := *items
+	ed.DeleteItems(its, func(i int) bool {
+		if Sub(its[i].Value, "role").Str != role {
+			return false
 		}
-		d = append(d, gone)
-	}
-	*drop = d
-	if found {
-		ed.DeleteItems(*items, func(i int) bool { return d[i] })
-	}
+		if upgrade != "" {
+			r.Lost(shape, why, upgrade)
+		} else {
+			r.Translated(shape)
+		}
+		return true
+	})
 }

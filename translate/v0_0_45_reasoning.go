@@ -93,8 +93,7 @@ const reasoningUpgrade = "a consumer that reads REASONING_* (AG-UI 0.0.45 or new
 // reasoningRun is the state of one run: what is open downstream.
 type reasoningRun struct {
 	rewriter
-	lit  []byte // synthesised events, copied so no caller can alias a constant
-	drop []bool
+	lit []byte // synthesised events, copied so no caller can alias a constant
 
 	step      bool   // a THINKING step is open
 	stepID    string // the span it stands for; "" while synthesised
@@ -141,7 +140,7 @@ func (s *reasoningRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		r.Lost("REASONING_ENCRYPTED_VALUE", "consumers before 0.0.45 have no encrypted reasoning values", reasoningUpgrade)
 	case "RUN_STARTED":
 		// A new run: nothing of the previous one is open any more.
-		*s = reasoningRun{rewriter: s.rewriter, lit: s.lit, drop: s.drop}
+		*s = reasoningRun{rewriter: s.rewriter, lit: s.lit}
 		if r.To.AtLeast(partsBoundary) { // older consumers strip input unread
 			s.dropReasoningMessages(r, ev, "RUN_STARTED", emit)
 			return
@@ -160,7 +159,7 @@ func (s *reasoningRun) dropReasoningMessages(r *Run, ev []byte, typ string, emit
 		return
 	}
 	msgs, shape := messagesOf(ev, typ)
-	dropRole(r, &s.ed, &s.items, &s.drop, msgs, "reasoning", shape+".reasoning",
+	dropRole(r, &s.ed, &s.items, msgs, "reasoning", shape+".reasoning",
 		"consumers before 0.0.45 have no reasoning messages", reasoningUpgrade)
 	s.emit(ev, emit)
 }
