@@ -313,30 +313,11 @@ func (r *Report) Markdown(command string) string {
 	}
 
 	w("\n## Throughput against concurrency (saturation)\n\n![throughput](throughput.svg)\n\n")
-	w("| case |")
-	for _, n := range r.Config.SatLevels {
-		w(" %d streams ev/s | CPU s/M ev |", n)
-	}
-	w("\n|---|")
-	for range r.Config.SatLevels {
-		w("---:|---:|")
-	}
-	w("\n")
-	for i := range r.Cases {
-		c := &r.Cases[i]
-		if len(c.Sat) == 0 {
-			continue
-		}
-		w("| %s |", c.Name)
-		for _, n := range r.Config.SatLevels {
-			if p := phaseAt(c.Sat, n); p != nil {
-				w(" %.0f | %s |", p.EventsPerSec, num(p.CPUPerMEvents, 2))
-			} else {
-				w(" – | – |")
-			}
-		}
-		w("\n")
-	}
+	levelTable(w, r.Cases, r.Config.SatLevels, " %d streams ev/s | CPU s/M ev |", "---:|---:|",
+		func(c *CaseResult) []PhaseResult { return c.Sat },
+		func(p *PhaseResult) string {
+			return fmt.Sprintf(" %.0f | %s |", p.EventsPerSec, num(p.CPUPerMEvents, 2))
+		})
 	w("\nThe load generator and producer (one process) used, per second of these windows: ")
 	var parts []string
 	for i := range r.Cases {
@@ -346,30 +327,11 @@ func (r *Report) Markdown(command string) string {
 	}
 	w("%s CPU seconds at %d streams; the proxy and they share %d cores.\n", strings.Join(parts, ", "), r.Config.RefSat, r.Machine.Cores)
 	w("\n## p99 latency against concurrency (paced, %g events/s per stream)\n\n![p99 latency](p99.svg)\n\n", r.Config.PacedRate)
-	w("| case |")
-	for _, n := range r.Config.PacedLevels {
-		w(" %d streams p50 / p99 / p999 µs | CPU s/M ev |", n)
-	}
-	w("\n|---|")
-	for range r.Config.PacedLevels {
-		w("---|---:|")
-	}
-	w("\n")
-	for i := range r.Cases {
-		c := &r.Cases[i]
-		if len(c.Paced) == 0 {
-			continue
-		}
-		w("| %s |", c.Name)
-		for _, n := range r.Config.PacedLevels {
-			if p := phaseAt(c.Paced, n); p != nil {
-				w(" %.0f / %.0f / %.0f | %s |", p.P50, p.P99, p.P999, num(p.CPUPerMEvents, 2))
-			} else {
-				w(" – | – |")
-			}
-		}
-		w("\n")
-	}
+	levelTable(w, r.Cases, r.Config.PacedLevels, " %d streams p50 / p99 / p999 µs | CPU s/M ev |", "---|---:|",
+		func(c *CaseResult) []PhaseResult { return c.Paced },
+		func(p *PhaseResult) string {
+			return fmt.Sprintf(" %.0f / %.0f / %.0f | %s |", p.P50, p.P99, p.P999, num(p.CPUPerMEvents, 2))
+		})
 	w("\n## Idle streams\n\n")
 	if r.Config.IdleNote != "" {
 		w("%s.\n\n", r.Config.IdleNote)
@@ -392,6 +354,38 @@ func oneLine(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// levelTable writes, through w, a table with a row for each case that has
+// phases and two columns for each of levels: head (given the level) heads
+// them, align is their separator row, cells gives a phase's two cells.
+func levelTable(w func(string, ...any), cases []CaseResult, levels []int, head, align string,
+	phases func(*CaseResult) []PhaseResult, cells func(*PhaseResult) string) {
+	w("| case |")
+	for _, n := range levels {
+		w(head, n)
+	}
+	w("\n|---|")
+	for range levels {
+		w("%s", align)
+	}
+	w("\n")
+	for i := range cases {
+		c := &cases[i]
+		ps := phases(c)
+		if len(ps) == 0 {
+			continue
+		}
+		w("| %s |", c.Name)
+		for _, n := range levels {
+			if p := phaseAt(ps, n); p != nil {
+				w("%s", cells(p))
+			} else {
+				w(" – | – |")
+			}
+		}
+		w("\n")
+	}
 }
 
 // Plots returns the throughput and p99 plots.
