@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -223,7 +224,6 @@ type metricsTap struct {
 	streaming bool
 
 	trans []transCount // this run's translations, by key
-	deps  []depUse     // the registry entries this run needed
 }
 
 type transKey struct {
@@ -303,20 +303,30 @@ func (t *metricsTap) Translated(step *translate.Step, shape string, from, to neg
 		return
 	}
 	t.count(transKey{step.Name, step.Direction, shape, from, to}).n++
-	for i := range t.m.deps {
-		d := &t.m.deps[i]
-		if d.Step != strings.TrimSuffix(step.Name, "-input") || !retiredShapeMatches(d, shape) {
+}
+
+// needed lists the registry entries the run's translations needed, each
+// (entry, from, to) once: worked out at the end from the run's distinct
+// translations, not on each translated event.
+func (t *metricsTap) needed() []depUse {
+	var deps []depUse
+	for _, c := range t.trans {
+		if c.n == 0 { // only warned of, never translated
 			continue
 		}
-		use := depUse{i, from, to}
-		seen := false
-		for _, u := range t.deps {
-			seen = seen || u == use
-		}
-		if !seen {
-			t.deps = append(t.deps, use)
+		step := strings.TrimSuffix(c.step, "-input")
+		for i := range t.m.deps {
+			d := &t.m.deps[i]
+			if d.Step != step || !retiredShapeMatches(d, c.shape) {
+				continue
+			}
+			use := depUse{i, c.from, c.to}
+			if !slices.Contains(deps, use) {
+				deps = append(deps, use)
+			}
 		}
 	}
+	return deps
 }
 
 func (t *metricsTap) Warned(w translate.Warning) {
@@ -390,10 +400,10 @@ func (t *metricsTap) End(rep *RunReport) {
 	if unrecognisedInput > 0 {
 		m.material.WithLabelValues(route, "unrecognised", "input").Add(float64(unrecognisedInput))
 	}
-	if len(t.deps) > 0 {
+	if deps := t.needed(); len(deps) > 0 {
 		now := m.now()
 		m.mu.Lock()
-		for _, u := range t.deps {
+		for _, u := range deps {
 			d := &m.deps[u.i]
 			from, to := versionOrUnknown(u.from), versionOrUnknown(u.to)
 			m.deprecatedRuns.WithLabelValues(d.Shape, d.Step, route, from, to).Inc()
