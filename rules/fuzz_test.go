@@ -9,6 +9,31 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
+// seedFiles returns the contents of the files of testdata/dir matching
+// pattern.
+func seedFiles(f *testing.F, dir, pattern string) [][]byte {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", dir, pattern))
+	var seeds [][]byte
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, b)
+	}
+	return seeds
+}
+
+// fuzzVersions are the versions the fuzzers judge for: the current one and
+// the first and last of each legacy profile.
+func fuzzVersions() []negotiate.Version {
+	versions := []negotiate.Version{negotiate.Current}
+	for _, p := range negotiate.Profiles {
+		versions = append(versions, p.First, p.Last)
+	}
+	return versions
+}
+
 // FuzzJudgeEvent judges any bytes as an event for any version (issue #7).
 // Properties: no panic; the same verdict twice; the verdict is the worst
 // finding's; text that is not JSON, or nests deeper than MaxNesting, is
@@ -18,12 +43,7 @@ import (
 //
 //	go test -run '^$' -fuzz FuzzJudgeEvent -fuzztime 60s ./rules/
 func FuzzJudgeEvent(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "streams", "*.sse"))
-	for i, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for i, b := range seedFiles(f, "streams", "*.sse") {
 		for line := range strings.SplitSeq(string(b), "\n") {
 			if data, ok := strings.CutPrefix(line, "data: "); ok {
 				f.Add([]byte(data), byte(i))
@@ -33,10 +53,7 @@ func FuzzJudgeEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"RUN_STARTED","type":"RUN_FINISHED"}`), byte(0))
 	f.Add([]byte(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"\ud800"}`), byte(1))
 	f.Add([]byte("[[[[[[[[[["), byte(2))
-	versions := []negotiate.Version{negotiate.Current}
-	for _, p := range negotiate.Profiles {
-		versions = append(versions, p.First, p.Last)
-	}
+	versions := fuzzVersions()
 	f.Fuzz(func(t *testing.T, ev []byte, vb byte) {
 		v := versions[int(vb)%len(versions)]
 		j := JudgeEvent(v, ev)
@@ -66,22 +83,14 @@ func FuzzJudgeEvent(f *testing.F) {
 // FuzzJudgeInput: the same for a RunAgentInput, which the relay judges
 // before contacting the producer.
 func FuzzJudgeInput(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "golden-input", "*.txtar"))
-	for i, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for i, b := range seedFiles(f, "golden-input", "*.txtar") {
 		if _, rest, ok := strings.Cut(string(b), "-- input.json --\n"); ok {
 			doc, _, _ := strings.Cut(rest, "\n-- ")
 			f.Add([]byte(doc), byte(i))
 		}
 	}
 	f.Add([]byte(`{"threadId":"t","runId":"r","messages":[],"forwardedProps":null}`), byte(0))
-	versions := []negotiate.Version{negotiate.Current}
-	for _, p := range negotiate.Profiles {
-		versions = append(versions, p.First, p.Last)
-	}
+	versions := fuzzVersions()
 	f.Fuzz(func(t *testing.T, in []byte, vb byte) {
 		j := JudgeInput(versions[int(vb)%len(versions)], in)
 		worst := Accepted
