@@ -39,7 +39,7 @@ type refusalRun struct {
 }
 
 func (f *refusalRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	if t := Get(ev, "outcome.type"); t.Str != f.outcome || !Get(ev, "outcome").IsObject() {
+	if o := Get(ev, "outcome"); !o.IsObject() || Sub(o, "type").Str != f.outcome {
 		emit(ev)
 		return
 	}
