@@ -25,6 +25,21 @@ func canonicalFrame(event string) Frame {
 	return Frame{Raw: []byte(event), Data: []byte(event[6 : len(event)-2]), Canonical: true}
 }
 
+// frameAll passes the frames of sc through st until sc ends, at the end
+// of its input or on an error.
+func frameAll(tb testing.TB, sc *Scanner, st *Stream) {
+	tb.Helper()
+	for {
+		f, err := sc.Next()
+		if err != nil {
+			return
+		}
+		if err := st.Frame(f); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
 func benchStream(n int, frame string) []byte {
 	var b bytes.Buffer
 	b.WriteString(`data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n")
@@ -72,15 +87,7 @@ func BenchmarkStreamPassThrough(b *testing.B) {
 		st := t.NewStream(negotiate.Current, negotiate.Version{}, w)
 		sc := NewScanner(r, 0)
 		sc.BeforeRead = func() { w.Flush() }
-		for {
-			f, err := sc.Next()
-			if err != nil {
-				break
-			}
-			if err := st.Frame(f); err != nil {
-				b.Fatal(err)
-			}
-		}
+		frameAll(b, sc, st)
 		st.Close()
 	}
 }
@@ -189,16 +196,7 @@ func BenchmarkStreamTranslated(b *testing.B) {
 			for b.Loop() {
 				r.Reset(tc.in)
 				st := t.NewStream(tc.consumer, negotiate.Version{}, w)
-				sc := NewScanner(r, 0)
-				for {
-					f, err := sc.Next()
-					if err != nil {
-						break
-					}
-					if err := st.Frame(f); err != nil {
-						b.Fatal(err)
-					}
-				}
+				frameAll(b, NewScanner(r, 0), st)
 				if !st.Plan().Translate {
 					b.Fatal("the run was not translated")
 				}

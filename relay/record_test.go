@@ -69,16 +69,7 @@ func replayStreamWith(t *testing.T, tr *Translator, producer []byte, consumer, p
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
 	st := tr.NewStream(consumer, producerConfigured, w)
-	sc := NewScanner(bytes.NewReader(producer), 0)
-	for {
-		f, err := sc.Next()
-		if err != nil {
-			break
-		}
-		if err := st.Frame(f); err != nil {
-			t.Fatal(err)
-		}
-	}
+	frameAll(t, NewScanner(bytes.NewReader(producer), 0), st)
 	st.Close()
 	w.Flush()
 	return out.Bytes(), st
