@@ -239,7 +239,6 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		at.demo = upstream
 	}
 
-	counts := &relay.TranslationCounts{}
 	metrics := relay.NewMetrics(relay.MetricsOptions{})
 	tap := metrics.Tap
 	if c.recordDir != "" {
@@ -250,7 +249,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		defer recorder.Close() // after the shutdown below: the last runs are written
 		tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(metrics.Tap(rep), recorder.Tap(rep)) }
 	}
-	shared := relayShared{log: log, quiet: c.quietWarnings, counts: counts, tap: tap, named: c.config != ""}
+	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, named: c.config != ""}
 	routes := c.routes
 	if c.config == "" {
 		routes = []routeConfig{defaultRoute(c, upstream)}

@@ -315,12 +315,10 @@ func isNumber(raw json.RawMessage) bool {
 
 // relayShared is what the relays of every route share.
 type relayShared struct {
-	log    *zap.Logger
-	quiet  bool                                  // --quiet-translation-warnings
-	counts *relay.TranslationCounts              // translations, for metrics
-	onRun  func(r *relay.RunReport)              // every run's report (RunReport.Route names the route); may be nil
-	tap    func(r *relay.RunReport) relay.RunTap // metrics and recording of every run; may be nil
-	named  bool                                  // log lines carry the route's name (with --config)
+	log   *zap.Logger
+	quiet bool                                  // --quiet-translation-warnings
+	tap   func(r *relay.RunReport) relay.RunTap // metrics and recording of every run; may be nil
+	named bool                                  // log lines carry the route's name (with --config)
 }
 
 // routeTable builds the relays of routes, each with its own client (so its
@@ -339,7 +337,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 				ConnectTimeout: negativeIfZero(rc.connectTimeout), FirstByteTimeout: negativeIfZero(rc.firstByteTimeout),
 				MaxConns: rc.maxConns,
 			}),
-			Translator:      &relay.Translator{Observer: &relay.Observer{Log: rlog, Quiet: sh.quiet, Counts: sh.counts}},
+			Translator:      &relay.Translator{Observer: &relay.Observer{Log: rlog, Quiet: sh.quiet}},
 			ConsumerVersion: rc.consumerVersion,
 			ProducerVersion: rc.producerVersion,
 			MaxBody:         rc.maxBody,
@@ -347,7 +345,6 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			IdleTimeout:     rc.idleTimeout,
 			RunTimeout:      rc.runTimeout,
 			Log:             rlog,
-			OnRun:           sh.onRun,
 			Tap:             sh.tap,
 		}
 		if rc.stripPrefix && rc.prefix != "/" {
