@@ -98,7 +98,7 @@ type Relay struct {
 	Log *zap.Logger
 	// OnRun, when set, is called once for every run when it ends, with the
 	// report that is also logged. The report is borrowed for the call.
-	// Metrics hook in here.
+	// (Metrics hook in through Tap.)
 	OnRun func(*RunReport)
 	// Tap, when set, is called when a run starts and returns what watches
 	// the run's material as it passes (metrics, recordings; see RunTap), or
