@@ -112,11 +112,10 @@ func TestReferenceListsEveryRouteOption(t *testing.T) {
 		}
 	}
 	// The documented example is a routes file the relay accepts.
-	_, example, ok := strings.Cut(ref, "```yaml\n")
+	example, ok := codeBlock(ref, "yaml")
 	if !ok {
 		t.Fatal("docs/reference.md has no yaml example")
 	}
-	example, _, _ = strings.Cut(example, "```")
 	routes, err := parseRoutes([]byte(example), flagDefaults(t))
 	if err != nil || len(routes) < 2 {
 		t.Errorf("the example routes file: %v, %d routes", err, len(routes))
@@ -334,17 +333,15 @@ func TestTroubleshootingStepsAreGenerated(t *testing.T) {
 func TestReadme(t *testing.T) {
 	readme := readDoc(t, "README.md")
 	// It starts with the two commands.
-	_, first, _ := strings.Cut(readme, "```sh\n")
-	first, _, _ = strings.Cut(first, "```")
+	first, _ := codeBlock(readme, "sh")
 	if !strings.HasPrefix(first, "go run .") || !strings.Contains(first, "\nmake test") {
 		t.Errorf("the README's first commands are %q, want go run . and make test", first)
 	}
 	// Its routes example loads.
-	_, example, ok := strings.Cut(readme, "```yaml\n")
+	example, ok := codeBlock(readme, "yaml")
 	if !ok {
 		t.Fatal("README.md has no yaml example")
 	}
-	example, _, _ = strings.Cut(example, "```")
 	routes, err := parseRoutes([]byte(example), flagDefaults(t))
 	if err != nil || len(routes) != 2 || !routes[0].stripPrefix || routes[0].producerVersion.String() != "0.0.40" || routes[1].consumerVersion.String() != "0.0.45" {
 		t.Errorf("the README's routes example: %v, %+v", err, routes)
@@ -355,4 +352,12 @@ func TestReadme(t *testing.T) {
 			t.Errorf("README.md links to %s: %v", m[1], err)
 		}
 	}
+}
+
+// codeBlock returns the body of doc's first code block fenced as lang, and
+// whether there is one.
+func codeBlock(doc, lang string) (string, bool) {
+	_, body, ok := strings.Cut(doc, "```"+lang+"\n")
+	body, _, _ = strings.Cut(body, "```")
+	return body, ok
 }
