@@ -79,6 +79,21 @@ func serveHandler(t *testing.T, h fasthttp.RequestHandler) (base string, stop fu
 	return "http://" + ln.Addr().String(), stop
 }
 
+// hasLabels says whether m's labels include labels ("k=v" each).
+func hasLabels(m *dto.Metric, labels []string) bool {
+	have := map[string]string{}
+	for _, l := range m.Label {
+		have[l.GetName()] = l.GetValue()
+	}
+	for _, kv := range labels {
+		k, v, _ := strings.Cut(kv, "=")
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 // value returns the value of the sample of family name whose labels include
 // labels ("k=v" each); -1 when there is none. Histograms give their count.
 func value(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
@@ -86,17 +101,9 @@ func value(fams map[string]*dto.MetricFamily, name string, labels ...string) flo
 	if f == nil {
 		return -1
 	}
-next:
 	for _, m := range f.Metric {
-		have := map[string]string{}
-		for _, l := range m.Label {
-			have[l.GetName()] = l.GetValue()
-		}
-		for _, kv := range labels {
-			k, v, _ := strings.Cut(kv, "=")
-			if have[k] != v {
-				continue next
-			}
+		if !hasLabels(m, labels) {
+			continue
 		}
 		switch {
 		case m.Counter != nil:
@@ -120,17 +127,9 @@ func sum(fams map[string]*dto.MetricFamily, name string, labels ...string) float
 		return -1
 	}
 	total := 0.0
-next:
 	for _, m := range f.Metric {
-		have := map[string]string{}
-		for _, l := range m.Label {
-			have[l.GetName()] = l.GetValue()
-		}
-		for _, kv := range labels {
-			k, v, _ := strings.Cut(kv, "=")
-			if have[k] != v {
-				continue next
-			}
+		if !hasLabels(m, labels) {
+			continue
 		}
 		total += m.Counter.GetValue()
 	}
