@@ -296,11 +296,13 @@ func Sub(v gjson.Result, path string) gjson.Result {
 }
 
 // rewriter is the scratch an event step keeps for its run: the edits of the
-// event at hand, the buffer the rewrite is written to, items to iterate.
+// event at hand, the buffer the rewrite is written to, items to iterate and
+// verdicts on them.
 type rewriter struct {
 	ed    Edits
 	buf   []byte
 	items []Item
+	drops []bool
 }
 
 // emit passes ev on: as it was when no edit was recorded, else rewritten.

@@ -83,8 +83,7 @@ var inputMediaToBinary = &Step{
 			return in
 		}
 		return inputEdit(in, func(w *rewriter, root gjson.Result) {
-			var sc partScratch
-			mediaPartsToBinary(r, &w.ed, &sc, Sub(root, "messages"), inputMessages)
+			mediaPartsToBinary(r, w, Sub(root, "messages"), inputMessages)
 		})
 	},
 }

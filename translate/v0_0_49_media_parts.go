@@ -46,14 +46,6 @@ var partsBoundary = negotiate.Version{Patch: 41}
 
 type mediaRun struct {
 	rewriter
-	scratch partScratch
-}
-
-// partScratch is what a walk over content parts reuses from one event to
-// the next.
-type partScratch struct {
-	parts []Item
-	drop  []bool
 }
 
 // sourceMark is in every media part; an event without it has none.
@@ -65,42 +57,22 @@ func (m *mediaRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		return
 	}
 	msgs, shape := messagesOf(ev, string(r.EventType()))
-	mediaPartsToBinary(r, &m.ed, &m.scratch, msgs, shape)
+	mediaPartsToBinary(r, &m.rewriter, msgs, shape)
 	m.emit(ev, emit)
 }
 
-// mediaPartsToBinary records in ed the downgrade of the media parts of the
-// user messages in msgs (read from the edited document). The input
+// mediaPartsToBinary records in w the downgrade of the media parts of the
+// user messages in msgs (read from the edited document); when nothing is
+// left of a content array, it becomes "" (dropContentParts). The input
 // direction shares it.
-func mediaPartsToBinary(r *Run, ed *Edits, sc *partScratch, msgs gjson.Result, shape string) {
+func mediaPartsToBinary(r *Run, w *rewriter, msgs gjson.Result, shape string) {
 	EachElement(msgs, func(_ int, msg gjson.Result) {
 		if Sub(msg, "role").Str != "user" {
 			return
 		}
-		content := Sub(msg, "content")
-		if !content.IsArray() {
-			return
-		}
-		sc.parts = Items(content, sc.parts[:0])
-		// Verdicts first: DeleteItems may ask about an item more than once,
-		// and a conversion must be recorded once.
-		sc.drop = sc.drop[:0]
-		n := 0
-		for _, it := range sc.parts {
-			d := mediaPart(r, ed, it.Value, shape) == mediaDrop
-			if d {
-				n++
-			}
-			sc.drop = append(sc.drop, d)
-		}
-		switch {
-		case n == 0:
-		case n == len(sc.parts):
-			// Nothing is left: the empty content, as file-source-parts does.
-			ed.SetValueString(content, `""`)
-		default:
-			ed.DeleteItems(sc.parts, func(i int) bool { return sc.drop[i] })
-		}
+		dropContentParts(w, Sub(msg, "content"), func(p gjson.Result) bool {
+			return mediaPart(r, &w.ed, p, shape) == mediaDrop
+		})
 	})
 }
 

@@ -61,7 +61,8 @@ func (f *fileSourceRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 
 // dropContentParts records the removal of the parts of a content array
 // (document offsets) for which drop is true; when every part goes, the
-// content becomes "" instead. It reports how many parts go.
+// content becomes "" instead. drop is called once per part, in order. It
+// reports how many parts go.
 func dropContentParts(w *rewriter, content gjson.Result, drop func(p gjson.Result) bool) int {
 	if !content.IsArray() {
 		return 0
@@ -70,20 +71,22 @@ func dropContentParts(w *rewriter, content gjson.Result, drop func(p gjson.Resul
 	if len(w.items) == 0 {
 		return 0
 	}
+	// Verdicts first: how many go decides between "" and deleting them.
 	n := 0
-	marks := make([]bool, len(w.items))
-	for i, it := range w.items {
-		if drop(it.Value) {
-			marks[i] = true
+	w.drops = w.drops[:0]
+	for _, it := range w.items {
+		d := drop(it.Value)
+		if d {
 			n++
 		}
+		w.drops = append(w.drops, d)
 	}
 	switch {
 	case n == 0:
 	case n == len(w.items):
 		w.ed.SetValueString(content, `""`)
 	default:
-		w.ed.DeleteItems(w.items, func(i int) bool { return marks[i] })
+		w.ed.DeleteItems(w.items, func(i int) bool { return w.drops[i] })
 	}
 	return n
 }
