@@ -172,14 +172,20 @@ func TestPassThroughIsByteExact(t *testing.T) {
 	}
 }
 
-func TestForwardsInputByteExact(t *testing.T) {
-	input := `{"threadId":"t\u00e9","runId":"r1","messages":[],"forwardedProps":{"n":1.000000000000000000001,"s":"\ud83d\ude00","k":[ ]},"zz":1}`
-	got := make(chan string, 1)
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+// bodiesTo is a producer that sends the body of each request to got and
+// answers with the headers of an event stream, and no event.
+func bodiesTo(got chan<- string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got <- string(b)
 		streamHeaders(w)
-	}, nil)
+	}
+}
+
+func TestForwardsInputByteExact(t *testing.T) {
+	input := `{"threadId":"t\u00e9","runId":"r1","messages":[],"forwardedProps":{"n":1.000000000000000000001,"s":"\ud83d\ude00","k":[ ]},"zz":1}`
+	got := make(chan string, 1)
+	h := newHarness(t, bodiesTo(got), nil)
 	readAll(t, h.post("/agent", input))
 	if b := <-got; b != input {
 		t.Fatalf("producer got %q, want %q", b, input)
@@ -675,11 +681,7 @@ func TestTranslateInputIsCalledForLegacyConsumers(t *testing.T) {
 	got := make(chan string, 2)
 	var plans []string
 	var mu sync.Mutex
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- string(b)
-		streamHeaders(w)
-	}, func(r *Relay) {
+	h := newHarness(t, bodiesTo(got), func(r *Relay) {
 		r.TranslateInput = func(plan negotiate.InputPlan, body []byte) ([]byte, error) {
 			mu.Lock()
 			plans = append(plans, plan.From.String()+">"+plan.To.String())
@@ -736,11 +738,7 @@ func TestServeWithFasthttpClient(t *testing.T) {
 // forwardedProps arrives byte for byte.
 func TestDefaultInputTranslation(t *testing.T) {
 	got := make(chan string, 1)
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- string(b)
-		streamHeaders(w)
-	}, func(r *Relay) { r.ConsumerVersion = negotiate.MustParse("0.0.45") })
+	h := newHarness(t, bodiesTo(got), func(r *Relay) { r.ConsumerVersion = negotiate.MustParse("0.0.45") })
 	const props = `{"k":[1,"\u00e9",null,{"z":true}] }`
 	in := `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":[` +
 		`{"type":"binary","mimeType":"image/png","data":"AAAA"}]}],"tools":[],"context":[],"forwardedProps":` + props + `}`
@@ -763,11 +761,7 @@ func TestDefaultInputTranslation(t *testing.T) {
 // without them is forwarded byte for byte.
 func TestActivityMessagesAreNotForwarded(t *testing.T) {
 	got := make(chan string, 2)
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- string(b)
-		streamHeaders(w)
-	}, nil)
+	h := newHarness(t, bodiesTo(got), nil)
 	withActivity := `{"protocolVersion":"1.0","threadId":"t1","runId":"r1","messages":[{"id":"a1","role":"activity","activityType":"plan","content":{}},{"id":"u1","role":"user","content":"hi"}]}`
 	readAll(t, h.post("/agent", withActivity))
 	if b := <-got; b != `{"protocolVersion":"1.0","threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"hi"}]}` {
