@@ -28,10 +28,9 @@ type Translator struct {
 	Now func() time.Time
 
 	mu     sync.Mutex
-	live   []*translate.Step // Steps less the expired translations
-	until  time.Time         // live and chains hold until this expiry passes
-	built  bool
-	chains map[negotiate.Version]*translate.Chain
+	live   []*translate.Step                      // Steps less the expired translations
+	until  time.Time                              // live and chains hold until this expiry passes
+	chains map[negotiate.Version]*translate.Chain // nil until live is worked out
 }
 
 // steps returns the live steps, recomputed (and the chains dropped) when a
@@ -42,7 +41,7 @@ func (t *Translator) steps() []*translate.Step {
 	if t.Now != nil {
 		now = t.Now()
 	}
-	if t.built && now.Before(t.until) {
+	if t.chains != nil && now.Before(t.until) {
 		return t.live
 	}
 	all := t.Steps
@@ -51,7 +50,6 @@ func (t *Translator) steps() []*translate.Step {
 	}
 	t.live, t.until = liveSteps(all, rules.Deprecations(), now)
 	t.chains = map[negotiate.Version]*translate.Chain{}
-	t.built = true
 	return t.live
 }
 
@@ -114,7 +112,7 @@ func (t *Translator) InputSteps() []*translate.Step {
 type Stream struct {
 	t        *Translator
 	consumer negotiate.Version
-	producer negotiate.Peer // Configured only; declarations are read per run
+	producer negotiate.Version // configured (zero: learnt per run); declarations are read per run
 	w        *bufio.Writer
 
 	plan    negotiate.Plan
@@ -158,7 +156,7 @@ type Stream struct {
 // producer configured as producerConfigured (zero: learnt per run). Output
 // goes to w; the caller flushes.
 func (t *Translator) NewStream(consumer, producerConfigured negotiate.Version, w *bufio.Writer) *Stream {
-	return &Stream{t: t, consumer: consumer, producer: negotiate.Peer{Configured: producerConfigured}, w: w}
+	return &Stream{t: t, consumer: consumer, producer: producerConfigured, w: w}
 }
 
 // Plan returns the decision for the current run.
@@ -189,7 +187,7 @@ func (s *Stream) Frame(f Frame) error {
 	if string(typ) == "RUN_STARTED" {
 		s.startRun(f.Data)
 	} else if !s.decided {
-		s.decide(negotiate.Peer{Configured: s.producer.Configured})
+		s.decide(negotiate.Peer{Configured: s.producer})
 	}
 	shape := s.cr != nil && s.cr.ConcernsEvent(typ, f.Data)
 	if shape && !rules.Valid(unsafe.String(unsafe.SliceData(f.Data), len(f.Data))) {
@@ -238,7 +236,7 @@ func (s *Stream) startRun(ev []byte) {
 	s.ThreadID = strings.Clone(translate.Get(ev, "threadId").String())
 	s.RunID = strings.Clone(translate.Get(ev, "runId").String())
 	pv := translate.Get(ev, "protocolVersion")
-	peer := negotiate.Peer{Configured: s.producer.Configured}
+	peer := negotiate.Peer{Configured: s.producer}
 	if pv.Exists() {
 		peer.HasDeclared = true
 		peer.Declared = strings.Clone(pv.String())
