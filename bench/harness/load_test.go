@@ -9,11 +9,7 @@ import (
 // TestRunLoadDirect drives the raw client against the producer: runs at
 // saturation and paced must all be complete, with latency recorded.
 func TestRunLoadDirect(t *testing.T) {
-	p, err := StartProducer("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testProducer(t)
 	for _, rate := range []float64{0, 1000} {
 		plan := p.Plan(DialectLegacy, 60)
 		r := RunLoad(p.Addr(), nil, plan, Load{Streams: 3, Params: RunParams{Dialect: DialectLegacy, Events: 60, Rate: rate},
@@ -28,11 +24,7 @@ func TestRunLoadDirect(t *testing.T) {
 }
 
 func TestIdleStreamsOpenAndFinish(t *testing.T) {
-	p, err := StartProducer("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testProducer(t)
 	r := IdleMemory(&Proc{Addr: p.Addr()}, p, Dialect10, 25, 10*time.Second)
 	if r.Opened != 25 || r.Finished != 25 || r.FirstError != "" || r.ProducerIdles != 25 {
 		t.Errorf("%+v", r)
@@ -43,11 +35,7 @@ func TestIdleStreamsOpenAndFinish(t *testing.T) {
 }
 
 func TestClientReportsHTTPErrors(t *testing.T) {
-	p, err := StartProducer("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testProducer(t)
 	c := &Client{Addr: p.Addr(), Timeout: 5 * time.Second}
 	defer c.Close()
 	status, err := c.Run("/run?events=x", Input("r"), func([]byte) {})

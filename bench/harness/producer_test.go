@@ -10,15 +10,22 @@ import (
 	"time"
 )
 
-// TestProducerFramingThroughNetHTTP reads runs from the producer with
-// net/http's client, on one kept-alive connection: the chunked framing must
-// be valid HTTP/1.1, every frame a JSON event, every stamp in order.
-func TestProducerFramingThroughNetHTTP(t *testing.T) {
+// testProducer starts a producer on a free port until the test ends.
+func testProducer(t *testing.T) *Producer {
+	t.Helper()
 	p, err := StartProducer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// TestProducerFramingThroughNetHTTP reads runs from the producer with
+// net/http's client, on one kept-alive connection: the chunked framing must
+// be valid HTTP/1.1, every frame a JSON event, every stamp in order.
+func TestProducerFramingThroughNetHTTP(t *testing.T) {
+	p := testProducer(t)
 	p.FlushBytes = 1 << 10
 	cl := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1}}
 	for _, d := range []Dialect{Dialect10, DialectLegacy, DialectThinking} {
