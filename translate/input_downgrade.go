@@ -147,14 +147,7 @@ var inputParentRunID = &Step{
 			return in
 		}
 		return inputEdit(in, func(w *rewriter, root gjson.Result) {
-			w.items = Items(root, w.items[:0])
-			w.ed.DeleteItems(w.items, func(i int) bool {
-				if w.items[i].Key.Str == "parentRunId" {
-					r.Translated("RunAgentInput.parentRunId")
-					return true
-				}
-				return false
-			})
+			stripMember(r, w, root, "RunAgentInput", "parentRunId")
 		})
 	},
 }
@@ -208,26 +201,29 @@ func stripMessageMembers(r *Run, in []byte, key string, toolCalls bool) []byte {
 		return in
 	}
 	return inputEdit(in, func(w *rewriter, root gjson.Result) {
-		strip := func(obj gjson.Result, shape string) {
-			if !obj.IsObject() || !strings.Contains(obj.Raw, key) {
-				return
-			}
-			w.items = Items(obj, w.items[:0])
-			w.ed.DeleteItems(w.items, func(i int) bool {
-				if w.items[i].Key.Str == key {
-					r.Translated(shape + "." + key)
-					return true
-				}
-				return false
-			})
-		}
 		EachElement(Sub(root, "messages"), func(_ int, m gjson.Result) {
-			strip(m, inputMessages)
+			stripMember(r, w, m, inputMessages, key)
 			if toolCalls {
 				EachElement(Sub(m, "toolCalls"), func(_ int, tc gjson.Result) {
-					strip(tc, inputMessages+".toolCalls")
+					stripMember(r, w, tc, inputMessages+".toolCalls", key)
 				})
 			}
 		})
+	})
+}
+
+// stripMember records the removal of obj's members named key, silently:
+// each is counted as translated on shape.key.
+func stripMember(r *Run, w *rewriter, obj gjson.Result, shape, key string) {
+	if !obj.IsObject() || !strings.Contains(obj.Raw, key) {
+		return
+	}
+	w.items = Items(obj, w.items[:0])
+	w.ed.DeleteItems(w.items, func(i int) bool {
+		if w.items[i].Key.Str == key {
+			r.Translated(shape + "." + key)
+			return true
+		}
+		return false
 	})
 }
