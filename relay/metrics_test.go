@@ -277,12 +277,7 @@ func TestMetricsUpstreamErrors(t *testing.T) {
 	readAll(t, h.post("/agent", minimalInput))
 	h.report()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	closed := closedURL(t)
 	h2 := newHarness(t, func(http.ResponseWriter, *http.Request) {}, func(r *Relay) {
 		r.Upstream = closed
 		r.Tap = m.Tap

@@ -349,13 +349,20 @@ func wantProblem(t *testing.T, resp *http.Response, status int, typ string) {
 	}
 }
 
-func TestUnreachableProducerIs502(t *testing.T) {
+// closedURL is the URL of a port nothing listens on any more: connecting
+// to it is refused.
+func closedURL(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
+}
+
+func TestUnreachableProducerIs502(t *testing.T) {
+	closed := closedURL(t)
 	h := newHarness(t, nil, func(r *Relay) { r.Upstream = closed })
 	resp := h.post("/agent", minimalInput)
 	wantProblem(t, resp, 502, "urn:agui-relay:upstream-unreachable")
