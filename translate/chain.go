@@ -74,15 +74,10 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
 	return cr
 }
 
-// Concerns reports whether the run's chain may change an event of type typ;
+// ConcernsEvent reports whether the run's chain may change ev, of type typ;
 // when it does not, the caller forwards the event's bytes as they are.
-func (cr *ChainRun) Concerns(typ []byte) bool {
-	return (cr.declare != negotiate.DeclareKeep && string(typ) == "RUN_STARTED") || cr.chain.Concerns(typ)
-}
-
-// ConcernsEvent is Concerns asked of the event itself: steps that take any
-// type and can tell cheaply that ev is none of their business (Wanter) do
-// not pull it in. This is the relay's question on every event of a
+// Steps that can tell cheaply that ev is none of their business (Wanter)
+// do not pull it in. This is the relay's question on every event of a
 // translated run, so that the events no step wants cost a peek and a copy.
 func (cr *ChainRun) ConcernsEvent(typ, ev []byte) bool {
 	if cr.declare != negotiate.DeclareKeep && string(typ) == "RUN_STARTED" {
