@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,18 +14,14 @@ import (
 	"github.com/agui-relay/agui-relay/rules"
 )
 
+// adminGet returns the body of a GET of url, which must answer 200.
 func adminGet(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	code, body := getBody(t, url)
+	if code != 200 {
+		t.Fatalf("GET %s: %d", url, code)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
-	}
-	return string(b)
+	return body
 }
 
 // metricLine finds the sample line of name whose labels include every one
