@@ -103,16 +103,24 @@ func (n *nullRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 // dropNull records the removal of obj's members named key whose value is
 // null. obj is read from the event (document offsets).
 func (n *nullRun) dropNull(r *Run, obj gjson.Result, key, shape string) {
+	n.leaf = dropNullMember(r, &n.ed, n.leaf, obj, key, shape)
+}
+
+// dropNullMember records in ed the removal of obj's members named key whose
+// value is null, each counted as translated on shape. obj is read from the
+// edited document; items is scratch, returned for reuse.
+func dropNullMember(r *Run, ed *Edits, items []Item, obj gjson.Result, key, shape string) []Item {
 	if !obj.IsObject() || !strings.Contains(obj.Raw, "null") {
-		return
+		return items
 	}
-	n.leaf = Items(obj, n.leaf[:0])
-	n.ed.DeleteItems(n.leaf, func(i int) bool {
-		it := n.leaf[i]
+	items = Items(obj, items[:0])
+	ed.DeleteItems(items, func(i int) bool {
+		it := items[i]
 		if it.Key.Str == key && it.Value.Type == gjson.Null {
 			r.Translated(shape)
 			return true
 		}
 		return false
 	})
+	return items
 }

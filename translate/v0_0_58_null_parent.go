@@ -40,14 +40,6 @@ func (n *nullParentRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		emit(ev)
 		return
 	}
-	n.items = Items(Root(ev), n.items[:0])
-	n.ed.DeleteItems(n.items, func(i int) bool {
-		it := n.items[i]
-		if it.Key.Str == "parentMessageId" && it.Value.Type == gjson.Null {
-			r.Translated("parentMessageId:null")
-			return true
-		}
-		return false
-	})
+	n.items = dropNullMember(r, &n.ed, n.items, Root(ev), "parentMessageId", "parentMessageId:null")
 	n.emit(ev, emit)
 }
