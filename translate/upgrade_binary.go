@@ -73,6 +73,7 @@ func (b *binaryRun) upgradeMessages(r *Run, msgs gjson.Result, shape, upgrade st
 				return false
 			}
 			if Sub(p, "data").Exists() || Sub(p, "url").Exists() || !Sub(p, "id").Exists() {
+				b.convert(r, p, shape)
 				return false
 			}
 			r.Lost(shape+".content.binary(id only)",
@@ -80,17 +81,11 @@ func (b *binaryRun) upgradeMessages(r *Run, msgs gjson.Result, shape, upgrade st
 				upgrade)
 			return true
 		})
-		for _, it := range b.parts {
-			if Sub(it.Value, "type").Str == "binary" {
-				b.convert(r, it.Value, shape)
-			}
-		}
 	})
 }
 
 // convert records the rewrite of one binary part p (document offsets) to a
-// media part. It leaves id-only parts (dropped by the caller) and malformed
-// ones alone.
+// media part. It leaves malformed parts alone; the caller drops id-only ones.
 func (b *binaryRun) convert(r *Run, p gjson.Result, shape string) {
 	mime := Sub(p, "mimeType")
 	src, srcType := Sub(p, "data"), "data"
