@@ -120,13 +120,10 @@ func TestStreamFailWritesRunErrorWhenOwed(t *testing.T) {
 	}
 }
 
-func TestObserverLogsLossyTranslationsAndCountsAll(t *testing.T) {
+func TestObserverLogsLossyTranslations(t *testing.T) {
 	for _, quiet := range []bool{false, true} {
 		core, logs := observer.New(zapcore.DebugLevel)
-		counts := &TranslationCounts{}
-		var hooked int
-		counts.OnCount = func(k TranslationKey, lossy bool, n int) { hooked += n }
-		o := &Observer{Log: zap.New(core), Quiet: quiet, Counts: counts}
+		o := &Observer{Log: zap.New(core), Quiet: quiet}
 		step := &translate.Step{Name: "thinking-to-reasoning", Direction: translate.Events}
 		from, to := negotiate.MustParse("0.0.40"), negotiate.Current
 		o.Translated(step, "THINKING_START", from, to)
@@ -135,10 +132,6 @@ func TestObserverLogsLossyTranslationsAndCountsAll(t *testing.T) {
 		run.RunID, run.ThreadID = "r1", "t1"
 		o.Warn(run, translate.Warning{Shape: "THINKING_START.title", Why: "no title in 1.0", Upgrade: "REASONING_*",
 			Step: "thinking-to-reasoning", Direction: translate.Events, From: from, To: to, Count: 3})
-		snap := counts.Snapshot()
-		if len(snap) != 2 || snap[0].Shape != "THINKING_START" || snap[0].Translated != 2 || snap[1].Shape != "THINKING_START.title" || snap[1].Lost != 3 || hooked != 5 {
-			t.Errorf("quiet=%v: counts %+v, hooked %d", quiet, snap, hooked)
-		}
 		entries := logs.FilterLevelExact(zapcore.WarnLevel).AllUntimed()
 		if quiet {
 			if len(entries) != 0 {

@@ -16,6 +16,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/rules"
@@ -418,5 +421,29 @@ func TestDeprecationsHandler(t *testing.T) {
 	post.Body.Close()
 	if post.StatusCode != 405 {
 		t.Errorf("POST: %d", post.StatusCode)
+	}
+}
+
+// --quiet-translation-warnings silences the log, not the metrics: lossy
+// translations still count.
+func TestQuietWarningsStillCount(t *testing.T) {
+	m := NewMetrics(MetricsOptions{})
+	core, logs := observer.New(zapcore.DebugLevel)
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, thinkingStream...)
+	}, func(r *Relay) {
+		r.Tap = m.Tap
+		r.Translator = &Translator{Observer: &Observer{Log: zap.New(core), Quiet: true}}
+	})
+	readAll(t, h.post("/agent", minimalInput))
+	h.report()
+	fams := scrape(t, m)
+	if got := value(fams, "agui_relay_translations_total", "route=default", "step=thinking-to-reasoning",
+		"shape=THINKING_START.title", "loss=lossy"); got != 1 {
+		t.Errorf("lossy THINKING_START.title counted %v times, want 1", got)
+	}
+	if n := logs.FilterMessage("lossy translation").Len(); n != 0 {
+		t.Errorf("quiet, yet %d lossy translations were logged", n)
 	}
 }
