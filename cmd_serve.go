@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/pprofhandler"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -53,6 +55,7 @@ type serveConfig struct {
 	recordDir      string
 	recordRedact   bool
 	recordMaxBytes byteSize
+	pprof          bool
 }
 
 // parseServe reads the serve flags from args and, for flags not given
@@ -81,6 +84,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.StringVar(&c.recordDir, "record-dir", "", "record every run under this directory, one directory per run: input.received.json, input.forwarded.json,\nproducer.sse (as received), emitted.sse (as written), meta.json; `agui-relay translate` and `check` replay them.\nEmpty: no recording")
 	fs.BoolVar(&c.recordRedact, "record-redact", false, "replace message content in recordings (every string but ids, types, roles, names and versions) with same-length placeholders")
 	fs.Var(&c.recordMaxBytes, "record-max-bytes", "largest recording of one run, its files together; what is over is cut and meta.json says so")
+	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --admin-listen; they reveal memory contents, so keep that address private")
 	fs.DurationVar(&c.demoPace, "demo-pace", 50*time.Millisecond, "pause between the demo agent's events, so that streaming shows")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: agui-relay [serve] [flags]\n\nRuns the relay. Every flag can also be set by the environment variable\nAGUI_RELAY_<FLAG> (upper case, - becomes _); the command line wins.\n\nflags:\n")
@@ -267,7 +271,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	at.relay = ln.Addr().String()
 
 	var ready atomic.Bool
-	admin := &fasthttp.Server{Handler: adminHandler(&ready, metrics.Handler(), metrics.DeprecationsHandler()), NoDefaultServerHeader: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	admin := &fasthttp.Server{Handler: adminHandler(&ready, metrics.Handler(), metrics.DeprecationsHandler(), c.pprof), NoDefaultServerHeader: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
 	aln, err := net.Listen("tcp", c.adminListen)
 	if err != nil {
 		ln.Close()
@@ -347,9 +351,14 @@ func versionOr(v negotiate.Version, none string) string {
 // adminHandler serves /healthz (the process is alive), /readyz (it relays:
 // false while shutting down), /metrics (Prometheus) and /deprecations (the
 // deprecation registry with the runs that still need each translation, as
-// JSON) when they are set.
-func adminHandler(ready *atomic.Bool, metrics, deprecations fasthttp.RequestHandler) fasthttp.RequestHandler {
+// JSON) when they are set, and with profiles Go's profiles under
+// /debug/pprof/ (off by default: a heap profile shows memory contents).
+func adminHandler(ready *atomic.Bool, metrics, deprecations fasthttp.RequestHandler, profiles bool) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
+		if profiles && bytes.HasPrefix(ctx.Path(), []byte("/debug/pprof/")) {
+			pprofhandler.PprofHandler(ctx)
+			return
+		}
 		ctx.SetContentType("text/plain; charset=utf-8")
 		switch string(ctx.Path()) {
 		case "/healthz":

@@ -160,7 +160,7 @@ func TestServeRelaysTheDemoAgent(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"versions":["0.0.40","1.0"]`) {
 		t.Errorf("capabilities: %d %s", resp.StatusCode, b)
 	}
-	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/deprecations": 200, "/other": 404} {
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/deprecations": 200, "/other": 404, "/debug/pprof/": 404} {
 		resp, err := http.Get("http://" + at.admin + path)
 		if err != nil {
 			t.Fatal(err)
@@ -205,4 +205,20 @@ func TestServeShutdownEndsOpenRunsAfterGrace(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 	t.Logf("serve returned %v after cancel", time.Since(t0))
+}
+
+// Profiles are served only when asked for: a heap profile shows memory.
+func TestServePprofOnlyWhenAsked(t *testing.T) {
+	at, _, _ := startServe(t, func(c *serveConfig) { c.pprof = true })
+	for path, want := range map[string]string{"/debug/pprof/": "goroutine", "/debug/pprof/goroutine?debug=1": "goroutine profile:"} {
+		resp, err := http.Get("http://" + at.admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %d %.200s", path, resp.StatusCode, b)
+		}
+	}
 }

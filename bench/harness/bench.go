@@ -207,9 +207,6 @@ func Run(cfg Config) (*Report, error) {
 	}
 	bin, buildErrs := build(cfg, work)
 	rep.Versions = Versions{Relay: relayVersion(cfg.Repo), Nginx: nginxVersion(bin.Nginx)}
-	if bin.RelayStandIn {
-		rep.Versions.Relay += " (relay package through bench/cmd/relaylib: serve was not wired yet)"
-	}
 
 	prod, err := StartProducer("127.0.0.1:0")
 	if err != nil {
@@ -507,20 +504,15 @@ func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 	bin.Relay = filepath.Join(work, "agui-relay")
 	if err := gobuild(bin.Relay, "."); err != nil {
 		errs[ProxyRelay] = err.Error()
-	} else if err := relayServes(bin.Relay); err != nil || os.Getenv("AGUIBENCH_STANDIN") != "" {
-		if err == nil {
-			err = fmt.Errorf("AGUIBENCH_STANDIN is set")
-		}
-		// Until serve is wired, measure the relay package through the
-		// bench's stand-in, which takes the same flags.
-		if err2 := gobuild(bin.Relay, "./bench/cmd/relaylib"); err2 != nil {
-			errs[ProxyRelay] = err.Error() + "; stand-in: " + err2.Error()
-		} else {
-			bin.RelayStandIn = true
-			cfg.logf("note: %v; measuring the relay package through bench/cmd/relaylib", err)
-		}
+	} else if err := relayServes(bin.Relay); err != nil {
+		errs[ProxyRelay] = err.Error()
 	}
-	if strings.Contains(relayHelp(bin.Relay), "upstream-max-conns") {
+	help := relayHelp(bin.Relay)
+	if cfg.Profile && strings.Contains(help, "-pprof") {
+		// Heap and goroutine profiles with idle streams open.
+		bin.RelayArgs = append(bin.RelayArgs, "--pprof")
+	}
+	if strings.Contains(help, "upstream-max-conns") {
 		// The default cap (runs in flight) is below the idle levels.
 		bin.RelayArgs = append(bin.RelayArgs, "--upstream-max-conns", "30000")
 	}

@@ -43,8 +43,6 @@ type Case struct {
 // Binaries are the programs the cases run.
 type Binaries struct {
 	Relay, HTTPUtil, Naive, Nginx string
-	// RelayStandIn is set when Relay is bench/cmd/relaylib.
-	RelayStandIn bool
 	// RelayArgs go to every agui-relay serve.
 	RelayArgs []string
 	// Pin, when set, is the CPU list the proxies run on (taskset -c).
