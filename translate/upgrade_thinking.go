@@ -42,28 +42,47 @@ type thinkingRun struct {
 	span, msg string // ids of the open reasoning span and message
 }
 
-func (t *thinkingRun) Apply(r *Run, ev []byte, emit func([]byte)) {
-	var (
-		typ, newType string  // constants: no copy of the borrowed type per event
-		cur          *string // the id slot this event opens, continues or closes
-		opens        bool
-		closes       bool
-	)
-	switch string(r.EventType()) {
+// thinkingEvent is what the step makes of one THINKING_* type.
+type thinkingEvent struct {
+	typ, newType string  // constants: no copy of the borrowed type per event
+	cur          *string // the id slot this event opens, continues or closes
+	opens        bool
+	closes       bool
+}
+
+// classify returns what typ becomes; ok is false for a type not the step's.
+func (t *thinkingRun) classify(typ []byte) (e thinkingEvent, ok bool) {
+	switch string(typ) {
 	case "THINKING_START":
-		typ, newType, cur, opens = "THINKING_START", "REASONING_START", &t.span, true
+		return thinkingEvent{"THINKING_START", "REASONING_START", &t.span, true, false}, true
 	case "THINKING_END":
-		typ, newType, cur, closes = "THINKING_END", "REASONING_END", &t.span, true
+		return thinkingEvent{"THINKING_END", "REASONING_END", &t.span, false, true}, true
 	case "THINKING_TEXT_MESSAGE_START":
-		typ, newType, cur, opens = "THINKING_TEXT_MESSAGE_START", "REASONING_MESSAGE_START", &t.msg, true
+		return thinkingEvent{"THINKING_TEXT_MESSAGE_START", "REASONING_MESSAGE_START", &t.msg, true, false}, true
 	case "THINKING_TEXT_MESSAGE_CONTENT":
-		typ, newType, cur = "THINKING_TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", &t.msg
+		return thinkingEvent{"THINKING_TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", &t.msg, false, false}, true
 	case "THINKING_TEXT_MESSAGE_END":
-		typ, newType, cur, closes = "THINKING_TEXT_MESSAGE_END", "REASONING_MESSAGE_END", &t.msg, true
-	default:
-		emit(ev)
-		return
+		return thinkingEvent{"THINKING_TEXT_MESSAGE_END", "REASONING_MESSAGE_END", &t.msg, false, true}, true
 	}
+	return thinkingEvent{}, false
+}
+
+func (t *thinkingRun) Apply(r *Run, ev []byte, emit func([]byte)) {
+	e, ok := t.classify(r.EventType())
+	switch {
+	case !ok:
+		emit(ev)
+	case t.plain(ev, e.typ):
+		t.splice(r, ev, e, emit)
+	default:
+		t.rewrite(r, ev, e, emit)
+	}
+}
+
+// rewrite is Apply for any event: it reads every member, as the step's
+// rules need in general.
+func (t *thinkingRun) rewrite(r *Run, ev []byte, e thinkingEvent, emit func([]byte)) {
+	typ, newType, cur, opens, closes := e.typ, e.newType, e.cur, e.opens, e.closes
 	root := Root(ev)
 	typeVal := Get(ev, "type")
 	if !root.IsObject() || typeVal.Index <= 0 {
@@ -75,22 +94,11 @@ func (t *thinkingRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	// open span's or message's, else a derived one.
 	own := Get(ev, "messageId")
 	id, insertID := "", true
-	switch {
-	case own.Type == gjson.String && own.Str != "":
+	if own.Type == gjson.String && own.Str != "" {
 		// Str aliases the borrowed event; the id outlives it in the run.
 		id, insertID = strings.Clone(own.Str), false
-	case !opens && *cur != "":
-		id = *cur
-	default:
-		id = r.MintID("reasoning")
-		r.Lost("REASONING_*.messageId (derived)",
-			"THINKING_* carries no ids; the ids REASONING_* requires were derived from the run id, the same for every replay of the stream",
-			thinkingUpgrade)
-		if !opens {
-			r.Lost(typ+" without opener",
-				"a continuation or end with no open THINKING span or message was given a derived id; a 1.0 consumer rejects it, as it would the original",
-				thinkingUpgrade)
-		}
+	} else {
+		id = t.id(r, typ, cur, opens)
 	}
 	if closes {
 		*cur = ""
@@ -140,4 +148,97 @@ func (t *thinkingRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	w.ed.Commit(typeVal.Index, typeVal.Index+len(typeVal.Raw), mark)
 	r.Translated(typ)
 	w.emit(ev, emit)
+}
+
+// id returns the id of an event that carries none of its own: the open
+// span's or message's (cur), else a derived one.
+func (t *thinkingRun) id(r *Run, typ string, cur *string, opens bool) string {
+	if !opens && *cur != "" {
+		return *cur
+	}
+	id := r.MintID("reasoning")
+	r.Lost("REASONING_*.messageId (derived)",
+		"THINKING_* carries no ids; the ids REASONING_* requires were derived from the run id, the same for every replay of the stream",
+		thinkingUpgrade)
+	if !opens {
+		r.Lost(typ+" without opener",
+			"a continuation or end with no open THINKING span or message was given a derived id; a 1.0 consumer rejects it, as it would the original",
+			thinkingUpgrade)
+	}
+	return id
+}
+
+// plainLead is how every AG-UI encoder starts an event: the type first, no
+// whitespace.
+const plainLead = `{"type":"`
+
+// plain reports whether ev, of type typ, is the common shape that splice
+// rewrites exactly as rewrite would: it starts with the type,
+// unescaped, and no member after it is one the step reads or reshapes (a
+// messageId; a title on THINKING_START; a role on
+// THINKING_TEXT_MESSAGE_START). The members are not parsed: none of those
+// keys may appear anywhere in the bytes after the type, and neither may an
+// escape that decodes to a letter (\u0040–\u007f), through which a key
+// could spell one of them; gjson's unescape yields no letter any other way.
+// Whatever else follows the type, rewrite copies it as it is, and so does
+// splice.
+func (t *thinkingRun) plain(ev []byte, typ string) bool {
+	n := len(plainLead) + len(typ)
+	if len(ev) <= n || string(ev[:len(plainLead)]) != plainLead || string(ev[len(plainLead):n]) != typ || ev[n] != '"' {
+		return false
+	}
+	rest := ev[n+1:]
+	// Each key is found by a pair of its letters that English text rarely
+	// holds (see indexAnchored).
+	if indexAnchored(rest, "messageId", 6) >= 0 {
+		return false
+	}
+	switch typ {
+	case "THINKING_START":
+		if indexAnchored(rest, "title", 2) >= 0 {
+			return false
+		}
+	case "THINKING_TEXT_MESSAGE_START":
+		if indexAnchored(rest, "role", 1) >= 0 {
+			return false
+		}
+	}
+	for from := 0; ; {
+		i := indexPair(rest[from:], '\\', 'u')
+		if i < 0 {
+			return true
+		}
+		i += from
+		if i+5 >= len(rest) || rest[i+2] == '0' && rest[i+3] == '0' && rest[i+4] >= '4' && rest[i+4] <= '7' {
+			return false
+		}
+		from = i + 2
+	}
+}
+
+// splice is Apply for a plain event: the old type's value becomes the new
+// type followed by the id (and the role a message start requires), written
+// with one append into the step's buffer, which the emitted event borrows
+// until the step's next event.
+func (t *thinkingRun) splice(r *Run, ev []byte, e thinkingEvent, emit func([]byte)) {
+	typ := e.typ
+	id := t.id(r, typ, e.cur, e.opens)
+	if e.closes {
+		*e.cur = ""
+	} else {
+		*e.cur = id
+	}
+	at := len(plainLead) - 1 // the old type's opening quote
+	b := append(t.buf[:0], ev[:at]...)
+	b = append(b, '"')
+	b = append(b, e.newType...)
+	b = append(b, `","messageId":`...)
+	b = AppendJSONString(b, id)
+	if typ == "THINKING_TEXT_MESSAGE_START" {
+		b = append(b, `,"role":"reasoning"`...)
+	}
+	b = append(b, ev[at+len(typ)+2:]...)
+	t.buf = b
+	r.Translated(typ)
+	emit(b)
 }
