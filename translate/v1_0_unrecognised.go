@@ -45,6 +45,14 @@ const tolerantUpgrade = "@ag-ui/client 1.0 (drops unrecognised material with a w
 type unrecognisedRun struct {
 	rewriter
 	drops []string // pointers of the material to remove
+
+	// The verdict of KnownEventType on the last type Wants asked about:
+	// events come in runs of one type (a message's deltas), and every
+	// event of the run is asked about. knownTyp is a copy (the event's type
+	// is borrowed), its memory reused.
+	knownTo  negotiate.Version
+	knownTyp []byte
+	known    bool
 }
 
 // Wants: event types the consumer does not know, and the events whose
@@ -54,7 +62,13 @@ func (u *unrecognisedRun) Wants(r *Run, typ, _ []byte) bool {
 	case "MESSAGES_SNAPSHOT", "RUN_STARTED", "RUN_FINISHED":
 		return true
 	}
-	return typ != nil && !rules.KnownEventType(r.To, typ)
+	if typ == nil {
+		return false
+	}
+	if u.knownTyp == nil || u.knownTo != r.To || string(u.knownTyp) != string(typ) {
+		u.knownTo, u.knownTyp, u.known = r.To, append(u.knownTyp[:0], typ...), rules.KnownEventType(r.To, typ)
+	}
+	return !u.known
 }
 
 func (u *unrecognisedRun) Apply(r *Run, ev []byte, emit func([]byte)) {
