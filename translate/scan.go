@@ -1,14 +1,16 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 )
 
 // This file holds the byte searches that decide, on every event of a
 // translated run, whether a step must look closer. They answer exactly what
-// bytes.Index answers, faster on short events full of common letters, where
-// bytes.Index stops at every occurrence of its pattern's first byte.
+// bytes.Index answers, faster on short events full of common letters and
+// quotes, where bytes.Index stops at every occurrence of its pattern's first
+// byte.
 
 const (
 	lo8 = 0x0101010101010101
@@ -16,9 +18,9 @@ const (
 )
 
 // indexPair returns the index of the first c0 immediately followed by c1 in
-// b, or -1. It tests eight positions per step (SWAR): a pair of letters is
-// far rarer in event text than either letter, so there are few candidates
-// to re-check.
+// b, or -1. It tests eight positions per step (SWAR), for pairs of bytes
+// that are each common (two quotes) where a search for the first byte would
+// stop every few bytes.
 func indexPair(b []byte, c0, c1 byte) int {
 	m0, m1 := lo8*uint64(c0), lo8*uint64(c1)
 	i := 0
@@ -39,13 +41,12 @@ func indexPair(b []byte, c0, c1 byte) int {
 	return -1
 }
 
-// indexAnchored returns the index of the first occurrence of pat in b, or -1,
-// as bytes.Index does. Candidates are found by the pair pat[k], pat[k+1],
-// which the caller picks rare in the text searched; pat must be longer than
-// k+1.
-func indexAnchored(b []byte, pat string, k int) int {
+// indexRare returns the index of the first occurrence of pat in b, or -1,
+// as bytes.Index does. Candidates are found by pat[k], which the caller
+// picks rare in the text searched, with bytes.IndexByte (vectorised).
+func indexRare(b []byte, pat string, k int) int {
 	for from := 0; from < len(b); {
-		j := indexPair(b[from:], pat[k], pat[k+1])
+		j := bytes.IndexByte(b[from:], pat[k])
 		if j < 0 {
 			return -1
 		}

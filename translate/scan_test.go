@@ -8,18 +8,18 @@ import (
 
 // The searches must answer exactly what bytes.Index answers, whatever the
 // alignment of a match or the length of the text.
-func TestIndexAnchoredAgreesWithBytesIndex(t *testing.T) {
+func TestIndexRareAgreesWithBytesIndex(t *testing.T) {
 	pats := []struct {
 		pat string
 		k   int
-	}{{`""`, 0}, {"null", 0}, {"null", 1}, {"null", 2}, {"messageId", 6}, {"subagentRunId", 7}, {`\u00`, 0}}
+	}{{`""`, 0}, {"null", 0}, {"null", 1}, {"null", 3}, {"messageId", 7}, {"subagentRunId", 8}, {`\u00`, 0}}
 	alphabet := []byte(`"nulmesagIdRb\0 {}:,`)
 	rng := rand.New(rand.NewPCG(1, 2))
 	check := func(b []byte) {
 		t.Helper()
 		for _, p := range pats {
-			if got, want := indexAnchored(b, p.pat, p.k), bytes.Index(b, []byte(p.pat)); got != want {
-				t.Fatalf("indexAnchored(%q, %q, %d) = %d, want %d", b, p.pat, p.k, got, want)
+			if got, want := indexRare(b, p.pat, p.k), bytes.Index(b, []byte(p.pat)); got != want {
+				t.Fatalf("indexRare(%q, %q, %d) = %d, want %d", b, p.pat, p.k, got, want)
 			}
 		}
 		for _, pair := range []string{`""`, "ll", "eI", `\u`} {
@@ -54,16 +54,49 @@ func TestIndexAnchoredAgreesWithBytesIndex(t *testing.T) {
 	check(nil)
 }
 
-func FuzzIndexAnchored(f *testing.F) {
+func FuzzScan(f *testing.F) {
 	f.Add([]byte(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}`), "null", uint8(1))
 	f.Add([]byte(`{"rawEvent":null}`), `""`, uint8(0))
 	f.Fuzz(func(t *testing.T, b []byte, pat string, k uint8) {
 		if len(pat) < 2 {
 			return
 		}
-		kk := int(k) % (len(pat) - 1)
-		if got, want := indexAnchored(b, pat, kk), bytes.Index(b, []byte(pat)); got != want {
-			t.Fatalf("indexAnchored(%q, %q, %d) = %d, want %d", b, pat, kk, got, want)
+		kk := int(k) % len(pat)
+		if got, want := indexRare(b, pat, kk), bytes.Index(b, []byte(pat)); got != want {
+			t.Fatalf("indexRare(%q, %q, %d) = %d, want %d", b, pat, kk, got, want)
+		}
+		if got, want := indexPair(b, pat[0], pat[1]), bytes.Index(b, []byte(pat[:2])); got != want {
+			t.Fatalf("indexPair(%q, %q) = %d, want %d", b, pat[:2], got, want)
 		}
 	})
+}
+
+func BenchmarkScan(b *testing.B) {
+	evs := [][]byte{
+		[]byte(`{"type":"REASONING_MESSAGE_CONTENT","messageId":"reasoning-run-1-1","delta":"the relay needs an #12:1700000000000000012#"}`),
+		[]byte(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-run-1-3","delta":" forwards unless the #123:1700000000000000123#"}`),
+		[]byte(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_01","delta":"I will call the weather tool, then I would summarise it for you."}`),
+	}
+	for _, c := range []struct {
+		name string
+		f    func([]byte) bool
+	}{
+		{"bytes.Index/null", func(e []byte) bool { return bytes.Contains(e, []byte("null")) }},
+		{"rare/null", func(e []byte) bool { return indexRare(e, "null", 1) >= 0 }},
+		{"bytes.Index/messageId", func(e []byte) bool { return bytes.Contains(e, []byte("messageId")) }},
+		{"rare/messageId", func(e []byte) bool { return indexRare(e, "messageId", 7) >= 0 }},
+		{"bytes.Index/empty", func(e []byte) bool { return bytes.Contains(e, []byte(`""`)) }},
+		{"pair/empty", func(e []byte) bool { return indexPair(e, '"', '"') >= 0 }},
+		{"bytes.Index/subagent", func(e []byte) bool { return bytes.Contains(e, []byte("subagentRunId")) }},
+		{"rare/subagent", func(e []byte) bool { return indexRare(e, "subagentRunId", 8) >= 0 }},
+		{"rare/backslash", func(e []byte) bool { return bytes.IndexByte(e, '\\') >= 0 }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				for _, e := range evs {
+					c.f(e)
+				}
+			}
+		})
+	}
 }

@@ -41,9 +41,9 @@ type nullRun struct {
 var nullLit = []byte("null")
 
 // Wants: only an event with a null in it can carry a retired null. Every
-// event of the run is searched, after each step that rewrote it: the pair
-// "nu" finds far fewer candidates in text than the letter n.
-func (n *nullRun) Wants(_ *Run, _, ev []byte) bool { return indexAnchored(ev, "null", 0) >= 0 }
+// event of the run is searched, after each step that rewrote it: by its u,
+// rarer in text than n or l.
+func (n *nullRun) Wants(_ *Run, _, ev []byte) bool { return indexRare(ev, "null", 1) >= 0 }
 
 func (n *nullRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	typ := string(r.EventType())

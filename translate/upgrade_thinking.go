@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -40,6 +41,11 @@ const thinkingUpgrade = "a producer that emits REASONING_* (AG-UI 0.0.45 or newe
 type thinkingRun struct {
 	rewriter
 	span, msg string // ids of the open reasoning span and message
+
+	// The last id splice wrote, JSON-encoded: a message's every delta
+	// carries the same one.
+	lastID   string
+	lastJSON []byte
 }
 
 // thinkingEvent is what the step makes of one THINKING_* type.
@@ -168,6 +174,8 @@ func (t *thinkingRun) id(r *Run, typ string, cur *string, opens bool) string {
 	return id
 }
 
+var titleKey, roleKey = []byte("title"), []byte("role")
+
 // plainLead is how every AG-UI encoder starts an event: the type first, no
 // whitespace.
 const plainLead = `{"type":"`
@@ -188,31 +196,31 @@ func (t *thinkingRun) plain(ev []byte, typ string) bool {
 		return false
 	}
 	rest := ev[n+1:]
-	// Each key is found by a pair of its letters that English text rarely
-	// holds (see indexAnchored).
-	if indexAnchored(rest, "messageId", 6) >= 0 {
+	// Every content event is searched: by the I, which text seldom holds.
+	if indexRare(rest, "messageId", 7) >= 0 {
 		return false
 	}
 	switch typ {
 	case "THINKING_START":
-		if indexAnchored(rest, "title", 2) >= 0 {
+		if bytes.Contains(rest, titleKey) {
 			return false
 		}
 	case "THINKING_TEXT_MESSAGE_START":
-		if indexAnchored(rest, "role", 1) >= 0 {
+		if bytes.Contains(rest, roleKey) {
 			return false
 		}
 	}
 	for from := 0; ; {
-		i := indexPair(rest[from:], '\\', 'u')
+		i := bytes.IndexByte(rest[from:], '\\')
 		if i < 0 {
 			return true
 		}
 		i += from
-		if i+5 >= len(rest) || rest[i+2] == '0' && rest[i+3] == '0' && rest[i+4] >= '4' && rest[i+4] <= '7' {
+		// Even an escaped backslash's u0041 counts: no parse, no doubt.
+		if i+5 < len(rest) && rest[i+1] == 'u' && rest[i+2] == '0' && rest[i+3] == '0' && rest[i+4] >= '4' && rest[i+4] <= '7' {
 			return false
 		}
-		from = i + 2
+		from = i + 1
 	}
 }
 
@@ -233,7 +241,10 @@ func (t *thinkingRun) splice(r *Run, ev []byte, e thinkingEvent, emit func([]byt
 	b = append(b, '"')
 	b = append(b, e.newType...)
 	b = append(b, `","messageId":`...)
-	b = AppendJSONString(b, id)
+	if id != t.lastID || t.lastJSON == nil {
+		t.lastID, t.lastJSON = id, AppendJSONString(t.lastJSON[:0], id)
+	}
+	b = append(b, t.lastJSON...)
 	if typ == "THINKING_TEXT_MESSAGE_START" {
 		b = append(b, `,"role":"reasoning"`...)
 	}

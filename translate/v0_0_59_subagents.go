@@ -51,9 +51,9 @@ type subagentsRun struct {
 
 // Wants: SUBAGENT_* events, events that mention a subagentRunId, and what
 // the chunk lanes need to see (see chunkLanes.wants). The tag is searched
-// in every event of the run by its pair "tR", which text hardly holds.
+// in every event of the run by its R, which text hardly holds.
 func (s *subagentsRun) Wants(_ *Run, typ, ev []byte) bool {
-	return bytes.HasPrefix(typ, subagentEvent) || indexAnchored(ev, "subagentRunId", 7) >= 0 || s.lanes.wants(typ, ev)
+	return bytes.HasPrefix(typ, subagentEvent) || indexRare(ev, "subagentRunId", 8) >= 0 || s.lanes.wants(typ, ev)
 }
 
 func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
