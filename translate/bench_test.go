@@ -51,6 +51,13 @@ func BenchmarkChain(b *testing.B) {
 	for _, v := range []string{"1.0", "0.0.59", "0.0.54", "0.0.45", "0.0.41", "0.0.37"} {
 		b.Run(v, func(b *testing.B) { benchChain(b, negotiate.MustParse(v), Registry(), ev) })
 	}
+	// A legacy producer's reasoning delta, which every 1.0 consumer needs
+	// upgraded: the one event of the run with a THINKING_TEXT_MESSAGE_START
+	// before it.
+	b.Run("1.0/thinking-delta", func(b *testing.B) {
+		benchChain(b, negotiate.Current, Registry(),
+			`{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"the relay needs an older shape; #12:1700000000000000012#"}`)
+	})
 	b.Run("1.0/concerns-only", func(b *testing.B) {
 		c := EventChain(negotiate.Current, Registry())
 		e := []byte(ev)

@@ -69,7 +69,7 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
 	}
 	for i := range c.Steps {
 		next := i + 1
-		cr.emits[i] = func(ev []byte) { cr.push(next, ev) }
+		cr.emits[i] = func(ev []byte) { cr.push(next, ev, PeekType(ev)) }
 	}
 	return cr
 }
@@ -97,23 +97,25 @@ func (cr *ChainRun) wanted(steps []int, typ, ev []byte) bool {
 
 // Push feeds one event into the chain. ev is borrowed.
 func (cr *ChainRun) Push(ev []byte) {
-	if string(PeekType(ev)) == "RUN_STARTED" {
+	typ := PeekType(ev)
+	if string(typ) == "RUN_STARTED" {
 		// The ids seed derived ids and name the run in warnings, after ev is
 		// gone: keep copies of our own (a caller's may alias its buffer).
 		cr.Run.RunID = strings.Clone(Get(ev, "runId").String())
 		cr.Run.ThreadID = strings.Clone(Get(ev, "threadId").String())
 		if cr.declare != negotiate.DeclareKeep {
 			ev, cr.buf = Declare(ev, cr.declare, cr.declared, cr.buf)
+			typ = PeekType(ev)
 		}
 	}
-	cr.push(0, ev)
+	cr.push(0, ev, typ)
 }
 
-func (cr *ChainRun) push(i int, ev []byte) {
+// push hands ev, of type typ (PeekType of it), to the first step from i on
+// that wants it. The type is read once per event per hop, not once per
+// step: it is most of what a step that does not concern the event costs.
+func (cr *ChainRun) push(i int, ev, typ []byte) {
 	steps := cr.chain.Steps
-	// The type is read once per event per hop, not once per step: it is
-	// most of what a step that does not concern the event costs.
-	typ := PeekType(ev)
 	for ; i < len(steps); i++ {
 		if steps[i].concernsType(typ) && (cr.wants[i] == nil || cr.wants[i].Wants(cr.Run, typ, ev)) {
 			prev, prevType := cr.Run.step, cr.Run.typ
