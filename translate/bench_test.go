@@ -58,6 +58,23 @@ func BenchmarkChain(b *testing.B) {
 		benchChain(b, negotiate.Current, Registry(),
 			`{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"the relay needs an older shape; #12:1700000000000000012#"}`)
 	})
+	// What the relay asks of every event of a translated run.
+	for _, c := range []struct{ target, ev string }{
+		{"1.0", `{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"the relay needs an older shape; #12:1700000000000000012#"}`},
+		{"0.0.45", ev},
+	} {
+		b.Run(c.target+"/concerns-event", func(b *testing.B) {
+			r := NewRun(Events, negotiate.Version{}, negotiate.MustParse(c.target), nil)
+			r.Stream = &StreamState{}
+			cr := EventChain(r.To, Registry()).Start(r, negotiate.Plan{}, func([]byte) {})
+			cr.Push([]byte(`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`))
+			e := []byte(c.ev)
+			b.ReportAllocs()
+			for b.Loop() {
+				cr.ConcernsEvent(PeekType(e), e)
+			}
+		})
+	}
 	b.Run("1.0/concerns-only", func(b *testing.B) {
 		c := EventChain(negotiate.Current, Registry())
 		e := []byte(ev)

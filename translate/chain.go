@@ -53,6 +53,15 @@ type ChainRun struct {
 	declare  negotiate.Declaration
 	declared string
 	buf      []byte
+
+	// The steps byType lists for the type ConcernsEvent was last asked
+	// about: a run's events come in runs of one type (a message's deltas),
+	// and comparing the type with the last one costs less than a lookup.
+	// lastType is a copy (the event's type is borrowed) in typeBuf, which
+	// holds every type the protocol names.
+	lastType  []byte
+	lastSteps []int
+	typeBuf   [40]byte
 }
 
 // Start begins a run of the chain. out receives every event the chain emits,
@@ -83,7 +92,10 @@ func (cr *ChainRun) ConcernsEvent(typ, ev []byte) bool {
 	if cr.declare != negotiate.DeclareKeep && string(typ) == "RUN_STARTED" {
 		return true
 	}
-	return cr.wanted(cr.chain.byType[string(typ)], typ, ev) || cr.wanted(cr.chain.anyType, typ, ev)
+	if cr.lastType == nil || string(typ) != string(cr.lastType) {
+		cr.lastType, cr.lastSteps = append(cr.typeBuf[:0], typ...), cr.chain.byType[string(typ)]
+	}
+	return cr.wanted(cr.lastSteps, typ, ev) || cr.wanted(cr.chain.anyType, typ, ev)
 }
 
 func (cr *ChainRun) wanted(steps []int, typ, ev []byte) bool {

@@ -49,10 +49,11 @@ type unrecognisedRun struct {
 	// The verdict of KnownEventType on the last type Wants asked about:
 	// events come in runs of one type (a message's deltas), and every
 	// event of the run is asked about. knownTyp is a copy (the event's type
-	// is borrowed), its memory reused.
+	// is borrowed) in knownBuf, which holds every type the protocol names.
 	knownTo  negotiate.Version
 	knownTyp []byte
 	known    bool
+	knownBuf [40]byte
 }
 
 // Wants: event types the consumer does not know, and the events whose
@@ -66,7 +67,7 @@ func (u *unrecognisedRun) Wants(r *Run, typ, _ []byte) bool {
 		return false
 	}
 	if u.knownTyp == nil || u.knownTo != r.To || string(u.knownTyp) != string(typ) {
-		u.knownTo, u.knownTyp, u.known = r.To, append(u.knownTyp[:0], typ...), rules.KnownEventType(r.To, typ)
+		u.knownTo, u.knownTyp, u.known = r.To, append(u.knownBuf[:0], typ...), rules.KnownEventType(r.To, typ)
 	}
 	return !u.known
 }
