@@ -42,10 +42,10 @@ type thinkingRun struct {
 	rewriter
 	span, msg string // ids of the open reasoning span and message
 
-	// The last id splice wrote, JSON-encoded: a message's every delta
-	// carries the same one.
-	lastID   string
-	lastJSON []byte
+	// What splice last wrote in place of the old type, and for which new
+	// type and id: a message's every delta gets the same.
+	headType, headID string
+	head             []byte
 }
 
 // thinkingEvent is what the step makes of one THINKING_* type.
@@ -226,7 +226,7 @@ func (t *thinkingRun) plain(ev []byte, typ string) bool {
 
 // splice is Apply for a plain event: the old type's value becomes the new
 // type followed by the id (and the role a message start requires), written
-// with one append into the step's buffer, which the emitted event borrows
+// with two appends into the step's buffer, which the emitted event borrows
 // until the step's next event.
 func (t *thinkingRun) splice(r *Run, ev []byte, e thinkingEvent, emit func([]byte)) {
 	typ := e.typ
@@ -236,19 +236,19 @@ func (t *thinkingRun) splice(r *Run, ev []byte, e thinkingEvent, emit func([]byt
 	} else {
 		*e.cur = id
 	}
-	at := len(plainLead) - 1 // the old type's opening quote
-	b := append(t.buf[:0], ev[:at]...)
-	b = append(b, '"')
-	b = append(b, e.newType...)
-	b = append(b, `","messageId":`...)
-	if id != t.lastID || t.lastJSON == nil {
-		t.lastID, t.lastJSON = id, AppendJSONString(t.lastJSON[:0], id)
+	if t.head == nil || e.newType != t.headType || id != t.headID {
+		h := append(t.head[:0], plainLead...)
+		h = append(h, e.newType...)
+		h = append(h, `","messageId":`...)
+		h = AppendJSONString(h, id)
+		if typ == "THINKING_TEXT_MESSAGE_START" {
+			h = append(h, `,"role":"reasoning"`...)
+		}
+		t.head, t.headType, t.headID = h, e.newType, id
 	}
-	b = append(b, t.lastJSON...)
-	if typ == "THINKING_TEXT_MESSAGE_START" {
-		b = append(b, `,"role":"reasoning"`...)
-	}
-	b = append(b, ev[at+len(typ)+2:]...)
+	// ev is plainLead, the old type, its closing quote, then the rest.
+	b := append(t.buf[:0], t.head...)
+	b = append(b, ev[len(plainLead)+len(typ)+1:]...)
 	t.buf = b
 	r.Translated(typ)
 	emit(b)
