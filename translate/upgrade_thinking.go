@@ -187,9 +187,10 @@ const plainLead = `{"type":"`
 // THINKING_TEXT_MESSAGE_START). The members are not parsed: none of those
 // keys may appear anywhere in the bytes after the type, and neither may an
 // escape that decodes to a letter (\u0040–\u007f), through which a key
-// could spell one of them; gjson's unescape yields no letter any other way.
-// Whatever else follows the type, rewrite copies it as it is, and so does
-// splice.
+// could spell one of them; gjson's unescape yields no letter any other way
+// (a key it cuts short at a bad escape or a control byte still spells the
+// name out literally). Whatever else follows the type, rewrite copies it as
+// it is, and so does splice.
 func (t *thinkingRun) plain(ev []byte, typ string) bool {
 	n := len(plainLead) + len(typ)
 	if len(ev) <= n || string(ev[:len(plainLead)]) != plainLead || string(ev[len(plainLead):n]) != typ || ev[n] != '"' {
