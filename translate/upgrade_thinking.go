@@ -43,9 +43,11 @@ type thinkingRun struct {
 	span, msg string // ids of the open reasoning span and message
 
 	// What splice last wrote in place of the old type, and for which new
-	// type and id: a message's every delta gets the same.
+	// type and id: a message's every delta gets the same. head lives in
+	// headBuf unless the id is long.
 	headType, headID string
 	head             []byte
+	headBuf          [96]byte
 }
 
 // thinkingEvent is what the step makes of one THINKING_* type.
@@ -238,7 +240,7 @@ func (t *thinkingRun) splice(r *Run, ev []byte, e thinkingEvent, emit func([]byt
 		*e.cur = id
 	}
 	if t.head == nil || e.newType != t.headType || id != t.headID {
-		h := append(t.head[:0], plainLead...)
+		h := append(t.headBuf[:0], plainLead...)
 		h = append(h, e.newType...)
 		h = append(h, `","messageId":`...)
 		h = AppendJSONString(h, id)
