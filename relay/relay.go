@@ -498,13 +498,32 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 		ub.touch()
 	}
 	var rerr error
-	for werr == nil {
-		f, err := sc.Next()
-		if err != nil {
-			rerr = err
-			break
+	frames := func() (done bool) {
+		for werr == nil {
+			f, err := sc.Next()
+			if err == errWouldBlock {
+				return false
+			}
+			if err != nil {
+				rerr = err
+				return true
+			}
+			werr = st.Frame(f)
 		}
-		werr = st.Frame(f)
+		return true
+	}
+	// The producer's connection is read inside its poller callback when it
+	// can be (see streamBody.pollRead), else by ordinary blocking reads.
+	polled := false
+	if sb, ok := ub.body.(*streamBody); ok && sb.raw != nil {
+		sc.polled = true
+		var perr error
+		if polled, perr = sb.pollRead(frames); polled && perr != nil && rerr == nil && werr == nil {
+			rerr = perr
+		}
+	}
+	if !polled {
+		frames()
 	}
 
 	abort := ub.why()

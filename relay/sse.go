@@ -75,6 +75,11 @@ type Scanner struct {
 	pooled      *[]byte
 	one         [1]byte
 
+	// polled: reads never block but return errWouldBlock (streamBody in
+	// polled mode), so waiting costs no read: the base buffer is taken for
+	// each read and goes back to the pool when the read finds nothing.
+	polled bool
+
 	// BeforeRead, when set, is called before every read from the underlying
 	// reader, that is whenever the scanner has no complete frame buffered and
 	// may block. The relay flushes its writer there, so that no event waits
@@ -172,7 +177,7 @@ func (s *Scanner) Next() (Frame, error) {
 			// every frame, so only blank lines or a broken frame remain.
 			return Frame{}, s.readErr
 		}
-		if err := s.fill(); err == ErrFrameTooLarge {
+		if err := s.fill(); err == ErrFrameTooLarge || err == errWouldBlock {
 			return Frame{}, err
 		}
 	}
@@ -372,8 +377,12 @@ func (s *Scanner) fill() error {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
 	}
+	if s.polled && s.buf == nil {
+		s.pooled = scanPool.Get().(*[]byte)
+		s.buf = *s.pooled
+	}
 	// Nothing buffered at the base size, no burst: wait without a buffer.
-	idle := s.releaseIdle && s.end == 0 && len(s.buf) <= baseSize && !s.grow
+	idle := !s.polled && s.releaseIdle && s.end == 0 && len(s.buf) <= baseSize && !s.grow
 	switch {
 	case idle:
 	case s.end == len(s.buf): // a frame larger than the buffer
@@ -395,6 +404,13 @@ func (s *Scanner) fill() error {
 	for tries := 0; ; tries++ {
 		room := len(s.buf) - s.end
 		n, err := s.r.Read(s.buf[s.end:])
+		if err == errWouldBlock {
+			if s.end == 0 && s.pooled != nil {
+				scanPool.Put(s.pooled)
+				s.pooled, s.buf, s.grow = nil, nil, false
+			}
+			return err
+		}
 		s.end += n
 		s.sized(n, n == room)
 		if err != nil {

@@ -59,6 +59,7 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 	d := &dialer{net: net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}}
 	return &fasthttp.Client{
 		Dial:                     d.dial,
+		Transport:                streamTransport{},
 		StreamResponseBody:       true,
 		ReadTimeout:              firstByte, // cleared at the first byte, see firstByteConn
 		WriteTimeout:             firstByte,

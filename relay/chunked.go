@@ -1,0 +1,200 @@
+package relay
+
+import (
+	"errors"
+	"io"
+)
+
+// bodyFraming removes the HTTP/1.1 framing of a producer's answer from the
+// bytes read off the connection, in place: chunk size lines, the CRLF after
+// each chunk and the trailer go, the data stays. Reading the connection
+// straight into the Scanner's buffer and decoding there saves the copy
+// through a second buffer and lets one read take everything the producer
+// has sent, however it was chunked.
+//
+// It knows the three ways an answer ends: chunked (a zero-size chunk, then
+// trailer lines up to an empty one), a Content-Length, or the connection's
+// close. It is as strict as fasthttp's own reader: chunk extensions are
+// ignored, but size lines and chunk ends must end in CRLF (a bare LF is
+// how request smuggling between proxies starts).
+type bodyFraming struct {
+	mode  framingMode
+	left  int64 // data bytes still to come in this chunk, or of the Content-Length
+	state chunkState
+	line  int // bytes of the size or trailer line read so far
+	size  int64
+	sized bool // a hex digit of the size line has been read
+	ows   bool // spaces after the digits
+	ext   bool // in an extension (after ';')
+	cr    bool // the size line's CR has been read
+	done  bool // the body is complete
+	extra bool // bytes followed the end of the body
+}
+
+type framingMode uint8
+
+const (
+	framingChunked framingMode = iota
+	framingLength
+	framingClose
+)
+
+type chunkState uint8
+
+const (
+	chunkSize    chunkState = iota // in a chunk size line
+	chunkData                      // in a chunk's data
+	chunkDataEnd                   // the CRLF after a chunk's data
+	chunkTrailer                   // trailer lines after the last chunk
+)
+
+// maxChunkLine bounds a chunk size or trailer line (digits, extensions):
+// a producer that sends an endless one is broken, not slow.
+const maxChunkLine = 4 << 10
+
+var errBadChunk = errors.New("malformed chunked encoding in the producer's answer")
+
+// newBodyFraming returns the framing of an answer with the given
+// Content-Length as fasthttp reports it: -1 chunked, -2 until the
+// connection closes, else that many bytes.
+func newBodyFraming(contentLength int) bodyFraming {
+	switch {
+	case contentLength == -1:
+		return bodyFraming{mode: framingChunked}
+	case contentLength < 0:
+		return bodyFraming{mode: framingClose}
+	}
+	return bodyFraming{mode: framingLength, left: int64(contentLength), done: contentLength == 0}
+}
+
+// decode removes the framing from p, the bytes just read, and returns how
+// many data bytes are now at the front of p. Bytes after the end of the
+// body are dropped and noted (extra).
+func (f *bodyFraming) decode(p []byte) (int, error) {
+	switch f.mode {
+	case framingClose:
+		return len(p), nil
+	case framingLength:
+		if f.done {
+			f.extra = f.extra || len(p) > 0
+			return 0, nil
+		}
+		n := len(p)
+		if int64(n) >= f.left {
+			f.extra = int64(n) > f.left
+			n = int(f.left)
+			f.done = true
+		}
+		f.left -= int64(n)
+		return n, nil
+	}
+	w := 0
+	for i := 0; i < len(p); {
+		if f.done {
+			f.extra = true
+			return w, nil
+		}
+		switch f.state {
+		case chunkData:
+			k := len(p) - i
+			if int64(k) > f.left {
+				k = int(f.left)
+			}
+			w += copy(p[w:], p[i:i+k])
+			i += k
+			if f.left -= int64(k); f.left == 0 {
+				f.state, f.line = chunkDataEnd, 0
+			}
+		case chunkDataEnd:
+			c := p[i]
+			i++
+			switch {
+			case c == '\r' && f.line == 0:
+				f.line = 1
+			case c == '\n' && f.line == 1:
+				f.state, f.line = chunkSize, 0
+			default:
+				return w, errBadChunk
+			}
+		case chunkSize:
+			c := p[i]
+			i++
+			if f.line++; f.line > maxChunkLine {
+				return w, errBadChunk
+			}
+			switch {
+			case f.cr:
+				if c != '\n' {
+					return w, errBadChunk
+				}
+				if f.size == 0 {
+					f.state, f.line = chunkTrailer, 0
+				} else {
+					f.state, f.left = chunkData, f.size
+				}
+				f.size, f.sized, f.ows, f.ext, f.cr = 0, false, false, false, false
+			case c == '\r' && f.sized:
+				f.cr = true
+			case c == '\n' || c == '\r':
+				return w, errBadChunk // a bare LF, or no size: smuggling-prone
+			case f.ext:
+				// an extension: ignored, as fasthttp does
+			case c == ' ' || c == '\t':
+				if !f.sized {
+					return w, errBadChunk
+				}
+				f.ows = true
+			case c == ';':
+				if !f.sized || f.ows {
+					return w, errBadChunk
+				}
+				f.ext = true
+			default:
+				d, ok := hexDigit(c)
+				if !ok || f.ows || f.size > (1<<62)>>4 {
+					return w, errBadChunk
+				}
+				f.size, f.sized = f.size<<4|int64(d), true
+			}
+		case chunkTrailer:
+			c := p[i]
+			i++
+			switch {
+			case c == '\n':
+				if f.line == 0 {
+					f.done = true // the empty line: the body is complete
+				}
+				f.line = 0
+			case c == '\r' && f.line == 0:
+				// the CR of what may be the empty line
+			default:
+				if f.line++; f.line > maxChunkLine {
+					return w, errBadChunk
+				}
+			}
+		}
+	}
+	return w, nil
+}
+
+// end reports the error for a connection that ended (io.EOF) now: none
+// when the body is complete or ends with the connection, else a broken
+// answer.
+func (f *bodyFraming) end() error {
+	if f.done || f.mode == framingClose {
+		return io.EOF
+	}
+	return io.ErrUnexpectedEOF
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}

@@ -1,0 +1,149 @@
+package relay
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// decodeAll feeds wire to a framing in reads of the given sizes (cycled)
+// and returns the data, the first error and whether the body completed.
+func decodeAll(f bodyFraming, wire []byte, sizes []int) ([]byte, error, bool) {
+	var out []byte
+	for i, k := 0, 0; i < len(wire); k++ {
+		n := min(sizes[k%len(sizes)], len(wire)-i)
+		buf := append([]byte(nil), wire[i:i+n]...)
+		i += n
+		w, err := f.decode(buf)
+		out = append(out, buf[:w]...)
+		if err != nil {
+			return out, err, f.done
+		}
+	}
+	return out, nil, f.done
+}
+
+// chunk encodes data in chunks of the given sizes, with an extension on
+// some size lines and a trailer when asked.
+func chunkEncode(r *rand.Rand, data []byte, trailer bool) []byte {
+	var b bytes.Buffer
+	for len(data) > 0 {
+		n := min(1+r.IntN(40), len(data))
+		fmt.Fprintf(&b, "%x", n)
+		switch r.IntN(4) {
+		case 0:
+			b.WriteString(";name=value")
+		case 1:
+			b.WriteString(" \t") // trailing whitespace
+		}
+		b.WriteString("\r\n")
+		b.Write(data[:n])
+		b.WriteString("\r\n")
+		data = data[n:]
+	}
+	b.WriteString("0\r\n")
+	if trailer {
+		b.WriteString("X-Trailer: yes\r\nX-Other: 1\r\n")
+	}
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+// Any chunking, read in any pieces, decodes to the data, in place.
+func TestChunkedDecodesAnySplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 500 {
+		data := make([]byte, r.IntN(300))
+		for j := range data {
+			data[j] = "data: {}\r\n"[r.IntN(10)]
+		}
+		wire := chunkEncode(r, data, i%3 == 0)
+		sizes := []int{1 + r.IntN(7), 1 + r.IntN(64), 1 + r.IntN(3)}
+		got, err, done := decodeAll(newBodyFraming(-1), wire, sizes)
+		if err != nil || !done || !bytes.Equal(got, data) {
+			t.Fatalf("case %d (reads %v): %v done=%v\nwire %q\ngot  %q\nwant %q", i, sizes, err, done, wire, got, data)
+		}
+		// Whatever follows the end is noted, not returned.
+		f := newBodyFraming(-1)
+		got, err, _ = decodeAll(f, append(wire, "HTTP/1.1 200 OK\r\n"...), []int{len(wire) + 100})
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("case %d with excess: %v %q", i, err, got)
+		}
+	}
+}
+
+func TestChunkedRefusesMalformedFraming(t *testing.T) {
+	for _, wire := range []string{
+		"5\nhello\r\n0\r\n\r\n",          // bare LF after the size
+		"5\r\nhello\n0\r\n\r\n",          // bare LF after the data
+		"5\r\nhelloX\r\n0\r\n\r\n",       // data longer than its size
+		"\r\nhello\r\n0\r\n\r\n",         // no size
+		"g\r\nhello\r\n0\r\n\r\n",        // not hex
+		"5 5\r\nhello\r\n0\r\n\r\n",      // digits after spaces
+		";x\r\n",                         // an extension without a size
+		"1 ;a\n\r\n",                     // a bare LF in an extension
+		"fffffffffffffffff\r\n",          // larger than any body
+		"5\r" + strings.Repeat(";", 10),  // the CR not followed by LF
+		"5" + strings.Repeat(" ", 5<<10), // an endless size line
+	} {
+		_, err, _ := decodeAll(newBodyFraming(-1), []byte(wire), []int{3})
+		if err != errBadChunk {
+			t.Errorf("%.40q: err %v, want errBadChunk", wire, err)
+		}
+	}
+}
+
+func TestFramingByLengthAndClose(t *testing.T) {
+	got, err, done := decodeAll(newBodyFraming(5), []byte("helloEXTRA"), []int{3})
+	if err != nil || !done || string(got) != "hello" {
+		t.Errorf("length: %q %v %v", got, err, done)
+	}
+	f := newBodyFraming(5)
+	if n, _ := f.decode([]byte("hello!")); n != 5 || !f.extra {
+		t.Errorf("length with excess: %d, extra %v", n, f.extra)
+	}
+	if f := newBodyFraming(0); !f.done {
+		t.Error("an empty body is not done")
+	}
+	f = newBodyFraming(-2)
+	if n, _ := f.decode([]byte("anything")); n != 8 || f.end() != io.EOF {
+		t.Errorf("close-delimited: %d, end %v", n, f.end())
+	}
+	for _, cl := range []int{-1, 5} {
+		f := newBodyFraming(cl)
+		f.decode([]byte("4\r\nab"[:min(4, 6)])) //nolint:errcheck
+		if f.end() != io.ErrUnexpectedEOF {
+			t.Errorf("content-length %d cut short: end %v", cl, f.end())
+		}
+	}
+}
+
+// FuzzChunked: whatever the bytes and however they are read, decoding
+// never panics, never returns more than it was given, and a well-formed
+// encoding of the same data decodes the same way in any split.
+func FuzzChunked(f *testing.F) {
+	f.Add([]byte("5\r\nhello\r\n0\r\n\r\n"), uint8(3))
+	f.Add([]byte("1;x\r\na\r\n0\r\nT: 1\r\n\r\n"), uint8(1))
+	f.Fuzz(func(t *testing.T, wire []byte, split uint8) {
+		size := int(split)%17 + 1
+		fr := newBodyFraming(-1)
+		for i := 0; i < len(wire); i += size {
+			buf := append([]byte(nil), wire[i:min(i+size, len(wire))]...)
+			n, err := fr.decode(buf)
+			if n < 0 || n > len(buf) {
+				t.Fatalf("decoded %d of %d bytes", n, len(buf))
+			}
+			if err != nil {
+				return
+			}
+		}
+		whole, err1, done1 := decodeAll(newBodyFraming(-1), wire, []int{len(wire) + 1})
+		split1, err2, done2 := decodeAll(newBodyFraming(-1), wire, []int{size})
+		if (err1 == nil) != (err2 == nil) || done1 != done2 || (err1 == nil && !bytes.Equal(whole, split1)) {
+			t.Fatalf("split %d changed the result: %q %v %v / %q %v %v", size, whole, err1, done1, split1, err2, done2)
+		}
+	})
+}

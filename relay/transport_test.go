@@ -1,0 +1,154 @@
+package relay
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const finishedRun = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n" +
+	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n"
+
+// A run read to its end gives the producer's connection back to the pool,
+// whichever way the answer was framed, and the next run uses it.
+func TestProducerConnectionReusedAfterRun(t *testing.T) {
+	for _, framing := range []string{"chunked", "content-length"} {
+		t.Run(framing, func(t *testing.T) {
+			var mu sync.Mutex
+			conns := map[string]bool{}
+			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				conns[r.RemoteAddr] = true
+				mu.Unlock()
+				w.Header().Set("Content-Type", "text/event-stream")
+				if framing == "content-length" {
+					w.Header().Set("Content-Length", strconv.Itoa(len(finishedRun)))
+					io.WriteString(w, finishedRun)
+					return
+				}
+				sse(w, finishedRun[:40], finishedRun[40:])
+			}, func(r *Relay) { r.Client = NewClient(ClientOptions{}) })
+			for i := range 3 {
+				if got := readAll(t, h.post("/agent", minimalInput)); got != finishedRun {
+					t.Fatalf("run %d: %q", i, got)
+				}
+				h.report()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(conns) != 1 {
+				t.Errorf("3 runs used %d connections to the producer, want 1", len(conns))
+			}
+		})
+	}
+}
+
+// An event stream with nothing in it (Content-Length: 0, the connection
+// kept open) ends the run at once: the relay does not wait for bytes that
+// the framing says will never come.
+func TestEmptyEventStreamEndsTheRun(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(200)
+	}, nil)
+	done := make(chan string, 1)
+	go func() { done <- readAll(t, h.post("/agent", minimalInput)) }()
+	select {
+	case got := <-done:
+		if got != "" {
+			t.Errorf("relayed %q from an empty answer", got)
+		}
+	case <-time.After(liveness):
+		t.Fatal("the run did not end")
+	}
+}
+
+// A producer that breaks its chunked framing ends the run with a RUN_ERROR,
+// not with its bytes passed on as events.
+func TestBrokenChunkFramingEndsWithRunError(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, rw := hijacked(t, w)
+		defer conn.Close()
+		fmt.Fprint(rw, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		fmt.Fprint(rw, chunk(`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}`+"\n\n"))
+		fmt.Fprint(rw, "5\nhello\r\n")
+		rw.Flush()
+		conn.SetReadDeadline(time.Now().Add(liveness)) //nolint:errcheck
+		io.Copy(io.Discard, conn)                      //nolint:errcheck // until the relay hangs up
+	}, nil)
+	stream := readAll(t, h.post("/agent", minimalInput))
+	if e := runErrorOf(t, stream); e["code"] != CodeUpstreamBroken || strings.Contains(stream, "hello") {
+		t.Errorf("stream %q", stream)
+	}
+}
+
+// A polled read that came back short does not ask the kernel again: it
+// waits for the poller. Data that arrives in between must still wake it
+// (the poller is edge-triggered; the readiness it records is kept inside
+// one RawConn read).
+func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &streamBody{conn: c, interrupt: c, raw: raw, fd: -1, framing: newBodyFraming(-2), release: func(bool) {}}
+	peer.Write([]byte("one")) //nolint:errcheck
+	var got []string
+	wouldBlock := 0
+	buf := make([]byte, 64)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.pollRead(func() bool {
+			for {
+				n, err := b.Read(buf)
+				switch {
+				case err == errWouldBlock:
+					wouldBlock++
+					return false
+				case err != nil:
+					return true
+				}
+				got = append(got, string(buf[:n]))
+				if len(got) == 1 {
+					// More arrives after the short read, before the wait.
+					peer.Write([]byte("two")) //nolint:errcheck
+					time.Sleep(20 * time.Millisecond)
+				}
+				if len(got) == 2 {
+					return true
+				}
+			}
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil || strings.Join(got, "|") != "one|two" || wouldBlock == 0 {
+			t.Errorf("reads %q, %d would-blocks, err %v", got, wouldBlock, err)
+		}
+	case <-time.After(liveness):
+		t.Fatal("the data sent after a short read never woke the reader")
+	}
+}
