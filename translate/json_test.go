@@ -1,8 +1,6 @@
 package translate
 
 import (
-	"bytes"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -78,47 +76,4 @@ func TestConcernsEventAsksCatchAllSteps(t *testing.T) {
 			t.Errorf("1.0: ConcernsEvent(%s) = %v, want %v", ev, got, want)
 		}
 	}
-}
-
-// peekTypeBefore is PeekType as it was before its fast path searched eight
-// bytes at a time: the two must agree on every input.
-func peekTypeBefore(ev []byte) []byte {
-	const lead = `{"type":"`
-	if len(ev) > len(lead) && string(ev[:len(lead)]) == lead {
-		rest := ev[len(lead):]
-		if i := bytes.IndexByte(rest, '"'); i > 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
-			return rest[:i:i]
-		}
-	}
-	r := gjson.GetBytes(ev, "type")
-	if r.Type != gjson.String || r.Index <= 0 || len(r.Raw) < 2 {
-		return nil
-	}
-	return ev[r.Index+1 : r.Index+len(r.Raw)-1]
-}
-
-func TestPeekTypeEveryLength(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	alphabet := []byte(`"\AZ_ {}:`)
-	for n := 0; n < 48; n++ {
-		for range 500 {
-			b := []byte(`{"type":"`)
-			for range n {
-				b = append(b, alphabet[rng.IntN(len(alphabet))])
-			}
-			if got, want := PeekType(b), peekTypeBefore(b); string(got) != string(want) || (got == nil) != (want == nil) {
-				t.Fatalf("PeekType(%q) = %q, want %q", b, got, want)
-			}
-		}
-	}
-}
-
-func FuzzPeekType(f *testing.F) {
-	f.Add([]byte(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`))
-	f.Add([]byte(`{"type":"A\"B","x":1}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := PeekType(b), peekTypeBefore(b); string(got) != string(want) || (got == nil) != (want == nil) {
-			t.Fatalf("PeekType(%q) = %q, want %q", b, got, want)
-		}
-	})
 }
