@@ -15,85 +15,132 @@ import (
 // (EPOLLONESHOT), so bytes a consumer sends after its request wake nothing.
 // A connection the watcher cannot register (not a socket, a TLS wrapper)
 // falls back to watchConsumer's goroutine.
+//
+// The same instance wakes parked streams (pumpRun.park): a producer's
+// connection registered for input, once, whose stream has no goroutine
+// until the event comes.
 
-type hangupWatcher struct {
+type poller struct {
 	once sync.Once
 	epfd int // -1 when epoll is unavailable
 
 	mu   sync.Mutex
 	next int32
-	subs map[int32]*upstreamBody // by the token in the epoll event
+	subs map[int32]func() // by the token in the epoll event: what the event does
 }
 
-var hangups hangupWatcher
+// pollers is the process's one poller: one epoll instance and goroutine
+// for every stream, however many relays and routes there are.
+var pollers poller
 
-const hangupEvents = syscall.EPOLLRDHUP | syscall.EPOLLHUP | syscall.EPOLLERR | syscall.EPOLLONESHOT
+const (
+	hangupEvents = syscall.EPOLLRDHUP | syscall.EPOLLHUP | syscall.EPOLLERR | syscall.EPOLLONESHOT
+	inputEvents  = syscall.EPOLLIN | hangupEvents
+)
 
-func (w *hangupWatcher) init() {
+func (w *poller) init() {
 	w.epfd = -1
 	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return
 	}
 	w.epfd = fd
-	w.subs = map[int32]*upstreamBody{}
+	w.subs = map[int32]func(){}
 	go w.loop()
 }
 
 // start starts the watcher's goroutine, once for the process.
-func (w *hangupWatcher) start() { w.once.Do(w.init) }
+func (w *poller) start() { w.once.Do(w.init) }
 
 // watch cancels u with errConsumerGone once conn's peer hangs up. It
 // returns the registration for unwatch, ok=false when conn cannot be
 // watched this way.
-func (w *hangupWatcher) watch(conn net.Conn, u *upstreamBody) (token int32, ok bool) {
-	w.start()
+func (w *poller) watch(conn net.Conn, u *upstreamBody) (token int32, ok bool) {
 	sc, isSys := conn.(syscall.Conn)
-	if w.epfd < 0 || !isSys {
+	if !isSys {
 		return 0, false
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
 		return 0, false
 	}
+	return w.register(rc, hangupEvents, func() { u.cancel(errConsumerGone) })
+}
+
+// unwatch ends a registration of watch; call it before closing conn (a
+// later event for the token is ignored).
+func (w *poller) unwatch(conn net.Conn, token int32) {
+	if rc, err := conn.(syscall.Conn).SyscallConn(); err == nil {
+		w.unregister(rc, token)
+	} else {
+		w.forget(token)
+	}
+}
+
+// reserve returns a token whose event will call do, for parkRead. The
+// caller publishes the token before any event can fire.
+func (w *poller) reserve(do func()) int32 {
+	w.start()
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	for {
 		w.next++
 		if _, taken := w.subs[w.next]; !taken && w.next != 0 {
 			break
 		}
 	}
-	token = w.next
-	w.subs[token] = u
-	w.mu.Unlock()
-	var cerr error
-	err = rc.Control(func(fd uintptr) {
-		ev := syscall.EpollEvent{Events: hangupEvents, Fd: token}
-		cerr = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
-	})
-	if err != nil || cerr != nil {
-		w.mu.Lock()
-		delete(w.subs, token)
-		w.mu.Unlock()
+	w.subs[w.next] = do
+	return w.next
+}
+
+// parkRead arms token (from reserve) to fire once rc has input or its peer
+// hangs up. false when it cannot (no epoll here); the token stays reserved.
+func (w *poller) parkRead(rc syscall.RawConn, token int32) bool {
+	return w.epfd >= 0 && w.arm(rc, inputEvents, token)
+}
+
+// unpark ends a registration of parkRead, fired or not.
+func (w *poller) unpark(rc syscall.RawConn, token int32) { w.unregister(rc, token) }
+
+func (w *poller) register(rc syscall.RawConn, events uint32, do func()) (token int32, ok bool) {
+	w.start()
+	if w.epfd < 0 {
+		return 0, false
+	}
+	token = w.reserve(do)
+	if !w.arm(rc, events, token) {
+		w.forget(token)
 		return 0, false
 	}
 	return token, true
 }
 
-// unwatch ends a registration of watch; call it before closing conn (a
-// later event for the token is ignored).
-func (w *hangupWatcher) unwatch(conn net.Conn, token int32) {
+func (w *poller) arm(rc syscall.RawConn, events uint32, token int32) bool {
+	var cerr error
+	err := rc.Control(func(fd uintptr) {
+		ev := syscall.EpollEvent{Events: events, Fd: token}
+		cerr = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
+		if cerr == syscall.EEXIST { // an earlier registration's removal failed
+			cerr = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_MOD, int(fd), &ev)
+		}
+	})
+	return err == nil && cerr == nil
+}
+
+func (w *poller) unregister(rc syscall.RawConn, token int32) {
+	w.forget(token)
+	rc.Control(func(fd uintptr) { //nolint:errcheck // a closed connection is out of epoll already
+		syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) //nolint:errcheck
+	})
+}
+
+func (w *poller) forget(token int32) {
 	w.mu.Lock()
 	delete(w.subs, token)
 	w.mu.Unlock()
-	if rc, err := conn.(syscall.Conn).SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { //nolint:errcheck // closed next anyway
-			syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) //nolint:errcheck
-		})
-	}
 }
 
-func (w *hangupWatcher) loop() {
+func (w *poller) loop() {
 	var evs [128]syscall.EpollEvent
 	for {
 		n, err := syscall.EpollWait(w.epfd, evs[:], -1)
@@ -105,11 +152,11 @@ func (w *hangupWatcher) loop() {
 		}
 		for i := range evs[:n] {
 			w.mu.Lock()
-			u := w.subs[evs[i].Fd]
+			do := w.subs[evs[i].Fd]
 			delete(w.subs, evs[i].Fd)
 			w.mu.Unlock()
-			if u != nil {
-				u.cancel(errConsumerGone)
+			if do != nil {
+				do()
 			}
 		}
 	}

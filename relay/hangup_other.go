@@ -2,14 +2,20 @@
 
 package relay
 
-import "net"
+import (
+	"net"
+	"syscall"
+)
 
 // Elsewhere than Linux every stream's consumer is watched by a goroutine of
-// its own (watchConsumer).
-type hangupWatcher struct{}
+// its own (watchConsumer), and streams never park.
+type poller struct{}
 
-var hangups hangupWatcher
+var pollers poller
 
-func (w *hangupWatcher) start()                                      {}
-func (w *hangupWatcher) watch(net.Conn, *upstreamBody) (int32, bool) { return 0, false }
-func (w *hangupWatcher) unwatch(net.Conn, int32)                     {}
+func (w *poller) start()                                      {}
+func (w *poller) watch(net.Conn, *upstreamBody) (int32, bool) { return 0, false }
+func (w *poller) unwatch(net.Conn, int32)                     {}
+func (w *poller) reserve(func()) int32                        { return 0 }
+func (w *poller) parkRead(syscall.RawConn, int32) bool        { return false }
+func (w *poller) unpark(syscall.RawConn, int32)               {}

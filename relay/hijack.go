@@ -74,7 +74,7 @@ func respondHead(h *fasthttp.ResponseHeader, chunked bool) []byte {
 // stream runs one stream on the hijacked connection: the watcher, the
 // header, the events, the end.
 func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
-	if tok, ok := hangups.watch(w.conn, ub); ok {
+	if tok, ok := pollers.watch(w.conn, ub); ok {
 		w.hangup, w.watched = tok, true
 	} else {
 		go watchConsumer(w.conn, ub)
@@ -99,7 +99,7 @@ type consumerWriter struct {
 	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
 	err error
 
-	hangup  int32 // the registration with hangups, when watched
+	hangup  int32 // the registration with pollers, when watched
 	watched bool
 }
 
@@ -158,7 +158,7 @@ func (w *consumerWriter) Close() error {
 	w.release()
 	if w.watched {
 		w.watched = false
-		hangups.unwatch(w.conn, w.hangup)
+		pollers.unwatch(w.conn, w.hangup)
 	}
 	return w.conn.Close()
 }

@@ -74,16 +74,16 @@ func TestHangupWatcherCancels(t *testing.T) {
 	gone := &fakeBody{}
 	s1, c1 := open()
 	u1 := newUpstreamBody(gone)
-	tok, ok := hangups.watch(s1, u1)
+	tok, ok := pollers.watch(s1, u1)
 	if !ok {
 		t.Fatal("the connection could not be watched")
 	}
 	stay := &fakeBody{}
 	s2, c2 := open()
 	u2 := newUpstreamBody(stay)
-	tok2, _ := hangups.watch(s2, u2)
+	tok2, _ := pollers.watch(s2, u2)
 	c2.Write([]byte("pipelined bytes wake nothing")) //nolint:errcheck
-	hangups.unwatch(s2, tok2)
+	pollers.unwatch(s2, tok2)
 	c1.Close()
 	c2.Close()
 	deadline := time.Now().Add(liveness)
@@ -93,7 +93,7 @@ func TestHangupWatcherCancels(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	hangups.unwatch(s1, tok)
+	pollers.unwatch(s1, tok)
 	s1.Close()
 	s2.Close()
 	if u2.why() != nil {

@@ -5,11 +5,9 @@
 package relay
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
@@ -106,6 +104,7 @@ type Relay struct {
 	Tap func(*RunReport) RunTap
 
 	once       sync.Once
+	parkAfter  time.Duration // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
 	client     Doer
 	translator *Translator
 	log        *zap.Logger
@@ -171,7 +170,7 @@ func (r *Relay) init() {
 		r.log = zap.NewNop()
 	}
 	r.base = strings.TrimSuffix(r.Upstream, "/")
-	hangups.start() // the process's consumer watcher, shared by every stream
+	pollers.start() // the process's consumer watcher, shared by every stream
 }
 
 func (r *Relay) maxBody() int {
@@ -457,133 +456,6 @@ func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 	if r.OnRun != nil {
 		r.OnRun(rep)
 	}
-}
-
-// pump copies the producer's event stream to the consumer, one frame at a
-// time through a Stream. It runs in the stream's goroutine (see stream),
-// owns resp and cw, and closes the consumer's connection when it is done.
-//
-// Flushing: the writer is flushed exactly when the scanner is about to read
-// from the producer, that is whenever the relay could block. Events the
-// producer sent together go out together; none waits for a later one.
-// Backpressure: a flush is a blocking write to the consumer's socket, so a
-// slow consumer slows the reading of the producer instead of growing memory.
-func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
-	// The Stream's bufio.Writer is too small to hold an event: every event
-	// goes on to cw, which buffers until the flush.
-	w := bufio.NewWriterSize(cw, 16)
-	st := r.translator.NewStream(rep.Consumer, r.ProducerVersion, w)
-	tap := rep.tap
-	var src io.Reader = ub
-	if tap != nil {
-		tap.Streaming(rep.Consumer, r.ProducerVersion)
-		st.Tap, st.Counts = tap, &EventCounts{}
-		src = tapReader{ub, tap}
-	}
-	st.OnPlan = func(p negotiate.Plan) {
-		for _, warning := range p.Warnings {
-			r.log.Warn(warning, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
-		}
-	}
-	var werr error
-	sc := newIdleScanner(src, r.MaxFrame)
-	sc.BeforeRead = func() {
-		if werr == nil {
-			if werr = flush(w, cw); werr != nil {
-				ub.cancel(errConsumerGone)
-			} else if tap != nil {
-				tap.Flushed(st.Events)
-			}
-		}
-		ub.touch()
-	}
-	var rerr error
-	frames := func() (done bool) {
-		for werr == nil {
-			f, err := sc.Next()
-			if err == errWouldBlock {
-				return false
-			}
-			if err != nil {
-				rerr = err
-				return true
-			}
-			werr = st.Frame(f)
-		}
-		return true
-	}
-	// The producer's connection is read inside its poller callback when it
-	// can be (see streamBody.pollRead), else by ordinary blocking reads.
-	polled := false
-	if sb, ok := ub.body.(*streamBody); ok && sb.raw != nil {
-		sc.polled = true
-		var perr error
-		if polled, perr = sb.pollRead(frames); polled && perr != nil && rerr == nil && werr == nil {
-			rerr = perr
-		}
-	}
-	if !polled {
-		frames()
-	}
-
-	abort := ub.why()
-	switch {
-	case werr != nil || abort == errConsumerGone:
-		abort = errConsumerGone
-		ub.cancel(abort)
-	case rerr == io.EOF:
-		abort = nil // the producer finished before any timer could matter
-		if st.Owed() {
-			r.log.Warn("the producer ended the stream without RUN_FINISHED or RUN_ERROR; relayed as it was",
-				zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
-		}
-	default:
-		if abort == nil {
-			if errors.Is(rerr, ErrFrameTooLarge) {
-				abort = &abortError{CodeFrameTooLarge, fmt.Sprintf("the producer sent an event larger than %d bytes (--max-frame)", sc.max)}
-			} else {
-				abort = &abortError{CodeUpstreamBroken, "the producer's stream broke"}
-			}
-			ub.cancel(abort)
-		}
-		if _, err := st.Fail(abort.Cause, abort.Code); err != nil {
-			werr = err
-		}
-	}
-	if st.NotJSON > 0 {
-		r.log.Warn("the producer sent events that are not JSON; relayed untouched for the consumer to report",
-			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
-	}
-	if werr == nil {
-		if werr = w.Flush(); werr == nil {
-			werr = cw.End()
-		}
-		if werr == nil && tap != nil {
-			tap.Flushed(st.Events)
-		}
-	}
-	st.Close()
-	if rerr == io.EOF {
-		rerr = nil
-	}
-	ub.finish(rerr)
-	cw.Close() //nolint:errcheck // after finish: the watcher's cancel is a no-op now
-	fasthttp.ReleaseResponse(resp)
-	r.untrack(ub)
-
-	rep.Duration = time.Since(rep.Start)
-	rep.Events, rep.Bytes, rep.Runs, rep.Terminal = st.Events, st.Bytes, st.Runs, st.Terminal
-	rep.Counts = st.Counts
-	plan := st.Plan()
-	rep.Producer, rep.Translated = plan.Producer, plan.Translate
-	if abort != nil {
-		rep.Abort = abort.Code
-		rep.Err = rerr
-		if abort == errConsumerGone && werr != nil {
-			rep.Err = werr
-		}
-	}
-	r.report(rep)
 }
 
 // report logs the run's line and calls OnRun.

@@ -51,6 +51,9 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 		Upstream: h.producer.URL,
 		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.New(core),
+		// Every pause of a producer over a millisecond parks its stream, so
+		// that the tests below exercise parked streams too (see pump.go).
+		parkAfter: time.Millisecond,
 		OnRun: func(rep *RunReport) {
 			c := *rep
 			h.reports <- &c

@@ -117,7 +117,7 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	b.interrupt = conn
 	if fc, ok := conn.(*firstByteConn); ok {
 		b.interrupt = fc.Conn // firstByteConn's deadline state belongs to the reader
-		if sc, ok := fc.Conn.(syscall.Conn); ok {
+		if sc, ok := fc.Conn.(syscall.Conn); ok && canPoll {
 			b.raw, _ = sc.SyscallConn()
 		}
 	}
@@ -155,6 +155,10 @@ type streamBody struct {
 
 	state atomic.Int32 // bodyIdle, bodyReading, bodyInterrupted, bodyReleased
 	err   error        // the end of the body: io.EOF or what broke it
+
+	// onClose, when set, is called after a close from any goroutine: a
+	// parked stream (pumpRun.park) must wake to end.
+	onClose atomic.Pointer[func()]
 }
 
 const (
@@ -240,19 +244,6 @@ func (b *streamBody) read(p []byte) (int, error) {
 	}
 }
 
-// readFD reads the descriptor, retrying a read interrupted by a signal.
-func readFD(fd int, p []byte) (int, error) {
-	for {
-		n, err := syscall.Read(fd, p)
-		if err != syscall.EINTR {
-			if n < 0 {
-				n = 0
-			}
-			return n, err
-		}
-	}
-}
-
 // pollRead runs loop inside the connection's RawConn read: loop reads the
 // body (Read, in polled mode) and returns false to wait until the
 // connection is readable, true when it is done. It reports false when the
@@ -311,14 +302,22 @@ func (b *streamBody) CloseWithError(err error) error {
 				// state at its next read. Not Close: closing waits for
 				// the reader's hold on the descriptor to end.
 				b.interrupt.SetReadDeadline(interruptNow) //nolint:errcheck // the reader checks the state anyway
+				b.closed()
 				return nil
 			}
 		case bodyIdle:
 			if b.state.CompareAndSwap(bodyIdle, bodyReleased) {
 				b.free(err == nil && b.err == io.EOF && b.framing.done && !b.framing.extra && b.keepAlive)
+				b.closed()
 				return nil
 			}
 		}
+	}
+}
+
+func (b *streamBody) closed() {
+	if f := b.onClose.Load(); f != nil {
+		(*f)()
 	}
 }
 

@@ -1,10 +1,12 @@
 package relay
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,5 +152,49 @@ func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
 		}
 	case <-time.After(liveness):
 		t.Fatal("the data sent after a short read never woke the reader")
+	}
+}
+
+// goroutinesIn counts the goroutines whose stack mentions fn.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn)
+}
+
+// A stream on which the producer goes quiet gives up its goroutine, and
+// takes the stream up again, in order, when the producer goes on.
+func TestQuietStreamParksAndResumes(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // a failed test must not leave the producer waiting
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		<-release
+		sse(w, `data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`+"\n\n",
+			`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
+			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
+	}, nil)
+	resp := h.post("/agent", minimalInput)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	deadline := time.Now().Add(liveness)
+	for goroutinesIn("(*streamBody).pollRead") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the quiet stream still holds a goroutine reading the producer")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	once.Do(func() { close(release) })
+	rest, err := io.ReadAll(br)
+	if err != nil || !strings.Contains(string(rest), `"TEXT_MESSAGE_START"`) ||
+		!strings.HasSuffix(string(rest), `data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n") {
+		t.Fatalf("after the pause: %q, %v", rest, err)
+	}
+	if rep := h.report(); rep.Abort != "" || rep.Events != 4 {
+		t.Errorf("report: abort %q, %d events", rep.Abort, rep.Events)
 	}
 }

@@ -1,0 +1,253 @@
+package relay
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// pumpRun copies one run's event stream from the producer to the consumer,
+// one frame at a time through a Stream. It owns resp and cw, and closes the
+// consumer's connection when it is done.
+//
+// Flushing: the writer is flushed exactly when the scanner is about to read
+// from the producer, that is whenever the relay could block. Events the
+// producer sent together go out together; none waits for a later one.
+// Backpressure: a flush is a blocking write to the consumer's socket, so a
+// slow consumer slows the reading of the producer instead of growing memory.
+//
+// Parking: a polled stream (see streamBody.pollRead) on which the producer
+// has sent nothing for parkAfter gives up its goroutine. Its connection is
+// registered with the process's poller (pollers, hangup_linux.go) and a new
+// goroutine takes the stream up when bytes arrive or the run is cancelled.
+// An agent that thinks for minutes then costs its stream no goroutine
+// stack, which is most of what an idle stream held.
+type pumpRun struct {
+	r    *Relay
+	cw   *consumerWriter
+	ub   *upstreamBody
+	resp *fasthttp.Response
+	rep  *RunReport
+
+	w   *bufio.Writer
+	st  *Stream
+	sc  *Scanner
+	tap RunTap
+	sb  *streamBody // the body, when it can be polled (and so parked)
+
+	werr, rerr error
+	frames     func() bool // pump's loop body, made once (it escapes into pollRead)
+
+	parkAfter time.Duration
+	deadline  time.Time   // the read deadline that ends a wait by parking
+	parked    atomic.Bool // waiting in the poller with no goroutine
+	token     int32       // the poller registration while parked
+}
+
+// parkAfter is how long a polled stream waits for the producer in its own
+// goroutine before it parks (Relay.parkAfter overrides it in tests).
+const parkAfter = time.Second
+
+// pump runs a stream from the stream's goroutine (see stream).
+func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+	p := &pumpRun{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter}
+	if r.parkAfter != 0 {
+		p.parkAfter = r.parkAfter
+	}
+	// The Stream's bufio.Writer is too small to hold an event: every event
+	// goes on to cw, which buffers until the flush.
+	p.w = bufio.NewWriterSize(cw, 16)
+	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, p.w)
+	p.tap = rep.tap
+	var src io.Reader = ub
+	if p.tap != nil {
+		p.tap.Streaming(rep.Consumer, r.ProducerVersion)
+		p.st.Tap, p.st.Counts = p.tap, &EventCounts{}
+		src = tapReader{ub, p.tap}
+	}
+	p.st.OnPlan = func(plan negotiate.Plan) {
+		for _, warning := range plan.Warnings {
+			r.log.Warn(warning, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
+		}
+	}
+	p.sc = newIdleScanner(src, r.MaxFrame)
+	p.sc.BeforeRead = p.beforeRead
+	p.frames = p.nextFrames
+	if sb, ok := ub.body.(*streamBody); ok && sb.raw != nil {
+		p.sb = sb
+		p.sc.polled = true
+		wake := p.wake
+		sb.onClose.Store(&wake)
+	}
+	p.run()
+}
+
+func (p *pumpRun) beforeRead() {
+	if p.werr == nil {
+		if p.werr = flush(p.w, p.cw); p.werr != nil {
+			p.ub.cancel(errConsumerGone)
+		} else if p.tap != nil {
+			p.tap.Flushed(p.st.Events)
+		}
+	}
+	p.ub.touch()
+}
+
+// nextFrames relays frames until the producer has nothing more for now
+// (false: wait for it) or the stream is over (true).
+func (p *pumpRun) nextFrames() bool {
+	for p.werr == nil {
+		f, err := p.sc.Next()
+		if err == errWouldBlock {
+			return !p.armParking()
+		}
+		if err != nil {
+			p.rerr = err
+			return true
+		}
+		p.werr = p.st.Frame(f)
+	}
+	return true
+}
+
+// armParking moves the read deadline that ends the coming wait in parking
+// to parkAfter from now, when it is under half of that away (a timer update
+// every parkAfter/2, not one per wait). It reports false when the body was
+// closed meanwhile: the stream must not wait then.
+func (p *pumpRun) armParking() bool {
+	now := time.Now()
+	if p.deadline.Sub(now) < p.parkAfter/2 {
+		p.deadline = now.Add(p.parkAfter)
+		p.sb.interrupt.SetReadDeadline(p.deadline) //nolint:errcheck // no deadline: the stream just does not park
+	}
+	return p.sb.state.Load() == bodyReading
+}
+
+// run relays until the stream ends or parks.
+func (p *pumpRun) run() {
+	if p.sb == nil {
+		p.frames()
+		p.finish()
+		return
+	}
+	polled, err := p.sb.pollRead(p.frames)
+	if !polled {
+		p.frames() // closed before it could be polled: reads now say so
+	} else if err != nil && p.rerr == nil && p.werr == nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.state.Load() == bodyIdle && p.park() {
+			return // a new goroutine takes the stream up (wake)
+		}
+		p.rerr = err
+	}
+	p.finish()
+}
+
+// park registers the stream's connection with the poller and reports true
+// when the goroutine may end: wake runs the stream on from a new one.
+func (p *pumpRun) park() bool {
+	p.deadline = time.Time{}
+	if p.sb.interrupt.SetReadDeadline(p.deadline) != nil {
+		return false
+	}
+	// The token is published (parked's store) before any wake can read it.
+	p.token = pollers.reserve(p.wake)
+	p.parked.Store(true)
+	if !pollers.parkRead(p.sb.raw, p.token) {
+		if !p.parked.CompareAndSwap(true, false) {
+			return true // a close woke the stream already
+		}
+		pollers.unpark(p.sb.raw, p.token)
+		return false
+	}
+	if p.sb.state.Load() != bodyIdle {
+		p.wake() // closed while parking: its wake may have come too early
+	}
+	return true
+}
+
+// wake takes a parked stream up in a new goroutine: bytes arrived, or the
+// body was closed (a cancel). Any number of calls start one goroutine.
+func (p *pumpRun) wake() {
+	if p.parked.CompareAndSwap(true, false) {
+		go p.resume()
+	}
+}
+
+func (p *pumpRun) resume() {
+	pollers.unpark(p.sb.raw, p.token)
+	p.run()
+}
+
+// finish ends the stream: the terminal RUN_ERROR when the relay cut it, the
+// last flush, the end of the body, the report.
+func (p *pumpRun) finish() {
+	r, ub, st, rep := p.r, p.ub, p.st, p.rep
+	werr, rerr := p.werr, p.rerr
+	abort := ub.why()
+	switch {
+	case werr != nil || abort == errConsumerGone:
+		abort = errConsumerGone
+		ub.cancel(abort)
+	case rerr == io.EOF:
+		abort = nil // the producer finished before any timer could matter
+		if st.Owed() {
+			r.log.Warn("the producer ended the stream without RUN_FINISHED or RUN_ERROR; relayed as it was",
+				zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
+		}
+	default:
+		if abort == nil {
+			if errors.Is(rerr, ErrFrameTooLarge) {
+				abort = &abortError{CodeFrameTooLarge, fmt.Sprintf("the producer sent an event larger than %d bytes (--max-frame)", p.sc.max)}
+			} else {
+				abort = &abortError{CodeUpstreamBroken, "the producer's stream broke"}
+			}
+			ub.cancel(abort)
+		}
+		if _, err := st.Fail(abort.Cause, abort.Code); err != nil {
+			werr = err
+		}
+	}
+	if st.NotJSON > 0 {
+		r.log.Warn("the producer sent events that are not JSON; relayed untouched for the consumer to report",
+			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
+	}
+	if werr == nil {
+		if werr = p.w.Flush(); werr == nil {
+			werr = p.cw.End()
+		}
+		if werr == nil && p.tap != nil {
+			p.tap.Flushed(st.Events)
+		}
+	}
+	st.Close()
+	if rerr == io.EOF {
+		rerr = nil
+	}
+	ub.finish(rerr)
+	p.cw.Close() //nolint:errcheck // after finish: the watcher's cancel is a no-op now
+	fasthttp.ReleaseResponse(p.resp)
+	r.untrack(ub)
+
+	rep.Duration = time.Since(rep.Start)
+	rep.Events, rep.Bytes, rep.Runs, rep.Terminal = st.Events, st.Bytes, st.Runs, st.Terminal
+	rep.Counts = st.Counts
+	plan := st.Plan()
+	rep.Producer, rep.Translated = plan.Producer, plan.Translate
+	if abort != nil {
+		rep.Abort = abort.Code
+		rep.Err = rerr
+		if abort == errConsumerGone && werr != nil {
+			rep.Err = werr
+		}
+	}
+	r.report(rep)
+}
