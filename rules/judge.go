@@ -6,8 +6,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -104,12 +102,12 @@ type judge struct {
 // object. The walk below relies on that validation.
 func (j *judge) document(b []byte, what string) (string, bool) {
 	str := unsafe.String(unsafe.SliceData(b), len(b))
-	if !NestingWithin(str, MaxNesting) {
-		j.add(Malformed, "", "max-depth:"+strconv.Itoa(MaxNesting), what, true)
-		return "", false
-	}
-	if !gjson.Valid(str) {
-		j.add(Malformed, "", "invalid-json", what, true)
+	if !Valid(str) {
+		if !NestingWithin(str, MaxNesting) {
+			j.add(Malformed, "", "max-depth:"+strconv.Itoa(MaxNesting), what, true)
+		} else {
+			j.add(Malformed, "", "invalid-json", what, true)
+		}
 		return "", false
 	}
 	str = strings.TrimRight(str[skipWS(str, 0):], " \t\r\n")
