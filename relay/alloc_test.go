@@ -4,6 +4,7 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"testing"
 
@@ -64,4 +65,28 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 		r.off = (r.off + c) % len(r.b)
 	}
 	return n, nil
+}
+
+// A burst grows the Scanner's buffer from the pools and Release gives it
+// back: a fast run leaves no buffer behind as garbage (it was tens of KiB
+// per run, most of the relay's GC work at saturation).
+func TestScannerBurstBuffersArePooled(t *testing.T) {
+	in := benchStream(2000, contentEvent) // about 250 KB: grows to burstSize
+	scan := func() {
+		sc := newIdleScanner(bytes.NewReader(in), 0)
+		for {
+			if _, err := sc.Next(); err != nil {
+				break
+			}
+		}
+		if len(sc.buf) != burstSize {
+			t.Fatalf("the buffer is %d bytes, want the burst size %d", len(sc.buf), burstSize)
+		}
+		sc.Release()
+	}
+	scan()
+	// The Scanner and bytes.Reader themselves; the buffers come from pools.
+	if n := testing.AllocsPerRun(50, scan); n > 2 {
+		t.Errorf("%.0f allocations per run, want at most 2 (no buffer)", n)
+	}
 }

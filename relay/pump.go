@@ -229,6 +229,7 @@ func (p *pumpRun) finish() {
 		}
 	}
 	st.Close()
+	p.sc.Release()
 	if rerr == io.EOF {
 		rerr = nil
 	}

@@ -70,7 +70,8 @@ type Scanner struct {
 
 	// A scanner made by newIdleScanner holds no buffer while it waits for
 	// input with nothing buffered: its base-size buffer goes back to
-	// scanPool (pooled points at it) and it waits in a one-byte read.
+	// scanPool and it waits in a one-byte read. pooled points at the
+	// buffer when it came from a pool (scanPool, burstPools).
 	releaseIdle bool
 	pooled      *[]byte
 	one         [1]byte
@@ -113,6 +114,46 @@ var scanPool = sync.Pool{New: func() any {
 	b := make([]byte, baseSize)
 	return &b
 }}
+
+// burstPools hold the buffers of bursts, 2, 4, … times baseSize up to
+// burstSize: a fast stream grows into them and gives them back when it
+// shrinks or ends, instead of leaving tens of KiB of garbage per run.
+var burstPools [burstClasses]sync.Pool
+
+const burstClasses = 4 // 8, 16, 32, 64 KiB: burstSize and what may come
+
+// burstClass returns the pool of a buffer of size bytes, -1 for none.
+func burstClass(size int) int {
+	for c, n := 0, 2*baseSize; c < burstClasses; c, n = c+1, 2*n {
+		if size == n {
+			return c
+		}
+	}
+	return -1
+}
+
+// getBuf returns a buffer of size bytes, pooled when a pool has that size.
+func getBuf(size int) ([]byte, *[]byte) {
+	c := burstClass(size)
+	if c < 0 {
+		return make([]byte, size), nil
+	}
+	if v, ok := burstPools[c].Get().(*[]byte); ok {
+		return *v, v
+	}
+	v := new([]byte)
+	*v = make([]byte, size)
+	return *v, v
+}
+
+// putBuf gives a buffer from getBuf or scanPool back.
+func putBuf(pooled *[]byte) {
+	if len(*pooled) == baseSize {
+		scanPool.Put(pooled)
+	} else if c := burstClass(len(*pooled)); c >= 0 {
+		burstPools[c].Put(pooled)
+	}
+}
 
 // newIdleScanner is NewScanner for a stream that may stay quiet for long:
 // while it waits for input with nothing buffered it holds no buffer of its
@@ -405,7 +446,7 @@ func (s *Scanner) fill() error {
 		room := len(s.buf) - s.end
 		n, err := s.r.Read(s.buf[s.end:])
 		if err == errWouldBlock {
-			if s.end == 0 && s.pooled != nil {
+			if s.end == 0 && s.pooled != nil && len(s.buf) == baseSize {
 				scanPool.Put(s.pooled)
 				s.pooled, s.buf, s.grow = nil, nil, false
 			}
@@ -445,7 +486,7 @@ func (s *Scanner) sized(n int, filled bool) {
 // Every Frame returned before is dead by now: fill runs only inside Next.
 func (s *Scanner) fillIdle() error {
 	if s.pooled != nil {
-		scanPool.Put(s.pooled)
+		putBuf(s.pooled)
 		s.pooled = nil
 	}
 	s.buf = nil
@@ -480,14 +521,30 @@ func (s *Scanner) fillIdle() error {
 // resize moves the unconsumed bytes, at the start of the buffer, into a
 // buffer of size bytes.
 func (s *Scanner) resize(size int) {
-	b := make([]byte, size)
+	var b []byte
+	var pooled *[]byte
+	if size == baseSize {
+		pooled = scanPool.Get().(*[]byte)
+		b = *pooled
+	} else {
+		b, pooled = getBuf(size)
+	}
 	copy(b, s.buf[:s.end])
-	s.buf = b
-	s.smallReads = 0
 	if s.pooled != nil {
-		scanPool.Put(s.pooled)
+		putBuf(s.pooled)
+	}
+	s.buf, s.pooled = b, pooled
+	s.smallReads = 0
+}
+
+// Release gives the scanner's buffer back to its pool. The scanner must not
+// be used after, nor any Frame it returned (their bytes are the buffer's).
+func (s *Scanner) Release() {
+	if s.pooled != nil {
+		putBuf(s.pooled)
 		s.pooled = nil
 	}
+	s.buf, s.start, s.end = nil, 0, 0
 }
 
 // AppendFrame appends the canonical framing of an event to dst: the frame's

@@ -290,7 +290,7 @@ func (b *streamBody) end() bool {
 }
 
 // CloseWithError ends the body: the connection goes back to the pool when
-// the answer was read to its end and err is nil, else it is closed.
+// the answer was read to its end, else it is closed.
 func (b *streamBody) CloseWithError(err error) error {
 	for {
 		switch b.state.Load() {
@@ -307,7 +307,10 @@ func (b *streamBody) CloseWithError(err error) error {
 			}
 		case bodyIdle:
 			if b.state.CompareAndSwap(bodyIdle, bodyReleased) {
-				b.free(err == nil && b.err == io.EOF && b.framing.done && !b.framing.extra && b.keepAlive)
+				// Read to its end, the connection is at a clean boundary
+				// whatever the close is for (a consumer that hangs up just
+				// after the last byte must not cost it).
+				b.free(b.err == io.EOF && b.framing.done && !b.framing.extra && b.keepAlive)
 				b.closed()
 				return nil
 			}
