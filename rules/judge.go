@@ -57,6 +57,37 @@ func JudgeInput(v negotiate.Version, in []byte) Judgement {
 	return j.out
 }
 
+// MalformedPart reports whether part, one item of a message's or a tool
+// result's content array, is malformed for a reader of v: not JSON, not an
+// object, no string type, or a part of a known type carrying a value its
+// schema rejects (an image without its source, a text part whose text is
+// not a string, a data source without mimeType...). A part of a type v does
+// not describe, retired or unknown, is not malformed. With no content parts
+// in v (before 0.0.41) only the basic kinds are checked. For the
+// translations that reshape content: a downgrade must not repair a
+// malformed part by dropping it.
+func MalformedPart(v negotiate.Version, part []byte) bool {
+	str := strings.TrimSpace(unsafe.String(unsafe.SliceData(part), len(part)))
+	if str == "" || !Valid(str) {
+		return true
+	}
+	if str[0] != '{' {
+		return true
+	}
+	if d := memberOf(str, "type"); d == "" || d[0] != '"' {
+		return true
+	}
+	s := schemaFor(v)
+	if s.unions["ContentPart"] == nil {
+		return false
+	}
+	j := judge{s: s}
+	content := object{name: "content"}
+	t := tUnion("ContentPart")
+	j.value(&content, &field{name: "content", t: t}, &t, str, true)
+	return j.out.Verdict == Malformed
+}
+
 // KnownEventType reports whether a consumer of v parses events of type typ
 // (legacy-profiles.md §3.1; 1.0: the 31 types, THINKING_* being retired).
 func KnownEventType(v negotiate.Version, typ []byte) bool {

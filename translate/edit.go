@@ -5,6 +5,9 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // This file holds the byte-editing helpers the steps share. A step never
@@ -335,17 +338,19 @@ func messagesOf(ev []byte, typ string) (msgs gjson.Result, shape string) {
 // (document offsets) by the JSON string of the concatenation of its text
 // parts' texts, in order, copied as escaped string bodies (never decoded).
 // It appends to lost the partShape name of every part it drops. It records
-// nothing and returns ok false when a part is malformed (not an object, no
-// string type, a text part whose text is not a string): a translation does
-// not repair.
+// nothing and returns ok false when a part is malformed for a 1.0 reader
+// (rules.MalformedPart: not an object, no string type, a text part whose
+// text is not a string, a media part without a well-formed source...):
+// dropping such a part, or flattening its text, would repair it, and a
+// translation does not repair. Parts of unknown or retired types are not
+// malformed; they are dropped and named.
 func flattenParts(ed *Edits, content gjson.Result, lost []string) (_ []string, ok bool) {
 	if !content.IsArray() {
 		return lost, false
 	}
 	ok = true
 	content.ForEach(func(_, p gjson.Result) bool {
-		t := p.Get("type")
-		ok = p.IsObject() && t.Type == gjson.String && (t.Str != "text" || p.Get("text").Type == gjson.String)
+		ok = !rules.MalformedPart(negotiate.Current, unsafe.Slice(unsafe.StringData(p.Raw), len(p.Raw)))
 		return ok
 	})
 	if !ok {

@@ -159,9 +159,10 @@ var inputParentRunID = &Step{
 // Lossless for text-only content, and "" is the empty value the older schema
 // requires (permitted reshaping). Lossy, with a warning naming the part type,
 // when binary or media parts are dropped. A malformed part (not an object, no
-// string type, a text part whose text is not a string) leaves its message
-// untouched for the producer to report, and so does content that is neither
-// absent, a string nor an array (null, a number).
+// string type, a text part whose text is not a string, a media part without
+// a well-formed source: see flattenParts) leaves its message untouched for
+// the producer to report, and so does content that is neither absent, a
+// string nor an array (null, a number).
 //
 // Reference consumer: the 1.0 client's BackwardCompatibility_0_0_39 does
 // exactly this to its input (protocol-1.0 §2.3).

@@ -62,7 +62,7 @@ func TestInputStepsOneByOne(t *testing.T) {
 			`{"messages":[{"id":"u","role":"user","content":[{"type":"video","source":{"type":"url","value":"v","mimeType":"video/mp4"}}]}]}`, ""},
 		{"parentRunId", inputParentRunID, "1.0", "0.0.39", `{"parentRunId":"p","threadId":"t"}`, `{"threadId":"t"}`, ""},
 		{"flatten and absent content", inputFlattenContent, "1.0", "0.0.39",
-			`{"messages":[{"id":"a","role":"assistant"},{"id":"u","role":"user","content":[{"type":"text","text":"x"},{"type":"audio","source":{}}]}]}`,
+			`{"messages":[{"id":"a","role":"assistant"},{"id":"u","role":"user","content":[{"type":"text","text":"x"},{"type":"audio","source":{"type":"data","value":"d","mimeType":"audio/wav"}}]}]}`,
 			`{"messages":[{"id":"a","role":"assistant","content":""},{"id":"u","role":"user","content":"x"}]}`, "RunAgentInput.messages.content.audio×I"},
 		{"binary to media", inputBinaryToMedia, "0.0.45", "1.0",
 			`{"messages":[{"id":"u","role":"user","content":[{"type":"binary","mimeType":"audio/wav","url":"u","filename":"f"},{"type":"binary","mimeType":"x/y","id":"i"}]}]}`,

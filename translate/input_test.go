@@ -151,12 +151,11 @@ func TestInputMalformedIsNotRepaired(t *testing.T) {
 		`{"id":"2","role":"user","content":null},` +
 		`{"id":"3","role":"user","content":[{"type":"image","source":{"type":"data","value":"x"}}]}` +
 		`],"tools":null,"context":[]}`
+	// For 0.0.39 nothing is flattened: message 1 has a text part whose
+	// text is no string, message 3 an image whose data source has no
+	// mimeType; flattening either would repair it (dropping the bad part).
 	out, _ := inputTo(t, "1.0", "0.0.39", in)
-	want := `{"threadId":"t","runId":"r","messages":[` +
-		`{"id":"1","role":"user","content":[{"type":"text","text":7},{"type":"image","source":{"type":"data","value":"x","mimeType":"image/png"}}]},` +
-		`{"id":"2","role":"user","content":null},` +
-		`{"id":"3","role":"user","content":""}` +
-		`],"tools":null,"context":[]}`
+	want := in
 	if out != want {
 		t.Errorf("got\n%s\nwant\n%s", out, want)
 	}

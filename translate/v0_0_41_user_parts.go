@@ -13,9 +13,11 @@ import (
 //
 // Lossless when every part is text. Lossy otherwise: binary and media parts
 // (and parts of a type nobody knows) have no place in a string and are
-// dropped, each type named in a warning. A message with a malformed part (not
-// an object, no string type, a text part whose text is not a string) is left
-// untouched for the consumer to report: flattening it would repair it.
+// dropped, each type named in a warning. A message with a part a 1.0 reader
+// finds malformed (not an object, no string type, a text part whose text is
+// not a string, a media part without a well-formed source: see
+// rules.MalformedPart) is left untouched for the consumer to report:
+// flattening it, which drops or unwraps the bad part, would repair it.
 //
 // Reference consumer: 0.0.37–0.0.40 accept only string content and fail the
 // whole run on an array (legacy-profiles §4(e)). The flattening is the one

@@ -16,8 +16,9 @@ import (
 // Lossless when the parts are all text (a text part's id and metadata are
 // annotations no older consumer reads); lossy, with a warning naming the part
 // type, when a media or unknown part is dropped. Content with a malformed
-// part (not an object, no string type, a text part without a string text)
-// is passed on: a downgrade does not repair.
+// part (not an object, no string type, a text part without a string text, a
+// media part without a well-formed source: see flattenParts) is passed on:
+// a downgrade does not repair.
 //
 // Reference consumer: 0.0.x accept only a string there and fail the whole
 // run on an array.
