@@ -2,10 +2,12 @@ package translate
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // The input direction: the RunAgentInput a consumer sends, on its way to the
@@ -57,9 +59,10 @@ func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs 
 	if id := root.Get("threadId"); id.Type == gjson.String {
 		run.ThreadID = strings.Clone(id.Str)
 	}
-	if !root.IsObject() {
-		// Not an object at all: nothing to shape, and the caller's
-		// validation reports what is wrong.
+	if !root.IsObject() || !rules.Valid(unsafe.String(unsafe.SliceData(in), len(in))) {
+		// Not an object, or not JSON (gjson reads a broken document
+		// leniently, and a step would rewrite what it half-read): nothing to
+		// shape, and the caller's validation reports what is wrong.
 		return in, run
 	}
 	if !plan.Translate {

@@ -191,3 +191,23 @@ func TestActivityMessagesNeverReachTheProducer(t *testing.T) {
 		t.Errorf("an input without activity messages was rewritten: %s", out)
 	}
 }
+
+// TestTranslateInputNotJSONIsTheSameBytes: an input that is not JSON goes
+// back as it came, whatever the plan (FuzzInputTranslation found the
+// activity step cutting a broken document it had half-read). The relay
+// refuses such input before it gets here; no step may reshape it either.
+func TestTranslateInputNotJSONIsTheSameBytes(t *testing.T) {
+	for _, in := range []string{
+		`{"messages"[{"role""activity"`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"a","role":"activity","activityType":"x","content":{}}],}`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":[{"type":"text","text":"x"}]}]`,
+	} {
+		for _, to := range []string{"1.0", "0.0.39"} {
+			plan := negotiate.DecideInput(negotiate.Current, negotiate.MustParse(to))
+			out, _ := TranslateInput(plan, []byte(in), nil)
+			if string(out) != in {
+				t.Errorf("toward %s: %s became %s", to, in, out)
+			}
+		}
+	}
+}
