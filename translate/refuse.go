@@ -1,6 +1,11 @@
 package translate
 
-import "github.com/agui-relay/agui-relay/negotiate"
+import (
+	"strings"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
+)
 
 // usageSince is the first consumer release that reads RUN_ERROR.usage.
 var usageSince = negotiate.Version{Patch: 58}
@@ -24,4 +29,25 @@ func appendRefusal(dst []byte, r *Run, finished []byte, what, code, upgradeTo st
 		}
 	}
 	return append(dst, '}')
+}
+
+// consumerRejects reports whether a consumer of v fails the run on ev
+// itself, whatever its outcome: rules.JudgeEvent for v finds a value v's
+// schema rejects (a required member missing, a value of the wrong kind).
+// Material v does not read is stripped, not judged, so a defect there does
+// not count. Neither does a duplicate key (the relay calls it malformed
+// because readers disagree, but the client's JSON.parse keeps the last
+// value and its schema may accept it) nor nesting past rules.MaxNesting
+// (the relay's own limit; such an event never reaches a step).
+func consumerRejects(v negotiate.Version, ev []byte) bool {
+	j := rules.JudgeEvent(v, ev)
+	if j.Verdict != rules.Malformed {
+		return false
+	}
+	for _, f := range j.Findings {
+		if f.Verdict == rules.Malformed && f.Rule != "duplicate-key" && !strings.HasPrefix(f.Rule, "max-depth:") {
+			return true
+		}
+	}
+	return false
 }

@@ -16,6 +16,11 @@ import (
 // approval or input (interrupt); @ag-ui/client <T> cannot represent it —
 // upgrade to 0.0.54", code:"interrupted"}, with a warning. The event stays
 // where it was. (These consumers do not read usage, so it is not kept.)
+// A RUN_FINISHED the consumer's release rejects (no threadId or runId...)
+// is passed on as it came, as cancelled-outcome does it and for the same
+// reason: the run fails at the consumer anyway, and a downgrade does not
+// repair. A defect inside the outcome, which these consumers strip, does
+// not count: the run is still refused.
 //
 // Reference consumer: 0.0.54+ expose the interrupts as pendingInterrupts.
 var interruptOutcome = &Step{

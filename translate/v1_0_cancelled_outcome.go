@@ -17,6 +17,17 @@ import (
 // where the consumer reads it (0.0.58+), with a warning. The event stays
 // where it was: nothing is reordered.
 //
+// A RUN_FINISHED the consumer's own release rejects (rules.JudgeEvent for
+// the consumer finds it malformed: no threadId or runId, a value of the wrong
+// kind in a member it reads) is passed on as it came, not refused: the run
+// fails at the consumer either way, so no success can be read into it, and a
+// downgrade does not repair malformed material into a well-formed RUN_ERROR.
+// A defect only in members the consumer's release does not read (usage
+// before 0.0.58, the outcome before 0.0.54) does not count: the consumer
+// would strip it and read a success, so the run is still refused. Nor does a
+// duplicate key: the client's JSON.parse keeps the last value and its schema
+// may accept the event.
+//
 // Reference consumer: the 1.0 client reads it as a cancelled run; the 0.0.x
 // clients have no such outcome.
 var cancelledOutcome = &Step{
@@ -41,6 +52,10 @@ type refusalRun struct {
 func (f *refusalRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	if o := Get(ev, "outcome"); !o.IsObject() || Sub(o, "type").Str != f.outcome {
 		emit(ev)
+		return
+	}
+	if consumerRejects(r.To, ev) {
+		emit(ev) // malformed for the consumer: it fails the run itself
 		return
 	}
 	shape := "RUN_FINISHED.outcome." + f.outcome
