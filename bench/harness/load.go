@@ -192,6 +192,12 @@ type IdleResult struct {
 	ProducerIdles int64   `json:"producer_idle_runs"`
 }
 
+// idleSettle is how long the streams stay idle, all open, before the
+// proxy's RSS is read: long enough for a relay to have settled into how it
+// holds a quiet stream (agui-relay parks one after a second), short next to
+// how long an agent thinks.
+const idleSettle = 3 * time.Second
+
 // IdleMemory opens n runs through proc whose producer sends RUN_STARTED and
 // then nothing, measures the proxy's RSS growth per stream, then releases
 // them (each must end with its RUN_FINISHED).
@@ -270,7 +276,7 @@ launch:
 	if !allOpen && res.FirstError == "" {
 		res.FirstError = fmt.Sprintf("only %d of %d streams opened within %s", res.Opened, n, limit)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(idleSettle)
 	s := proc.Sample()
 	res.LoadedRSSKiB, res.ProxyThreads, res.ProxyHWMKiB = s.RSSKiB, s.Threads, s.HWMKiB
 	if res.Opened > 0 {
