@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/agui-relay/agui-relay/negotiate"
 )
 
 // BenchmarkIdleStreamMemory opens b.N streams through a relay whose
@@ -24,6 +26,11 @@ import (
 //
 //	go test -run '^$' -bench IdleStreamMemory -benchtime 1000x ./relay
 func BenchmarkIdleStreamMemory(b *testing.B) {
+	b.Run("pass-through", func(b *testing.B) { benchIdleStreams(b, negotiate.Version{}) })
+	b.Run("1.0-to-0.0.45", func(b *testing.B) { benchIdleStreams(b, negotiate.MustParse("0.0.45")) })
+}
+
+func benchIdleStreams(b *testing.B, consumer negotiate.Version) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -54,7 +61,7 @@ func BenchmarkIdleStreamMemory(b *testing.B) {
 			(<-held).Close()
 		}
 	}()
-	r := &Relay{Upstream: "http://" + ln.Addr().String(), Client: NewClient(ClientOptions{MaxConns: 1 << 20}), Log: zap.NewNop(), parkAfter: 10 * time.Millisecond}
+	r := &Relay{Upstream: "http://" + ln.Addr().String(), Client: NewClient(ClientOptions{MaxConns: 1 << 20}), Log: zap.NewNop(), parkAfter: 10 * time.Millisecond, ConsumerVersion: consumer}
 	rl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -63,7 +70,7 @@ func BenchmarkIdleStreamMemory(b *testing.B) {
 	go srv.Serve(rl)     //nolint:errcheck
 	defer srv.Shutdown() //nolint:errcheck
 
-	const input = `{"threadId":"t","runId":"r","messages":[]}`
+	const input = `{"threadId":"t","runId":"r","state":{},"messages":[],"tools":[],"context":[],"forwardedProps":{}}`
 	open := func(n int) []net.Conn {
 		conns := make([]net.Conn, 0, n)
 		for range n {
