@@ -253,6 +253,10 @@ func (b *streamBody) pollRead(loop func() bool) (polled bool, err error) {
 	if b.raw == nil || !b.begin() {
 		return false, nil
 	}
+	// A new RawConn read forgets the readiness the poller recorded, so its
+	// first read must ask the kernel: data may be waiting without an edge
+	// to come.
+	b.drained = false
 	err = b.raw.Read(func(fd uintptr) bool {
 		b.fd = int(fd)
 		done := loop()

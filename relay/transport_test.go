@@ -198,3 +198,49 @@ func TestQuietStreamParksAndResumes(t *testing.T) {
 		t.Errorf("report: abort %q, %d events", rep.Abort, rep.Events)
 	}
 }
+
+// A new polled read (a stream taken up again after parking) asks the kernel
+// first even when the last read of the previous one came back short: the
+// data that arrived in between left no edge for the poller to report.
+func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw, _ := c.(*net.TCPConn).SyscallConn()
+	b := &streamBody{conn: c, interrupt: c, raw: raw, fd: -1, framing: newBodyFraming(-2), release: func(bool) {}}
+	buf := make([]byte, 64)
+	readOne := func() (string, error) {
+		got := ""
+		_, err := b.pollRead(func() bool {
+			n, err := b.Read(buf)
+			if err == errWouldBlock {
+				return false
+			}
+			got = string(buf[:n])
+			return true
+		})
+		return got, err
+	}
+	peer.Write([]byte("one")) //nolint:errcheck
+	if got, err := readOne(); got != "one" || err != nil {
+		t.Fatalf("first poll: %q, %v", got, err)
+	}
+	peer.Write([]byte("two"))                          //nolint:errcheck
+	time.Sleep(20 * time.Millisecond)                  // arrived before the next poll starts
+	c.SetReadDeadline(time.Now().Add(2 * time.Second)) //nolint:errcheck
+	if got, err := readOne(); got != "two" || err != nil {
+		t.Fatalf("second poll: %q, %v (the waiting data was not read)", got, err)
+	}
+}
