@@ -91,31 +91,38 @@ func TestBrokenChunkFramingEndsWithRunError(t *testing.T) {
 	}
 }
 
-// A polled read that came back short does not ask the kernel again: it
-// waits for the poller. Data that arrives in between must still wake it
-// (the poller is edge-triggered; the readiness it records is kept inside
-// one RawConn read).
-func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
+// polledBody returns a close-delimited body read in polled mode from one
+// end of a loopback TCP connection, and the other end to write to.
+func polledBody(t *testing.T) (peer net.Conn, b *streamBody) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	peer, err := net.Dial("tcp", ln.Addr().String())
+	peer, err = net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer peer.Close()
+	t.Cleanup(func() { peer.Close() })
 	c, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	raw, err := c.(*net.TCPConn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &streamBody{conn: c, interrupt: c, raw: raw, fd: -1, framing: newBodyFraming(-2), release: func(bool) {}}
+	return peer, &streamBody{conn: c, interrupt: c, raw: raw, fd: -1, framing: newBodyFraming(-2), release: func(bool) {}}
+}
+
+// A polled read that came back short does not ask the kernel again: it
+// waits for the poller. Data that arrives in between must still wake it
+// (the poller is edge-triggered; the readiness it records is kept inside
+// one RawConn read).
+func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
+	peer, b := polledBody(t)
 	peer.Write([]byte("one")) //nolint:errcheck
 	var got []string
 	wouldBlock := 0
@@ -203,23 +210,7 @@ func TestQuietStreamParksAndResumes(t *testing.T) {
 // first even when the last read of the previous one came back short: the
 // data that arrived in between left no edge for the poller to report.
 func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	peer, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	raw, _ := c.(*net.TCPConn).SyscallConn()
-	b := &streamBody{conn: c, interrupt: c, raw: raw, fd: -1, framing: newBodyFraming(-2), release: func(bool) {}}
+	peer, b := polledBody(t)
 	buf := make([]byte, 64)
 	readOne := func() (string, error) {
 		got := ""
@@ -237,9 +228,9 @@ func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
 	if got, err := readOne(); got != "one" || err != nil {
 		t.Fatalf("first poll: %q, %v", got, err)
 	}
-	peer.Write([]byte("two"))                          //nolint:errcheck
-	time.Sleep(20 * time.Millisecond)                  // arrived before the next poll starts
-	c.SetReadDeadline(time.Now().Add(2 * time.Second)) //nolint:errcheck
+	peer.Write([]byte("two"))                               //nolint:errcheck
+	time.Sleep(20 * time.Millisecond)                       // arrived before the next poll starts
+	b.conn.SetReadDeadline(time.Now().Add(2 * time.Second)) //nolint:errcheck
 	if got, err := readOne(); got != "two" || err != nil {
 		t.Fatalf("second poll: %q, %v (the waiting data was not read)", got, err)
 	}
