@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -48,8 +49,10 @@ type pumpRun struct {
 	frames     func() bool // pump's loop body, made once (it escapes into pollRead)
 
 	parkAfter time.Duration
+	parker    parker
 	deadline  time.Time   // the read deadline that ends a wait by parking
 	parked    atomic.Bool // waiting in the poller with no goroutine
+	noPark    bool        // parking failed (no poller): wait in the goroutine
 	token     int32       // the poller registration while parked
 }
 
@@ -57,11 +60,25 @@ type pumpRun struct {
 // goroutine before it parks (Relay.parkAfter overrides it in tests).
 const parkAfter = time.Second
 
+// parker is where streams park: the process's poller (pollers), or in
+// tests one that cannot park.
+type parker interface {
+	// reserve returns a token whose event will call wake.
+	reserve(wake func()) int32
+	// parkRead arms token to fire once rc has input; false when it cannot.
+	parkRead(rc syscall.RawConn, token int32) bool
+	// unpark ends the registration of token, fired or not.
+	unpark(rc syscall.RawConn, token int32)
+}
+
 // pump runs a stream from the stream's goroutine (see stream).
 func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
-	p := &pumpRun{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter}
+	p := &pumpRun{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, parker: &pollers}
 	if r.parkAfter != 0 {
 		p.parkAfter = r.parkAfter
+	}
+	if r.parker != nil {
+		p.parker = r.parker
 	}
 	// The Stream's bufio.Writer is too small to hold an event: every event
 	// goes on to cw, which buffers until the flush.
@@ -124,6 +141,9 @@ func (p *pumpRun) nextFrames() bool {
 // every parkAfter/2, not one per wait). It reports false when the body was
 // closed meanwhile: the stream must not wait then.
 func (p *pumpRun) armParking() bool {
+	if p.noPark {
+		return p.sb.state.Load() == bodyReading
+	}
 	now := time.Now()
 	if p.deadline.Sub(now) < p.parkAfter/2 {
 		p.deadline = now.Add(p.parkAfter)
@@ -139,14 +159,24 @@ func (p *pumpRun) run() {
 		p.finish()
 		return
 	}
-	polled, err := p.sb.pollRead(p.frames)
-	if !polled {
-		p.frames() // closed before it could be polled: reads now say so
-	} else if err != nil && p.rerr == nil && p.werr == nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.state.Load() == bodyIdle && p.park() {
-			return // a new goroutine takes the stream up (wake)
+	for {
+		polled, err := p.sb.pollRead(p.frames)
+		if !polled {
+			p.frames() // closed before it could be polled: reads now say so
+			break
+		}
+		if err == nil || p.rerr != nil || p.werr != nil {
+			break
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.state.Load() == bodyIdle {
+			if p.park() {
+				return // a new goroutine takes the stream up (wake)
+			}
+			p.noPark = true // no poller here: wait on in this goroutine
+			continue
 		}
 		p.rerr = err
+		break
 	}
 	p.finish()
 }
@@ -159,13 +189,13 @@ func (p *pumpRun) park() bool {
 		return false
 	}
 	// The token is published (parked's store) before any wake can read it.
-	p.token = pollers.reserve(p.wake)
+	p.token = p.parker.reserve(p.wake)
 	p.parked.Store(true)
-	if !pollers.parkRead(p.sb.raw, p.token) {
+	if !p.parker.parkRead(p.sb.raw, p.token) {
 		if !p.parked.CompareAndSwap(true, false) {
 			return true // a close woke the stream already
 		}
-		pollers.unpark(p.sb.raw, p.token)
+		p.parker.unpark(p.sb.raw, p.token)
 		return false
 	}
 	if p.sb.state.Load() != bodyIdle {
@@ -183,7 +213,7 @@ func (p *pumpRun) wake() {
 }
 
 func (p *pumpRun) resume() {
-	pollers.unpark(p.sb.raw, p.token)
+	p.parker.unpark(p.sb.raw, p.token)
 	p.run()
 }
 

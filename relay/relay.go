@@ -105,6 +105,7 @@ type Relay struct {
 
 	once       sync.Once
 	parkAfter  time.Duration // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
+	parker     parker        // where streams park; nil: the process's poller
 	client     Doer
 	translator *Translator
 	log        *zap.Logger

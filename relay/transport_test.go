@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -169,8 +170,21 @@ func goroutinesIn(fn string) int {
 }
 
 // A stream on which the producer goes quiet gives up its goroutine, and
-// takes the stream up again, in order, when the producer goes on.
+// takes the stream up again, in order, when the producer goes on. Where
+// streams cannot park, the stream waits on in its goroutine, whole.
 func TestQuietStreamParksAndResumes(t *testing.T) {
+	t.Run("parks", func(t *testing.T) { quietStream(t, nil) })
+	t.Run("cannot park", func(t *testing.T) { quietStream(t, noParking{}) })
+}
+
+// noParking is a poller that cannot park anything.
+type noParking struct{}
+
+func (noParking) reserve(func()) int32                 { return 1 }
+func (noParking) parkRead(syscall.RawConn, int32) bool { return false }
+func (noParking) unpark(syscall.RawConn, int32)        {}
+
+func quietStream(t *testing.T, pk parker) {
 	release := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) }) // a failed test must not leave the producer waiting
@@ -181,19 +195,23 @@ func TestQuietStreamParksAndResumes(t *testing.T) {
 		sse(w, `data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`+"\n\n",
 			`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
 			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
-	}, nil)
+	}, func(r *Relay) { r.parker = pk })
 	resp := h.post("/agent", minimalInput)
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
 	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
 		t.Fatalf("first line %q, %v", line, err)
 	}
-	deadline := time.Now().Add(liveness)
-	for goroutinesIn("(*streamBody).pollRead") > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the quiet stream still holds a goroutine reading the producer")
+	if pk == nil {
+		deadline := time.Now().Add(liveness)
+		for goroutinesIn("(*streamBody).pollRead") > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the quiet stream still holds a goroutine reading the producer")
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(5 * time.Millisecond)
+	} else {
+		time.Sleep(50 * time.Millisecond) // many times the park delay: every attempt fails
 	}
 	once.Do(func() { close(release) })
 	rest, err := io.ReadAll(br)
