@@ -88,11 +88,12 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	status := resp.StatusCode()
 	if status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
 		// No body (and a 101's connection is not HTTP any more).
+		reuse := !closeConn && status >= 200 && br.Buffered() == 0
 		hc.ReleaseReader(br)
-		if closeConn || status < 200 || br.Buffered() > 0 {
-			hc.CloseConn(cc)
-		} else {
+		if reuse {
 			hc.ReleaseConn(cc)
+		} else {
+			hc.CloseConn(cc)
 		}
 		return false, nil
 	}
@@ -130,10 +131,10 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 // are read first, then the connection, each read decoded in place.
 //
 // One goroutine reads; CloseWithError may come from any goroutine. A close
-// while a read is in flight closes the connection, which ends the read, and
-// the reader gives the connection back when its read returns; otherwise the
-// close gives it back at once: to the pool when the answer was read to its
-// end, else closed.
+// while a read is in flight wakes the read (a read deadline in the past)
+// and the reader closes the connection when its read returns; otherwise the
+// close gives the connection back at once: to the pool when the answer was
+// read to its end, else closed.
 //
 // In polled mode (pollRead) reads happen inside a RawConn callback and
 // never block: a read that would returns errWouldBlock, and so does the

@@ -19,9 +19,10 @@ const finishedRun = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","p
 	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n"
 
 // A run read to its end gives the producer's connection back to the pool,
-// whichever way the answer was framed, and the next run uses it.
+// whichever way the answer was framed (or when it had no body), and the
+// next run uses it.
 func TestProducerConnectionReusedAfterRun(t *testing.T) {
-	for _, framing := range []string{"chunked", "content-length"} {
+	for _, framing := range []string{"chunked", "content-length", "no-content"} {
 		t.Run(framing, func(t *testing.T) {
 			var mu sync.Mutex
 			conns := map[string]bool{}
@@ -29,6 +30,10 @@ func TestProducerConnectionReusedAfterRun(t *testing.T) {
 				mu.Lock()
 				conns[r.RemoteAddr] = true
 				mu.Unlock()
+				if framing == "no-content" && r.URL.Query().Get("empty") != "" {
+					w.WriteHeader(http.StatusNoContent) // no body at all
+					return
+				}
 				w.Header().Set("Content-Type", "text/event-stream")
 				if framing == "content-length" {
 					w.Header().Set("Content-Length", strconv.Itoa(len(finishedRun)))
@@ -38,6 +43,13 @@ func TestProducerConnectionReusedAfterRun(t *testing.T) {
 				sse(w, finishedRun[:40], finishedRun[40:])
 			}, func(r *Relay) { r.Client = NewClient(ClientOptions{}) })
 			for i := range 3 {
+				if framing == "no-content" {
+					resp := h.post("/agent?empty=1", minimalInput)
+					if got := readAll(t, resp); resp.StatusCode != http.StatusNoContent || got != "" {
+						t.Fatalf("answer without a body: %d %q", resp.StatusCode, got)
+					}
+					h.report()
+				}
 				if got := readAll(t, h.post("/agent", minimalInput)); got != finishedRun {
 					t.Fatalf("run %d: %q", i, got)
 				}
