@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,6 +121,7 @@ func TestServeMetricsAndRecordingRoundTrip(t *testing.T) {
 	}
 
 	// Shutting down writes the recording.
+	http.DefaultClient.CloseIdleConnections() // the run's kept-alive connection would hold the shutdown up to 5 s
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

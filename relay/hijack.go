@@ -37,15 +37,32 @@ const streamWriteTimeout = 2 * time.Minute
 // respond answers the consumer with the event stream of a run: the headers
 // set on ctx.Response now, then what pump writes. ctx must not be used
 // after the handler returns; resp and ub belong to the stream from here.
+//
+// Keep-alive: when the consumer can take another request on the connection
+// (HTTP/1.1, no Connection: close, nothing sent after its request), the
+// stream ends with the chunked body's end and the connection goes back to
+// the server (ServeConn) for the consumer's next request, as any keep-alive
+// answer would; otherwise the answer says Connection: close and the stream
+// closes the connection.
 func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
 	chunked := ctx.Request.Header.IsHTTP11()
-	head := respondHead(&ctx.Response.Header, chunked)
+	srv := r.srv.Load()
+	keep := chunked && srv != nil && !ctx.Request.Header.ConnectionClose()
+	head := respondHead(&ctx.Response.Header, chunked, keep)
+	headClose := head
+	if keep {
+		headClose = respondHead(&ctx.Response.Header, chunked, false)
+	}
+	done := ctx.Done()
 	timeout := r.IdleTimeout
 	if timeout <= 0 {
 		timeout = streamWriteTimeout
 	}
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
+		if keep && sentMore(c) {
+			keep, head = false, headClose
+		}
 		// The server's buffered reader of the connection is left behind
 		// with c (Server.KeepHijackedConns): nothing reads the request any
 		// more, so it goes to the garbage collector with the hijacked
@@ -53,16 +70,37 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn()
 		}
-		go r.stream(&consumerWriter{conn: c, chunked: chunked, timeout: timeout}, head, ub, resp, rep)
+		w := &consumerWriter{conn: c, chunked: chunked, timeout: timeout}
+		if keep {
+			w.srv, w.shutdown = srv, done
+		}
+		go r.stream(w, head, ub, resp, rep)
 	})
+}
+
+// sentMore reports whether the consumer sent more than its request before
+// the server's reader was left behind (a pipelined request): those bytes
+// go with the reader, so the connection cannot serve another request.
+// Only what the reader buffered counts; a past deadline keeps the kernel
+// out of it.
+func sentMore(c net.Conn) bool {
+	if c.SetReadDeadline(interruptNow) != nil {
+		return true
+	}
+	var one [1]byte
+	n, _ := c.Read(one[:])
+	return n > 0 || c.SetReadDeadline(time.Time{}) != nil
 }
 
 // respondHead renders the response header of an event stream: the status
 // line and headers of h, the framing (chunked for HTTP/1.1; delimited by the
-// connection's end for an HTTP/1.0 consumer, which cannot read chunks) and
-// Connection: close.
-func respondHead(h *fasthttp.ResponseHeader, chunked bool) []byte {
+// connection's end for an HTTP/1.0 consumer, which cannot read chunks) and,
+// unless keep, Connection: close.
+func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool) []byte {
 	h.SetConnectionClose()
+	if keep {
+		h.ResetConnectionClose()
+	}
 	if chunked {
 		h.SetContentLength(-1)
 	} else {
@@ -101,6 +139,11 @@ type consumerWriter struct {
 
 	hangup  int32 // the registration with pollers, when watched
 	watched bool
+
+	// srv, when set, takes the connection back after a stream that ended
+	// well (keep-alive, see respond), unless shutdown is closed by then.
+	srv      *fasthttp.Server
+	shutdown <-chan struct{}
 }
 
 const (
@@ -150,6 +193,31 @@ func (w *consumerWriter) Flush() error {
 // unless writing failed before.
 func (w *consumerWriter) End() error {
 	return w.flush(true)
+}
+
+// handBack ends the stream's hold on the connection for the server to
+// serve the consumer's next request on it, and reports whether it did;
+// when it cannot (no server for it, a shutdown, the watch or the deadlines
+// cannot be undone) it closes the connection instead. Call it only once
+// the whole answer is written.
+func (w *consumerWriter) handBack() bool {
+	w.release()
+	select {
+	case <-w.shutdown:
+		w.srv = nil
+	default:
+	}
+	if w.srv == nil || !w.watched || w.err != nil {
+		w.Close() //nolint:errcheck // nothing more to send
+		return false
+	}
+	w.watched = false
+	pollers.unwatch(w.conn, w.hangup)
+	if w.conn.SetDeadline(time.Time{}) != nil {
+		w.conn.Close() //nolint:errcheck
+		return false
+	}
+	return true
 }
 
 // Close closes the connection, which ends the watcher too (or ends its

@@ -9,10 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"regexp"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -29,9 +31,14 @@ func streamingProducer(frames ...string) http.HandlerFunc {
 	}
 }
 
-// runRequest is a run as a consumer sends it on the wire.
-func runRequest(proto string) string {
-	return fmt.Sprintf("POST /agent %s\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", proto, len(minimalInput), minimalInput)
+// runRequest is a run as a consumer sends it on the wire, with extra
+// header lines.
+func runRequest(proto string, header ...string) string {
+	extra := ""
+	for _, h := range header {
+		extra += h + "\r\n"
+	}
+	return fmt.Sprintf("POST /agent %s\r\nHost: relay\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", proto, extra, len(minimalInput), minimalInput)
 }
 
 var dateLine = regexp.MustCompile(`\r\nDate: [^\r]+\r\n`)
@@ -39,10 +46,11 @@ var dateLine = regexp.MustCompile(`\r\nDate: [^\r]+\r\n`)
 // The stream's response, read off the socket: exactly the headers the
 // server's own streaming answered before the relay took the connection over
 // (one Date, the producer's end-to-end headers, no hop-by-hop ones), then
-// one chunk per flush and the last chunk, then the end of the connection.
+// one chunk per flush and the last chunk, then the end of the connection
+// (the consumer asked for it to close).
 func TestStreamResponseOnTheWire(t *testing.T) {
 	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
-	got := rawExchange(t, strings.TrimPrefix(h.url, "http://"), runRequest("HTTP/1.1"))
+	got := rawExchange(t, strings.TrimPrefix(h.url, "http://"), runRequest("HTTP/1.1", "Connection: close"))
 	if n := len(dateLine.FindAllString(got, -1)); n != 1 {
 		t.Fatalf("%d Date headers in %q", n, got)
 	}
@@ -91,12 +99,38 @@ func TestStreamResponseOnTheWire(t *testing.T) {
 	}
 }
 
-// The same response read by net/http: chunked, closing, headers as above.
+// The same response read by net/http: chunked, kept alive, headers as
+// above; the client's next run goes on the same connection.
 func TestStreamResponseReadByNetHTTP(t *testing.T) {
 	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
-	resp := h.post("/agent", minimalInput)
+	var mu sync.Mutex
+	var reused []bool
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		mu.Lock()
+		reused = append(reused, i.Reused)
+		mu.Unlock()
+	}}
+	for range 2 {
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", h.url+"/agent", strings.NewReader(minimalInput))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := h.consumer.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkStreamResponse(t, resp)
+		h.report()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(reused) != "[false true]" {
+		t.Errorf("connections reused: %v, want the second run on the first run's connection", reused)
+	}
+}
+
+func checkStreamResponse(t *testing.T, resp *http.Response) {
+	t.Helper()
 	body := readAll(t, resp)
-	if resp.StatusCode != 200 || !slicesEqual(resp.TransferEncoding, []string{"chunked"}) || !resp.Close ||
+	if resp.StatusCode != 200 || !slicesEqual(resp.TransferEncoding, []string{"chunked"}) || resp.Close ||
 		resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" ||
 		resp.Header.Get("X-Accel-Buffering") != "no" || resp.Header.Get("X-Custom") != "v" ||
 		resp.Header.Get("X-Hop") != "" || len(resp.Header.Values("Date")) != 1 {
@@ -122,6 +156,43 @@ func TestStreamResponseToHTTP10(t *testing.T) {
 	if err != nil || string(b) != runStarted+contentEvent+runFinished || len(resp.TransferEncoding) != 0 ||
 		strings.Contains(got, "Transfer-Encoding") || !strings.Contains(got, "\r\nConnection: close\r\n") {
 		t.Errorf("HTTP/1.0 answer %q (%v)", got, err)
+	}
+}
+
+// Runs one after the other on one connection: each answer is whole and
+// keeps the connection, without Connection: close, and the next request is
+// served on it. A consumer that sent a second request right behind the
+// first (pipelining) is told the connection closes after the first answer.
+func TestStreamKeepAliveOnTheWire(t *testing.T) {
+	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	br := bufio.NewReader(c)
+	for i := range 3 {
+		io.WriteString(c, runRequest("HTTP/1.1")) //nolint:errcheck
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || string(b) != runStarted+contentEvent+runFinished || resp.Close {
+			t.Fatalf("run %d: close=%v %q %v", i, resp.Close, b, err)
+		}
+		h.report()
+	}
+	// Pipelined: both requests in one write.
+	pc, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	got := rawExchange(t, strings.TrimPrefix(h.url, "http://"), runRequest("HTTP/1.1")+runRequest("HTTP/1.1"))
+	if !strings.Contains(got, "\r\nConnection: close\r\n") || !strings.HasSuffix(got, "0\r\n\r\n") {
+		t.Errorf("pipelined: %q", got)
 	}
 }
 

@@ -264,7 +264,9 @@ func (p *pumpRun) finish() {
 		rerr = nil
 	}
 	ub.finish(rerr)
-	p.cw.Close() //nolint:errcheck // after finish: the watcher's cancel is a no-op now
+	// After ub.finish the watcher's cancel is a no-op: the connection can
+	// go (back to the server when the answer is whole).
+	keep := werr == nil && abort != errConsumerGone && p.cw.handBack()
 	fasthttp.ReleaseResponse(p.resp)
 	r.untrack(ub)
 
@@ -281,4 +283,7 @@ func (p *pumpRun) finish() {
 		}
 	}
 	r.report(rep)
+	if keep {
+		p.cw.srv.ServeConn(p.cw.conn) //nolint:errcheck // the server logs and closes what it cannot serve
+	}
 }

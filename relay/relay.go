@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -104,8 +105,9 @@ type Relay struct {
 	Tap func(*RunReport) RunTap
 
 	once       sync.Once
-	parkAfter  time.Duration // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
-	parker     parker        // where streams park; nil: the process's poller
+	parkAfter  time.Duration                   // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
+	parker     parker                          // where streams park; nil: the process's poller
+	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
 	client     Doer
 	translator *Translator
 	log        *zap.Logger
@@ -189,7 +191,7 @@ func (r *Relay) maxBody() int {
 // hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
 func (r *Relay) Server() *fasthttp.Server {
 	r.once.Do(r.init)
-	return &fasthttp.Server{
+	s := &fasthttp.Server{
 		Handler:                      r.Handle,
 		ErrorHandler:                 r.serverError,
 		NoDefaultServerHeader:        true,
@@ -205,6 +207,8 @@ func (r *Relay) Server() *fasthttp.Server {
 		KeepHijackedConns:            true, // streams close their own; see respond
 		Logger:                       zapPrintf{r.log},
 	}
+	r.srv.Store(s)
+	return s
 }
 
 // serverError answers a request the server could not read.

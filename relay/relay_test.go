@@ -734,7 +734,9 @@ func TestServeWithFasthttpClient(t *testing.T) {
 	req.SetBodyString(minimalInput)
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	if err := (&fasthttp.Client{}).DoTimeout(req, resp, liveness); err != nil {
+	c := &fasthttp.Client{}
+	defer c.CloseIdleConnections() // the kept-alive connection: the harness's shutdown waits for it
+	if err := c.DoTimeout(req, resp, liveness); err != nil {
 		t.Fatal(err)
 	}
 	if string(resp.Body()) != unusual {

@@ -131,6 +131,7 @@ type Router struct {
 	maxBody int
 	log     *zap.Logger
 	cur     atomic.Pointer[Table]
+	srv     atomic.Pointer[fasthttp.Server] // from Server, for the tables' relays
 
 	mu      sync.Mutex
 	retired []*Table
@@ -165,6 +166,9 @@ func (rt *Router) Swap(t *Table) error {
 				return fmt.Errorf("route %q: maxBody %d is above the %d bytes the relay started with; the server's limit cannot grow while it runs: restart to raise it", r.Name, r.Relay.maxBody(), rt.maxBody)
 			}
 		}
+	}
+	if s := rt.srv.Load(); s != nil {
+		t.serveWith(s)
 	}
 	old := rt.cur.Swap(t)
 	rt.mu.Lock()
@@ -273,7 +277,17 @@ func (rt *Router) Server() *fasthttp.Server {
 	s.ErrorHandler = rt.serverError
 	s.MaxRequestBodySize = rt.maxBody
 	s.Logger = zapPrintf{rt.log}
+	rt.srv.Store(s)
+	t.serveWith(s)
 	return s
+}
+
+// serveWith tells every relay of t which server takes a consumer's
+// connection back after a stream (see Relay.srv).
+func (t *Table) serveWith(s *fasthttp.Server) {
+	for _, r := range t.routes {
+		r.Relay.srv.Store(s)
+	}
 }
 
 func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
