@@ -65,7 +65,7 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 		WriteTimeout:             firstByte,
 		MaxConnsPerHost:          maxConns,
 		MaxIdleConnDuration:      orDefault(o.MaxIdleConnDuration, 4*time.Second),
-		ReadBufferSize:           4 << 10, // held by each stream: the producer's header must fit (as nginx's proxy_buffer_size); large reads bypass it
+		ReadBufferSize:           4 << 10, // the producer's header must fit (as nginx's proxy_buffer_size); the body is read past it (streamTransport)
 		WriteBufferSize:          16 << 10,
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
