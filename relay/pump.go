@@ -266,7 +266,12 @@ func (p *pumpRun) finish() {
 	ub.finish(rerr)
 	// After ub.finish the watcher's cancel is a no-op: the connection can
 	// go (back to the server when the answer is whole).
-	keep := werr == nil && abort != errConsumerGone && p.cw.handBack()
+	keep := false
+	if werr == nil && abort != errConsumerGone {
+		keep = p.cw.handBack()
+	} else {
+		p.cw.Close() //nolint:errcheck // the consumer is gone or cannot be written
+	}
 	fasthttp.ReleaseResponse(p.resp)
 	r.untrack(ub)
 

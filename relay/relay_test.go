@@ -3,6 +3,7 @@ package relay
 import (
 	"bufio"
 	"context"
+	"os"
 
 	"encoding/json"
 	"fmt"
@@ -303,7 +304,7 @@ func TestConsumerGoneCancelsUpstream(t *testing.T) {
 				}
 				<-r.Context().Done() // silent until the relay closes the connection
 			}, nil)
-			base := runtime.NumGoroutine()
+			base, baseFDs := runtime.NumGoroutine(), openFDs(t)
 			resp := h.post("/agent", minimalInput)
 			line, err := bufio.NewReader(resp.Body).ReadString('\n')
 			if err != nil || !strings.Contains(line, "RUN_STARTED") {
@@ -321,7 +322,31 @@ func TestConsumerGoneCancelsUpstream(t *testing.T) {
 			}
 			h.consumer.Transport.(*http.Transport).CloseIdleConnections()
 			waitGoroutines(t, base)
+			waitFDs(t, baseFDs)
 		})
+	}
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	des, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd here") // only where /proc exists; the other checks still ran
+	}
+	return len(des)
+}
+
+// waitFDs waits until the open descriptors are back to base: every
+// connection a run opened, to the consumer or the producer, is closed.
+func waitFDs(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(liveness)
+	for openFDs(t) > base {
+		if time.Now().After(deadline) {
+			t.Fatalf("open descriptors: %d, baseline %d", openFDs(t), base)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
