@@ -74,7 +74,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		if keep {
 			w.srv, w.shutdown = srv, done
 		}
-		go r.stream(w, head, ub, resp, rep)
+		go r.stream(w, head, headClose, ub, resp, rep)
 	})
 }
 
@@ -110,11 +110,15 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool) []byte {
 }
 
 // stream runs one stream on the hijacked connection: the watcher, the
-// header, the events, the end.
-func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+// header (head, or headClose when the connection cannot be kept), the
+// events, the end.
+func (r *Relay) stream(w *consumerWriter, head, headClose []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
 	if tok, ok := pollers.watch(w.conn, ub); ok {
 		w.hangup, w.watched = tok, true
 	} else {
+		// The watching goroutine reads the connection: it would take the
+		// consumer's next request, so the connection is not kept.
+		w.srv, head = nil, headClose
 		go watchConsumer(w.conn, ub)
 	}
 	if err := w.writeRaw(head); err != nil {
