@@ -273,8 +273,8 @@ func (b *streamBody) pollRead(loop func() bool) (polled bool, err error) {
 
 // begin marks a read in flight; false when the body was closed.
 func (b *streamBody) begin() bool {
-	if b.state.CompareAndSwap(bodyReading, bodyReading) {
-		return true // nested: a polled loop's reads
+	if b.fd >= 0 { // inside a polled loop, which began the read already
+		return b.state.Load() == bodyReading
 	}
 	return b.state.CompareAndSwap(bodyIdle, bodyReading)
 }
