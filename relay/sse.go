@@ -134,6 +134,10 @@ func burstClass(size int) int {
 
 // getBuf returns a buffer of size bytes, pooled when a pool has that size.
 func getBuf(size int) ([]byte, *[]byte) {
+	if size == baseSize {
+		v := scanPool.Get().(*[]byte)
+		return *v, v
+	}
 	c := burstClass(size)
 	if c < 0 {
 		return make([]byte, size), nil
@@ -419,8 +423,7 @@ func (s *Scanner) fill() error {
 		s.start, s.end = 0, n
 	}
 	if s.polled && s.buf == nil {
-		s.pooled = scanPool.Get().(*[]byte)
-		s.buf = *s.pooled
+		s.buf, s.pooled = getBuf(baseSize)
 	}
 	// Nothing buffered at the base size, no burst: wait without a buffer.
 	idle := !s.polled && s.releaseIdle && s.end == 0 && len(s.buf) <= baseSize && !s.grow
@@ -501,8 +504,7 @@ func (s *Scanner) fillIdle() error {
 			return s.readErr
 		}
 	}
-	s.pooled = scanPool.Get().(*[]byte)
-	s.buf = *s.pooled
+	s.buf, s.pooled = getBuf(baseSize)
 	s.buf[0] = s.one[0]
 	s.end = n
 	if err != nil {
@@ -521,14 +523,7 @@ func (s *Scanner) fillIdle() error {
 // resize moves the unconsumed bytes, at the start of the buffer, into a
 // buffer of size bytes.
 func (s *Scanner) resize(size int) {
-	var b []byte
-	var pooled *[]byte
-	if size == baseSize {
-		pooled = scanPool.Get().(*[]byte)
-		b = *pooled
-	} else {
-		b, pooled = getBuf(size)
-	}
+	b, pooled := getBuf(size)
 	copy(b, s.buf[:s.end])
 	if s.pooled != nil {
 		putBuf(s.pooled)
