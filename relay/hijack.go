@@ -49,10 +49,6 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	srv := r.srv.Load()
 	keep := chunked && srv != nil && !ctx.Request.Header.ConnectionClose()
 	head := respondHead(&ctx.Response.Header, chunked, keep)
-	headClose := head
-	if keep {
-		headClose = respondHead(&ctx.Response.Header, chunked, false)
-	}
 	done := ctx.Done()
 	timeout := r.IdleTimeout
 	if timeout <= 0 {
@@ -61,7 +57,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		if keep && sentMore(c) {
-			keep, head = false, headClose
+			keep, head = false, withClose(head)
 		}
 		// The server's buffered reader of the connection is left behind
 		// with c (Server.KeepHijackedConns): nothing reads the request any
@@ -74,7 +70,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		if keep {
 			w.srv, w.shutdown = srv, done
 		}
-		go r.stream(w, head, headClose, ub, resp, rep)
+		go r.stream(w, head, ub, resp, rep)
 	})
 }
 
@@ -90,6 +86,14 @@ func sentMore(c net.Conn) bool {
 	var one [1]byte
 	n, _ := c.Read(one[:])
 	return n > 0 || c.SetReadDeadline(time.Time{}) != nil
+}
+
+// withClose returns a head rendered for keep-alive as respondHead renders
+// it without: Connection: close is the last header line fasthttp writes.
+// Rare (a pipelined request, no epoll watcher), so not rendered up front.
+func withClose(head []byte) []byte {
+	end := len(head) - len("\r\n")
+	return append(append(head[:end:end], "Connection: close\r\n"...), "\r\n"...)
 }
 
 // respondHead renders the response header of an event stream: the status
@@ -110,15 +114,17 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool) []byte {
 }
 
 // stream runs one stream on the hijacked connection: the watcher, the
-// header (head, or headClose when the connection cannot be kept), the
-// events, the end.
-func (r *Relay) stream(w *consumerWriter, head, headClose []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+// header (saying Connection: close when the connection cannot be kept),
+// the events, the end.
+func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
 	if tok, ok := pollers.watch(w.conn, ub); ok {
 		w.hangup, w.watched = tok, true
 	} else {
 		// The watching goroutine reads the connection: it would take the
 		// consumer's next request, so the connection is not kept.
-		w.srv, head = nil, headClose
+		if w.srv != nil {
+			w.srv, head = nil, withClose(head)
+		}
 		go watchConsumer(w.conn, ub)
 	}
 	if err := w.writeRaw(head); err != nil {

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // streamingProducer answers every run with the given frames, each flushed
@@ -138,6 +140,20 @@ func checkStreamResponse(t *testing.T, resp *http.Response) {
 	}
 	if body != runStarted+contentEvent+runFinished {
 		t.Errorf("body %q", body)
+	}
+}
+
+// A head rendered for keep-alive and given Connection: close afterwards
+// is the head rendered without keep-alive, byte for byte.
+func TestWithCloseMatchesTheRenderedHead(t *testing.T) {
+	var h fasthttp.ResponseHeader
+	h.SetContentType("text/event-stream")
+	h.Set("X-Custom", "v")
+	h.Set(fasthttp.HeaderCacheControl, "no-cache")
+	keep := respondHead(&h, true, true)
+	closed := respondHead(&h, true, false)
+	if got := withClose(keep); string(got) != string(closed) || strings.Contains(string(keep), "Connection") {
+		t.Errorf("withClose(%q)\n = %q\nwant %q", keep, got, closed)
 	}
 }
 
