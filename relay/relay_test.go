@@ -576,6 +576,29 @@ func TestIdleProducerEndsWithRunError(t *testing.T) {
 	}
 }
 
+// The idle timeout counts from the last byte, not from the start: a
+// producer that keeps sending, each pause under the timeout, is relayed to
+// its end however long the whole run takes; a pause over it after that
+// still ends the run.
+func TestBusyProducerOutlivesTheIdleTimeout(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		for range 12 { // 12 × 15 ms: three times the timeout
+			time.Sleep(15 * time.Millisecond)
+			sse(w, contentEvent)
+		}
+		<-r.Context().Done()
+	}, func(r *Relay) { r.IdleTimeout = 60 * time.Millisecond })
+	stream := readAll(t, h.post("/agent", minimalInput))
+	if n := strings.Count(stream, `"TEXT_MESSAGE_CONTENT"`); n != 12 {
+		t.Errorf("%d of 12 events before the idle timeout ended the run", n)
+	}
+	if ev := runErrorOf(t, stream); ev["code"] != CodeUpstreamIdleTimeout {
+		t.Errorf("RUN_ERROR %v", ev)
+	}
+}
+
 func TestRunTimeoutEndsWithRunError(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		streamHeaders(w)

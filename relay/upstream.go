@@ -2,8 +2,10 @@ package relay
 
 import (
 	"errors"
+	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -134,6 +136,8 @@ type upstreamBody struct {
 	idle      time.Duration
 	idleTimer *time.Timer
 	runTimer  *time.Timer
+	started   time.Time    // for touched: its monotonic reading
+	touched   atomic.Int64 // when the stream last read, as time since started
 }
 
 func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
@@ -149,6 +153,10 @@ func (u *upstreamBody) Read(p []byte) (int, error) { return u.body.Read(p) }
 func (u *upstreamBody) cancel(cause *abortError) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.cancelLocked(cause)
+}
+
+func (u *upstreamBody) cancelLocked(cause *abortError) {
 	if u.done || u.cause != nil {
 		return
 	}
@@ -163,23 +171,43 @@ func (u *upstreamBody) why() *abortError {
 	return u.cause
 }
 
-// startTimers arms the idle timer (reset by touch) and the total timer
+// startTimers arms the idle timer (see touch) and the total timer
 // (remaining run time); a zero duration disables either.
 func (u *upstreamBody) startTimers(idle, remaining time.Duration) {
 	u.idle = idle
 	if idle > 0 {
-		u.idleTimer = time.AfterFunc(idle, func() { u.cancel(errIdleTimeout) })
+		u.started = time.Now()
+		u.idleTimer = time.AfterFunc(time.Duration(math.MaxInt64), u.idleCheck)
+		u.idleTimer.Reset(idle) // armed once the field is set: idleCheck reads it
 	}
 	if remaining != 0 {
 		u.runTimer = time.AfterFunc(max(remaining, 0), func() { u.cancel(errRunTimeout) })
 	}
 }
 
-// touch restarts the idle timer; the relay calls it before each read.
+// touch notes a read; the relay calls it before each. The idle timer is not
+// moved on every read (a timer update per event): when it fires, idleCheck
+// arms it again for what is left since the last touch.
 func (u *upstreamBody) touch() {
-	if u.idleTimer != nil {
-		u.idleTimer.Reset(u.idle)
+	if u.idle > 0 {
+		u.touched.Store(int64(time.Since(u.started)))
 	}
+}
+
+// idleCheck runs when the idle timer fires: the stream is cancelled when it
+// has not read for the idle timeout, else the timer waits for the rest.
+// Under the mutex, so that finish (done, then Stop) leaves no timer armed.
+func (u *upstreamBody) idleCheck() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.done {
+		return
+	}
+	if left := u.idle - (time.Since(u.started) - time.Duration(u.touched.Load())); left > 0 {
+		u.idleTimer.Reset(left)
+		return
+	}
+	u.cancelLocked(errIdleTimeout)
 }
 
 // finish ends the stream for good: timers stopped, the body closed (a
@@ -187,15 +215,15 @@ func (u *upstreamBody) touch() {
 // After finish returns no other goroutine touches the body, so the response
 // may be released.
 func (u *upstreamBody) finish(err error) {
+	u.mu.Lock()
+	u.done = true
+	u.mu.Unlock()
 	if u.idleTimer != nil {
 		u.idleTimer.Stop()
 	}
 	if u.runTimer != nil {
 		u.runTimer.Stop()
 	}
-	u.mu.Lock()
-	u.done = true
-	u.mu.Unlock()
 	u.body.CloseWithError(err) //nolint:errcheck // nothing to do about it
 }
 
