@@ -116,6 +116,9 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if extra := os.Getenv("AGUIBENCH_PROXY_ENV"); extra != "" && c.Proxy != ProxyNginx {
+		cmd.Env = append(os.Environ(), strings.Fields(extra)...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
