@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -66,7 +68,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn()
 		}
-		w := &consumerWriter{conn: c, chunked: chunked, timeout: timeout}
+		w := newConsumerWriter(c, chunked, timeout)
 		if keep {
 			w.srv, w.shutdown = srv, done
 		}
@@ -149,6 +151,14 @@ type consumerWriter struct {
 
 	hangup  int32 // the registration with pollers, when watched
 	watched bool
+
+	// raw, for a TCP or Unix socket, writes by descriptor (writeFD) inside
+	// the connection's RawConn write; writeOut is its callback, made once,
+	// with out the bytes it has left to write and outErr what broke it.
+	raw      syscall.RawConn
+	writeOut func(fd uintptr) bool
+	out      []byte
+	outErr   error
 
 	// srv, when set, takes the connection back after a stream that ended
 	// well (keep-alive, see respond), unless shutdown is closed by then.
@@ -297,13 +307,58 @@ func (w *consumerWriter) write(p []byte) error {
 	return w.fail(err)
 }
 
+// newConsumerWriter returns the writer of a stream's body to conn.
+func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
+	w := &consumerWriter{conn: conn, chunked: chunked, timeout: timeout}
+	var sc syscall.Conn
+	switch c := conn.(type) { // not any syscall.Conn: a wrapper's Write must run
+	case *net.TCPConn:
+		sc = c
+	case *net.UnixConn:
+		sc = c
+	}
+	if canPoll && sc != nil {
+		if raw, err := sc.SyscallConn(); err == nil {
+			w.raw, w.writeOut = raw, w.writeSome
+		}
+	}
+	return w
+}
+
 // writeRaw writes p to the connection within the write deadline.
 func (w *consumerWriter) writeRaw(p []byte) error {
 	if err := w.arm(); err != nil {
 		return err
 	}
-	_, err := w.conn.Write(p)
+	if w.raw == nil {
+		_, err := w.conn.Write(p)
+		return w.fail(err)
+	}
+	w.out, w.outErr = p, nil
+	err := w.raw.Write(w.writeOut) // waits for room (and the deadline) as conn.Write does
+	if err == nil && w.outErr != nil {
+		err = &net.OpError{Op: "write", Net: w.conn.LocalAddr().Network(), Source: w.conn.LocalAddr(),
+			Addr: w.conn.RemoteAddr(), Err: os.NewSyscallError("write", w.outErr)}
+	}
+	w.out, w.outErr = nil, nil
 	return w.fail(err)
+}
+
+// writeSome writes what is left of w.out; false asks RawConn.Write to wait
+// until the socket has room.
+func (w *consumerWriter) writeSome(fd uintptr) bool {
+	for len(w.out) > 0 {
+		n, err := writeFD(int(fd), w.out)
+		if err == syscall.EAGAIN {
+			return false
+		}
+		if err != nil {
+			w.outErr = err
+			return true
+		}
+		w.out = w.out[n:]
+	}
+	return true
 }
 
 // arm moves the write deadline to timeout from now, when it is less than

@@ -4,7 +4,9 @@ package relay
 
 import "errors"
 
-// canPoll: elsewhere the producer's connection is read the ordinary way.
+// canPoll: elsewhere the producer's connection is read, and the consumer's
+// written, the ordinary way.
 const canPoll = false
 
-func readFD(int, []byte) (int, error) { return 0, errors.ErrUnsupported }
+func readFD(int, []byte) (int, error)  { return 0, errors.ErrUnsupported }
+func writeFD(int, []byte) (int, error) { return 0, errors.ErrUnsupported }

@@ -2,21 +2,46 @@
 
 package relay
 
-import "syscall"
+import (
+	"syscall"
+	"unsafe"
+)
 
 // canPoll: the producer's connection can be read by descriptor
-// (streamBody's polled mode).
+// (streamBody's polled mode), and the consumer's written by one.
 const canPoll = true
 
 // readFD reads the descriptor, retrying a read interrupted by a signal.
+//
+// The descriptor is a socket in non-blocking mode (every descriptor behind
+// a net.Conn is), so read(2) returns at once: it is made as a raw system
+// call, without the runtime's bookkeeping for calls that may block. That
+// bookkeeping wakes the runtime's monitor thread on every entry when the
+// process was idle, which under a paced load (each event arriving alone on
+// an otherwise idle relay) cost two context switches per event.
 func readFD(fd int, p []byte) (int, error) {
+	return rawIO(syscall.SYS_READ, fd, p)
+}
+
+// writeFD writes p to the descriptor, which is in non-blocking mode: it
+// returns syscall.EAGAIN when the socket's buffer is full. Raw, as readFD.
+func writeFD(fd int, p []byte) (int, error) {
+	return rawIO(syscall.SYS_WRITE, fd, p)
+}
+
+func rawIO(call uintptr, fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	for {
-		n, err := syscall.Read(fd, p)
-		if err != syscall.EINTR {
-			if n < 0 {
-				n = 0
-			}
-			return n, err
+		n, _, errno := syscall.RawSyscall(call, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch errno {
+		case 0:
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		default:
+			return 0, errno
 		}
 	}
 }
