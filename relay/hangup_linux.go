@@ -27,6 +27,8 @@ type poller struct {
 	mu   sync.Mutex
 	next int32
 	subs map[int32]func() // by the token in the epoll event: what the event does
+
+	quiet quietMemory // the process's release of memory once every stream is parked (quiet.go)
 }
 
 // pollers is the process's one poller: one epoll instance and goroutine

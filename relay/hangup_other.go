@@ -9,7 +9,9 @@ import (
 
 // Elsewhere than Linux every stream's consumer is watched by a goroutine of
 // its own (watchConsumer), and streams never park.
-type poller struct{}
+type poller struct {
+	quiet quietMemory // the process's release of memory once no stream is open (quiet.go)
+}
 
 var pollers poller
 

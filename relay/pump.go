@@ -50,6 +50,7 @@ type pumpRun struct {
 
 	parkAfter time.Duration
 	parker    parker
+	quiet     *quietMemory
 	deadline  time.Time   // the read deadline that ends a wait by parking
 	parked    atomic.Bool // waiting in the poller with no goroutine
 	noPark    bool        // parking failed (no poller): wait in the goroutine
@@ -73,13 +74,17 @@ type parker interface {
 
 // pump runs a stream from the stream's goroutine (see stream).
 func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
-	p := &pumpRun{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, parker: &pollers}
+	p := &pumpRun{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, parker: &pollers, quiet: &pollers.quiet}
 	if r.parkAfter != 0 {
 		p.parkAfter = r.parkAfter
 	}
 	if r.parker != nil {
 		p.parker = r.parker
 	}
+	if r.quiet != nil {
+		p.quiet = r.quiet
+	}
+	p.quiet.enter()
 	// The Stream's bufio.Writer is too small to hold an event: every event
 	// goes on to cw, which buffers until the flush.
 	p.w = bufio.NewWriterSize(cw, 16)
@@ -170,6 +175,7 @@ func (p *pumpRun) run() {
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.state.Load() == bodyIdle {
 			if p.park() {
+				p.quiet.leave()
 				return // a new goroutine takes the stream up (wake)
 			}
 			p.noPark = true // no poller here: wait on in this goroutine
@@ -213,6 +219,7 @@ func (p *pumpRun) wake() {
 }
 
 func (p *pumpRun) resume() {
+	p.quiet.enter()
 	p.parker.unpark(p.sb.raw, p.token)
 	p.run()
 }
@@ -288,6 +295,7 @@ func (p *pumpRun) finish() {
 		}
 	}
 	r.report(rep)
+	p.quiet.leave()
 	if keep {
 		p.cw.srv.ServeConn(p.cw.conn) //nolint:errcheck // the server logs and closes what it cannot serve
 	}

@@ -107,6 +107,7 @@ type Relay struct {
 	once       sync.Once
 	parkAfter  time.Duration                   // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
 	parker     parker                          // where streams park; nil: the process's poller
+	quiet      *quietMemory                    // counts streams with a goroutine; nil: the process's (pollers.quiet)
 	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
 	client     Doer
 	translator *Translator
@@ -205,6 +206,7 @@ func (r *Relay) Server() *fasthttp.Server {
 		TCPKeepalive:                 true,
 		CloseOnShutdown:              true,
 		KeepHijackedConns:            true, // streams close their own; see respond
+		MaxIdleWorkerDuration:        time.Second,
 		Logger:                       zapPrintf{r.log},
 	}
 	r.srv.Store(s)

@@ -1,0 +1,85 @@
+package relay
+
+import (
+	"cmp"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// quietMemory gives the heap's free memory back to the operating system
+// once no stream has had a goroutine for quietAfter: every stream open is
+// parked (its agent thinking, its user reading) or none is open.
+//
+// Why: what an idle relay holds beyond its streams' own few KiB is garbage
+// left by how they began (each new consumer connection leaves fasthttp's
+// request buffer behind, each run its input) and the heap's room for its
+// next cycle. The runtime's scavenger returns free pages only down to that
+// room, which is what a quiet relay needs least. A release is a forced
+// collection, a few milliseconds of CPU at 10,000 open streams: at most one
+// every minReleaseGap, never while any stream relays.
+type quietMemory struct {
+	running atomic.Int64 // streams with a goroutine: relaying, waiting in it, or ending
+
+	mu    sync.Mutex
+	timer *time.Timer
+	last  time.Time // the last release
+
+	// Tests set these; zero values mean the defaults.
+	after, gap time.Duration // quietAfter, minReleaseGap
+	release    func()        // debug.FreeOSMemory
+}
+
+const (
+	// quietAfter is how long no stream may have run before a release: a
+	// stream parks after parkAfter of silence, so a relay whose streams all
+	// went quiet at once releases about parkAfter+quietAfter later.
+	quietAfter = time.Second
+	// minReleaseGap bounds how often a relay whose streams keep going
+	// quiet releases.
+	minReleaseGap = 10 * time.Second
+)
+
+// enter counts a stream that takes a goroutine (starts or wakes).
+func (q *quietMemory) enter() { q.running.Add(1) }
+
+// leave counts a stream that gives its goroutine up (parks or ends); the
+// last one to leave arms the release.
+func (q *quietMemory) leave() {
+	if q.running.Add(-1) == 0 {
+		q.arm(cmp.Or(q.after, quietAfter))
+	}
+}
+
+func (q *quietMemory) arm(after time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.timer == nil {
+		q.timer = time.AfterFunc(after, q.fire)
+	} else {
+		q.timer.Reset(after)
+	}
+}
+
+// fire releases when the relay is still quiet. A stream that ran since the
+// timer was armed re-arms it when it leaves, so a quiet period shorter than
+// quietAfter releases nothing.
+func (q *quietMemory) fire() {
+	if q.running.Load() != 0 {
+		return
+	}
+	q.mu.Lock()
+	if wait := cmp.Or(q.gap, minReleaseGap) - time.Since(q.last); !q.last.IsZero() && wait > 0 {
+		q.timer.Reset(wait)
+		q.mu.Unlock()
+		return
+	}
+	q.last = time.Now()
+	release := q.release
+	q.mu.Unlock()
+	if release == nil {
+		release = debug.FreeOSMemory
+	}
+	release()
+}

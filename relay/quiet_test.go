@@ -1,0 +1,42 @@
+package relay
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Memory is released only once no stream runs, and not again within the
+// gap however often the relay goes quiet.
+func TestQuietMemoryWaitsForEveryStream(t *testing.T) {
+	var releases atomic.Int32
+	q := &quietMemory{after: 5 * time.Millisecond, gap: time.Hour, release: func() { releases.Add(1) }}
+	q.enter()
+	q.enter()
+	q.leave()
+	time.Sleep(50 * time.Millisecond) // ten times the quiet delay
+	if n := releases.Load(); n != 0 {
+		t.Fatalf("%d releases while a stream runs", n)
+	}
+	q.leave()
+	waitFor(t, "a release once the last stream left", func() bool { return releases.Load() == 1 })
+	q.enter()
+	q.leave()
+	time.Sleep(50 * time.Millisecond)
+	if n := releases.Load(); n != 1 {
+		t.Fatalf("%d releases within the gap", n)
+	}
+}
+
+// A release that comes due within the gap waits for the gap's end instead
+// of being dropped.
+func TestQuietMemoryReleasesAfterTheGap(t *testing.T) {
+	var releases atomic.Int32
+	q := &quietMemory{after: time.Millisecond, gap: 30 * time.Millisecond, release: func() { releases.Add(1) }}
+	q.enter()
+	q.leave()
+	waitFor(t, "the first release", func() bool { return releases.Load() == 1 })
+	q.enter()
+	q.leave()
+	waitFor(t, "the release deferred to the gap's end", func() bool { return releases.Load() == 2 })
+}
