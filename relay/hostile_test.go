@@ -298,11 +298,13 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	}
 }
 
-// The server's limits, as documented in the README.
+// The server's limits, as documented in the README, and its idle workers' life
+// (docs/reference.md, Scaling).
 func TestServerDefaults(t *testing.T) {
 	srv := (&Relay{Upstream: "http://127.0.0.1:1"}).Server()
 	if srv.ReadTimeout != 2*time.Minute || srv.WriteTimeout != 2*time.Minute || srv.IdleTimeout != 2*time.Minute ||
-		srv.ReadBufferSize != 16<<10 || srv.MaxRequestBodySize != 64<<20 || !srv.TCPKeepalive || srv.StreamRequestBody {
+		srv.ReadBufferSize != 16<<10 || srv.MaxRequestBodySize != 64<<20 || !srv.TCPKeepalive || srv.StreamRequestBody ||
+		srv.MaxIdleWorkerDuration != time.Second {
 		t.Errorf("server %+v", srv)
 	}
 }
