@@ -316,7 +316,7 @@ func TestConsumersGoneReleaseEverything(t *testing.T) {
 	round()
 	h.consumer.Transport.(*http.Transport).CloseIdleConnections()
 	runtime.GC()
-	base := runtime.NumGoroutine()
+	base := runGoroutines()
 	slowest := round()
 	t.Logf("%d idle streams: the last producer request was cancelled %v after the consumers closed", n, slowest)
 	if slowest > 2*time.Second {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -223,7 +222,7 @@ func TestIdleStreamConsumerGoneCancelsPromptly(t *testing.T) {
 		<-r.Context().Done()
 		cancelled <- time.Now()
 	}, nil)
-	base := runtime.NumGoroutine()
+	base := runGoroutines()
 	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
