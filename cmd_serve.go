@@ -269,6 +269,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		return fmt.Errorf("listening for relayed traffic: %w", err)
 	}
 	at.relay = ln.Addr().String()
+	ln = relay.Listener(ln) // consumers' connections read and written with raw system calls
 
 	var ready atomic.Bool
 	admin := &fasthttp.Server{Handler: adminHandler(&ready, metrics.Handler(), metrics.DeprecationsHandler(), c.pprof), NoDefaultServerHeader: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"unsafe"
 )
 
 // On Linux, consumers' connections are watched for a hangup by one shared
@@ -121,9 +122,9 @@ func (w *poller) arm(rc syscall.RawConn, events uint32, token int32) bool {
 	var cerr error
 	err := rc.Control(func(fd uintptr) {
 		ev := syscall.EpollEvent{Events: events, Fd: token}
-		cerr = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
+		cerr = epollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
 		if cerr == syscall.EEXIST { // an earlier registration's removal failed
-			cerr = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_MOD, int(fd), &ev)
+			cerr = epollCtl(w.epfd, syscall.EPOLL_CTL_MOD, int(fd), &ev)
 		}
 	})
 	return err == nil && cerr == nil
@@ -132,7 +133,7 @@ func (w *poller) arm(rc syscall.RawConn, events uint32, token int32) bool {
 func (w *poller) unregister(rc syscall.RawConn, token int32) {
 	w.forget(token)
 	rc.Control(func(fd uintptr) { //nolint:errcheck // a closed connection is out of epoll already
-		syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) //nolint:errcheck
+		epollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) //nolint:errcheck
 	})
 }
 
@@ -140,6 +141,16 @@ func (w *poller) forget(token int32) {
 	w.mu.Lock()
 	delete(w.subs, token)
 	w.mu.Unlock()
+}
+
+// epollCtl is epoll_ctl(2) made as a raw system call: it never blocks, and
+// each stream makes two or more (see socketConn for why raw).
+func epollCtl(epfd, op, fd int, ev *syscall.EpollEvent) error {
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(ev)), 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 func (w *poller) loop() {

@@ -316,6 +316,8 @@ func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *cons
 		sc = c
 	case *net.UnixConn:
 		sc = c
+	case *socketConn:
+		sc = c.TCPConn
 	}
 	if canPoll && sc != nil {
 		if raw, err := sc.SyscallConn(); err == nil {

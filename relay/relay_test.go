@@ -68,7 +68,7 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 		t.Fatal(err)
 	}
 	srv := h.relay.Server()
-	go srv.Serve(ln) //nolint:errcheck
+	go srv.Serve(Listener(ln)) //nolint:errcheck // as serve does: consumers read and written raw
 	h.url = "http://" + ln.Addr().String()
 	tr := &http.Transport{DisableCompression: true}
 	h.consumer = &http.Client{Transport: tr}

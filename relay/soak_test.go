@@ -121,7 +121,7 @@ func runSoak(t *testing.T, c soakConfig) soakResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln) //nolint:errcheck
+	go srv.Serve(Listener(ln)) //nolint:errcheck
 	defer srv.Shutdown()
 	url := "http://" + ln.Addr().String() + "/agent"
 	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: -1}

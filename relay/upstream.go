@@ -85,7 +85,7 @@ func (d *dialer) dial(addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, &dialError{err}
 	}
-	return &firstByteConn{Conn: c}, nil
+	return &firstByteConn{Conn: newSocketConn(c)}, nil
 }
 
 // dialError marks a failure to reach the producer at all (502, or 504 for a

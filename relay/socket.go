@@ -1,0 +1,140 @@
+package relay
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// socketConn is a TCP connection whose Read and Write make their system
+// calls raw (readFD, writeFD) inside the connection's RawConn calls: the
+// waiting, the deadlines and the close still go through Go's poller.
+//
+// Why: every system call made the ordinary way wakes the runtime's monitor
+// thread when the process was idle, and a woken monitor polls every 20 µs
+// for the next millisecond. A relay serving short runs back to back goes
+// idle between them, and each run's few ordinary calls (reading the
+// request, writing it on, reading the answer's head) cost more in those
+// wakeups than the calls themselves. The streams' own reads and writes are
+// raw already (streamBody, consumerWriter); socketConn makes the rest of a
+// run's path raw too, on both sides: the producer's connections (dialer)
+// and the consumers' (Listener).
+//
+// Reads are serialized among themselves, and writes among themselves, as
+// on any net.Conn; a read and a write may run at once.
+type socketConn struct {
+	*net.TCPConn
+	rc syscall.RawConn
+
+	rmu             sync.Mutex
+	rbuf            []byte
+	rn              int
+	rerr            error
+	readFn, writeFn func(fd uintptr) bool
+	wmu             sync.Mutex
+	wbuf            []byte
+	wn              int
+	werr            error
+}
+
+// newSocketConn wraps c when it is a TCP connection on a platform with raw
+// reads; otherwise it returns c.
+func newSocketConn(c net.Conn) net.Conn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok || !canPoll {
+		return c
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	s := &socketConn{TCPConn: tc, rc: rc}
+	s.readFn, s.writeFn = s.readSome, s.writeSome
+	return s
+}
+
+func (s *socketConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	s.rbuf, s.rn, s.rerr = p, 0, nil
+	err := s.rc.Read(s.readFn) // waits for input and honours the read deadline
+	n, rerr := s.rn, s.rerr
+	s.rbuf = nil
+	switch {
+	case err != nil:
+		return 0, s.opError("read", err)
+	case rerr != nil:
+		return 0, s.opError("read", os.NewSyscallError("read", rerr))
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (s *socketConn) readSome(fd uintptr) bool {
+	n, err := readFD(int(fd), s.rbuf)
+	if err == syscall.EAGAIN {
+		return false
+	}
+	s.rn, s.rerr = n, err
+	return true
+}
+
+func (s *socketConn) Write(p []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.wbuf, s.wn, s.werr = p, 0, nil
+	err := s.rc.Write(s.writeFn) // waits for room and honours the write deadline
+	n, werr := s.wn, s.werr
+	s.wbuf = nil
+	switch {
+	case err != nil:
+		return n, s.opError("write", err)
+	case werr != nil:
+		return n, s.opError("write", os.NewSyscallError("write", werr))
+	}
+	return n, nil
+}
+
+func (s *socketConn) writeSome(fd uintptr) bool {
+	for s.wn < len(s.wbuf) {
+		n, err := writeFD(int(fd), s.wbuf[s.wn:])
+		if err == syscall.EAGAIN {
+			return false
+		}
+		if err != nil {
+			s.werr = err
+			return true
+		}
+		s.wn += n
+	}
+	return true
+}
+
+// opError reports err as net.Conn's Read and Write do: a *net.OpError
+// naming the operation (RawConn's own say "raw-read", "raw-write").
+func (s *socketConn) opError(op string, err error) error {
+	if oe, ok := err.(*net.OpError); ok {
+		err = oe.Err
+	}
+	return &net.OpError{Op: op, Net: "tcp", Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
+}
+
+// Listener returns ln whose accepted TCP connections are read and written
+// with raw system calls (socketConn). Serve the relay's server on it.
+func Listener(ln net.Listener) net.Listener { return socketListener{ln} }
+
+type socketListener struct{ net.Listener }
+
+func (l socketListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return newSocketConn(c), nil
+}

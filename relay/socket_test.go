@@ -1,0 +1,140 @@
+//go:build unix
+
+package relay
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// socketPair returns both ends of a loopback TCP connection, each read and
+// written with raw system calls.
+func socketPair(t *testing.T) (a, b *socketConn) {
+	t.Helper()
+	x, y := tcpPair(t)
+	a, ok1 := newSocketConn(x).(*socketConn)
+	b, ok2 := newSocketConn(y).(*socketConn)
+	if !ok1 || !ok2 {
+		t.Fatal("a TCP connection was not wrapped")
+	}
+	return a, b
+}
+
+// What one end writes the other reads, whole and in order, also when the
+// reader is slower than the writer (writes wait for room, reads for input).
+func TestSocketConnCarriesEverything(t *testing.T) {
+	a, b := socketPair(t)
+	a.SetWriteBuffer(32 << 10) //nolint:errcheck
+	b.SetReadBuffer(32 << 10)  //nolint:errcheck
+	want := bytes.Repeat([]byte("data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"delta\":\"x\"}\n\n"), 40000)
+	got := make(chan []byte, 1)
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the buffers fill first
+		var buf bytes.Buffer
+		p := make([]byte, 777)
+		for {
+			n, err := b.Read(p)
+			buf.Write(p[:n])
+			if err != nil {
+				if err != io.EOF {
+					t.Errorf("read: %v", err)
+				}
+				break
+			}
+		}
+		got <- buf.Bytes()
+	}()
+	for rest := want; len(rest) > 0; {
+		n := min(len(rest), 5000)
+		if w, err := a.Write(rest[:n]); err != nil || w != n {
+			t.Fatalf("wrote %d of %d: %v", w, n, err)
+		}
+		rest = rest[n:]
+	}
+	a.CloseWrite() //nolint:errcheck // the reader's EOF
+	if g := <-got; !bytes.Equal(g, want) {
+		t.Fatalf("read %d bytes, want %d", len(g), len(want))
+	}
+}
+
+// Deadlines, the peer's reset and a local close are reported as a
+// net.Conn reports them.
+func TestSocketConnErrors(t *testing.T) {
+	a, b := socketPair(t)
+	a.SetReadDeadline(time.Now().Add(10 * time.Millisecond)) //nolint:errcheck
+	_, err := a.Read(make([]byte, 10))
+	var ne net.Error
+	var op *net.OpError
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.As(err, &op) || op.Op != "read" || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %#v", err)
+	}
+	a.SetReadDeadline(time.Time{}) //nolint:errcheck
+
+	b.SetLinger(0) //nolint:errcheck // close with a reset
+	b.Close()
+	for i := 0; i < 100 && err == nil || i == 0; i++ {
+		_, err = a.Write([]byte("after the reset"))
+		time.Sleep(time.Millisecond)
+	}
+	if !errors.As(err, &op) || op.Op != "write" || !(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+		t.Fatalf("write to a reset connection: %#v", err)
+	}
+
+	a.Close()
+	if _, err := a.Read(make([]byte, 10)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read after close: %v", err)
+	}
+	if _, err := a.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("write after close: %v", err)
+	}
+}
+
+// The peer's orderly close is io.EOF, and a read into nothing reads nothing.
+func TestSocketConnEOF(t *testing.T) {
+	a, b := socketPair(t)
+	if n, err := a.Read(nil); n != 0 || err != nil {
+		t.Fatalf("empty read: %d, %v", n, err)
+	}
+	b.Write([]byte("last")) //nolint:errcheck
+	b.Close()
+	got, err := io.ReadAll(a)
+	if string(got) != "last" || err != nil {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	if _, err := a.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read after the end: %v", err)
+	}
+}
+
+// The listener wraps what it accepts.
+func TestListenerWrapsTCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Listener(ln)
+	defer l.Close()
+	go func() {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			defer c.Close()
+			c.Write([]byte("hi")) //nolint:errcheck
+		}
+	}()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*socketConn); !ok {
+		t.Fatalf("accepted a %T", c)
+	}
+	if got, _ := io.ReadAll(c); string(got) != "hi" {
+		t.Fatalf("read %q", got)
+	}
+}
