@@ -2,6 +2,7 @@ package relay
 
 import (
 	"cmp"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -79,7 +80,15 @@ func (q *quietMemory) fire() {
 	release := q.release
 	q.mu.Unlock()
 	if release == nil {
-		release = debug.FreeOSMemory
+		release = releaseMemory
 	}
 	release()
+}
+
+// releaseMemory collects twice, so that what sync.Pools held before the
+// first collection (kept through one as its victim cache) is freed too,
+// then returns the free memory.
+func releaseMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
