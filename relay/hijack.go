@@ -3,11 +3,10 @@ package relay
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
-	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -152,13 +151,8 @@ type consumerWriter struct {
 	hangup  int32 // the registration with pollers, when watched
 	watched bool
 
-	// raw, for a TCP or Unix socket, writes by descriptor (writeFD) inside
-	// the connection's RawConn write; writeOut is its callback, made once,
-	// with out the bytes it has left to write and outErr what broke it.
-	raw      syscall.RawConn
-	writeOut func(fd uintptr) bool
-	out      []byte
-	outErr   error
+	// out writes to conn: a socketConn (raw system calls) for TCP.
+	out io.Writer
 
 	// srv, when set, takes the connection back after a stream that ended
 	// well (keep-alive, see respond), unless shutdown is closed by then.
@@ -309,22 +303,7 @@ func (w *consumerWriter) write(p []byte) error {
 
 // newConsumerWriter returns the writer of a stream's body to conn.
 func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
-	w := &consumerWriter{conn: conn, chunked: chunked, timeout: timeout}
-	var sc syscall.Conn
-	switch c := conn.(type) { // not any syscall.Conn: a wrapper's Write must run
-	case *net.TCPConn:
-		sc = c
-	case *net.UnixConn:
-		sc = c
-	case *socketConn:
-		sc = c.TCPConn
-	}
-	if canPoll && sc != nil {
-		if raw, err := sc.SyscallConn(); err == nil {
-			w.raw, w.writeOut = raw, w.writeSome
-		}
-	}
-	return w
+	return &consumerWriter{conn: conn, out: newSocketConn(conn), chunked: chunked, timeout: timeout}
 }
 
 // writeRaw writes p to the connection within the write deadline.
@@ -332,35 +311,12 @@ func (w *consumerWriter) writeRaw(p []byte) error {
 	if err := w.arm(); err != nil {
 		return err
 	}
-	if w.raw == nil {
-		_, err := w.conn.Write(p)
-		return w.fail(err)
+	out := w.out
+	if out == nil {
+		out = w.conn
 	}
-	w.out, w.outErr = p, nil
-	err := w.raw.Write(w.writeOut) // waits for room (and the deadline) as conn.Write does
-	if err == nil && w.outErr != nil {
-		err = &net.OpError{Op: "write", Net: w.conn.LocalAddr().Network(), Source: w.conn.LocalAddr(),
-			Addr: w.conn.RemoteAddr(), Err: os.NewSyscallError("write", w.outErr)}
-	}
-	w.out, w.outErr = nil, nil
+	_, err := out.Write(p)
 	return w.fail(err)
-}
-
-// writeSome writes what is left of w.out; false asks RawConn.Write to wait
-// until the socket has room.
-func (w *consumerWriter) writeSome(fd uintptr) bool {
-	for len(w.out) > 0 {
-		n, err := writeFD(int(fd), w.out)
-		if err == syscall.EAGAIN {
-			return false
-		}
-		if err != nil {
-			w.outErr = err
-			return true
-		}
-		w.out = w.out[n:]
-	}
-	return true
 }
 
 // arm moves the write deadline to timeout from now, when it is less than

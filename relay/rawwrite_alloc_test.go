@@ -17,7 +17,7 @@ func TestPassThroughToSocketDoesNotAllocate(t *testing.T) {
 	relaySide, consumerSide := tcpPair(t)
 	go io.Copy(io.Discard, consumerSide) //nolint:errcheck // ends with the test's cleanup
 	cw := newConsumerWriter(relaySide, true, time.Minute)
-	if cw.raw == nil {
+	if _, ok := cw.out.(*socketConn); !ok {
 		t.Fatal("a TCP connection is not written by descriptor")
 	}
 	w := bufio.NewWriterSize(cw, 16)
