@@ -33,6 +33,9 @@ func rawIO(call uintptr, fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if raceEnabled {
+		return annotatedIO(call, fd, p)
+	}
 	for {
 		n, _, errno := syscall.RawSyscall(call, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 		switch errno {
@@ -42,6 +45,22 @@ func rawIO(call uintptr, fd int, p []byte) (int, error) {
 			continue
 		default:
 			return 0, errno
+		}
+	}
+}
+
+// annotatedIO is rawIO through the syscall package (see race_on.go).
+func annotatedIO(call uintptr, fd int, p []byte) (int, error) {
+	for {
+		var n int
+		var err error
+		if call == syscall.SYS_READ {
+			n, err = syscall.Read(fd, p)
+		} else {
+			n, err = syscall.Write(fd, p)
+		}
+		if err != syscall.EINTR {
+			return max(n, 0), err
 		}
 	}
 }

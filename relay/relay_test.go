@@ -788,6 +788,8 @@ func TestTranslateInputIsCalledForLegacyConsumers(t *testing.T) {
 	if b := <-got; b != minimalInput {
 		t.Errorf("producer got %q", b)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if strings.Join(plans, " ") != "0.0.45>1.0" {
 		t.Errorf("plans %q", plans)
 	}
