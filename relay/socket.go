@@ -17,10 +17,10 @@ import (
 // for the next millisecond. A relay serving short runs back to back goes
 // idle between them, and each run's few ordinary calls (reading the
 // request, writing it on, reading the answer's head) cost more in those
-// wakeups than the calls themselves. The streams' own reads and writes are
-// raw already (streamBody, consumerWriter); socketConn makes the rest of a
-// run's path raw too, on both sides: the producer's connections (dialer)
-// and the consumers' (Listener).
+// wakeups than the calls themselves. socketConn makes a run's whole path
+// raw: the producer's connections (dialer; the answer's body is read by
+// descriptor in streamBody's polled mode) and the consumers' (Listener, and
+// consumerWriter for a connection served without it).
 //
 // Reads are serialized among themselves, and writes among themselves, as
 // on any net.Conn; a read and a write may run at once.
