@@ -4,6 +4,7 @@ package relay
 
 import (
 	"bufio"
+	"io"
 	"testing"
 	"time"
 
@@ -11,11 +12,29 @@ import (
 )
 
 // Passing a canonical content event through to the consumer's connection,
-// flush included, must not allocate: the pending buffer is pooled and the
-// write deadline is a field.
+// flush included, must not allocate: the pending buffer is pooled, the write
+// deadline is a field and, on a TCP socket, the raw write's callback is made
+// once per writer.
 func TestPassThroughToConnectionDoesNotAllocate(t *testing.T) {
-	c := &stuckConn{}
-	cw := &consumerWriter{conn: c, chunked: true, timeout: time.Minute}
+	t.Run("conn", func(t *testing.T) {
+		c := &stuckConn{}
+		passThroughDoesNotAllocate(t, &consumerWriter{conn: c, chunked: true, timeout: time.Minute}, c.wrote.Reset)
+		if c.writes < 1000 {
+			t.Fatalf("%d writes: events were not flushed one by one", c.writes)
+		}
+	})
+	t.Run("socket", func(t *testing.T) {
+		relaySide, consumerSide := tcpPair(t)
+		go io.Copy(io.Discard, consumerSide) //nolint:errcheck // ends with the test's cleanup
+		cw := newConsumerWriter(relaySide, true, time.Minute)
+		if _, ok := cw.out.(*socketConn); canPoll && !ok {
+			t.Fatal("a TCP connection is not written by descriptor")
+		}
+		passThroughDoesNotAllocate(t, cw, func() {})
+	})
+}
+
+func passThroughDoesNotAllocate(t *testing.T, cw *consumerWriter, reset func()) {
 	w := bufio.NewWriterSize(cw, 16)
 	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, w)
 	startRun(t, st)
@@ -27,11 +46,8 @@ func TestPassThroughToConnectionDoesNotAllocate(t *testing.T) {
 		if err := flush(w, cw); err != nil {
 			t.Fatal(err)
 		}
-		c.wrote.Reset()
+		reset()
 	}); n != 0 {
 		t.Fatalf("%v allocations per event", n)
-	}
-	if c.writes < 1000 {
-		t.Fatalf("%d writes: events were not flushed one by one", c.writes)
 	}
 }

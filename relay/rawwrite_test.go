@@ -14,31 +14,6 @@ import (
 	"time"
 )
 
-// tcpPair returns the two ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (relaySide, consumerSide *net.TCPConn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	dialed := make(chan net.Conn, 1)
-	go func() {
-		c, _ := net.Dial("tcp", ln.Addr().String())
-		dialed <- c
-	}()
-	a, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := <-dialed
-	if b == nil {
-		t.Fatal("dial failed")
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a.(*net.TCPConn), b.(*net.TCPConn)
-}
-
 // On a TCP socket the writer writes by descriptor; what it writes arrives
 // whole and in order, also when the consumer reads slowly and the socket's
 // buffer fills (the write waits for room, as conn.Write does).
