@@ -34,10 +34,15 @@ func TestNonEventStreamAnswerPassesThrough(t *testing.T) {
 		{"application/json", `{"type":"RUN_STARTED","note":"a JSON answer, not a stream"}`},
 		{"text/html; charset=utf-8", "<html><body>Agent is down for maintenance</body></html>\n\ndata: {}\n\n"},
 		{"application/octet-stream", "bytes\x00\xff"},
+		{"", "an answer that says nothing of its type"}, // passed on without one, not as text/plain
 	} {
 		t.Run(tc.ct, func(t *testing.T) {
 			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", tc.ct)
+				if tc.ct == "" {
+					w.Header()["Content-Type"] = nil // net/http would sniff one otherwise
+				} else {
+					w.Header().Set("Content-Type", tc.ct)
+				}
 				w.WriteHeader(200)
 				io.WriteString(w, tc.body)
 			}, nil)
@@ -45,7 +50,7 @@ func TestNonEventStreamAnswerPassesThrough(t *testing.T) {
 			if got := readAll(t, resp); resp.StatusCode != 200 || got != tc.body {
 				t.Errorf("status %d, body %q", resp.StatusCode, got)
 			}
-			if got := resp.Header.Get("Content-Type"); got != tc.ct {
+			if got := strings.Join(resp.Header.Values("Content-Type"), ", "); got != tc.ct {
 				t.Errorf("content type %q, want %q", got, tc.ct)
 			}
 			if rep := h.report(); rep.Status != 200 || rep.Events != 0 || rep.Abort != "" {

@@ -313,7 +313,7 @@ func upstreamProblem(err error) *Problem {
 func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	req := r.newRequest(ctx)
 	req.SetBodyRaw(ctx.Request.Body())
-	resp := fasthttp.AcquireResponse()
+	resp := acquireUpstreamResponse()
 	err := r.client.Do(req, resp)
 	uri := req.URI().String()
 	fasthttp.ReleaseRequest(req)
@@ -385,7 +385,7 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	req.SetBodyRaw(in)
 	// The relay reads the events; it cannot rewrite compressed ones.
 	req.Header.Set(fasthttp.HeaderAcceptEncoding, "identity")
-	resp := fasthttp.AcquireResponse()
+	resp := acquireUpstreamResponse()
 	err = r.client.Do(req, resp)
 	rep.URL = req.URI().String()
 	fasthttp.ReleaseRequest(req)
@@ -431,6 +431,15 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	ub.startTimers(r.IdleTimeout, remaining)
 	r.track(ub)
 	r.respond(ctx, ub, resp, rep) // on the hijacked connection, see hijack.go
+}
+
+// acquireUpstreamResponse returns a response for the producer's answer.
+// An answer without Content-Type is passed on without one: fasthttp would
+// otherwise report (and the relay copy) its default, text/plain.
+func acquireUpstreamResponse() *fasthttp.Response {
+	resp := fasthttp.AcquireResponse()
+	resp.Header.SetNoDefaultContentType(true)
+	return resp
 }
 
 func isEventStream(ct []byte) bool {
