@@ -351,7 +351,14 @@ func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer) {
 			cfg.logf("   profile: perf: %v", err)
 			return
 		}
-		stat := exec.Command("perf", "stat", "-x", ",", "-e", "raw_syscalls:sys_enter,context-switches", "-p", strings.Join(pids, ","),
+		// All system calls, then the ones a proxy's event loop is made of,
+		// each on its own: what a proxy spends per event beyond its read and
+		// write is in the others.
+		events := "raw_syscalls:sys_enter,context-switches"
+		for _, call := range []string{"read", "recvfrom", "readv", "write", "writev", "sendto", "epoll_wait", "epoll_pwait", "epoll_ctl", "futex", "nanosleep"} {
+			events += ",syscalls:sys_enter_" + call
+		}
+		stat := exec.Command("perf", "stat", "-x", ",", "-e", events, "-p", strings.Join(pids, ","),
 			"--", "sleep", fmt.Sprintf("%.1f", secs))
 		var statOut strings.Builder
 		stat.Stderr = &statOut
