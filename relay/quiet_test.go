@@ -6,11 +6,17 @@ import (
 	"time"
 )
 
+// countingQuiet returns a quietMemory with the given delays whose releases
+// are counted instead of made.
+func countingQuiet(after, gap time.Duration) (*quietMemory, *atomic.Int32) {
+	var releases atomic.Int32
+	return &quietMemory{after: after, gap: gap, release: func() { releases.Add(1) }}, &releases
+}
+
 // Memory is released only once no stream runs, and not again within the
 // gap however often the relay goes quiet.
 func TestQuietMemoryWaitsForEveryStream(t *testing.T) {
-	var releases atomic.Int32
-	q := &quietMemory{after: 5 * time.Millisecond, gap: time.Hour, release: func() { releases.Add(1) }}
+	q, releases := countingQuiet(5*time.Millisecond, time.Hour)
 	q.enter()
 	q.enter()
 	q.leave()
@@ -31,8 +37,7 @@ func TestQuietMemoryWaitsForEveryStream(t *testing.T) {
 // A release that comes due within the gap waits for the gap's end instead
 // of being dropped.
 func TestQuietMemoryReleasesAfterTheGap(t *testing.T) {
-	var releases atomic.Int32
-	q := &quietMemory{after: time.Millisecond, gap: 30 * time.Millisecond, release: func() { releases.Add(1) }}
+	q, releases := countingQuiet(time.Millisecond, 30*time.Millisecond)
 	q.enter()
 	q.leave()
 	waitFor(t, "the first release", func() bool { return releases.Load() == 1 })

@@ -196,24 +196,36 @@ func (noParking) reserve(func()) int32                 { return 1 }
 func (noParking) parkRead(syscall.RawConn, int32) bool { return false }
 func (noParking) unpark(syscall.RawConn, int32)        {}
 
-func quietStream(t *testing.T, pk parker) {
-	release := make(chan struct{})
+// heldStream opens a run whose producer sends RUN_STARTED, then nothing
+// until release is called, then rest; it returns once the consumer has read
+// RUN_STARTED, with the reader of what follows. The test's end releases the
+// producer too.
+func heldStream(t *testing.T, configure func(*Relay), rest ...string) (h *harness, br *bufio.Reader, release func()) {
+	t.Helper()
+	held := make(chan struct{})
 	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) }) // a failed test must not leave the producer waiting
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(release) // a failed test must not leave the producer waiting
+	h = newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		streamHeaders(w)
 		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
-		<-release
-		sse(w, `data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`+"\n\n",
-			`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
-			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
-	}, func(r *Relay) { r.parker = pk })
+		<-held
+		sse(w, rest...)
+	}, configure)
 	resp := h.post("/agent", minimalInput)
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
+	t.Cleanup(func() { resp.Body.Close() })
+	br = bufio.NewReader(resp.Body)
 	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
 		t.Fatalf("first line %q, %v", line, err)
 	}
+	return h, br, release
+}
+
+func quietStream(t *testing.T, pk parker) {
+	h, br, release := heldStream(t, func(r *Relay) { r.parker = pk },
+		`data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`+"\n\n",
+		`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
+		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	if pk == nil {
 		deadline := time.Now().Add(liveness)
 		for goroutinesIn("(*streamBody).pollRead") > 0 {
@@ -225,7 +237,7 @@ func quietStream(t *testing.T, pk parker) {
 	} else {
 		time.Sleep(50 * time.Millisecond) // many times the park delay: every attempt fails
 	}
-	once.Do(func() { close(release) })
+	release()
 	rest, err := io.ReadAll(br)
 	if err != nil || !strings.Contains(string(rest), `"TEXT_MESSAGE_START"`) ||
 		!strings.HasSuffix(string(rest), `data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n") {
