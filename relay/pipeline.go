@@ -210,7 +210,7 @@ func (s *Stream) Frame(f Frame) error {
 		}
 	default:
 		s.fields = f.Fields
-		s.cr.Push(f.Data)
+		s.cr.PushTyped(f.Data, typ)
 		err = s.werr
 	}
 	if string(typ) == "RUN_FINISHED" || string(typ) == "RUN_ERROR" {

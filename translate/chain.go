@@ -108,8 +108,12 @@ func (cr *ChainRun) wanted(steps []int, typ, ev []byte) bool {
 }
 
 // Push feeds one event into the chain. ev is borrowed.
-func (cr *ChainRun) Push(ev []byte) {
-	typ := PeekType(ev)
+func (cr *ChainRun) Push(ev []byte) { cr.PushTyped(ev, PeekType(ev)) }
+
+// PushTyped is Push for a caller that has read the event's type already
+// (typ is PeekType(ev), borrowed as ev is): the relay peeks every event to
+// ask ConcernsEvent, and a second peek was a tenth of a THINKING upgrade.
+func (cr *ChainRun) PushTyped(ev, typ []byte) {
 	if string(typ) == "RUN_STARTED" {
 		// The ids seed derived ids and name the run in warnings, after ev is
 		// gone: keep copies of our own (a caller's may alias its buffer).
