@@ -151,7 +151,8 @@ type consumerWriter struct {
 	hangup  int32 // the registration with pollers, when watched
 	watched bool
 
-	// out writes to conn: a socketConn (raw system calls) for TCP.
+	// out writes to conn: a socketConn (raw system calls) for TCP, else
+	// conn itself (newConsumerWriter).
 	out io.Writer
 
 	// srv, when set, takes the connection back after a stream that ended
@@ -311,11 +312,7 @@ func (w *consumerWriter) writeRaw(p []byte) error {
 	if err := w.arm(); err != nil {
 		return err
 	}
-	out := w.out
-	if out == nil {
-		out = w.conn
-	}
-	_, err := out.Write(p)
+	_, err := w.out.Write(p)
 	return w.fail(err)
 }
 

@@ -18,7 +18,7 @@ import (
 func TestPassThroughToConnectionDoesNotAllocate(t *testing.T) {
 	t.Run("conn", func(t *testing.T) {
 		c := &stuckConn{}
-		passThroughDoesNotAllocate(t, &consumerWriter{conn: c, chunked: true, timeout: time.Minute}, c.wrote.Reset)
+		passThroughDoesNotAllocate(t, newConsumerWriter(c, true, time.Minute), c.wrote.Reset)
 		if c.writes < 1000 {
 			t.Fatalf("%d writes: events were not flushed one by one", c.writes)
 		}

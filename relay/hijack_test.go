@@ -323,7 +323,7 @@ func (timeoutError) Temporary() bool { return true }
 // its own; End writes the last chunk.
 func TestConsumerWriterChunks(t *testing.T) {
 	c := &stuckConn{}
-	w := &consumerWriter{conn: c, chunked: true, timeout: time.Minute}
+	w := newConsumerWriter(c, true, time.Minute)
 	io.WriteString(w, "data: a\n\n")
 	io.WriteString(w, "data: bc\n\n")
 	if c.writes != 0 {
@@ -352,7 +352,7 @@ func TestConsumerWriterChunks(t *testing.T) {
 // flush fails, and so does every write after it.
 func TestConsumerWriterGivesUpOnStuckConsumer(t *testing.T) {
 	c := &stuckConn{stuck: true}
-	w := &consumerWriter{conn: c, chunked: true, timeout: 20 * time.Millisecond}
+	w := newConsumerWriter(c, true, 20*time.Millisecond)
 	io.WriteString(w, contentEvent)
 	err := w.Flush()
 	var ne net.Error
@@ -370,7 +370,7 @@ func TestConsumerWriterGivesUpOnStuckConsumer(t *testing.T) {
 // The write deadline moves forward with the writes, but not on every one.
 func TestConsumerWriterArmsDeadlineSparingly(t *testing.T) {
 	c := &stuckConn{}
-	w := &consumerWriter{conn: c, chunked: false, timeout: time.Hour}
+	w := newConsumerWriter(c, false, time.Hour)
 	io.WriteString(w, "a")
 	w.Flush()
 	first := c.deadline

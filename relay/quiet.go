@@ -30,7 +30,7 @@ type quietMemory struct {
 
 	// Tests set these; zero values mean the defaults.
 	after, gap time.Duration // quietAfter, minReleaseGap
-	release    func()        // debug.FreeOSMemory
+	release    func()        // releaseMemory
 }
 
 const (
