@@ -51,6 +51,7 @@ type pumpRun struct {
 	parkAfter time.Duration
 	parker    parker
 	quiet     *quietMemory
+	now       time.Time   // the clock at the last beforeRead: the wait that may follow starts then
 	deadline  time.Time   // the read deadline that ends a wait by parking
 	parked    atomic.Bool // waiting in the poller with no goroutine
 	noPark    bool        // parking failed (no poller): wait in the goroutine
@@ -121,7 +122,8 @@ func (p *pumpRun) beforeRead() {
 			p.tap.Flushed(p.st.Events)
 		}
 	}
-	p.ub.touch()
+	p.now = time.Now()
+	p.ub.touch(p.now)
 }
 
 // nextFrames relays frames until the producer has nothing more for now
@@ -142,16 +144,16 @@ func (p *pumpRun) nextFrames() bool {
 }
 
 // armParking moves the read deadline that ends the coming wait in parking
-// to parkAfter from now, when it is under half of that away (a timer update
+// to parkAfter from the read that would block (p.now, read by beforeRead
+// just before it), when it is under half of that away (a timer update
 // every parkAfter/2, not one per wait). It reports false when the body was
 // closed meanwhile: the stream must not wait then.
 func (p *pumpRun) armParking() bool {
 	if p.noPark {
 		return p.sb.state.Load() == bodyReading
 	}
-	now := time.Now()
-	if p.deadline.Sub(now) < p.parkAfter/2 {
-		p.deadline = now.Add(p.parkAfter)
+	if p.deadline.Sub(p.now) < p.parkAfter/2 {
+		p.deadline = p.now.Add(p.parkAfter)
 		p.sb.interrupt.SetReadDeadline(p.deadline) //nolint:errcheck // no deadline: the stream just does not park
 	}
 	return p.sb.state.Load() == bodyReading

@@ -185,12 +185,12 @@ func (u *upstreamBody) startTimers(idle, remaining time.Duration) {
 	}
 }
 
-// touch notes a read; the relay calls it before each. The idle timer is not
-// moved on every read (a timer update per event): when it fires, idleCheck
-// arms it again for what is left since the last touch.
-func (u *upstreamBody) touch() {
+// touch notes a read at now; the relay calls it before each. The idle timer
+// is not moved on every read (a timer update per event): when it fires,
+// idleCheck arms it again for what is left since the last touch.
+func (u *upstreamBody) touch(now time.Time) {
 	if u.idle > 0 {
-		u.touched.Store(int64(time.Since(u.started)))
+		u.touched.Store(int64(now.Sub(u.started)))
 	}
 }
 
