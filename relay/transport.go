@@ -118,8 +118,8 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	b.interrupt = conn
 	if fc, ok := conn.(*firstByteConn); ok {
 		b.interrupt = fc.Conn // firstByteConn's deadline state belongs to the reader
-		if sc, ok := fc.Conn.(syscall.Conn); ok && canPoll {
-			b.raw, _ = sc.SyscallConn()
+		if sc, ok := fc.Conn.(*socketConn); ok { // the dialer's, where reads by descriptor work
+			b.raw = sc.rc
 		}
 	}
 	resp.SetBodyStream(b, resp.Header.ContentLength())
