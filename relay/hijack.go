@@ -298,7 +298,7 @@ func (w *consumerWriter) write(p []byte) error {
 	if err := w.arm(); err != nil {
 		return err
 	}
-	_, err := bufs.WriteTo(w.conn)
+	_, err := bufs.WriteTo(w.out) // one writev: socketConn has its TCPConn's
 	return w.fail(err)
 }
 
