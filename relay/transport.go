@@ -117,8 +117,10 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	}
 	b.interrupt = conn
 	if fc, ok := conn.(*firstByteConn); ok {
-		b.interrupt = fc.Conn // firstByteConn's deadline state belongs to the reader
-		if sc, ok := fc.Conn.(*socketConn); ok { // the dialer's, where reads by descriptor work
+		// firstByteConn's deadline state belongs to the reader.
+		b.interrupt = fc.Conn
+		// The dialer's socketConn, where reads by descriptor work.
+		if sc, ok := fc.Conn.(*socketConn); ok {
 			b.raw = sc.rc
 		}
 	}
