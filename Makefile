@@ -1,11 +1,17 @@
-# make test runs every test of the module, then the conformance suite
-# against the published @ag-ui/client releases (its Node packages are
-# installed from conformance/package-lock.json on first use).
+# make test checks the formatting and go vet, runs every test of the
+# module, then the conformance suite against the published @ag-ui/client
+# releases (its Node packages are installed from
+# conformance/package-lock.json on first use).
 GO ?= go
 
-.PHONY: test unit conformance conformance-deps bench build soak fuzz
+.PHONY: test lint unit conformance conformance-deps bench build soak fuzz
 
-test: unit conformance
+test: lint unit conformance
+
+# A file gofmt would change, or a finding of go vet, fails the run.
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
 
 unit:
 	$(GO) test $$($(GO) list ./... | grep -v /conformance)
