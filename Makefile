@@ -10,7 +10,7 @@ test: lint unit conformance
 
 # A file gofmt would change, or a finding of go vet, fails the run.
 lint:
-	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$($$($(GO) env GOROOT)/bin/gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 unit:
