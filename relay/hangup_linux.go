@@ -59,11 +59,7 @@ func (w *poller) start() { w.once.Do(w.init) }
 // returns the registration for unwatch, ok=false when conn cannot be
 // watched this way.
 func (w *poller) watch(conn net.Conn, u *upstreamBody) (token int32, ok bool) {
-	sc, isSys := conn.(syscall.Conn)
-	if !isSys {
-		return 0, false
-	}
-	rc, err := sc.SyscallConn()
+	rc, err := rawConnOf(conn)
 	if err != nil {
 		return 0, false
 	}
@@ -73,7 +69,7 @@ func (w *poller) watch(conn net.Conn, u *upstreamBody) (token int32, ok bool) {
 // unwatch ends a registration of watch; call it before closing conn (a
 // later event for the token is ignored).
 func (w *poller) unwatch(conn net.Conn, token int32) {
-	if rc, err := conn.(syscall.Conn).SyscallConn(); err == nil {
+	if rc, err := rawConnOf(conn); err == nil {
 		w.unregister(rc, token)
 	} else {
 		w.forget(token)

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -124,6 +125,20 @@ func (s *socketConn) opError(op string, err error) error {
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
 }
+
+// rawConnOf returns conn's RawConn: the one a socketConn holds (asking its
+// TCPConn would make another per call), else the connection's own.
+func rawConnOf(conn net.Conn) (syscall.RawConn, error) {
+	switch c := conn.(type) {
+	case *socketConn:
+		return c.rc, nil
+	case syscall.Conn:
+		return c.SyscallConn()
+	}
+	return nil, errNotSyscallConn
+}
+
+var errNotSyscallConn = errors.New("the connection has no descriptor")
 
 // Listener returns ln whose accepted TCP connections are read and written
 // with raw system calls (socketConn). Serve the relay's server on it.
