@@ -363,7 +363,13 @@ func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer) {
 		var statOut strings.Builder
 		stat.Stderr = &statOut
 		statErr := stat.Start()
+		// The allocations of the window: go tool pprof -sample_index
+		// alloc_space -base <base>-allocs-before.pb.gz <base>-allocs.pb.gz.
+		allocs := proc.Admin != "" && savePprof(cfg, proc.Admin, "/debug/pprof/allocs", base+"-allocs-before.pb.gz")
 		r := RunLoad(proc.Addr, proc, plan, load)
+		if allocs {
+			savePprof(cfg, proc.Admin, "/debug/pprof/allocs", base+"-allocs.pb.gz")
+		}
 		rec.Wait()
 		out.Close()
 		counts := ""
@@ -414,21 +420,29 @@ func heapProfile(cfg Config, name string, n int, admin string) {
 	os.MkdirAll(dir, 0o755)
 	slug := strings.NewReplacer(" ", "-", "→", "-to-").Replace(name)
 	for _, p := range []struct{ path, ext string }{{"/debug/pprof/heap?gc=1", "heap.pb.gz"}, {"/debug/pprof/heap?debug=1", "memstats.txt"}, {"/debug/pprof/goroutine?debug=1", "goroutines.txt"}} {
-		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + admin + p.path)
-		if err != nil {
-			cfg.logf("   profile: %v", err)
+		if !savePprof(cfg, admin, p.path, filepath.Join(dir, fmt.Sprintf("%s-idle-%d.%s", slug, n, p.ext))) {
 			return
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			cfg.logf("   profile: %s: HTTP %d", p.path, resp.StatusCode)
-			return
-		}
-		f := filepath.Join(dir, fmt.Sprintf("%s-idle-%d.%s", slug, n, p.ext))
-		os.WriteFile(f, b, 0o644)
-		cfg.logf("   profile: %s", f)
 	}
+}
+
+// savePprof saves what the proxy's admin port answers at path into file,
+// and reports whether it could.
+func savePprof(cfg Config, admin, path, file string) bool {
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + admin + path)
+	if err != nil {
+		cfg.logf("   profile: %v", err)
+		return false
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		cfg.logf("   profile: %s: HTTP %d", path, resp.StatusCode)
+		return false
+	}
+	os.WriteFile(file, b, 0o644)
+	cfg.logf("   profile: %s", file)
+	return true
 }
 
 // probe runs one short run through the proxy and checks it.
