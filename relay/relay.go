@@ -206,8 +206,13 @@ func (r *Relay) Server() *fasthttp.Server {
 		TCPKeepalive:                 true,
 		CloseOnShutdown:              true,
 		KeepHijackedConns:            true, // streams close their own; see respond
-		MaxIdleWorkerDuration:        time.Second,
-		Logger:                       zapPrintf{r.log},
+		// The request's read buffer goes back to the server's pool once the
+		// request is read, instead of going with each hijacked connection
+		// to the garbage collector: 16 KiB a run, most of what a run
+		// allocated. It costs a 1-byte read at the start of each request.
+		ReduceMemoryUsage:     true,
+		MaxIdleWorkerDuration: time.Second,
+		Logger:                zapPrintf{r.log},
 	}
 	r.srv.Store(s)
 	return s
