@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -29,12 +30,12 @@ func canonicalFrame(event string) Frame {
 // of its input or on an error.
 func frameAll(tb testing.TB, sc *Scanner, st *Stream) {
 	tb.Helper()
+	var f Frame
 	for {
-		f, err := sc.Next()
-		if err != nil {
+		if err := sc.next(&f); err != nil {
 			return
 		}
-		if err := st.Frame(f); err != nil {
+		if err := st.frame(&f); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -196,5 +197,30 @@ func BenchmarkStreamTranslated(b *testing.B) {
 				st.Close()
 			}
 		})
+	}
+}
+
+// BenchmarkPumpPassThrough is BenchmarkStreamPassThrough with the writer a
+// stream really has: the consumer's chunked writer, flushed whenever the
+// scanner is about to read.
+func BenchmarkPumpPassThrough(b *testing.B) {
+	in := benchStream(1000, contentEvent)
+	t := &Translator{}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	r := bytes.NewReader(in)
+	c := &stuckConn{}
+	for b.Loop() {
+		r.Reset(in)
+		c.wrote.Reset()
+		cw := newConsumerWriter(c, true, time.Minute)
+		st := t.NewStream(negotiate.Current, negotiate.Version{}, cw)
+		sc := NewScanner(r, 0)
+		sc.BeforeRead = func() { cw.Flush() }
+		frameAll(b, sc, st)
+		if err := cw.End(); err != nil {
+			b.Fatal(err)
+		}
+		st.Close()
 	}
 }

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
@@ -352,12 +351,4 @@ func AwaitRuns(ctx context.Context, active func() int) error {
 		}
 	}
 	return nil
-}
-
-// flush flushes the Stream's writer into cw and cw to the consumer.
-func flush(w *bufio.Writer, cw *consumerWriter) error {
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	return cw.Flush()
 }

@@ -3,7 +3,6 @@
 package relay
 
 import (
-	"bufio"
 	"io"
 	"testing"
 	"time"
@@ -35,15 +34,14 @@ func TestPassThroughToConnectionDoesNotAllocate(t *testing.T) {
 }
 
 func passThroughDoesNotAllocate(t *testing.T, cw *consumerWriter, reset func()) {
-	w := bufio.NewWriterSize(cw, 16)
-	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, w)
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, cw)
 	startRun(t, st)
 	f := canonicalFrame(contentEvent)
 	if n := testing.AllocsPerRun(1000, func() {
 		if err := st.Frame(f); err != nil {
 			t.Fatal(err)
 		}
-		if err := flush(w, cw); err != nil {
+		if err := cw.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		reset()

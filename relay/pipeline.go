@@ -1,7 +1,7 @@
 package relay
 
 import (
-	"bufio"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -113,7 +113,7 @@ type Stream struct {
 	t        *Translator
 	consumer negotiate.Version
 	producer negotiate.Version // configured (zero: learnt per run); declarations are read per run
-	w        *bufio.Writer
+	w        io.Writer
 
 	plan    negotiate.Plan
 	decided bool
@@ -154,8 +154,9 @@ type Stream struct {
 
 // NewStream starts shaping a stream for a consumer reading consumer, from a
 // producer configured as producerConfigured (zero: learnt per run). Output
-// goes to w; the caller flushes.
-func (t *Translator) NewStream(consumer, producerConfigured negotiate.Version, w *bufio.Writer) *Stream {
+// goes to w, one Write per frame, the bytes of which w must not keep (it
+// buffers: a bufio.Writer, the relay's consumerWriter); the caller flushes.
+func (t *Translator) NewStream(consumer, producerConfigured negotiate.Version, w io.Writer) *Stream {
 	return &Stream{t: t, consumer: consumer, producer: producerConfigured, w: w}
 }
 
@@ -164,6 +165,11 @@ func (s *Stream) Plan() negotiate.Plan { return s.plan }
 
 // Frame handles one frame. The frame is borrowed and not kept.
 func (s *Stream) Frame(f Frame) error {
+	return s.frame(&f)
+}
+
+// frame is Frame for a frame the caller keeps (see Scanner.next).
+func (s *Stream) frame(f *Frame) error {
 	if !f.HasData() {
 		out := f.Raw
 		if !f.Canonical {

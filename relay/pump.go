@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +38,6 @@ type pumpRun struct {
 	resp *fasthttp.Response
 	rep  *RunReport
 
-	w   *bufio.Writer
 	st  *Stream
 	sc  *Scanner
 	tap RunTap
@@ -86,10 +84,8 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 		p.quiet = r.quiet
 	}
 	p.quiet.enter()
-	// The Stream's bufio.Writer is too small to hold an event: every event
-	// goes on to cw, which buffers until the flush.
-	p.w = bufio.NewWriterSize(cw, 16)
-	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, p.w)
+	// cw buffers what the Stream writes until the flush.
+	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, cw)
 	p.tap = rep.tap
 	var src io.Reader = ub
 	if p.tap != nil {
@@ -116,7 +112,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 
 func (p *pumpRun) beforeRead() {
 	if p.werr == nil {
-		if p.werr = flush(p.w, p.cw); p.werr != nil {
+		if p.werr = p.cw.Flush(); p.werr != nil {
 			p.ub.cancel(errConsumerGone)
 		} else if p.tap != nil {
 			p.tap.Flushed(p.st.Events)
@@ -129,8 +125,9 @@ func (p *pumpRun) beforeRead() {
 // nextFrames relays frames until the producer has nothing more for now
 // (false: wait for it) or the stream is over (true).
 func (p *pumpRun) nextFrames() bool {
+	var f Frame
 	for p.werr == nil {
-		f, err := p.sc.Next()
+		err := p.sc.next(&f)
 		if err == errWouldBlock {
 			return !p.armParking()
 		}
@@ -138,7 +135,7 @@ func (p *pumpRun) nextFrames() bool {
 			p.rerr = err
 			return true
 		}
-		p.werr = p.st.Frame(f)
+		p.werr = p.st.frame(&f)
 	}
 	return true
 }
@@ -260,9 +257,7 @@ func (p *pumpRun) finish() {
 			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
 	}
 	if werr == nil {
-		if werr = p.w.Flush(); werr == nil {
-			werr = p.cw.End()
-		}
+		werr = p.cw.End()
 		if werr == nil && p.tap != nil {
 			p.tap.Flushed(st.Events)
 		}

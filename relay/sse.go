@@ -58,6 +58,11 @@ type Scanner struct {
 	skipLF             bool // the last frame ended in CR at the end of the input
 	parses             int  // slowFrame calls, for tests
 
+	// cr is the offset in buf of the first CR at or after start, end when
+	// there is none; below start when not known (-1 after a fill), so that
+	// fastFrame searches a burst for CRs once, not every frame for its own.
+	cr int
+
 	data   []byte // scratch: joined data of a non-canonical frame
 	fields []byte // scratch: normalised field lines
 
@@ -106,7 +111,7 @@ func NewScanner(r io.Reader, maxFrame int) *Scanner {
 		maxFrame = 10 << 20
 	}
 	size := min(baseSize, maxFrame+2)
-	return &Scanner{r: r, max: maxFrame, buf: make([]byte, size), base: size}
+	return &Scanner{r: r, max: maxFrame, buf: make([]byte, size), base: size, cr: -1}
 }
 
 // scanPool holds the base-size buffers of scanners waiting for input.
@@ -169,7 +174,7 @@ func newIdleScanner(r io.Reader, maxFrame int) *Scanner {
 	if maxFrame+2 < baseSize {
 		return NewScanner(r, maxFrame)
 	}
-	return &Scanner{r: r, max: maxFrame, base: baseSize, releaseIdle: true}
+	return &Scanner{r: r, max: maxFrame, base: baseSize, releaseIdle: true, cr: -1}
 }
 
 // Buffered returns how many received bytes are not yet returned as frames.
@@ -180,6 +185,15 @@ func (s *Scanner) Buffered() int { return s.end - s.start }
 // (the reference consumers deliver it too). When the stream breaks, the
 // reader's error is returned and an unfinished frame is dropped.
 func (s *Scanner) Next() (Frame, error) {
+	var f Frame
+	err := s.next(&f)
+	return f, err
+}
+
+// next is Next writing the frame into *f, which the relay's loop keeps on
+// its stack: a Frame is ten words, and copying it out through two returns
+// cost as much as finding it.
+func (s *Scanner) next(f *Frame) error {
 	for {
 		if !s.bomDone && (s.end-s.start >= 3 || s.readErr != nil) {
 			s.bomDone = true
@@ -195,35 +209,32 @@ func (s *Scanner) Next() (Frame, error) {
 		}
 		if s.bomDone {
 			fresh := s.lineStart == 0 && s.scanned == 0
-			if fresh {
-				if f, ok := s.fastFrame(); ok {
-					return f, nil
-				}
+			if fresh && s.fastFrame(f) {
+				return nil
 			}
 			if s.readErr != nil || s.frameEnds() {
-				if !fresh {
-					if f, ok := s.fastFrame(); ok {
-						return f, nil
-					}
+				if !fresh && s.fastFrame(f) {
+					return nil
 				}
-				f, complete, err := s.slowFrame()
+				g, complete, err := s.slowFrame()
 				if complete {
-					return f, nil
+					*f = g
+					return nil
 				}
 				if err != nil {
-					return Frame{}, err
+					return err
 				}
 			} else if s.end-s.start > s.max {
-				return Frame{}, ErrFrameTooLarge
+				return ErrFrameTooLarge
 			}
 		}
 		if s.readErr != nil {
 			// Nothing more will come; at a clean end slowFrame has returned
 			// every frame, so only blank lines or a broken frame remain.
-			return Frame{}, s.readErr
+			return s.readErr
 		}
 		if err := s.fill(); err == ErrFrameTooLarge || err == errWouldBlock {
-			return Frame{}, err
+			return err
 		}
 	}
 }
@@ -272,21 +283,21 @@ var bom = []byte("\xEF\xBB\xBF")
 
 // fastFrame recognises the frame every AG-UI encoder writes,
 // "data: <json>\n\n", without copying.
-func (s *Scanner) fastFrame() (Frame, bool) {
+func (s *Scanner) fastFrame(f *Frame) bool {
 	b := s.buf[s.start:s.end]
 	if len(b) < 8 || string(b[:6]) != "data: " {
-		return Frame{}, false
+		return false
 	}
 	nl := bytes.IndexByte(b, '\n')
-	if nl < 0 || nl+1 >= len(b) || b[nl+1] != '\n' || bytes.IndexByte(b[:nl], '\r') >= 0 {
-		return Frame{}, false
+	if nl < 0 || nl+1 >= len(b) || b[nl+1] != '\n' || s.crBefore(s.start+nl) {
+		return false
 	}
 	if nl+2 > s.max {
-		return Frame{}, false // slowFrame reports the oversized frame
+		return false // slowFrame reports the oversized frame
 	}
-	f := Frame{Raw: b[:nl+2], Data: b[6:nl:nl], Canonical: true}
+	*f = Frame{Raw: b[:nl+2], Data: b[6:nl:nl], Canonical: true}
 	s.advance(nl + 2)
-	return f, true
+	return true
 }
 
 // slowFrame parses one frame line by line. It reports complete=false when
@@ -405,6 +416,18 @@ func splitField(line []byte) (name string, value []byte, isData bool) {
 	return "", nil, false
 }
 
+// crBefore reports whether buf[start:limit] holds a CR.
+func (s *Scanner) crBefore(limit int) bool {
+	if s.cr < s.start {
+		if i := bytes.IndexByte(s.buf[s.start:s.end], '\r'); i >= 0 {
+			s.cr = s.start + i
+		} else {
+			s.cr = s.end
+		}
+	}
+	return s.cr < limit
+}
+
 func (s *Scanner) checkSize(n int) error {
 	if n > s.max {
 		return ErrFrameTooLarge
@@ -418,6 +441,7 @@ func (s *Scanner) fill() error {
 	if s.readErr != nil {
 		return s.readErr
 	}
+	s.cr = -1 // bytes move and arrive
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
@@ -539,7 +563,7 @@ func (s *Scanner) Release() {
 		putBuf(s.pooled)
 		s.pooled = nil
 	}
-	s.buf, s.start, s.end = nil, 0, 0
+	s.buf, s.start, s.end, s.cr = nil, 0, 0, -1
 }
 
 // AppendFrame appends the canonical framing of an event to dst: the frame's
