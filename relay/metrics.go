@@ -50,7 +50,6 @@ type Metrics struct {
 	material       *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
 	firstEvent     *prometheus.HistogramVec
-	eventLatency   *prometheus.HistogramVec
 	deprecatedRuns *prometheus.CounterVec
 
 	deps []deprecation // the registry, with its usage
@@ -116,14 +115,11 @@ func NewMetrics(o MetricsOptions) *Metrics {
 	m.firstEvent = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "time_to_first_event_seconds",
 		Help:    "From the consumer's request to the first event flushed to it.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}}, route)
-	m.eventLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "event_latency_seconds",
-		Help:    "Relay latency per event: from the read that completed the event's frame to the flush that wrote it to the consumer; sampled, the events of one read in 8.",
-		Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}}, route)
 	m.deprecatedRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "deprecated_shape_runs_total",
 		Help: "Runs that needed the translation of a retired shape of the deprecation registry (once per run and shape), by version pair: who must upgrade before the translation expires."},
 		[]string{"shape", "step", "route", "from", "to"})
 	m.reg.MustRegister(m.active, m.runs, m.events, m.bytes, m.translations, m.material, m.upstreamErrors,
-		m.firstEvent, m.eventLatency, m.deprecatedRuns, expiryCollector{m})
+		m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -153,7 +149,7 @@ type routeMetrics struct {
 	events       [2][NumEventLabels]prometheus.Counter
 	bytes        [2][NumEventLabels]prometheus.Counter
 	firstEvent   prometheus.Observer
-	eventLatency prometheus.Observer
+	eventLatency *batchHistogram // exported by latencyCollector
 }
 
 func (m *Metrics) route(name string) *routeMetrics {
@@ -169,7 +165,7 @@ func (m *Metrics) route(name string) *routeMetrics {
 		name:         name,
 		active:       m.active.WithLabelValues(name),
 		firstEvent:   m.firstEvent.WithLabelValues(name),
-		eventLatency: m.eventLatency.WithLabelValues(name),
+		eventLatency: newBatchHistogram(eventLatencyBuckets[:]),
 	}
 	for d := range rm.events {
 		for i := range rm.events[d] {
@@ -279,10 +275,7 @@ func (t *metricsTap) Flushed(events int) {
 		t.rm.firstEvent.Observe(now.Sub(t.start).Seconds())
 	}
 	if t.sampled {
-		d := now.Sub(t.lastRead).Seconds()
-		for range events - t.flushed {
-			t.rm.eventLatency.Observe(d)
-		}
+		t.rm.eventLatency.observeN(now.Sub(t.lastRead).Seconds(), events-t.flushed)
 		t.sampled = false
 	}
 	t.flushed = events
