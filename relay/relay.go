@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
@@ -481,23 +482,28 @@ func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 
 // report logs the run's line and calls OnRun.
 func (r *Relay) report(rep *RunReport) {
-	fields := []zap.Field{
-		zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL),
-		zap.Int("status", rep.Status), zap.Int("events", rep.Events), zap.Int("bytes", rep.Bytes),
-		zap.Duration("duration", rep.Duration), zap.Stringer("consumer", rep.Consumer),
-		zap.String("producer", versionOrUnknown(rep.Producer)), zap.Bool("translated", rep.Translated),
-		zap.String("terminal", rep.Terminal),
-	}
-	if rep.Abort != "" {
-		fields = append(fields, zap.String("abort", rep.Abort))
-		if rep.Err != nil {
-			fields = append(fields, zap.Error(rep.Err))
-		}
-	}
+	level, msg := zapcore.InfoLevel, "run"
 	if rep.Abort != "" && rep.Abort != errConsumerGone.Code {
-		r.log.Warn("run ended by the relay", fields...)
-	} else {
-		r.log.Info("run", fields...)
+		level, msg = zapcore.WarnLevel, "run ended by the relay"
+	}
+	// The fields are made only for a line that is written: they cost an
+	// allocation a run, and a relay at --log-level warn writes no line for
+	// a run that went well.
+	if ce := r.log.Check(level, msg); ce != nil {
+		fields := []zap.Field{
+			zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL),
+			zap.Int("status", rep.Status), zap.Int("events", rep.Events), zap.Int("bytes", rep.Bytes),
+			zap.Duration("duration", rep.Duration), zap.Stringer("consumer", rep.Consumer),
+			zap.String("producer", versionOrUnknown(rep.Producer)), zap.Bool("translated", rep.Translated),
+			zap.String("terminal", rep.Terminal),
+		}
+		if rep.Abort != "" {
+			fields = append(fields, zap.String("abort", rep.Abort))
+			if rep.Err != nil {
+				fields = append(fields, zap.Error(rep.Err))
+			}
+		}
+		ce.Write(fields...)
 	}
 	if rep.tap != nil {
 		rep.tap.End(rep)
