@@ -32,18 +32,22 @@ var OldestSupported = Version{0, 0, 37}
 // that meet an uninterpretable in-band declaration treat it as newer (see
 // ParseDeclared).
 func Parse(s string) (Version, error) {
-	parts := strings.Split(s, ".")
-	nums := make([]int, len(parts))
-	for i, p := range parts {
-		if p == "" || len(p) > 9 || strings.TrimLeft(p, "0123456789") != "" {
+	// Part by part, with no allocation: every run parses the versions its
+	// input and its RUN_STARTED declare.
+	var nums [3]int
+	n := 0
+	for rest, more := s, true; more; n++ {
+		var p string
+		p, rest, more = strings.Cut(rest, ".")
+		if n == len(nums) || p == "" || len(p) > 9 || strings.TrimLeft(p, "0123456789") != "" {
 			return Version{}, fmt.Errorf("version %q: want MAJOR.MINOR (1.0) or a legacy SDK release 0.0.N", s)
 		}
-		nums[i], _ = strconv.Atoi(p)
+		nums[n], _ = strconv.Atoi(p)
 	}
 	switch {
-	case len(nums) == 2 && !(nums[0] == 0 && nums[1] == 0):
+	case n == 2 && !(nums[0] == 0 && nums[1] == 0):
 		return Version{nums[0], nums[1], 0}, nil
-	case len(nums) == 3 && nums[0] == 0 && nums[1] == 0:
+	case n == 3 && nums[0] == 0 && nums[1] == 0:
 		return Version{0, 0, nums[2]}, nil
 	}
 	return Version{}, fmt.Errorf("version %q: want MAJOR.MINOR (1.0) or a legacy SDK release 0.0.N", s)

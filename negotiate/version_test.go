@@ -24,6 +24,10 @@ func TestParse(t *testing.T) {
 		{"1.-1", Version{}, true},
 		{"0.1.2", Version{}, true},
 		{"1234567890.0", Version{}, true},
+		{"0.0.1.2", Version{}, true},
+		{"1.0.", Version{}, true},
+		{".1", Version{}, true},
+		{"1..0", Version{}, true},
 	}
 	for _, tc := range tests {
 		got, err := Parse(tc.in)
@@ -33,6 +37,18 @@ func TestParse(t *testing.T) {
 		if err == nil && got.String() != tc.in {
 			t.Errorf("Parse(%q).String() = %q", tc.in, got.String())
 		}
+	}
+}
+
+// Every run parses the versions it declares: a well-formed one costs no
+// allocation.
+func TestParseDoesNotAllocate(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := Parse("0.0.45"); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per parse", n)
 	}
 }
 
