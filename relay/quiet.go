@@ -14,9 +14,8 @@ import (
 // parked (its agent thinking, its user reading) or none is open.
 //
 // Why: what an idle relay holds beyond its streams' own few KiB is garbage
-// left by how they began (each new consumer connection leaves fasthttp's
-// request buffer behind, each run its input) and the heap's room for its
-// next cycle. The runtime's scavenger returns free pages only down to that
+// left by how they began (each run's input, request and state) and the
+// heap's room for its next cycle. The runtime's scavenger returns free pages only down to that
 // room, which is what a quiet relay needs least. A release is two forced
 // collections (CPU in proportion to the live heap, about 40 MB at 10,000
 // open streams): at most one release every minReleaseGap, never while any
