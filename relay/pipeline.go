@@ -154,8 +154,9 @@ type Stream struct {
 
 // NewStream starts shaping a stream for a consumer reading consumer, from a
 // producer configured as producerConfigured (zero: learnt per run). Output
-// goes to w, one Write per frame, the bytes of which w must not keep (it
-// buffers: a bufio.Writer, the relay's consumerWriter); the caller flushes.
+// goes to w, which must copy what it keeps of each Write (the bytes are the
+// scanner's or the chain's: a bufio.Writer does, the relay's consumerWriter
+// too); the caller flushes.
 func (t *Translator) NewStream(consumer, producerConfigured negotiate.Version, w io.Writer) *Stream {
 	return &Stream{t: t, consumer: consumer, producer: producerConfigured, w: w}
 }
