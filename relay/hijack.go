@@ -147,12 +147,24 @@ type consumerWriter struct {
 	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
 	err error
 
+	// span is what WriteBorrowed took without a copy: frames lying end to
+	// end in the caller's buffer, written from there by the next flush.
+	// Set only while buf is nil.
+	span []byte
+
 	hangup  int32 // the registration with pollers, when watched
 	watched bool
 
 	// out writes to conn: a socketConn (raw system calls) for TCP, else
-	// conn itself (newConsumerWriter).
+	// conn itself (newConsumerWriter). vec is out when it writes a chunk
+	// from two places with one raw writev (not under the race detector,
+	// whose writes are the syscall package's); nil otherwise.
 	out io.Writer
+	vec *socketConn
+
+	// A chunk written from where its bytes lie: its size line and CRLF.
+	sizeLine [16]byte
+	crlf     [2]byte
 
 	// srv, when set, takes the connection back after a stream that ended
 	// well (keep-alive, see respond), unless shutdown is closed by then.
@@ -179,6 +191,9 @@ func (w *consumerWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
+	if w.span != nil {
+		w.adopt()
+	}
 	if w.buf != nil && len(*w.buf)-chunkRoom+len(p) > maxPending {
 		if err := w.Flush(); err != nil {
 			return 0, err
@@ -196,6 +211,45 @@ func (w *consumerWriter) Write(p []byte) (int, error) {
 	}
 	*w.buf = append(*w.buf, p...)
 	return len(p), nil
+}
+
+// WriteBorrowed is Write for bytes the caller leaves unchanged until the
+// next flush (the scanner's buffer: it calls BeforeRead, which flushes,
+// before its bytes move). Frames that lie end to end there, as a burst of
+// frames passed through does, go out from where they are in one chunk,
+// with no copy into the pending buffer.
+func (w *consumerWriter) WriteBorrowed(p []byte) error {
+	n := len(w.span)
+	switch {
+	case w.err != nil:
+		return w.err
+	case w.buf != nil || len(p) == 0 || len(p) > maxPending || w.vec == nil:
+		// Copied: behind copied bytes, too large to hold, or on a
+		// connection that cannot write a chunk from two places at once.
+	case n == 0:
+		w.span = p
+		return nil
+	case n+len(p) <= cap(w.span) && &w.span[:n+1][n] == &p[0]:
+		if n+len(p) > maxPending {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			w.span = p
+			return nil
+		}
+		w.span = w.span[:n+len(p)]
+		return nil
+	}
+	_, err := w.Write(p)
+	return err
+}
+
+// adopt copies the span into the pending buffer, for bytes that must
+// follow it there.
+func (w *consumerWriter) adopt() {
+	w.buf = pendingPool.Get().(*[]byte)
+	*w.buf = append(*w.buf, w.span...)
+	w.span = nil
 }
 
 // Flush writes what is pending, as one chunk.
@@ -250,6 +304,14 @@ func (w *consumerWriter) flush(last bool) error {
 		w.release()
 		return w.err
 	}
+	if w.span != nil {
+		if !last {
+			err := w.write(w.span)
+			w.span = nil
+			return err
+		}
+		w.adopt()
+	}
 	if w.buf == nil && !(last && w.chunked) {
 		return nil
 	}
@@ -279,6 +341,7 @@ func (w *consumerWriter) flush(last bool) error {
 }
 
 func (w *consumerWriter) release() {
+	w.span = nil
 	if w.buf != nil {
 		*w.buf = (*w.buf)[:chunkRoom]
 		pendingPool.Put(w.buf)
@@ -291,19 +354,26 @@ func (w *consumerWriter) write(p []byte) error {
 	if !w.chunked {
 		return w.writeRaw(p)
 	}
-	var size [16]byte
-	line := append(strconv.AppendUint(size[:0], uint64(len(p)), 16), '\r', '\n')
-	bufs := net.Buffers{line, p, []byte("\r\n")}
+	line := append(strconv.AppendUint(w.sizeLine[:0], uint64(len(p)), 16), '\r', '\n')
 	if err := w.arm(); err != nil {
 		return err
 	}
+	if w.vec != nil {
+		_, err := w.vec.writeVec(line, p, w.crlf[:])
+		return w.fail(err)
+	}
+	bufs := net.Buffers{line, p, w.crlf[:]}
 	_, err := bufs.WriteTo(w.out) // one writev: socketConn has its TCPConn's
 	return w.fail(err)
 }
 
 // newConsumerWriter returns the writer of a stream's body to conn.
 func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
-	return &consumerWriter{conn: conn, out: newSocketConn(conn), chunked: chunked, timeout: timeout}
+	w := &consumerWriter{conn: conn, out: newSocketConn(conn), chunked: chunked, timeout: timeout, crlf: [2]byte{'\r', '\n'}}
+	if sc, ok := w.out.(*socketConn); ok && chunked && !raceEnabled {
+		w.vec = sc
+	}
+	return w
 }
 
 // writeRaw writes p to the connection within the write deadline.

@@ -114,6 +114,7 @@ type Stream struct {
 	consumer negotiate.Version
 	producer negotiate.Version // configured (zero: learnt per run); declarations are read per run
 	w        io.Writer
+	bw       borrower // w, when it can take frames without copying them
 
 	plan    negotiate.Plan
 	decided bool
@@ -158,13 +159,24 @@ type Stream struct {
 // scanner's or the chain's: a bufio.Writer does, the relay's consumerWriter
 // too); the caller flushes.
 func (t *Translator) NewStream(consumer, producerConfigured negotiate.Version, w io.Writer) *Stream {
-	return &Stream{t: t, consumer: consumer, producer: producerConfigured, w: w}
+	bw, _ := w.(borrower)
+	return &Stream{t: t, consumer: consumer, producer: producerConfigured, w: w, bw: bw}
+}
+
+// borrower is a writer that can take bytes without copying them, when the
+// caller leaves them unchanged until its next flush (consumerWriter: the
+// relay flushes before the scanner's buffer changes). Frame gives it the
+// frames it passes through as they came.
+type borrower interface {
+	WriteBorrowed(p []byte) error
 }
 
 // Plan returns the decision for the current run.
 func (s *Stream) Plan() negotiate.Plan { return s.plan }
 
-// Frame handles one frame. The frame is borrowed and not kept.
+// Frame handles one frame. The frame is borrowed: a frame that passes
+// through as it came may be written from its own bytes by the writer's next
+// flush (a borrower's), so they must stay unchanged until then.
 func (s *Stream) Frame(f Frame) error {
 	return s.frame(&f)
 }
@@ -181,7 +193,7 @@ func (s *Stream) frame(f *Frame) error {
 			s.Counts.add(FromProducer, evComment, len(f.Raw))
 			s.Counts.add(ToConsumer, evComment, len(out))
 		}
-		return s.write(out)
+		return s.put(out, f.Canonical)
 	}
 	typ := translate.PeekType(f.Data)
 	ti := 0 // typ's label index, worked out once, when counted
@@ -209,7 +221,7 @@ func (s *Stream) frame(f *Frame) error {
 	case !shape:
 		if f.Canonical {
 			s.countEvent(ti, len(f.Raw))
-			err = s.write(f.Raw)
+			err = s.put(f.Raw, true)
 		} else {
 			s.scratch = AppendFrame(s.scratch[:0], f.Fields, f.Data)
 			s.countEvent(ti, len(s.scratch))
@@ -357,10 +369,17 @@ func (s *Stream) countEvent(ti, n int) {
 	}
 }
 
-func (s *Stream) write(b []byte) error {
+func (s *Stream) write(b []byte) error { return s.put(b, false) }
+
+// put writes b; borrowed: b is a frame's bytes as they came, which a
+// borrower takes without a copy.
+func (s *Stream) put(b []byte, borrowed bool) error {
 	s.Bytes += len(b)
 	if s.Tap != nil {
 		s.Tap.Wrote(b)
+	}
+	if borrowed && s.bw != nil {
+		return s.bw.WriteBorrowed(b)
 	}
 	_, err := s.w.Write(b)
 	return err

@@ -8,5 +8,6 @@ import "errors"
 // written, the ordinary way.
 const canPoll = false
 
-func readFD(int, []byte) (int, error)  { return 0, errors.ErrUnsupported }
-func writeFD(int, []byte) (int, error) { return 0, errors.ErrUnsupported }
+func readFD(int, []byte) (int, error)            { return 0, errors.ErrUnsupported }
+func writeFD(int, []byte) (int, error)           { return 0, errors.ErrUnsupported }
+func writevFD(int, *[3][]byte, int) (int, error) { return 0, errors.ErrUnsupported }

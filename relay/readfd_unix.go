@@ -64,3 +64,35 @@ func annotatedIO(call uintptr, fd int, p []byte) (int, error) {
 		}
 	}
 }
+
+// writevFD writes what is left of v after its first skip bytes with one
+// writev(2), raw as writeFD. It returns the bytes written by this call.
+func writevFD(fd int, v *[3][]byte, skip int) (int, error) {
+	var iov [3]syscall.Iovec
+	n := 0
+	for _, b := range v {
+		if skip >= len(b) {
+			skip -= len(b)
+			continue
+		}
+		b = b[skip:]
+		skip = 0
+		iov[n].Base = &b[0]
+		iov[n].SetLen(len(b))
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	for {
+		w, _, errno := syscall.RawSyscall(syscall.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
+		switch errno {
+		case 0:
+			return int(w), nil
+		case syscall.EINTR:
+			continue
+		default:
+			return 0, errno
+		}
+	}
+}

@@ -88,8 +88,10 @@ type Scanner struct {
 
 	// BeforeRead, when set, is called before every read from the underlying
 	// reader, that is whenever the scanner has no complete frame buffered and
-	// may block. The relay flushes its writer there, so that no event waits
-	// for a later one.
+	// may block, and before the bytes of the frames it returned move or
+	// change. The relay flushes its writer there, so that no event waits for
+	// a later one, and so that frames written from the buffer unchanged
+	// (borrowed) go out while they are still there.
 	BeforeRead func()
 }
 
@@ -443,6 +445,11 @@ func (s *Scanner) fill() error {
 	if s.readErr != nil {
 		return s.readErr
 	}
+	// Before the buffer's bytes move or change: what the caller wrote
+	// borrowed from them (consumerWriter.WriteBorrowed) goes out here.
+	if s.BeforeRead != nil {
+		s.BeforeRead()
+	}
 	s.cr = -1 // bytes move and arrive
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
@@ -464,9 +471,6 @@ func (s *Scanner) fill() error {
 		s.resize(min(2*len(s.buf), burstSize, s.max+2))
 	case s.smallReads >= smallReadsToShrink && len(s.buf) > s.base && s.end <= s.base/2:
 		s.resize(s.base)
-	}
-	if s.BeforeRead != nil {
-		s.BeforeRead()
 	}
 	if idle {
 		return s.fillIdle()
