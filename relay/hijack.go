@@ -156,9 +156,9 @@ type consumerWriter struct {
 	watched bool
 
 	// out writes to conn: a socketConn (raw system calls) for TCP, else
-	// conn itself (newConsumerWriter). vec is out when it writes a chunk
-	// from two places with one raw writev (not under the race detector,
-	// whose writes are the syscall package's); nil otherwise.
+	// conn itself (newConsumerWriter). vec is out when it is a socketConn
+	// and the body chunked: it writes a chunk from where its bytes lie
+	// (writeVec); nil otherwise.
 	out io.Writer
 	vec *socketConn
 
@@ -363,14 +363,14 @@ func (w *consumerWriter) write(p []byte) error {
 		return w.fail(err)
 	}
 	bufs := net.Buffers{line, p, w.crlf[:]}
-	_, err := bufs.WriteTo(w.out) // one writev: socketConn has its TCPConn's
+	_, err := bufs.WriteTo(w.out)
 	return w.fail(err)
 }
 
 // newConsumerWriter returns the writer of a stream's body to conn.
 func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
 	w := &consumerWriter{conn: conn, out: newSocketConn(conn), chunked: chunked, timeout: timeout, crlf: [2]byte{'\r', '\n'}}
-	if sc, ok := w.out.(*socketConn); ok && chunked && !raceEnabled {
+	if sc, ok := w.out.(*socketConn); ok && chunked {
 		w.vec = sc
 	}
 	return w

@@ -23,12 +23,6 @@ func readFD(fd int, p []byte) (int, error) {
 	return rawIO(syscall.SYS_READ, fd, p)
 }
 
-// writeFD writes p to the descriptor, which is in non-blocking mode: it
-// returns syscall.EAGAIN when the socket's buffer is full. Raw, as readFD.
-func writeFD(fd int, p []byte) (int, error) {
-	return rawIO(syscall.SYS_WRITE, fd, p)
-}
-
 func rawIO(call uintptr, fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -65,10 +59,15 @@ func annotatedIO(call uintptr, fd int, p []byte) (int, error) {
 	}
 }
 
-// writevFD writes what is left of v after its first skip bytes with one
-// writev(2), raw as writeFD. It returns the bytes written by this call.
+// writevFD writes what is left of v after its first skip bytes to the
+// descriptor, which is in non-blocking mode: it returns syscall.EAGAIN when
+// the socket's buffer is full. Raw, as readFD: one writev(2), or write(2)
+// when a single piece is left (and under the race detector, whose
+// annotations only the syscall package's write carries). It returns the
+// bytes written by this call.
 func writevFD(fd int, v *[3][]byte, skip int) (int, error) {
 	var iov [3]syscall.Iovec
+	var first []byte
 	n := 0
 	for _, b := range v {
 		if skip >= len(b) {
@@ -77,12 +76,15 @@ func writevFD(fd int, v *[3][]byte, skip int) (int, error) {
 		}
 		b = b[skip:]
 		skip = 0
+		if n == 0 {
+			first = b
+		}
 		iov[n].Base = &b[0]
 		iov[n].SetLen(len(b))
 		n++
 	}
-	if n == 0 {
-		return 0, nil
+	if n <= 1 || raceEnabled {
+		return rawIO(syscall.SYS_WRITE, fd, first)
 	}
 	for {
 		w, _, errno := syscall.RawSyscall(syscall.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(n))

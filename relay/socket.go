@@ -10,7 +10,7 @@ import (
 )
 
 // socketConn is a TCP connection whose Read and Write make their system
-// calls raw (readFD, writeFD) inside the connection's RawConn calls: the
+// calls raw (readFD, writevFD) inside the connection's RawConn calls: the
 // waiting, the deadlines and the close still go through Go's poller.
 //
 // Why: every system call made the ordinary way wakes the runtime's monitor
@@ -35,11 +35,9 @@ type socketConn struct {
 	rerr            error
 	readFn, writeFn func(fd uintptr) bool
 	wmu             sync.Mutex
-	wbuf            []byte
+	wvec            [3][]byte // writeVec's pieces, held here so that they do not escape
 	wn              int
 	werr            error
-	wvec            [3][]byte // writeVec's pieces, held here so that they do not escape
-	writevFn        func(fd uintptr) bool
 }
 
 // newSocketConn wraps c when it is a TCP connection on a platform with raw
@@ -54,7 +52,7 @@ func newSocketConn(c net.Conn) net.Conn {
 		return c
 	}
 	s := &socketConn{TCPConn: tc, rc: rc}
-	s.readFn, s.writeFn, s.writevFn = s.readSome, s.writeSome, s.writevSome
+	s.readFn, s.writeFn = s.readSome, s.writeSome
 	return s
 }
 
@@ -89,12 +87,20 @@ func (s *socketConn) readSome(fd uintptr) bool {
 }
 
 func (s *socketConn) Write(p []byte) (int, error) {
+	return s.writeVec(p, nil, nil)
+}
+
+// writeVec writes a, b and c in that order, raw, with one writev(2) per
+// attempt (one write(2) for a single piece): a chunk's size line, its bytes
+// from where they lie, its CRLF. It returns what Write would for their
+// concatenation.
+func (s *socketConn) writeVec(a, b, c []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.wbuf, s.wn, s.werr = p, 0, nil
+	s.wvec, s.wn, s.werr = [3][]byte{a, b, c}, 0, nil
 	err := s.rc.Write(s.writeFn) // waits for room and honours the write deadline
 	n, werr := s.wn, s.werr
-	s.wbuf = nil
+	s.wvec = [3][]byte{}
 	switch {
 	case err != nil:
 		return n, s.opError("write", err)
@@ -105,40 +111,6 @@ func (s *socketConn) Write(p []byte) (int, error) {
 }
 
 func (s *socketConn) writeSome(fd uintptr) bool {
-	for s.wn < len(s.wbuf) {
-		n, err := writeFD(int(fd), s.wbuf[s.wn:])
-		if err == syscall.EAGAIN {
-			return false
-		}
-		if err != nil {
-			s.werr = err
-			return true
-		}
-		s.wn += n
-	}
-	return true
-}
-
-// writeVec writes a, b and c in that order, with one writev(2) per
-// attempt, raw as Write's: a chunk's size line, its bytes from where they
-// lie, its CRLF. It returns what Write would for their concatenation.
-func (s *socketConn) writeVec(a, b, c []byte) (int, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.wvec, s.wn, s.werr = [3][]byte{a, b, c}, 0, nil
-	err := s.rc.Write(s.writevFn)
-	n, werr := s.wn, s.werr
-	s.wvec = [3][]byte{}
-	switch {
-	case err != nil:
-		return n, s.opError("write", err)
-	case werr != nil:
-		return n, s.opError("write", os.NewSyscallError("writev", werr))
-	}
-	return n, nil
-}
-
-func (s *socketConn) writevSome(fd uintptr) bool {
 	total := len(s.wvec[0]) + len(s.wvec[1]) + len(s.wvec[2])
 	for s.wn < total {
 		n, err := writevFD(int(fd), &s.wvec, s.wn)
