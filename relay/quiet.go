@@ -17,18 +17,25 @@ import (
 // left by how they began (each run's input, request and state) and the
 // heap's room for its next cycle. The runtime's scavenger returns free pages only down to that
 // room, which is what a quiet relay needs least. A release is two forced
-// collections (CPU in proportion to the live heap, about 40 MB at 10,000
-// open streams): at most one release every minReleaseGap, never while any
-// stream relays.
+// collections, whose cost grows with the live heap (a few milliseconds at
+// 1,000 open streams, tens at 10,000): a release is followed by a pause of
+// releaseGapFactor times what it took, and at least minReleaseGap, before
+// the next, so that a relay whose streams keep going quiet spends about 1%
+// of its time releasing at most, and a small one gives memory back each
+// time it goes quiet. Never while any stream relays.
 type quietMemory struct {
 	running atomic.Int64 // streams with a goroutine: relaying, waiting in it, or ending
 
 	mu    sync.Mutex
 	timer *time.Timer
-	last  time.Time // the last release
+	next  time.Time // the earliest time of the next release; zero before the first
+
+	releasing bool // a release is under way
+	missed    bool // the timer fired meanwhile: fire again once it may
 
 	// Tests set these; zero values mean the defaults.
 	after, gap time.Duration // quietAfter, minReleaseGap
+	factor     int           // releaseGapFactor
 	release    func()        // releaseMemory
 }
 
@@ -37,9 +44,11 @@ const (
 	// stream parks after parkAfter of silence, so a relay whose streams all
 	// went quiet at once releases about parkAfter+quietAfter later.
 	quietAfter = time.Second
-	// minReleaseGap bounds how often a relay whose streams keep going
-	// quiet releases.
-	minReleaseGap = 10 * time.Second
+	// minReleaseGap and releaseGapFactor bound how often a relay whose
+	// streams keep going quiet releases: not within minReleaseGap, nor
+	// within releaseGapFactor times the last release's duration, of its end.
+	minReleaseGap    = time.Second
+	releaseGapFactor = 100
 )
 
 // enter counts a stream that takes a goroutine (starts or wakes).
@@ -71,18 +80,34 @@ func (q *quietMemory) fire() {
 		return
 	}
 	q.mu.Lock()
-	if wait := cmp.Or(q.gap, minReleaseGap) - time.Since(q.last); !q.last.IsZero() && wait > 0 {
+	if q.releasing {
+		q.missed = true
+		q.mu.Unlock()
+		return
+	}
+	if wait := time.Until(q.next); !q.next.IsZero() && wait > 0 {
 		q.timer.Reset(wait)
 		q.mu.Unlock()
 		return
 	}
-	q.last = time.Now()
+	q.releasing = true
 	release := q.release
 	q.mu.Unlock()
 	if release == nil {
 		release = releaseMemory
 	}
+	start := time.Now()
 	release()
+	end := time.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	pause := max(cmp.Or(q.gap, minReleaseGap), time.Duration(cmp.Or(q.factor, releaseGapFactor))*end.Sub(start))
+	q.next = end.Add(pause)
+	q.releasing = false
+	if q.missed {
+		q.missed = false
+		q.timer.Reset(pause)
+	}
 }
 
 // releaseMemory collects twice, so that what sync.Pools held before the

@@ -45,3 +45,45 @@ func TestQuietMemoryReleasesAfterTheGap(t *testing.T) {
 	q.leave()
 	waitFor(t, "the release deferred to the gap's end", func() bool { return releases.Load() == 2 })
 }
+
+// The pause after a release grows with what the release took: a relay
+// whose collections are slow releases less often.
+func TestQuietMemoryPausesInProportionToTheRelease(t *testing.T) {
+	var releases atomic.Int32
+	q := &quietMemory{after: time.Millisecond, gap: time.Millisecond, factor: 10,
+		release: func() { time.Sleep(20 * time.Millisecond); releases.Add(1) }}
+	q.enter()
+	q.leave()
+	waitFor(t, "the first release", func() bool { return releases.Load() == 1 })
+	q.enter()
+	q.leave()
+	// The pause is at least 10 × 20 ms from the first release's end.
+	time.Sleep(100 * time.Millisecond)
+	if n := releases.Load(); n != 1 {
+		t.Fatalf("%d releases within ten times the first one's duration", n)
+	}
+	waitFor(t, "the release after the pause", func() bool { return releases.Load() == 2 })
+}
+
+// A stream that goes quiet while a release is under way gets its release
+// after the pause, not never.
+func TestQuietMemoryReleasesWhatCameDuringARelease(t *testing.T) {
+	var releases atomic.Int32
+	inRelease := make(chan struct{})
+	proceed := make(chan struct{})
+	q := &quietMemory{after: time.Millisecond, gap: 10 * time.Millisecond, factor: 1}
+	q.release = func() {
+		if releases.Add(1) == 1 {
+			close(inRelease)
+			<-proceed
+		}
+	}
+	q.enter()
+	q.leave()
+	<-inRelease
+	q.enter()
+	q.leave()                         // arms the timer, which fires during the release
+	time.Sleep(20 * time.Millisecond) // well past the quiet delay
+	close(proceed)
+	waitFor(t, "the release deferred past the first", func() bool { return releases.Load() == 2 })
+}
