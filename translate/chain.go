@@ -43,9 +43,10 @@ func (c *Chain) Concerns(typ []byte) bool {
 type ChainRun struct {
 	Run   *Run
 	chain *Chain
+	// Each step's state, nil until made (make); wants holds it as a
+	// Wanter, nil when it is none (every event of the step's types goes to
+	// it); emits hands what the step emits to the steps after it.
 	state []EventStep
-	// wants holds each step's state as a Wanter, nil when it is none (every
-	// event of its types goes to it).
 	wants []Wanter
 	emits []func([]byte)
 	out   func([]byte)
@@ -70,17 +71,20 @@ type ChainRun struct {
 func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
 	cr := &ChainRun{Run: r, chain: c, out: out, declare: plan.Declare, declared: plan.Declared}
 	cr.state = make([]EventStep, len(c.Steps))
-	cr.emits = make([]func([]byte), len(c.Steps)+1)
 	cr.wants = make([]Wanter, len(c.Steps))
-	for i, s := range c.Steps {
-		cr.state[i] = s.NewEvent()
-		cr.wants[i], _ = cr.state[i].(Wanter)
-	}
-	for i := range c.Steps {
-		next := i + 1
-		cr.emits[i] = func(ev []byte) { cr.push(next, ev, PeekType(ev)) }
-	}
+	cr.emits = make([]func([]byte), len(c.Steps))
 	return cr
+}
+
+// make makes step i's part of the run, when the step is first asked about
+// an event: most steps concern event types a run may never carry, and a
+// run that is open and quiet (its agent thinking) would hold the state of
+// every step of the chain, about as much again as the rest of the stream.
+func (cr *ChainRun) make(i int) {
+	cr.state[i] = cr.chain.Steps[i].NewEvent()
+	cr.wants[i], _ = cr.state[i].(Wanter)
+	next := i + 1
+	cr.emits[i] = func(ev []byte) { cr.push(next, ev, PeekType(ev)) }
 }
 
 // ConcernsEvent reports whether the run's chain may change ev, of type typ;
@@ -100,7 +104,10 @@ func (cr *ChainRun) ConcernsEvent(typ, ev []byte) bool {
 
 func (cr *ChainRun) wanted(steps []int, typ, ev []byte) bool {
 	for _, i := range steps {
-		if cr.wants[i] == nil || cr.wants[i].Wants(cr.Run, typ, ev) {
+		if cr.state[i] == nil {
+			cr.make(i)
+		}
+		if w := cr.wants[i]; w == nil || w.Wants(cr.Run, typ, ev) {
 			return true
 		}
 	}
@@ -133,7 +140,13 @@ func (cr *ChainRun) PushTyped(ev, typ []byte) {
 func (cr *ChainRun) push(i int, ev, typ []byte) {
 	steps := cr.chain.Steps
 	for ; i < len(steps); i++ {
-		if steps[i].concernsType(typ) && (cr.wants[i] == nil || cr.wants[i].Wants(cr.Run, typ, ev)) {
+		if !steps[i].concernsType(typ) {
+			continue
+		}
+		if cr.state[i] == nil {
+			cr.make(i)
+		}
+		if w := cr.wants[i]; w == nil || w.Wants(cr.Run, typ, ev) {
 			prev, prevType := cr.Run.step, cr.Run.typ
 			cr.Run.step, cr.Run.typ = steps[i], typ
 			cr.state[i].Apply(cr.Run, ev, cr.emits[i])
