@@ -66,13 +66,18 @@ func TestQuietMemoryPausesInProportionToTheRelease(t *testing.T) {
 }
 
 // A stream that goes quiet while a release is under way gets its release
-// after the pause, not never.
+// after the pause, not never, and not while the first still runs, however
+// long that takes.
 func TestQuietMemoryReleasesWhatCameDuringARelease(t *testing.T) {
-	var releases atomic.Int32
+	var releases, running atomic.Int32
 	inRelease := make(chan struct{})
 	proceed := make(chan struct{})
 	q := &quietMemory{after: time.Millisecond, gap: 10 * time.Millisecond, factor: 1}
 	q.release = func() {
+		if running.Add(1) > 1 {
+			t.Error("two releases at once")
+		}
+		defer running.Add(-1)
 		if releases.Add(1) == 1 {
 			close(inRelease)
 			<-proceed
@@ -83,7 +88,7 @@ func TestQuietMemoryReleasesWhatCameDuringARelease(t *testing.T) {
 	<-inRelease
 	q.enter()
 	q.leave()                         // arms the timer, which fires during the release
-	time.Sleep(20 * time.Millisecond) // well past the quiet delay
+	time.Sleep(50 * time.Millisecond) // well past the quiet delay and the gap
 	close(proceed)
 	waitFor(t, "the release deferred past the first", func() bool { return releases.Load() == 2 })
 }
