@@ -44,6 +44,12 @@ type PhaseResult struct {
 	ProxyRSSKiB   int64   `json:"proxy_rss_kib"`
 	BenchCPU      float64 `json:"bench_cpu_seconds"` // producer and load generator`
 	LoadAvg       float64 `json:"loadavg_1m"`
+	// agui-relay's own latency in the window, read to flush (its metric,
+	// sampled; ownLatency): observations and upper bounds of p50 and p99.
+	OwnLatencyN uint64  `json:"relay_own_latency_samples,omitempty"`
+	OwnP50      float64 `json:"relay_own_p50_le_us,omitempty"`
+	OwnP99      float64 `json:"relay_own_p99_le_us,omitempty"`
+	OwnError    string  `json:"relay_own_latency_error,omitempty"`
 }
 
 // RunLoad drives load against addr (the proxy, or the producer directly)
@@ -126,6 +132,12 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 		}(i)
 	}
 	time.Sleep(load.Warmup)
+	own := proc != nil && proc.Admin != ""
+	var own0 buckets
+	var ownErr error
+	if own {
+		own0, ownErr = scrapeOwnLatency(proc.Admin)
+	}
 	s0 := proc.Sample()
 	self0, _, _ := readStat(os.Getpid())
 	e0, b0, t0 := events.Load(), bytes.Load(), time.Now()
@@ -135,6 +147,15 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 	e1, b1, t1 := events.Load(), bytes.Load(), time.Now()
 	s1 := proc.Sample()
 	self1, _, _ := readStat(os.Getpid())
+	if own && ownErr == nil {
+		var own1 buckets
+		if own1, ownErr = scrapeOwnLatency(proc.Admin); ownErr == nil {
+			res.OwnLatencyN, res.OwnP50, res.OwnP99, ownErr = ownLatency(own0, own1)
+		}
+	}
+	if ownErr != nil {
+		res.OwnError = ownErr.Error()
+	}
 	res.BenchCPU = self1 - self0
 	res.LoadAvg = LoadAvg()
 	stop.Store(true)
