@@ -1,15 +1,16 @@
 package harness
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // relayLatencyMetric is agui-relay's own latency histogram: per event, from
@@ -40,51 +41,42 @@ func scrapeOwnLatency(admin string) (buckets, error) {
 	return parseBuckets(resp.Body, relayLatencyMetric)
 }
 
-// parseBuckets reads the _bucket series of histogram name from Prometheus's
-// text format, summing series that differ in other labels.
+// parseBuckets reads histogram name from Prometheus's text format, summing
+// the series that differ in other labels (agui-relay's routes).
 func parseBuckets(r io.Reader, name string) (buckets, error) {
-	byLE := map[float64]uint64{}
-	prefix := name + "_bucket{"
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		i := strings.Index(line, `le="`)
-		if end < 0 || i < 0 || i > end {
-			return buckets{}, fmt.Errorf("%s: no le label in %q", name, line)
-		}
-		les := line[i+4:]
-		les = les[:strings.IndexByte(les, '"')]
-		le, err := strconv.ParseFloat(les, 64) // "+Inf" parses as +Inf
-		if err != nil {
-			return buckets{}, fmt.Errorf("%s: le %q: %v", name, les, err)
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			return buckets{}, fmt.Errorf("%s: count in %q: %v", name, line, err)
-		}
-		byLE[le] += uint64(v)
-	}
-	if err := sc.Err(); err != nil {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(r)
+	if err != nil {
 		return buckets{}, err
 	}
-	if len(byLE) == 0 {
+	fam := fams[name]
+	if fam == nil || fam.GetType() != dto.MetricType_HISTOGRAM || len(fam.GetMetric()) == 0 {
 		return buckets{}, fmt.Errorf("no %s histogram", name)
 	}
 	var b buckets
-	for le := range byLE {
-		b.le = append(b.le, le)
-	}
-	slices.Sort(b.le)
-	if !math.IsInf(b.le[len(b.le)-1], 1) {
-		return buckets{}, fmt.Errorf("%s: no +Inf bucket", name)
-	}
-	for _, le := range b.le {
-		b.n = append(b.n, byLE[le])
+	for i, m := range fam.GetMetric() {
+		h := m.GetHistogram()
+		var le []float64
+		for _, bk := range h.GetBucket() {
+			if bk.GetCumulativeCount() > h.GetSampleCount() {
+				return buckets{}, fmt.Errorf("%s: a bucket counts more than the whole", name)
+			}
+			if !math.IsInf(bk.GetUpperBound(), 1) {
+				le = append(le, bk.GetUpperBound())
+			}
+		}
+		le = append(le, math.Inf(1))
+		if i == 0 {
+			b = buckets{le: le, n: make([]uint64, len(le))}
+		} else if !slices.Equal(le, b.le) {
+			return buckets{}, fmt.Errorf("%s: series with different buckets", name)
+		}
+		for j, bk := range h.GetBucket() {
+			if j < len(le)-1 {
+				b.n[j] += bk.GetCumulativeCount()
+			}
+		}
+		b.n[len(le)-1] += h.GetSampleCount()
 	}
 	return b, nil
 }

@@ -19,6 +19,8 @@ agui_relay_event_latency_seconds_bucket{route="b",le="1e-05"} 0
 agui_relay_event_latency_seconds_bucket{route="b",le="2.5e-05"} 0
 agui_relay_event_latency_seconds_bucket{route="b",le="0.0001"} 0
 agui_relay_event_latency_seconds_bucket{route="b",le="+Inf"} 100
+agui_relay_event_latency_seconds_sum{route="b"} 2
+agui_relay_event_latency_seconds_count{route="b"} 100
 agui_relay_events_total{route="a",direction="to_consumer",type="RUN_STARTED"} 5
 agui_relay_event_latency_seconds_bucket_extra{le="1"} 7
 `
