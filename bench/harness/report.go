@@ -337,7 +337,7 @@ func (r *Report) Markdown(command string) string {
 	for i := range r.Cases {
 		for _, p := range r.Cases[i].Paced {
 			if p.OwnLatencyN > 0 {
-				own = append(own, fmt.Sprintf("%s at %d streams: p50 %s, p99 %s µs (%d events)", r.Cases[i].Name, p.Streams, ownBound(p.OwnP50), ownBound(p.OwnP99), p.OwnLatencyN))
+				own = append(own, fmt.Sprintf("%s at %d streams: p50 %s, p99 %s (%d events)", r.Cases[i].Name, p.Streams, ownBound(p.OwnP50), ownBound(p.OwnP99), p.OwnLatencyN))
 			}
 		}
 	}
@@ -473,13 +473,13 @@ func ownPart(p *PhaseResult) string {
 	if p.OwnLatencyN == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; the relay's own part, read to flush: p99 %s µs", ownBound(p.OwnP99))
+	return fmt.Sprintf("; the relay's own part, read to flush: p99 %s", ownBound(p.OwnP99))
 }
 
-// ownBound prints the upper bound of an own-latency quantile.
+// ownBound prints the upper bound of an own-latency quantile, in µs.
 func ownBound(us float64) string {
 	if us < 0 {
 		return "> 1 s"
 	}
-	return "≤ " + strconv.FormatFloat(math.Round(us), 'f', -1, 64)
+	return "≤ " + strconv.FormatFloat(math.Round(us), 'f', -1, 64) + " µs"
 }

@@ -73,3 +73,26 @@ func TestPlotSVG(t *testing.T) {
 		t.Error("empty plot")
 	}
 }
+
+// The relay's own latency goes next to its added p99 and into the paced
+// section when it was read; a quantile past the last bucket says so.
+func TestMarkdownOwnLatency(t *testing.T) {
+	r := fakeReport()
+	if md := r.Markdown("x"); strings.Contains(md, "own part") {
+		t.Errorf("own latency reported though none was read:\n%s", md)
+	}
+	relay := &r.Cases[1].Paced[0]
+	relay.OwnLatencyN, relay.OwnP50, relay.OwnP99 = 1234, 10, 50
+	legacy := &r.Cases[3].Paced[0]
+	legacy.OwnLatencyN, legacy.OwnP50, legacy.OwnP99 = 9, 25, -1
+	md := r.Markdown("x")
+	for _, want := range []string{
+		"+300 µs; the relay's own part, read to flush: p99 ≤ 50 µs",
+		"agui-relay at 1000 streams: p50 ≤ 10 µs, p99 ≤ 50 µs (1234 events)",
+		"agui-relay legacy→1.0 at 1000 streams: p50 ≤ 25 µs, p99 > 1 s (9 events)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
