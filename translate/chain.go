@@ -143,6 +143,8 @@ func (cr *ChainRun) push(i int, ev, typ []byte) {
 		if !steps[i].concernsType(typ) {
 			continue
 		}
+		// As in wanted, written out: a helper for these lines is not
+		// inlined, and the call cost 2% of an every-event translation.
 		if cr.state[i] == nil {
 			cr.make(i)
 		}
