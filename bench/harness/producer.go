@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -92,7 +91,8 @@ type Producer struct {
 
 func (p *Producer) pacer() *pacer {
 	p.pacerOnce.Do(func() {
-		p.pc = &pacer{wake: make(chan struct{}, 1)}
+		p.pc = &pacer{wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
+		p.pc.fine, _ = newFineTimer() // without it, Go's coarser timers
 		go p.pc.run()
 	})
 	return p.pc
@@ -157,6 +157,12 @@ func (p *Producer) Close() error {
 	p.mu.Unlock()
 	p.ReleaseIdle()
 	p.wg.Wait()
+	// Every paced run has ended with its connection (the pacer's write
+	// failed), so the pacer holds none.
+	p.pacerOnce.Do(func() {})
+	if p.pc != nil {
+		p.pc.close()
+	}
 	return err
 }
 
@@ -486,15 +492,19 @@ func readChunked(br *bufio.Reader, fn func([]byte)) ([]byte, error) {
 }
 
 // pacer writes the events of every paced run at their due time, from one
-// goroutine. Go's timers sleep in whole milliseconds when the process is
-// otherwise idle (time.Sleep(200µs) takes about 1.1 ms), so a goroutine per
-// stream sleeping between events would wake streams in bunches at each
-// millisecond and send them as bursts: the pacer sleeps with nanosleep(2)
-// instead, so that runs at a rate send their events evenly spread.
+// goroutine, so that runs at a rate send their events evenly spread. Go's
+// timers sleep in whole milliseconds when the process is otherwise idle
+// (time.Sleep(200µs) takes about 1.1 ms): a goroutine per stream sleeping
+// between events would wake streams in bunches at each millisecond and
+// send them as bursts. The pacer sleeps short waits on a fineTimer instead.
 type pacer struct {
-	mu   sync.Mutex
-	h    pacedHeap
-	wake chan struct{}
+	mu      sync.Mutex
+	h       pacedHeap
+	stopped bool
+	wake    chan struct{}
+	stop    chan struct{}
+	exited  chan struct{}
+	fine    *fineTimer // nil: short waits on Go's timers
 }
 
 type pacedJob struct {
@@ -554,6 +564,11 @@ func (h *pacedHeap) pop() pacedItem {
 
 func (pc *pacer) add(j *pacedJob, due time.Time) {
 	pc.mu.Lock()
+	if pc.stopped {
+		pc.mu.Unlock()
+		j.done <- errPacerStopped
+		return
+	}
 	pc.h.push(pacedItem{due, j})
 	pc.mu.Unlock()
 	select {
@@ -562,28 +577,63 @@ func (pc *pacer) add(j *pacedJob, due time.Time) {
 	}
 }
 
+var errPacerStopped = errors.New("the producer is closed")
+
+// close stops the pacer, failing the runs it still holds, and returns
+// once its goroutine has ended.
+func (pc *pacer) close() {
+	pc.mu.Lock()
+	if pc.stopped {
+		pc.mu.Unlock()
+		return
+	}
+	pc.stopped = true
+	close(pc.stop)
+	pc.mu.Unlock()
+	<-pc.exited
+	if pc.fine != nil {
+		pc.fine.Close()
+	}
+	for len(pc.h) > 0 {
+		pc.h.pop().job.done <- errPacerStopped
+	}
+}
+
 func (pc *pacer) run() {
+	defer close(pc.exited)
 	for {
 		pc.mu.Lock()
+		if pc.stopped {
+			pc.mu.Unlock()
+			return
+		}
 		if len(pc.h) == 0 {
 			pc.mu.Unlock()
-			<-pc.wake
+			select {
+			case <-pc.wake:
+			case <-pc.stop:
+			}
 			continue
 		}
 		top := pc.h[0]
 		if d := time.Until(top.due); d > 0 {
 			pc.mu.Unlock()
-			if d > 2*time.Millisecond {
+			if d > 2*time.Millisecond || pc.fine == nil {
 				// Long waits on a timer; a new earlier run wakes us.
-				t := time.NewTimer(d - time.Millisecond)
+				t := time.NewTimer(max(d-time.Millisecond, d/2))
 				select {
 				case <-t.C:
 				case <-pc.wake:
 					t.Stop()
+				case <-pc.stop:
+					t.Stop()
 				}
 			} else {
-				ts := syscall.NsecToTimespec(d.Nanoseconds())
-				syscall.Nanosleep(&ts, nil)
+				// A run added meanwhile is due an interval from now, after
+				// this wait.
+				if pc.fine.sleep(d) != nil {
+					time.Sleep(d)
+				}
 			}
 			continue
 		}

@@ -78,3 +78,50 @@ func TestPacedHeapOrder(t *testing.T) {
 		prev = it.due
 	}
 }
+
+// The pacer's short waits last at least what was asked (a stream's
+// events never leave early), and a closed timer ends a wait with an error
+// instead of hanging.
+func TestFineTimer(t *testing.T) {
+	ft, err := newFineTimer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{time.Microsecond, 150 * time.Microsecond, 2 * time.Millisecond} {
+		start := time.Now()
+		if err := ft.sleep(d); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took < d {
+			t.Fatalf("a %v wait took %v", d, took)
+		}
+	}
+	ft.Close()
+	if err := ft.sleep(time.Millisecond); err == nil && fineTimerClosable {
+		t.Fatal("a closed timer still waits")
+	}
+}
+
+// Closing the pacer ends its goroutine and fails the runs it still holds,
+// so that their handlers return, and a run added afterwards fails at once.
+func TestPacerCloseFailsHeldRuns(t *testing.T) {
+	pc := &pacer{wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
+	pc.fine, _ = newFineTimer()
+	go pc.run()
+	held := &pacedJob{done: make(chan error, 1)}
+	pc.add(held, time.Now().Add(time.Hour))
+	pc.close()
+	select {
+	case <-pc.exited:
+	default:
+		t.Fatal("close returned before the pacer's goroutine ended")
+	}
+	if err := <-held.done; err != errPacerStopped {
+		t.Fatalf("held run ended with %v", err)
+	}
+	late := &pacedJob{done: make(chan error, 1)}
+	pc.add(late, time.Now())
+	if err := <-late.done; err != errPacerStopped {
+		t.Fatalf("a run added after close ended with %v", err)
+	}
+}

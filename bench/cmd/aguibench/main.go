@@ -33,6 +33,7 @@ func main() {
 	satN := flag.String("sat-streams", "", "override the saturation stream counts, e.g. 100 or 10,100")
 	pacedN := flag.String("paced-streams", "", "override the paced stream counts")
 	idleN := flag.String("idle-streams", "", "override the idle stream counts")
+	satEvents := flag.Int("sat-events", 0, "events per run at saturation (default 1000; a few events per run measure what starting a run costs)")
 	replot := flag.String("replot", "", "rewrite report.md and the plots of an earlier run's directory from its results.json, then exit")
 	pin := flag.Bool("pin", false, "run the proxy on the last CPU and the producer and load generator on the others")
 	profile := flag.Bool("profile", false, "after the measured windows, profile each proxy with perf (into <out>/profiles)")
@@ -85,6 +86,13 @@ func main() {
 	cfg.Profile = *profile
 	cfg.Pin = *pin
 	cfg.FlushBytes = *flush
+	if *satEvents < 0 {
+		fmt.Fprintln(os.Stderr, "aguibench: --sat-events must be positive")
+		os.Exit(2)
+	}
+	if *satEvents > 0 {
+		cfg.SatEvents = *satEvents
+	}
 	cfg.Log = os.Stderr
 	repo, err := repoRoot()
 	if err != nil {

@@ -1,0 +1,4 @@
+package harness
+
+// fineTimerClosable: a closed fineTimer's sleep reports an error.
+const fineTimerClosable = true
