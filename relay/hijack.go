@@ -127,22 +127,27 @@ func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *f
 		}
 		go watchConsumer(w.conn, ub)
 	}
-	if err := w.writeRaw(head); err != nil {
-		ub.cancel(errConsumerGone)
-	}
+	// The head goes out with the first flush, in the same write as the
+	// first events when they came with the producer's head.
+	w.head = head
 	r.pump(w, ub, resp, rep)
 }
 
-// consumerWriter writes a stream's body to the consumer's connection, in
-// HTTP/1.1 chunks when chunked: what is written between two flushes goes
-// out as one chunk in one write. It holds a buffer only between a write and
-// the flush that follows (a pooled one), so an idle stream holds none. It is
-// used by one goroutine.
+// consumerWriter writes a stream's answer to the consumer's connection:
+// the head, then the body in HTTP/1.1 chunks when chunked. What is written
+// between two flushes goes out as one chunk in one write, with the head
+// when it has not gone yet and the body's end when it is the last. It
+// holds a buffer only between a write and the flush that follows (a pooled
+// one), so an idle stream holds none. It is used by one goroutine.
 type consumerWriter struct {
 	conn     net.Conn
 	chunked  bool
 	timeout  time.Duration
 	deadline time.Time // the write deadline set last
+
+	// head is the answer's status line and headers until they are written,
+	// by the first flush (or write); the caller leaves it unchanged.
+	head []byte
 
 	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
 	err error
@@ -156,15 +161,17 @@ type consumerWriter struct {
 	watched bool
 
 	// out writes to conn: a socketConn (raw system calls) for TCP, else
-	// conn itself (newConsumerWriter). vec is out when it is a socketConn
-	// and the body chunked: it writes a chunk from where its bytes lie
-	// (writeVec); nil otherwise.
+	// conn itself (newConsumerWriter). vec is out when it is a socketConn:
+	// it writes the head and a chunk from where their bytes lie in one
+	// system call (writeVec); nil otherwise.
 	out io.Writer
 	vec *socketConn
 
-	// A chunk written from where its bytes lie: its size line and CRLF.
+	// A chunk written from where its bytes lie: its size line, and its CRLF
+	// followed by the body's last chunk (a chunk's tail is end[:2], the
+	// last one's all of end).
 	sizeLine [16]byte
-	crlf     [2]byte
+	end      [len("\r\n0\r\n\r\n")]byte
 
 	// srv, when set, takes the connection back after a stream that ended
 	// well (keep-alive, see respond), unless shutdown is closed by then.
@@ -201,7 +208,7 @@ func (w *consumerWriter) Write(p []byte) (int, error) {
 	}
 	if len(p) > maxPending {
 		// A large event goes out as its own chunk, from where it is.
-		if err := w.write(p); err != nil {
+		if err := w.write(p, false); err != nil {
 			return 0, err
 		}
 		return len(p), nil
@@ -250,6 +257,11 @@ func (w *consumerWriter) adopt() {
 	w.buf = pendingPool.Get().(*[]byte)
 	*w.buf = append(*w.buf, w.span...)
 	w.span = nil
+}
+
+// onlyHead reports whether the head is all that is pending.
+func (w *consumerWriter) onlyHead() bool {
+	return w.head != nil && w.buf == nil && w.span == nil && w.err == nil
 }
 
 // Flush writes what is pending, as one chunk.
@@ -305,18 +317,18 @@ func (w *consumerWriter) flush(last bool) error {
 		return w.err
 	}
 	if w.span != nil {
-		if !last {
-			err := w.write(w.span)
-			w.span = nil
-			return err
-		}
-		w.adopt()
-	}
-	if w.buf == nil && !(last && w.chunked) {
-		return nil
+		span := w.span
+		w.span = nil
+		return w.write(span, last)
 	}
 	if w.buf == nil {
-		w.buf = pendingPool.Get().(*[]byte)
+		switch {
+		case last && w.chunked:
+			return w.emit(w.end[2:], nil, nil) // the last chunk alone
+		case w.head != nil:
+			return w.emit(nil, nil, nil)
+		}
+		return nil
 	}
 	b := *w.buf
 	out := b[chunkRoom:]
@@ -334,7 +346,7 @@ func (w *consumerWriter) flush(last bool) error {
 		}
 		out = b[start:]
 	}
-	err := w.writeRaw(out)
+	err := w.emit(out, nil, nil)
 	*w.buf = b[:chunkRoom]
 	w.release()
 	return err
@@ -349,40 +361,49 @@ func (w *consumerWriter) release() {
 	}
 }
 
-// write writes p as one chunk of its own (nothing is pending).
-func (w *consumerWriter) write(p []byte) error {
+// write writes p as one chunk of its own (nothing else is pending but the
+// head), followed by the body's end when last.
+func (w *consumerWriter) write(p []byte, last bool) error {
 	if !w.chunked {
-		return w.writeRaw(p)
+		return w.emit(p, nil, nil)
 	}
 	line := append(strconv.AppendUint(w.sizeLine[:0], uint64(len(p)), 16), '\r', '\n')
+	tail := w.end[:2]
+	if last {
+		tail = w.end[:]
+	}
+	return w.emit(line, p, tail)
+}
+
+// emit writes the head when it is still to go, then a, b and c, within the
+// write deadline: in one system call on a socketConn.
+func (w *consumerWriter) emit(a, b, c []byte) error {
 	if err := w.arm(); err != nil {
 		return err
 	}
+	head := w.head
+	w.head = nil
 	if w.vec != nil {
-		_, err := w.vec.writeVec(line, p, w.crlf[:])
+		_, err := w.vec.writeVec(head, a, b, c)
 		return w.fail(err)
 	}
-	bufs := net.Buffers{line, p, w.crlf[:]}
-	_, err := bufs.WriteTo(w.out)
-	return w.fail(err)
+	for _, p := range [...][]byte{head, a, b, c} {
+		if len(p) == 0 {
+			continue
+		}
+		if _, err := w.out.Write(p); err != nil {
+			return w.fail(err)
+		}
+	}
+	return nil
 }
 
-// newConsumerWriter returns the writer of a stream's body to conn.
+// newConsumerWriter returns the writer of a stream's answer to conn.
 func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
-	w := &consumerWriter{conn: conn, out: newSocketConn(conn), chunked: chunked, timeout: timeout, crlf: [2]byte{'\r', '\n'}}
-	if sc, ok := w.out.(*socketConn); ok && chunked {
-		w.vec = sc
-	}
+	w := &consumerWriter{conn: conn, out: newSocketConn(conn), chunked: chunked, timeout: timeout}
+	copy(w.end[:], "\r\n0\r\n\r\n")
+	w.vec, _ = w.out.(*socketConn)
 	return w
-}
-
-// writeRaw writes p to the connection within the write deadline.
-func (w *consumerWriter) writeRaw(p []byte) error {
-	if err := w.arm(); err != nil {
-		return err
-	}
-	_, err := w.out.Write(p)
-	return w.fail(err)
 }
 
 // arm moves the write deadline to timeout from now, when it is less than

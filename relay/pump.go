@@ -111,7 +111,9 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 }
 
 func (p *pumpRun) beforeRead() {
-	if p.werr == nil {
+	// The answer's head alone waits for the events the producer sent with
+	// its own head, when they are buffered already: the read cannot block.
+	if p.werr == nil && !(p.cw.onlyHead() && p.sb != nil && p.sb.buffered()) {
 		if p.werr = p.cw.Flush(); p.werr != nil {
 			p.ub.cancel(errConsumerGone)
 		} else if p.tap != nil {

@@ -9,4 +9,4 @@ import "errors"
 const canPoll = false
 
 func readFD(int, []byte) (int, error)            { return 0, errors.ErrUnsupported }
-func writevFD(int, *[3][]byte, int) (int, error) { return 0, errors.ErrUnsupported }
+func writevFD(int, *[4][]byte, int) (int, error) { return 0, errors.ErrUnsupported }

@@ -65,8 +65,8 @@ func annotatedIO(call uintptr, fd int, p []byte) (int, error) {
 // when a single piece is left (and under the race detector, whose
 // annotations only the syscall package's write carries). It returns the
 // bytes written by this call.
-func writevFD(fd int, v *[3][]byte, skip int) (int, error) {
-	var iov [3]syscall.Iovec
+func writevFD(fd int, v *[4][]byte, skip int) (int, error) {
+	var iov [4]syscall.Iovec
 	var first []byte
 	n := 0
 	for _, b := range v {

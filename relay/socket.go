@@ -35,9 +35,10 @@ type socketConn struct {
 	rerr            error
 	readFn, writeFn func(fd uintptr) bool
 	wmu             sync.Mutex
-	wvec            [3][]byte // writeVec's pieces, held here so that they do not escape
+	wvec            [4][]byte // writeVec's pieces, held here so that they do not escape
 	wn              int
 	werr            error
+	writes          int // write system calls made (under wmu): what tests count
 }
 
 // newSocketConn wraps c when it is a TCP connection on a platform with raw
@@ -87,20 +88,21 @@ func (s *socketConn) readSome(fd uintptr) bool {
 }
 
 func (s *socketConn) Write(p []byte) (int, error) {
-	return s.writeVec(p, nil, nil)
+	return s.writeVec(p, nil, nil, nil)
 }
 
-// writeVec writes a, b and c in that order, raw, with one writev(2) per
-// attempt (one write(2) for a single piece): a chunk's size line, its bytes
-// from where they lie, its CRLF. It returns what Write would for their
+// writeVec writes a, b, c and d in that order, raw, with one writev(2)
+// per attempt (one write(2) for a single piece): the answer's head when it
+// is still to go, a chunk's size line, its bytes from where they lie, its
+// CRLF (and the body's end). It returns what Write would for their
 // concatenation.
-func (s *socketConn) writeVec(a, b, c []byte) (int, error) {
+func (s *socketConn) writeVec(a, b, c, d []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.wvec, s.wn, s.werr = [3][]byte{a, b, c}, 0, nil
+	s.wvec, s.wn, s.werr = [4][]byte{a, b, c, d}, 0, nil
 	err := s.rc.Write(s.writeFn) // waits for room and honours the write deadline
 	n, werr := s.wn, s.werr
-	s.wvec = [3][]byte{}
+	s.wvec = [4][]byte{}
 	switch {
 	case err != nil:
 		return n, s.opError("write", err)
@@ -111,9 +113,10 @@ func (s *socketConn) writeVec(a, b, c []byte) (int, error) {
 }
 
 func (s *socketConn) writeSome(fd uintptr) bool {
-	total := len(s.wvec[0]) + len(s.wvec[1]) + len(s.wvec[2])
+	total := len(s.wvec[0]) + len(s.wvec[1]) + len(s.wvec[2]) + len(s.wvec[3])
 	for s.wn < total {
 		n, err := writevFD(int(fd), &s.wvec, s.wn)
+		s.writes++
 		if err == syscall.EAGAIN {
 			return false
 		}

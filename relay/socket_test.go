@@ -63,14 +63,14 @@ func TestSocketConnCarriesEverything(t *testing.T) {
 	}
 }
 
-// writeVec writes its three pieces whole and in order, also when the
+// writeVec writes its four pieces whole and in order, also when the
 // socket's buffer fills in the middle of one (a write waits for room and
 // goes on where the last one stopped).
 func TestSocketConnWriteVecResumes(t *testing.T) {
 	a, b := socketPair(t)
 	a.SetWriteBuffer(32 << 10) //nolint:errcheck
 	b.SetReadBuffer(32 << 10)  //nolint:errcheck
-	head, body, tail := []byte("5dc0\r\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16), []byte("\r\n")
+	answer, head, body, tail := []byte("HTTP/1.1 200 OK\r\n\r\n"), []byte("5dc0\r\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16), []byte("\r\n")
 	got := make(chan []byte, 1)
 	go func() {
 		time.Sleep(20 * time.Millisecond) // the buffers fill first
@@ -81,12 +81,12 @@ func TestSocketConnWriteVecResumes(t *testing.T) {
 		got <- all
 	}()
 	for range 3 {
-		if n, err := a.writeVec(head, body, tail); err != nil || n != len(head)+len(body)+len(tail) {
+		if n, err := a.writeVec(answer, head, body, tail); err != nil || n != len(answer)+len(head)+len(body)+len(tail) {
 			t.Fatalf("wrote %d: %v", n, err)
 		}
 	}
 	a.CloseWrite() //nolint:errcheck // the reader's EOF
-	want := bytes.Repeat(append(append(append([]byte{}, head...), body...), tail...), 3)
+	want := bytes.Repeat(append(append(append(append([]byte{}, answer...), head...), body...), tail...), 3)
 	if g := <-got; !bytes.Equal(g, want) {
 		t.Fatalf("read %d bytes, want %d", len(g), len(want))
 	}

@@ -237,6 +237,11 @@ func (b *streamBody) read(p []byte) (int, error) {
 		case err != nil:
 			b.err = err
 		}
+		if w > 0 && b.err == io.EOF {
+			// The end came with the last bytes: said now, the caller
+			// need not read again (nor flush first) to learn it.
+			return w, io.EOF
+		}
 		if w > 0 {
 			return w, nil
 		}
@@ -272,6 +277,10 @@ func (b *streamBody) pollRead(loop func() bool) (polled bool, err error) {
 	}
 	return true, err
 }
+
+// buffered reports whether bytes of the answer wait in fasthttp's reader,
+// so that the next read returns them at once.
+func (b *streamBody) buffered() bool { return b.br != nil }
 
 // begin marks a read in flight; false when the body was closed.
 func (b *streamBody) begin() bool {

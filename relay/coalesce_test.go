@@ -1,0 +1,187 @@
+//go:build unix
+
+package relay
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// capturingListener hands out the relay's raw consumer connections, for a
+// test to count the writes made on them.
+type capturingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []*socketConn
+}
+
+func (l *capturingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if sc, ok := c.(*socketConn); ok {
+		l.mu.Lock()
+		l.conns = append(l.conns, sc)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+// rawProducer answers each request on its connection with answer(w),
+// written straight to the socket, so that the test decides what arrives
+// together.
+func rawProducer(t *testing.T, answer func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body) //nolint:errcheck
+					answer(c)
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// coalescingRelay serves a relay in front of upstream and returns its
+// address, its consumers' connections and its run reports.
+func coalescingRelay(t *testing.T, upstream string) (addr string, ln *capturingListener, reports chan *RunReport) {
+	t.Helper()
+	reports = make(chan *RunReport, 4)
+	r := &Relay{
+		Upstream: upstream,
+		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
+		Log:      zap.NewNop(),
+		OnRun:    func(rep *RunReport) { reports <- rep },
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln = &capturingListener{Listener: Listener(l)}
+	srv := r.Server()
+	go srv.Serve(ln)                     //nolint:errcheck
+	t.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
+	return l.Addr().String(), ln, reports
+}
+
+const shortRunEvents = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"protocolVersion\":\"1.0\"}\n\n" +
+	"data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m1\",\"role\":\"assistant\"}\n\n" +
+	"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"hi\"}\n\n" +
+	"data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m1\"}\n\n" +
+	"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\"}\n\n"
+
+// postRaw sends a run's request on c and returns a reader of the answer.
+func postRaw(t *testing.T, c net.Conn) *bufio.Reader {
+	t.Helper()
+	req := "POST / HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: " +
+		strconv.Itoa(len(minimalInput)) + "\r\n\r\n" + minimalInput
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	return bufio.NewReader(c)
+}
+
+// A short run whose whole answer the producer sent at once is answered
+// with one write: the head, the events and the body's end together, where
+// it took three (the head, the chunk, the end), each a segment the
+// consumer's kernel and reader handle.
+func TestWholeShortAnswerGoesOutInOneWrite(t *testing.T) {
+	upstream := rawProducer(t, func(c net.Conn) {
+		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
+	})
+	addr, ln, reports := coalescingRelay(t, upstream)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	resp, err := http.ReadResponse(postRaw(t, c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || string(body) != shortRunEvents {
+		t.Fatalf("answer %d %q", resp.StatusCode, body)
+	}
+	select {
+	case <-reports: // the stream has ended: every write is made
+	case <-time.After(liveness):
+		t.Fatal("no run report")
+	}
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if len(ln.conns) != 1 {
+		t.Fatalf("%d consumer connections", len(ln.conns))
+	}
+	sc := ln.conns[0]
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	want := 1
+	if raceEnabled {
+		// The race detector's build writes piece by piece (writevFD): the
+		// head, the size line, the events, the CRLF and end.
+		want = 4
+	}
+	if sc.writes != want {
+		t.Fatalf("the answer took %d writes, want %d", sc.writes, want)
+	}
+}
+
+// The head is not held back for events that have not come: a producer
+// that answers its head and then waits (an agent thinking) has the head
+// reach the consumer before its first event.
+func TestHeadGoesOutBeforeLateEvents(t *testing.T) {
+	headSeen := make(chan struct{})
+	upstream := rawProducer(t, func(c net.Conn) {
+		io.WriteString(c, streamHead+"\r\n") //nolint:errcheck
+		select {
+		case <-headSeen:
+		case <-time.After(liveness):
+		}
+		io.WriteString(c, chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
+	})
+	addr, _, _ := coalescingRelay(t, upstream)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	resp, err := http.ReadResponse(postRaw(t, c), nil)
+	if err != nil {
+		t.Fatalf("no head while the producer waits: %v", err)
+	}
+	close(headSeen)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || string(body) != shortRunEvents {
+		t.Fatalf("body %q: %v", body, err)
+	}
+}
