@@ -58,23 +58,61 @@ func (w *poller) start() { w.once.Do(w.init) }
 // watch cancels u with errConsumerGone once conn's peer hangs up. It
 // returns the registration for unwatch, ok=false when conn cannot be
 // watched this way.
+//
+// A socketConn (a consumer's connection served by the relay's Listener)
+// stays registered from its first run to its close: the runs that follow
+// on the kept connection swap the registration's action, with no system
+// call, where each run added and removed it (two epoll_ctl(2) per run).
 func (w *poller) watch(conn net.Conn, u *upstreamBody) (token int32, ok bool) {
+	cancel := func() { u.cancel(errConsumerGone) }
+	sc, kept := conn.(*socketConn)
+	if kept {
+		if token = sc.hangup.Load(); token != 0 {
+			w.mu.Lock()
+			_, armed := w.subs[token]
+			if armed {
+				w.subs[token] = cancel
+			}
+			w.mu.Unlock()
+			if !armed {
+				cancel() // the consumer hung up between runs
+			}
+			return token, true
+		}
+	}
 	rc, err := rawConnOf(conn)
 	if err != nil {
 		return 0, false
 	}
-	return w.register(rc, hangupEvents, func() { u.cancel(errConsumerGone) })
+	token, ok = w.register(rc, hangupEvents, cancel)
+	if ok && kept {
+		sc.hangup.Store(token)
+	}
+	return token, ok
 }
 
 // unwatch ends a registration of watch; call it before closing conn (a
-// later event for the token is ignored).
+// later event for the token is ignored). A socketConn's registration stays
+// (see watch), doing nothing until the connection's next run or its close.
 func (w *poller) unwatch(conn net.Conn, token int32) {
+	if sc, kept := conn.(*socketConn); kept && sc.hangup.Load() == token {
+		w.mu.Lock()
+		if _, armed := w.subs[token]; armed {
+			w.subs[token] = betweenRuns
+		}
+		w.mu.Unlock()
+		return
+	}
 	if rc, err := rawConnOf(conn); err == nil {
 		w.unregister(rc, token)
 	} else {
 		w.forget(token)
 	}
 }
+
+// betweenRuns is a kept connection's hangup action while no run is on it:
+// the server's read of the next request sees the hangup.
+func betweenRuns() {}
 
 // reserve returns a token whose event will call do, for parkRead. The
 // caller publishes the token before any event can fire.
@@ -132,6 +170,10 @@ func (w *poller) unregister(rc syscall.RawConn, token int32) {
 		epollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) //nolint:errcheck
 	})
 }
+
+// forgetConn ends a socketConn's kept registration as it closes (closing
+// the descriptor takes it out of the epoll instance).
+func (w *poller) forgetConn(token int32) { w.forget(token) }
 
 func (w *poller) forget(token int32) {
 	w.mu.Lock()

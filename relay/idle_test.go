@@ -106,3 +106,75 @@ type fakeBody struct{}
 func (*fakeBody) Read([]byte) (int, error)   { return 0, io.EOF }
 func (*fakeBody) Close() error               { return nil }
 func (*fakeBody) CloseWithError(error) error { return nil }
+
+// A consumer's connection served by the relay's Listener stays registered
+// with the watcher across the runs on it: each run swaps in its own cancel
+// (the same registration, no system call), a hangup between runs cancels
+// the next run at once, and closing the connection ends the registration.
+func TestHangupWatchKeptAcrossRuns(t *testing.T) {
+	x, y := tcpPair(t)
+	sc, ok := newSocketConn(x).(*socketConn)
+	if !ok {
+		t.Fatal("not a socketConn")
+	}
+	first := newUpstreamBody(&fakeBody{})
+	tok, ok := pollers.watch(sc, first)
+	if !ok {
+		t.Fatal("the connection could not be watched")
+	}
+	pollers.unwatch(sc, tok) // the first run ends; the connection is kept
+	second := newUpstreamBody(&fakeBody{})
+	tok2, _ := pollers.watch(sc, second)
+	if tok2 != tok {
+		t.Fatalf("the second run registered anew (%d, was %d)", tok2, tok)
+	}
+	y.Close()
+	deadline := time.Now().Add(liveness)
+	for second.why() != errConsumerGone {
+		if time.Now().After(deadline) {
+			t.Fatal("the hangup was not noticed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if first.why() != nil {
+		t.Errorf("the ended run was cancelled: %v", first.why())
+	}
+	pollers.unwatch(sc, tok2)
+	third := newUpstreamBody(&fakeBody{})
+	pollers.watch(sc, third)
+	if third.why() != errConsumerGone {
+		t.Errorf("a run after the hangup was not cancelled: %v", third.why())
+	}
+	sc.Close()
+	pollers.mu.Lock()
+	_, left := pollers.subs[tok]
+	pollers.mu.Unlock()
+	if left || sc.hangup.Load() != 0 {
+		t.Error("the closed connection's registration is left")
+	}
+}
+
+// A kept connection closed between runs, without a hangup, leaves no
+// registration behind either.
+func TestHangupWatchEndsWithTheConnection(t *testing.T) {
+	x, _ := tcpPair(t)
+	sc := newSocketConn(x).(*socketConn)
+	tok, ok := pollers.watch(sc, newUpstreamBody(&fakeBody{}))
+	if !ok {
+		t.Fatal("the connection could not be watched")
+	}
+	pollers.unwatch(sc, tok)
+	pollers.mu.Lock()
+	_, armed := pollers.subs[tok]
+	pollers.mu.Unlock()
+	if !armed {
+		t.Fatal("the kept connection's registration ended with its run")
+	}
+	sc.Close()
+	pollers.mu.Lock()
+	_, left := pollers.subs[tok]
+	pollers.mu.Unlock()
+	if left {
+		t.Error("the closed connection's registration is left")
+	}
+}

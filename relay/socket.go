@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -39,6 +40,10 @@ type socketConn struct {
 	wn              int
 	werr            error
 	writes          int // write system calls made (under wmu): what tests count
+
+	// hangup is the connection's registration with the hangup watcher
+	// (pollers.watch), kept from its first run to its close; 0 when none.
+	hangup atomic.Int32
 }
 
 // newSocketConn wraps c when it is a TCP connection on a platform with raw
@@ -55,6 +60,15 @@ func newSocketConn(c net.Conn) net.Conn {
 	s := &socketConn{TCPConn: tc, rc: rc}
 	s.readFn, s.writeFn = s.readSome, s.writeSome
 	return s
+}
+
+// Close ends the connection's hangup registration, if it has one, and
+// closes it.
+func (s *socketConn) Close() error {
+	if token := s.hangup.Swap(0); token != 0 {
+		pollers.forgetConn(token)
+	}
+	return s.TCPConn.Close()
 }
 
 func (s *socketConn) Read(p []byte) (int, error) {
