@@ -71,11 +71,23 @@ func rawProducer(t *testing.T, answer func(c net.Conn)) string {
 func coalescingRelay(t *testing.T, upstream string) (addr string, ln *capturingListener, reports chan *RunReport) {
 	t.Helper()
 	reports = make(chan *RunReport, 4)
+	addr, ln = rawRelay(t, upstream, func(rep *RunReport) { reports <- rep })
+	return addr, ln, reports
+}
+
+// rawRelay serves a relay in front of upstream on the relay's Listener,
+// calling onRun at the end of each run, configured further by configure,
+// and returns its address and its consumers' connections.
+func rawRelay(t *testing.T, upstream string, onRun func(*RunReport), configure ...func(*Relay)) (addr string, ln *capturingListener) {
+	t.Helper()
 	r := &Relay{
 		Upstream: upstream,
 		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.NewNop(),
-		OnRun:    func(rep *RunReport) { reports <- rep },
+		OnRun:    onRun,
+	}
+	for _, c := range configure {
+		c(r)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -85,7 +97,7 @@ func coalescingRelay(t *testing.T, upstream string) (addr string, ln *capturingL
 	srv := r.Server()
 	go srv.Serve(ln)                     //nolint:errcheck
 	t.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
-	return l.Addr().String(), ln, reports
+	return l.Addr().String(), ln
 }
 
 const shortRunEvents = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"protocolVersion\":\"1.0\"}\n\n" +
@@ -97,12 +109,18 @@ const shortRunEvents = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t1\",\"ru
 // postRaw sends a run's request on c and returns a reader of the answer.
 func postRaw(t *testing.T, c net.Conn) *bufio.Reader {
 	t.Helper()
+	sendRun(t, c, minimalInput)
+	return bufio.NewReader(c)
+}
+
+// sendRun writes a run's request with input on c.
+func sendRun(t *testing.T, c net.Conn, input string) {
+	t.Helper()
 	req := "POST / HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: " +
-		strconv.Itoa(len(minimalInput)) + "\r\n\r\n" + minimalInput
+		strconv.Itoa(len(input)) + "\r\n\r\n" + input
 	if _, err := io.WriteString(c, req); err != nil {
 		t.Fatal(err)
 	}
-	return bufio.NewReader(c)
 }
 
 // A short run whose whole answer the producer sent at once is answered

@@ -54,6 +54,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	if timeout <= 0 {
 		timeout = streamWriteTimeout
 	}
+	carrier := carrierOf(ctx.Conn())
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		if keep && sentMore(c) {
@@ -70,7 +71,12 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		if keep {
 			w.srv, w.shutdown = srv, done
 		}
-		go r.stream(w, head, ub, resp, rep)
+		st := streamStart{r, w, head, ub, resp, rep}
+		if carrier != nil {
+			carrier.carry <- st // to the goroutine that served the request
+			return
+		}
+		go st.carry()
 	})
 }
 
@@ -116,7 +122,9 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool) []byte {
 // stream runs one stream on the hijacked connection: the watcher, the
 // header (saying Connection: close when the connection cannot be kept),
 // the events, the end.
-func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+// It reports whether the connection went back to the server, kept for the
+// consumer's next request (see serveKept).
+func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) (kept bool) {
 	if tok, ok := pollers.watch(w.conn, ub); ok {
 		w.hangup, w.watched = tok, true
 	} else {
@@ -130,7 +138,7 @@ func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *f
 	// The head goes out with the first flush, in the same write as the
 	// first events when they came with the producer's head.
 	w.head = head
-	r.pump(w, ub, resp, rep)
+	return r.pump(w, ub, resp, rep)
 }
 
 // consumerWriter writes a stream's answer to the consumer's connection:

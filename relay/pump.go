@@ -71,8 +71,11 @@ type parker interface {
 	unpark(rc syscall.RawConn, token int32)
 }
 
-// pump runs a stream from the stream's goroutine (see stream).
-func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
+// pump runs a stream from the stream's goroutine (see stream) and reports
+// whether the connection is kept for the consumer's next request: false
+// too when the stream parked (the goroutine that takes it up serves the
+// connection on).
+func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) (kept bool) {
 	p := &pumpRun{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, parker: &pollers, quiet: &pollers.quiet}
 	if r.parkAfter != 0 {
 		p.parkAfter = r.parkAfter
@@ -107,7 +110,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 		wake := p.wake
 		sb.onClose.Store(&wake)
 	}
-	p.run()
+	return p.run()
 }
 
 func (p *pumpRun) beforeRead() {
@@ -158,12 +161,12 @@ func (p *pumpRun) armParking() bool {
 	return p.sb.state.Load() == bodyReading
 }
 
-// run relays until the stream ends or parks.
-func (p *pumpRun) run() {
+// run relays until the stream ends or parks, and reports whether it ended
+// with the connection kept (see finish).
+func (p *pumpRun) run() (kept bool) {
 	if p.sb == nil {
 		p.frames()
-		p.finish()
-		return
+		return p.finish()
 	}
 	for {
 		polled, err := p.sb.pollRead(p.frames)
@@ -177,7 +180,7 @@ func (p *pumpRun) run() {
 		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.state.Load() == bodyIdle {
 			if p.park() {
 				p.quiet.leave()
-				return // a new goroutine takes the stream up (wake)
+				return false // a new goroutine takes the stream up (wake)
 			}
 			p.noPark = true // no poller here: wait on in this goroutine
 			continue
@@ -185,7 +188,7 @@ func (p *pumpRun) run() {
 		p.rerr = err
 		break
 	}
-	p.finish()
+	return p.finish()
 }
 
 // park registers the stream's connection with the poller and reports true
@@ -222,12 +225,15 @@ func (p *pumpRun) wake() {
 func (p *pumpRun) resume() {
 	p.quiet.enter()
 	p.parker.unpark(p.sb.raw, p.token)
-	p.run()
+	if p.run() {
+		serveKept(p.cw.conn, p.cw.srv)
+	}
 }
 
 // finish ends the stream: the terminal RUN_ERROR when the relay cut it, the
-// last flush, the end of the body, the report.
-func (p *pumpRun) finish() {
+// last flush, the end of the body, the report. It reports whether the
+// connection is kept: the caller then serves it on (serveKept).
+func (p *pumpRun) finish() (kept bool) {
 	r, ub, st, rep := p.r, p.ub, p.st, p.rep
 	werr, rerr := p.werr, p.rerr
 	abort := ub.why()
@@ -295,7 +301,5 @@ func (p *pumpRun) finish() {
 	}
 	r.report(rep)
 	p.quiet.leave()
-	if keep {
-		p.cw.srv.ServeConn(p.cw.conn) //nolint:errcheck // the server logs and closes what it cannot serve
-	}
+	return keep
 }

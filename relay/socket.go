@@ -44,6 +44,13 @@ type socketConn struct {
 	// hangup is the connection's registration with the hangup watcher
 	// (pollers.watch), kept from its first run to its close; 0 when none.
 	hangup atomic.Int32
+
+	// A kept connection's next stream, handed from the server's hijack
+	// goroutine to the goroutine that served the request (carry.go).
+	carried bool             // the serving goroutine takes a stream answer over
+	handing bool             // respond hands this request's stream over
+	carry   chan streamStart // made at the first handing
+	closed  atomic.Bool      // Close was called
 }
 
 // newSocketConn wraps c when it is a TCP connection on a platform with raw
@@ -68,6 +75,7 @@ func (s *socketConn) Close() error {
 	if token := s.hangup.Swap(0); token != 0 {
 		pollers.forgetConn(token)
 	}
+	s.closed.Store(true)
 	return s.TCPConn.Close()
 }
 

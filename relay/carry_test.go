@@ -1,0 +1,115 @@
+//go:build unix
+
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// goroutineID is the running goroutine's number, from its stack's header.
+func goroutineID() int {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	id, _ := strconv.Atoi(string(b[:bytes.IndexByte(b, ' ')]))
+	return id
+}
+
+// The runs of a kept connection are carried by one goroutine: the one that
+// ran a stream serves the consumer's next request and runs the stream that
+// answers it, also after a request answered without a stream (a refused
+// input), instead of a new goroutine per run growing its stack again.
+func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
+	upstream := rawProducer(t, func(c net.Conn) {
+		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
+	})
+	ran := make(chan int, 8)
+	addr, _ := rawRelay(t, upstream, func(*RunReport) { ran <- goroutineID() })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	br := bufio.NewReader(c)
+	answer := func(wantStatus int) {
+		t.Helper()
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != wantStatus {
+			t.Fatalf("answer %d %q: %v", resp.StatusCode, body, err)
+		}
+		if wantStatus == 200 && string(body) != shortRunEvents {
+			t.Fatalf("body %q", body)
+		}
+	}
+	var ids []int
+	for i, input := range []string{minimalInput, minimalInput, `{"threadId":1}`, minimalInput, minimalInput} {
+		sendRun(t, c, input)
+		if i == 2 {
+			answer(400)
+			continue
+		}
+		answer(200)
+		select {
+		case id := <-ran:
+			ids = append(ids, id)
+		case <-time.After(liveness):
+			t.Fatal("no run report")
+		}
+	}
+	for _, id := range ids[1:] {
+		if id != ids[0] {
+			t.Fatalf("the runs ran on goroutines %v", ids)
+		}
+	}
+}
+
+// A stream that parks between events is taken up by a new goroutine, which
+// then carries the connection's next runs.
+func TestParkedStreamCarriesTheNextRun(t *testing.T) {
+	upstream := rawProducer(t, func(c net.Conn) {
+		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents[:len(shortRunEvents)/2])) //nolint:errcheck
+		time.Sleep(20 * time.Millisecond)                                                  // the stream parks
+		io.WriteString(c, chunk(shortRunEvents[len(shortRunEvents)/2:])+"0\r\n\r\n")       //nolint:errcheck
+	})
+	parked := make(chan bool, 4)
+	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- goroutinesIn("relay.(*pumpRun).resume") > 0 }, func(r *Relay) { r.parkAfter = time.Millisecond })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	br := bufio.NewReader(c)
+	for range 3 {
+		sendRun(t, c, minimalInput)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || string(body) != shortRunEvents {
+			t.Fatalf("body %q: %v", body, err)
+		}
+		select {
+		case p := <-parked:
+			if !p {
+				t.Fatal("the stream did not park and resume")
+			}
+		case <-time.After(liveness):
+			t.Fatal("no run report")
+		}
+	}
+}
