@@ -56,3 +56,16 @@ func TestAcceptedEventsDoNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkJudgeInput judges a typical small RunAgentInput, as every run's
+// request is judged before the producer is contacted.
+func BenchmarkJudgeInput(b *testing.B) {
+	in := []byte(`{"threadId":"thread-bench","runId":"r1-7","state":{},"messages":[{"id":"u1","role":"user","content":"Summarise the design notes."}],"tools":[],"context":[],"forwardedProps":{}}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		if JudgeInput(negotiate.Current, in).Verdict != Accepted {
+			b.Fatal("not accepted")
+		}
+	}
+}
