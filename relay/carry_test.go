@@ -33,12 +33,7 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 	})
 	ran := make(chan int, 8)
 	addr, _ := rawRelay(t, upstream, func(*RunReport) { ran <- goroutineID() })
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	c := dialConsumer(t, addr)
 	br := bufio.NewReader(c)
 	answer := func(wantStatus int) {
 		t.Helper()
@@ -86,12 +81,7 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	})
 	parked := make(chan bool, 4)
 	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- goroutinesIn("relay.(*pumpRun).resume") > 0 }, func(r *Relay) { r.parkAfter = time.Millisecond })
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	c := dialConsumer(t, addr)
 	br := bufio.NewReader(c)
 	for range 3 {
 		sendRun(t, c, minimalInput)

@@ -106,6 +106,19 @@ const shortRunEvents = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t1\",\"ru
 	"data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m1\"}\n\n" +
 	"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\"}\n\n"
 
+// dialConsumer connects to the relay at addr as a consumer, for the rest
+// of the test, with reads and writes bounded by liveness.
+func dialConsumer(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	return c
+}
+
 // postRaw sends a run's request on c and returns a reader of the answer.
 func postRaw(t *testing.T, c net.Conn) *bufio.Reader {
 	t.Helper()
@@ -132,12 +145,7 @@ func TestWholeShortAnswerGoesOutInOneWrite(t *testing.T) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
 	})
 	addr, ln, reports := coalescingRelay(t, upstream)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	c := dialConsumer(t, addr)
 	resp, err := http.ReadResponse(postRaw(t, c), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -187,12 +195,7 @@ func TestHeadGoesOutBeforeLateEvents(t *testing.T) {
 		io.WriteString(c, chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
 	})
 	addr, _, _ := coalescingRelay(t, upstream)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	c := dialConsumer(t, addr)
 	resp, err := http.ReadResponse(postRaw(t, c), nil)
 	if err != nil {
 		t.Fatalf("no head while the producer waits: %v", err)

@@ -171,10 +171,8 @@ func (w *poller) unregister(rc syscall.RawConn, token int32) {
 	})
 }
 
-// forgetConn ends a socketConn's kept registration as it closes (closing
-// the descriptor takes it out of the epoll instance).
-func (w *poller) forgetConn(token int32) { w.forget(token) }
-
+// forget ends a registration's action; for a socketConn's kept one, as the
+// connection closes (closing the descriptor takes it out of epoll).
 func (w *poller) forget(token int32) {
 	w.mu.Lock()
 	delete(w.subs, token)

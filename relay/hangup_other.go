@@ -21,4 +21,4 @@ func (w *poller) unwatch(net.Conn, int32)                     {}
 func (w *poller) reserve(func()) int32                        { return 0 }
 func (w *poller) parkRead(syscall.RawConn, int32) bool        { return false }
 func (w *poller) unpark(syscall.RawConn, int32)               {}
-func (w *poller) forgetConn(int32)                            {}
+func (w *poller) forget(int32)                                {}

@@ -73,7 +73,7 @@ func newSocketConn(c net.Conn) net.Conn {
 // closes it.
 func (s *socketConn) Close() error {
 	if token := s.hangup.Swap(0); token != 0 {
-		pollers.forgetConn(token)
+		pollers.forget(token)
 	}
 	s.closed.Store(true)
 	return s.TCPConn.Close()
