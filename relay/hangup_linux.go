@@ -15,7 +15,8 @@ import (
 // instance asks only for the hangup (EPOLLRDHUP, EPOLLHUP, EPOLLERR), once
 // (EPOLLONESHOT), so bytes a consumer sends after its request wake nothing.
 // A connection the watcher cannot register (not a socket, a TLS wrapper)
-// falls back to watchConsumer's goroutine.
+// falls back to watchConsumer's goroutine. A consumer's connection served
+// by the relay's Listener stays registered across its runs (watch).
 //
 // The same instance wakes parked streams (pumpRun.park): a producer's
 // connection registered for input, once, whose stream has no goroutine
@@ -180,7 +181,8 @@ func (w *poller) forget(token int32) {
 }
 
 // epollCtl is epoll_ctl(2) made as a raw system call: it never blocks, and
-// each stream makes two or more (see socketConn for why raw).
+// a consumer's connection makes one, a parked stream two each time it
+// parks (see socketConn for why raw).
 func epollCtl(epfd, op, fd int, ev *syscall.EpollEvent) error {
 	_, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(ev)), 0, 0)
 	if errno != 0 {
