@@ -8,7 +8,7 @@ import (
 
 // A kept connection's runs are carried by one goroutine. When a stream
 // ends with the connection kept, the goroutine that ran it serves the
-// consumer's next request itself (serveKept), and when that request is
+// consumer's next request itself (nextStream), and when that request is
 // answered with a stream, the server's hijack goroutine hands the stream
 // back to it (respond) instead of starting one. A new goroutine starts with
 // a small stack and grows it, copy by copy, down the run's deepest path
@@ -24,7 +24,7 @@ import (
 // returns. So once respond has handed over, a stream comes unless the
 // connection is closed.
 
-// streamStart is what a stream needs to run: Relay.stream's arguments.
+// streamStart is what a stream needs to run (run).
 type streamStart struct {
 	r    *Relay
 	w    *consumerWriter
@@ -34,22 +34,13 @@ type streamStart struct {
 	rep  *RunReport
 }
 
-// carry runs the stream, then the kept connection's next ones, on this
+// carry runs the stream, then, while it ends with the connection kept and
+// the consumer's next request is answered with a stream, that one, on this
 // goroutine.
 func (st streamStart) carry() {
-	if st.r.stream(st.w, st.head, st.ub, st.resp, st.rep) {
-		serveKept(st.w.conn, st.w.srv)
-	}
-}
-
-// serveKept gives a kept connection back to the server for the consumer's
-// next request, and runs the stream answering it on this goroutine, and so
-// on, until the connection is closed or no longer answered with a stream
-// (the server then serves it on in ServeConn, or closes it).
-func serveKept(conn net.Conn, srv *fasthttp.Server) {
-	for {
-		st, ok := nextStream(conn, srv)
-		if !ok || !st.r.stream(st.w, st.head, st.ub, st.resp, st.rep) {
+	for st.run() {
+		var ok bool
+		if st, ok = nextStream(st.w.conn, st.w.srv); !ok {
 			return
 		}
 	}

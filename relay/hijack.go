@@ -119,12 +119,12 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool) []byte {
 	return h.AppendBytes(nil)
 }
 
-// stream runs one stream on the hijacked connection: the watcher, the
-// header (saying Connection: close when the connection cannot be kept),
-// the events, the end.
-// It reports whether the connection went back to the server, kept for the
-// consumer's next request (see serveKept).
-func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) (kept bool) {
+// run runs one stream on the hijacked connection: the watcher, the header
+// (saying Connection: close when the connection cannot be kept), the
+// events, the end. It reports whether the connection is kept for the
+// consumer's next request (see carry).
+func (st streamStart) run() (kept bool) {
+	r, w, head, ub := st.r, st.w, st.head, st.ub
 	if tok, ok := pollers.watch(w.conn, ub); ok {
 		w.hangup, w.watched = tok, true
 	} else {
@@ -138,7 +138,7 @@ func (r *Relay) stream(w *consumerWriter, head []byte, ub *upstreamBody, resp *f
 	// The head goes out with the first flush, in the same write as the
 	// first events when they came with the producer's head.
 	w.head = head
-	return r.pump(w, ub, resp, rep)
+	return r.pump(w, ub, st.resp, st.rep)
 }
 
 // consumerWriter writes a stream's answer to the consumer's connection:

@@ -86,18 +86,25 @@ func TestHangupWatcherCancels(t *testing.T) {
 	pollers.unwatch(s2, tok2)
 	c1.Close()
 	c2.Close()
-	deadline := time.Now().Add(liveness)
-	for u1.why() != errConsumerGone {
-		if time.Now().After(deadline) {
-			t.Fatal("the hangup was not noticed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitHangup(t, u1)
 	pollers.unwatch(s1, tok)
 	s1.Close()
 	s2.Close()
 	if u2.why() != nil {
 		t.Errorf("an unwatched stream was cancelled: %v", u2.why())
+	}
+}
+
+// awaitHangup waits until the watcher has cancelled u for its consumer's
+// hangup, failing the test after liveness.
+func awaitHangup(t *testing.T, u *upstreamBody) {
+	t.Helper()
+	deadline := time.Now().Add(liveness)
+	for u.why() != errConsumerGone {
+		if time.Now().After(deadline) {
+			t.Fatal("the hangup was not noticed")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -129,13 +136,7 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 		t.Fatalf("the second run registered anew (%d, was %d)", tok2, tok)
 	}
 	y.Close()
-	deadline := time.Now().Add(liveness)
-	for second.why() != errConsumerGone {
-		if time.Now().After(deadline) {
-			t.Fatal("the hangup was not noticed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitHangup(t, second)
 	if first.why() != nil {
 		t.Errorf("the ended run was cancelled: %v", first.why())
 	}

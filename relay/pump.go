@@ -226,13 +226,15 @@ func (p *pumpRun) resume() {
 	p.quiet.enter()
 	p.parker.unpark(p.sb.raw, p.token)
 	if p.run() {
-		serveKept(p.cw.conn, p.cw.srv)
+		if st, ok := nextStream(p.cw.conn, p.cw.srv); ok {
+			st.carry()
+		}
 	}
 }
 
 // finish ends the stream: the terminal RUN_ERROR when the relay cut it, the
 // last flush, the end of the body, the report. It reports whether the
-// connection is kept: the caller then serves it on (serveKept).
+// connection is kept: the caller then serves it on (carry).
 func (p *pumpRun) finish() (kept bool) {
 	r, ub, st, rep := p.r, p.ub, p.st, p.rep
 	werr, rerr := p.werr, p.rerr
