@@ -43,13 +43,19 @@ type Config struct {
 	FlushBytes int
 	// Only, when set, keeps the cases whose name contains one of these.
 	Only []string
-	// Setup installs nginx from Debian's packages when it is missing.
+	// Setup installs nginx and tcpdump from Debian's packages when missing.
 	Setup bool
 	// Profile adds, for every proxy case, a saturation and a paced window
 	// under perf (cpu-clock samples with call graphs), reported into
 	// OutDir/profiles. They come after the measured windows and do not
 	// change the figures.
 	Profile bool
+	// Capture adds, for every proxy case with a paced phase, a window at
+	// the reference paced load under a packet capture (tcpdump), which
+	// measures how long each event spends in the proxy (MeasureResidence).
+	// It comes after the measured paced windows and does not change them.
+	Capture bool
+	tcpdump string
 	// Repo is the module root (where agui-relay is built from).
 	Repo   string
 	OutDir string
@@ -70,7 +76,7 @@ func FullConfig() Config {
 	return Config{Mode: "full",
 		SatLevels: []int{1, 10, 100, 1000}, RefSat: 100, SatEvents: 1000, SatWarmup: 500 * time.Millisecond, SatMeasure: 2 * time.Second,
 		PacedLevels: []int{100, 1000, 2000}, RefPaced: 1000, PacedRate: 20, PacedRunSec: 5, PacedWarmup: 1500 * time.Millisecond, PacedMeasur: 4 * time.Second,
-		IdleLevels: []int{100, 1000, 10000}, IdleLimit: 60 * time.Second}
+		IdleLevels: []int{100, 1000, 10000}, IdleLimit: 60 * time.Second, Capture: true}
 }
 
 // Phases a case takes part in.
@@ -107,19 +113,20 @@ func specs() []caseSpec {
 
 // CaseResult is everything measured for one case.
 type CaseResult struct {
-	Case       Case          `json:"-"`
-	Name       string        `json:"name"`
-	Proxy      Proxy         `json:"proxy"`
-	Dialect    string        `json:"dialect"`
-	Args       []string      `json:"args,omitempty"`
-	Skipped    string        `json:"skipped,omitempty"`
-	Error      string        `json:"error,omitempty"`
-	Sat        []PhaseResult `json:"saturation"`
-	Paced      []PhaseResult `json:"paced"`
-	Idle       []IdleResult  `json:"idle"`
-	PeakRSSKiB int64         `json:"peak_rss_kib"`
-	Threads    int64         `json:"threads"`
-	Procs      int           `json:"processes"`
+	Case       Case           `json:"-"`
+	Name       string         `json:"name"`
+	Proxy      Proxy          `json:"proxy"`
+	Dialect    string         `json:"dialect"`
+	Args       []string       `json:"args,omitempty"`
+	Skipped    string         `json:"skipped,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	Sat        []PhaseResult  `json:"saturation"`
+	Paced      []PhaseResult  `json:"paced"`
+	Capture    *CaptureResult `json:"capture,omitempty"`
+	Idle       []IdleResult   `json:"idle"`
+	PeakRSSKiB int64          `json:"peak_rss_kib"`
+	Threads    int64          `json:"threads"`
+	Procs      int            `json:"processes"`
 }
 
 // Report is the whole run.
@@ -148,6 +155,7 @@ type ConfigInfo struct {
 	IdleLevels  []int   `json:"idle_streams"`
 	IdleNote    string  `json:"idle_note,omitempty"`
 	Pinned      string  `json:"pinned,omitempty"`
+	CaptureNote string  `json:"capture_note,omitempty"`
 	FlushBytes  int     `json:"producer_flush_bytes"`
 }
 
@@ -204,6 +212,12 @@ func Run(cfg Config) (*Report, error) {
 	}
 	if os.Getenv("AGUIBENCH_KEEP") == "" {
 		defer os.RemoveAll(work)
+	}
+	if cfg.Capture {
+		if cfg.tcpdump, err = FindTcpdump(cfg); err != nil {
+			rep.Config.CaptureNote = "time in the proxy not measured: " + err.Error()
+			cfg.logf("note: %s", rep.Config.CaptureNote)
+		}
 	}
 	bin, buildErrs := build(cfg, work)
 	rep.Versions = Versions{Relay: relayVersion(cfg.Repo), Nginx: nginxVersion(bin.Nginx)}
@@ -302,6 +316,9 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string,
 		}
 		s := proc.Sample()
 		cr.PeakRSSKiB, cr.Threads, cr.Procs = s.HWMKiB, s.Threads, s.Procs
+		if cfg.tcpdump != "" && sp.phases&phPaced != 0 && sp.Proxy != ProxyNone {
+			cr.Capture = captureCase(cfg, sp, proc, prod, work)
+		}
 		if cfg.Profile && proc.Pid != 0 {
 			profileCase(cfg, sp, proc, prod)
 		}

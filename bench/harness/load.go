@@ -17,6 +17,10 @@ type Load struct {
 	Warmup  time.Duration
 	Measure time.Duration
 	Exact   bool
+	// During, when set, is called as the measuring window opens; what it
+	// returns is called as the window closes (a packet capture's start and
+	// stop).
+	During func() (end func())
 }
 
 // PhaseResult is what one phase measured. Rates and CPU cover the measuring
@@ -138,6 +142,10 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 	if own {
 		own0, ownErr = scrapeOwnLatency(proc.Admin)
 	}
+	var endDuring func()
+	if load.During != nil {
+		endDuring = load.During()
+	}
 	s0 := proc.Sample()
 	self0, _, _ := readStat(os.Getpid())
 	e0, b0, t0 := events.Load(), bytes.Load(), time.Now()
@@ -147,6 +155,9 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 	e1, b1, t1 := events.Load(), bytes.Load(), time.Now()
 	s1 := proc.Sample()
 	self1, _, _ := readStat(os.Getpid())
+	if endDuring != nil {
+		endDuring()
+	}
 	if own && ownErr == nil {
 		var own1 buckets
 		if own1, ownErr = scrapeOwnLatency(proc.Admin); ownErr == nil {

@@ -159,7 +159,14 @@ func (r *Report) Goals() []Goal {
 			continue
 		}
 		add := p.P99 - base.P99
-		gs = append(gs, Goal{g, fmt.Sprintf("%d×%g/s: p99 %.0f µs vs direct %.0f µs: +%.0f µs%s", r.Config.RefPaced, r.Config.PacedRate, p.P99, base.P99, add, ownPart(p)), verdict(add < 1000)})
+		m := fmt.Sprintf("%d×%g/s: p99 %.0f µs vs direct %.0f µs: +%.0f µs%s", r.Config.RefPaced, r.Config.PacedRate, p.P99, base.P99, add, ownPart(p))
+		if cp := c.Capture; cp != nil && cp.Error == "" && cp.Matched > 0 {
+			m += fmt.Sprintf("; in the proxy (packet capture) p99 %.0f µs", cp.P99)
+			if np := nginx.captured(); np != nil {
+				m += fmt.Sprintf(", nginx %.0f µs", np.P99)
+			}
+		}
+		gs = append(gs, Goal{g, m, verdict(add < 1000)})
 	}
 
 	for _, name := range []string{"agui-relay", "agui-relay 1.0→0.0.45", "agui-relay legacy→1.0"} {
@@ -344,6 +351,7 @@ func (r *Report) Markdown(command string) string {
 	if len(own) > 0 {
 		w("\nagui-relay's own part of the latency, from the read that completed an event to the flush that wrote it (its metric `%s`, one read in eight; upper bounds of the bucket holding each quantile; the wait for a CPU before the read is not in it): %s.\n", relayLatencyMetric, strings.Join(own, "; "))
 	}
+	r.captureSection(w)
 	w("\n## Idle streams\n\n")
 	if r.Config.IdleNote != "" {
 		w("%s.\n\n", r.Config.IdleNote)
@@ -482,4 +490,45 @@ func ownBound(us float64) string {
 		return "> 1 s"
 	}
 	return "≤ " + strconv.FormatFloat(math.Round(us), 'f', -1, 64) + " µs"
+}
+
+// captured is the case's packet-capture window, when it measured anything.
+func (c *CaseResult) captured() *CaptureResult {
+	if c == nil || c.Capture == nil || c.Capture.Error != "" || c.Capture.Matched == 0 {
+		return nil
+	}
+	return c.Capture
+}
+
+// captureSection writes the time events spent in each proxy (Capture).
+func (r *Report) captureSection(w func(string, ...any)) {
+	var rows []*CaseResult
+	for i := range r.Cases {
+		if r.Cases[i].Capture != nil {
+			rows = append(rows, &r.Cases[i])
+		}
+	}
+	if len(rows) == 0 {
+		if r.Config.CaptureNote != "" {
+			w("\n%s.\n", r.Config.CaptureNote)
+		}
+		return
+	}
+	w("\n## Time in the proxy (packet capture, %d streams × %g events/s)\n\n", r.Config.RefPaced, r.Config.PacedRate)
+	w("The reference paced load once more, with tcpdump capturing on loopback the segments the producer and the proxy send: an event's time in the proxy runs from the capture of the producer's segment that carried it to the capture of the proxy's segment that carried it on, matched by its stamp. Unlike the end-to-end latency, it leaves out the load generator's own wait for a CPU. The capture itself takes CPU from the machine the three share.\n\n")
+	w("| case | p50 / p99 / p999 µs in the proxy | max µs | × nginx p99 | events matched | unmatched in / out | dropped by the kernel | end-to-end p50 / p99 µs (same window) |\n|---|---|---:|---:|---:|---|---:|---|\n")
+	np := r.find("nginx").captured()
+	for _, c := range rows {
+		cp := c.Capture
+		if cp.Error != "" {
+			w("| %s | failed: %s |||||||\n", c.Name, oneLine(cp.Error, 160))
+			continue
+		}
+		x := "–"
+		if np != nil {
+			x = ratio(cp.P99, np.P99)
+		}
+		w("| %s | %.0f / %.0f / %.0f | %.0f | %s | %d | %d / %d | %d | %.0f / %.0f |\n", c.Name, cp.P50, cp.P99, cp.P999, cp.Max, x,
+			cp.Matched, cp.UnmatchedIn, cp.UnmatchedOut, cp.Dropped, cp.Phase.P50, cp.Phase.P99)
+	}
 }

@@ -28,7 +28,8 @@ func main() {
 	full := flag.Bool("full", false, "the real figures (a few minutes); the default")
 	out := flag.String("out", "", "output directory (default bench/out/<mode>-<timestamp>)")
 	only := flag.String("only", "", "comma-separated case names to run (a trailing * matches a prefix), e.g. 'direct,agui-relay*,nginx'")
-	setup := flag.Bool("setup", false, "install nginx from Debian's packages when it is missing")
+	capture := flag.Bool("capture", true, "in full mode, run each proxy's reference paced load once more under tcpdump, for the time events spend in the proxy")
+	setup := flag.Bool("setup", false, "install nginx and tcpdump from Debian's packages when they are missing")
 	flush := flag.Int("flush-bytes", 0, "producer write size when streaming as fast as possible (default 16384; 1 = one write per event)")
 	satN := flag.String("sat-streams", "", "override the saturation stream counts, e.g. 100 or 10,100")
 	pacedN := flag.String("paced-streams", "", "override the paced stream counts")
@@ -84,6 +85,7 @@ func main() {
 	}
 	cfg.Setup = *setup
 	cfg.Profile = *profile
+	cfg.Capture = cfg.Capture && *capture
 	cfg.Pin = *pin
 	cfg.FlushBytes = *flush
 	if *satEvents < 0 {
