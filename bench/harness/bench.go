@@ -98,6 +98,10 @@ func specs() []caseSpec {
 		{Case{Name: "direct", Proxy: ProxyNone, Dialect: Dialect10, Exact: true}, phSat | phPaced},
 		{Case{Name: "agui-relay", Proxy: ProxyRelay, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
 		{Case{Name: "nginx", Proxy: ProxyNginx, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
+		// One P, as nginx has one worker: what the relay costs and how long
+		// events wait in it without the runtime handing goroutines between
+		// threads (bench/README "Latency").
+		{Case{Name: "agui-relay 1 P", Proxy: ProxyRelay, Dialect: Dialect10, Exact: true, Baseline: "direct", Env: []string{"GOMAXPROCS=1"}}, phSat | phPaced},
 		{Case{Name: "httputil", Proxy: ProxyHTTPUtil, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
 		{Case{Name: "naive", Proxy: ProxyNaive, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
 		{Case{Name: "agui-relay 1.0→0.0.45", Proxy: ProxyRelay, Dialect: Dialect10, Args: []string{"--consumer-version", "0.0.45"}, Baseline: "direct"}, all},

@@ -240,17 +240,24 @@ func (p *PcapReader) tcp(s *Segment) bool {
 type Residence struct {
 	// Segments read from the capture, from the producer (In) and from the
 	// proxy (Out).
-	In, Out int64
+	In  int64 `json:"segments_in"`
+	Out int64 `json:"segments_out"`
 	// Matched are the stamped events seen on both sides; UnmatchedIn only
 	// going in (still in the proxy when the capture stopped, or their
 	// stamp split between two segments on the way out) and UnmatchedOut
 	// only coming out (their way in was before the capture started, or
 	// split).
-	Matched, UnmatchedIn, UnmatchedOut int64
+	Matched      int64 `json:"matched"`
+	UnmatchedIn  int64 `json:"unmatched_in"`
+	UnmatchedOut int64 `json:"unmatched_out"`
 	// Dropped are the segments the kernel did not hand to the capture.
-	Dropped int64
+	Dropped int64 `json:"dropped"`
 	// The residence times in microseconds.
-	P50, P99, P999, Max, Mean float64
+	P50  float64 `json:"p50_us"`
+	P99  float64 `json:"p99_us"`
+	P999 float64 `json:"p999_us"`
+	Max  float64 `json:"max_us"`
+	Mean float64 `json:"mean_us"`
 }
 
 // MeasureResidence reads a capture of a proxy's traffic: segments from

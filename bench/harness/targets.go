@@ -38,6 +38,8 @@ type Case struct {
 	Exact bool
 	// Baseline names the direct case with the same workload.
 	Baseline string
+	// Env is added to the proxy's environment (GOMAXPROCS=1).
+	Env []string
 }
 
 // Binaries are the programs the cases run.
@@ -118,6 +120,12 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if extra := os.Getenv("AGUIBENCH_PROXY_ENV"); extra != "" && c.Proxy != ProxyNginx {
 		cmd.Env = append(os.Environ(), strings.Fields(extra)...)
+	}
+	if len(c.Env) > 0 {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, c.Env...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
