@@ -109,7 +109,13 @@ func checkDocument(body []byte) []InputError {
 	if !gjson.ValidBytes(body) {
 		return []InputError{{"", "not valid JSON"}}
 	}
-	if !gjson.ParseBytes(body).IsObject() {
+	// Valid JSON is an object when its first byte past the blanks opens
+	// one (gjson.ParseBytes would copy the body to a string to say so).
+	i := 0
+	for i < len(body) && (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r') {
+		i++
+	}
+	if i == len(body) || body[i] != '{' {
 		return []InputError{{"", "not a JSON object"}}
 	}
 	return nil

@@ -861,3 +861,28 @@ func TestActivityMessagesAreNotForwarded(t *testing.T) {
 		t.Errorf("producer got %s", b)
 	}
 }
+
+// checkDocument's own verdicts: an object after blanks passes, any other
+// valid JSON value is not an object, and invalid JSON says so first.
+func TestCheckDocument(t *testing.T) {
+	for _, tc := range []struct{ body, reason string }{
+		{" \t\r\n{\"threadId\":\"t\"}", ""},
+		{`{}`, ""},
+		{` [ {} ] `, "not a JSON object"},
+		{`"{"`, "not a JSON object"},
+		{`7`, "not a JSON object"},
+		{`null`, "not a JSON object"},
+		{``, "not valid JSON"},
+		{`   `, "not valid JSON"},
+		{`{`, "not valid JSON"},
+	} {
+		errs := checkDocument([]byte(tc.body))
+		got := ""
+		if len(errs) > 0 {
+			got = errs[0].Reason
+		}
+		if got != tc.reason {
+			t.Errorf("%q: %q, want %q", tc.body, got, tc.reason)
+		}
+	}
+}
