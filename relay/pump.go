@@ -93,7 +93,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 	var src io.Reader = ub
 	if p.tap != nil {
 		p.tap.Streaming(rep.Consumer, r.ProducerVersion)
-		p.st.Tap, p.st.Counts = p.tap, &EventCounts{}
+		p.st.Tap, p.st.Counts = p.tap, r.newCounts()
 		src = tapReader{ub, p.tap}
 	}
 	p.st.OnPlan = func(plan negotiate.Plan) {
@@ -302,6 +302,25 @@ func (p *pumpRun) finish() (kept bool) {
 		}
 	}
 	r.report(rep)
+	r.releaseCounts(rep)
 	p.quiet.leave()
 	return keep
+}
+
+// newCounts returns zeroed EventCounts, from those of ended runs when it
+// can.
+func (r *Relay) newCounts() *EventCounts {
+	if c, ok := r.counts.Get().(*EventCounts); ok {
+		*c = EventCounts{}
+		return c
+	}
+	return &EventCounts{}
+}
+
+// releaseCounts takes a reported run's counts back for newCounts.
+func (r *Relay) releaseCounts(rep *RunReport) {
+	if c := rep.Counts; c != nil {
+		rep.Counts = nil
+		r.counts.Put(c)
+	}
 }

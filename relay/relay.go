@@ -113,7 +113,11 @@ type Relay struct {
 	client     Doer
 	translator *Translator
 	log        *zap.Logger
-	base       string
+	// counts holds the EventCounts of ended runs for the next (1.2 KiB a
+	// tapped run; the report that carries them is borrowed by its taps
+	// and OnRun, so they come back once it has been reported).
+	counts sync.Pool
+	base   string
 
 	mu     sync.Mutex
 	runs   map[*upstreamBody]struct{}
@@ -150,7 +154,8 @@ type RunReport struct {
 	// before the stream started, "" when it answered none.
 	Problem string
 	// Counts are the events and bytes by type and direction, kept when the
-	// run is tapped and streamed; nil otherwise.
+	// run is tapped and streamed; nil otherwise. They are borrowed as the
+	// report is: the relay takes them back once End and OnRun returned.
 	Counts *EventCounts
 	// Start and Duration time the run from the request.
 	Start    time.Time

@@ -38,7 +38,8 @@ type RunTap interface {
 	// Warned is a lossy translation of the run, as the observer reports it
 	// (once per shape per translated run, with a count).
 	Warned(w translate.Warning)
-	// End is called once when the run is over, with the final report.
+	// End is called once when the run is over, with the final report,
+	// borrowed for the call (copy what is kept, Counts included).
 	End(rep *RunReport)
 }
 
