@@ -48,7 +48,18 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	chunked := ctx.Request.Header.IsHTTP11()
 	srv := r.srv.Load()
 	keep := chunked && srv != nil && !ctx.Request.Header.ConnectionClose()
-	head := respondHead(&ctx.Response.Header, chunked, keep)
+	// A kept connection renders each answer's head into the same buffer:
+	// its runs come one after the other, and a head is written before the
+	// run's stream ends.
+	var dst []byte
+	sc, _ := ctx.Conn().(*socketConn)
+	if sc != nil {
+		dst = sc.head[:0]
+	}
+	head := respondHead(&ctx.Response.Header, chunked, keep, dst)
+	if sc != nil {
+		sc.head = head
+	}
 	done := ctx.Done()
 	timeout := r.IdleTimeout
 	if timeout <= 0 {
@@ -83,13 +94,22 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 // sentMore reports whether the consumer sent more than its request before
 // the server's reader was left behind (a pipelined request): those bytes
 // go with the reader, so the connection cannot serve another request.
-// Only what the reader buffered counts; a past deadline keeps the kernel
-// out of it.
+// Only what the reader buffered counts: a socketConn told not to wait, or
+// else a past deadline, keeps the kernel out of it. (The deadline costs
+// two timer updates and an error made per run.)
 func sentMore(c net.Conn) bool {
+	var one [1]byte
+	if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+		if sc, ok := u.UnsafeConn().(*socketConn); ok {
+			sc.noWait = true
+			n, _ := c.Read(one[:])
+			sc.noWait = false
+			return n > 0
+		}
+	}
 	if c.SetReadDeadline(interruptNow) != nil {
 		return true
 	}
-	var one [1]byte
 	n, _ := c.Read(one[:])
 	return n > 0 || c.SetReadDeadline(time.Time{}) != nil
 }
@@ -105,8 +125,9 @@ func withClose(head []byte) []byte {
 // respondHead renders the response header of an event stream: the status
 // line and headers of h, the framing (chunked for HTTP/1.1; delimited by the
 // connection's end for an HTTP/1.0 consumer, which cannot read chunks) and,
-// unless keep, Connection: close.
-func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool) []byte {
+// unless keep, Connection: close; rendered into dst's array (fasthttp's
+// AppendBytes starts at dst[:0]).
+func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []byte {
 	h.SetConnectionClose()
 	if keep {
 		h.ResetConnectionClose()
@@ -116,7 +137,7 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool) []byte {
 	} else {
 		h.SetContentLength(-2)
 	}
-	return h.AppendBytes(nil)
+	return h.AppendBytes(dst)
 }
 
 // run runs one stream on the hijacked connection: the watcher, the header

@@ -149,8 +149,8 @@ func TestWithCloseMatchesTheRenderedHead(t *testing.T) {
 	h.SetContentType("text/event-stream")
 	h.Set("X-Custom", "v")
 	h.Set(fasthttp.HeaderCacheControl, "no-cache")
-	keep := respondHead(&h, true, true)
-	closed := respondHead(&h, true, false)
+	keep := respondHead(&h, true, true, nil)
+	closed := respondHead(&h, true, false, nil)
 	if got := withClose(keep); string(got) != string(closed) || strings.Contains(string(keep), "Connection") {
 		t.Errorf("withClose(%q)\n = %q\nwant %q", keep, got, closed)
 	}

@@ -40,6 +40,13 @@ type socketConn struct {
 	wn              int
 	werr            error
 	writes          int // write system calls made (under wmu): what tests count
+	// noWait makes Read answer errNoWait at once, without a system call
+	// or the poller: sentMore's question to the server's reader of the
+	// request, set and cleared by the one goroutine that reads then.
+	noWait bool
+	// head is the buffer the answers' heads are rendered into (respond),
+	// one run at a time.
+	head []byte
 
 	// hangup is the connection's registration with the hangup watcher
 	// (pollers.watch), kept from its first run to its close; 0 when none.
@@ -52,6 +59,9 @@ type socketConn struct {
 	carry   chan streamStart // made at the first handing
 	closed  atomic.Bool      // Close was called
 }
+
+// errNoWait is a read of a socketConn told not to wait (noWait).
+var errNoWait = errors.New("relay: read would wait")
 
 // newSocketConn wraps c when it is a TCP connection on a platform with raw
 // reads; otherwise it returns c.
@@ -85,6 +95,9 @@ func (s *socketConn) Read(p []byte) (int, error) {
 	}
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
+	if s.noWait {
+		return 0, errNoWait
+	}
 	s.rbuf, s.rn, s.rerr = p, 0, nil
 	err := s.rc.Read(s.readFn) // waits for input and honours the read deadline
 	n, rerr := s.rn, s.rerr
