@@ -51,9 +51,10 @@ type Config struct {
 	// change the figures.
 	Profile bool
 	// Capture adds, for every proxy case with a paced phase, a window at
-	// the reference paced load under a packet capture (tcpdump), which
-	// measures how long each event spends in the proxy (MeasureResidence).
-	// It comes after the measured paced windows and does not change them.
+	// each paced level up to the reference under a packet capture
+	// (tcpdump), which measures how long each event spends in the proxy
+	// (MeasureResidence). They come after the measured paced windows and
+	// do not change them.
 	Capture bool
 	tcpdump string
 	// Repo is the module root (where agui-relay is built from).
@@ -117,16 +118,19 @@ func specs() []caseSpec {
 
 // CaseResult is everything measured for one case.
 type CaseResult struct {
-	Case       Case           `json:"-"`
-	Name       string         `json:"name"`
-	Proxy      Proxy          `json:"proxy"`
-	Dialect    string         `json:"dialect"`
-	Args       []string       `json:"args,omitempty"`
-	Skipped    string         `json:"skipped,omitempty"`
-	Error      string         `json:"error,omitempty"`
-	Sat        []PhaseResult  `json:"saturation"`
-	Paced      []PhaseResult  `json:"paced"`
-	Capture    *CaptureResult `json:"capture,omitempty"`
+	Case     Case            `json:"-"`
+	Name     string          `json:"name"`
+	Proxy    Proxy           `json:"proxy"`
+	Dialect  string          `json:"dialect"`
+	Args     []string        `json:"args,omitempty"`
+	Skipped  string          `json:"skipped,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Sat      []PhaseResult   `json:"saturation"`
+	Paced    []PhaseResult   `json:"paced"`
+	Captures []CaptureResult `json:"captures,omitempty"`
+	// OldCapture is where run 18 kept its one capture (LoadReport moves
+	// it into Captures).
+	OldCapture *CaptureResult `json:"capture,omitempty"`
 	Idle       []IdleResult   `json:"idle"`
 	PeakRSSKiB int64          `json:"peak_rss_kib"`
 	Threads    int64          `json:"threads"`
@@ -321,7 +325,11 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string,
 		s := proc.Sample()
 		cr.PeakRSSKiB, cr.Threads, cr.Procs = s.HWMKiB, s.Threads, s.Procs
 		if cfg.tcpdump != "" && sp.phases&phPaced != 0 && sp.Proxy != ProxyNone {
-			cr.Capture = captureCase(cfg, sp, proc, prod, work)
+			for _, n := range cfg.PacedLevels {
+				if n <= cfg.RefPaced {
+					cr.Captures = append(cr.Captures, captureCase(cfg, sp, proc, prod, work, n))
+				}
+			}
 		}
 		if cfg.Profile && proc.Pid != 0 {
 			profileCase(cfg, sp, proc, prod)

@@ -366,10 +366,10 @@ type CaptureResult struct {
 	Error string      `json:"error,omitempty"`
 }
 
-// captureCase runs the reference paced load through proc once more, under
-// a capture of the producer's and the proxy's segments.
-func captureCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer, work string) *CaptureResult {
-	res := &CaptureResult{Streams: cfg.RefPaced}
+// captureCase runs the paced load of n streams through proc once more,
+// under a capture of the producer's and the proxy's segments.
+func captureCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer, work string, n int) CaptureResult {
+	res := CaptureResult{Streams: n}
 	inPort, err1 := portOf(prod.Addr())
 	outPort, err2 := portOf(proc.Addr)
 	if err := errors.Join(err1, err2); err != nil {
@@ -380,7 +380,7 @@ func captureCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer, work strin
 	defer removeQuietly(file)
 	var capErr error
 	ev := pacedEvents(cfg)
-	load := Load{Streams: cfg.RefPaced, Params: RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
+	load := Load{Streams: n, Params: RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
 		Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact,
 		During: func() func() {
 			c, err := StartCapture(cfg.tcpdump, file, inPort, outPort)

@@ -160,11 +160,19 @@ func (r *Report) Goals() []Goal {
 		}
 		add := p.P99 - base.P99
 		m := fmt.Sprintf("%d×%g/s: p99 %.0f µs vs direct %.0f µs: +%.0f µs%s", r.Config.RefPaced, r.Config.PacedRate, p.P99, base.P99, add, ownPart(p))
-		if cp := c.Capture; cp != nil && cp.Error == "" && cp.Matched > 0 {
-			m += fmt.Sprintf("; in the proxy (packet capture) p99 %.0f µs", cp.P99)
-			if np := nginx.captured(); np != nil {
-				m += fmt.Sprintf(", nginx %.0f µs", np.P99)
+		var in []string
+		for _, cp := range c.Captures {
+			if !cp.measured() {
+				continue
 			}
+			part := fmt.Sprintf("%.0f µs at %d streams", cp.P99, cp.Streams)
+			if np := nginx.captured(cp.Streams); np != nil {
+				part += fmt.Sprintf(" (nginx %.0f)", np.P99)
+			}
+			in = append(in, part)
+		}
+		if len(in) > 0 {
+			m += "; in the proxy (packet capture) p99 " + strings.Join(in, ", ")
 		}
 		gs = append(gs, Goal{g, m, verdict(add < 1000)})
 	}
@@ -442,10 +450,14 @@ func LoadReport(dir string) (*Report, error) {
 		return nil, err
 	}
 	for i := range r.Cases {
+		c := &r.Cases[i]
 		for _, sp := range specs() {
-			if sp.Name == r.Cases[i].Name {
-				r.Cases[i].Case = sp.Case
+			if sp.Name == c.Name {
+				c.Case = sp.Case
 			}
+		}
+		if c.OldCapture != nil {
+			c.Captures, c.OldCapture = append(c.Captures, *c.OldCapture), nil
 		}
 	}
 	return &r, nil
@@ -492,19 +504,27 @@ func ownBound(us float64) string {
 	return "≤ " + strconv.FormatFloat(math.Round(us), 'f', -1, 64) + " µs"
 }
 
-// captured is the case's packet-capture window, when it measured anything.
-func (c *CaseResult) captured() *CaptureResult {
-	if c == nil || c.Capture == nil || c.Capture.Error != "" || c.Capture.Matched == 0 {
+func (c *CaptureResult) measured() bool { return c.Error == "" && c.Matched > 0 }
+
+// captured is the case's packet-capture window at streams, when it
+// measured anything.
+func (c *CaseResult) captured(streams int) *CaptureResult {
+	if c == nil {
 		return nil
 	}
-	return c.Capture
+	for i := range c.Captures {
+		if cp := &c.Captures[i]; cp.Streams == streams && cp.measured() {
+			return cp
+		}
+	}
+	return nil
 }
 
 // captureSection writes the time events spent in each proxy (Capture).
 func (r *Report) captureSection(w func(string, ...any)) {
 	var rows []*CaseResult
 	for i := range r.Cases {
-		if r.Cases[i].Capture != nil {
+		if len(r.Cases[i].Captures) > 0 {
 			rows = append(rows, &r.Cases[i])
 		}
 	}
@@ -514,21 +534,21 @@ func (r *Report) captureSection(w func(string, ...any)) {
 		}
 		return
 	}
-	w("\n## Time in the proxy (packet capture, %d streams × %g events/s)\n\n", r.Config.RefPaced, r.Config.PacedRate)
-	w("The reference paced load once more, with tcpdump capturing on loopback the segments the producer and the proxy send: an event's time in the proxy runs from the capture of the producer's segment that carried it to the capture of the proxy's segment that carried it on, matched by its stamp. Unlike the end-to-end latency, it leaves out the load generator's own wait for a CPU. The capture itself takes CPU from the machine the three share.\n\n")
-	w("| case | p50 / p99 / p999 µs in the proxy | max µs | × nginx p99 | events matched | unmatched in / out | dropped by the kernel | end-to-end p50 / p99 µs (same window) |\n|---|---|---:|---:|---:|---|---:|---|\n")
-	np := r.find("nginx").captured()
+	w("\n## Time in the proxy (packet capture, %g events/s per stream)\n\n", r.Config.PacedRate)
+	w("The paced loads up to the reference once more, with tcpdump capturing on loopback the segments the producer and the proxy send: an event's time in the proxy runs from the capture of the producer's segment that carried it to the capture of the proxy's segment that carried it on, matched by its stamp. Unlike the end-to-end latency, it leaves out the load generator's own wait for a CPU. The capture itself takes CPU from the machine the three share.\n\n")
+	w("| case | streams | p50 / p99 / p999 µs in the proxy | max µs | × nginx p99 | events matched | unmatched in / out | dropped by the kernel | end-to-end p50 / p99 µs (same window) |\n|---|---:|---|---:|---:|---:|---|---:|---|\n")
 	for _, c := range rows {
-		cp := c.Capture
-		if cp.Error != "" {
-			w("| %s | failed: %s |||||||\n", c.Name, oneLine(cp.Error, 160))
-			continue
+		for _, cp := range c.Captures {
+			if cp.Error != "" {
+				w("| %s | %d | failed: %s |||||||\n", c.Name, cp.Streams, oneLine(cp.Error, 160))
+				continue
+			}
+			x := "–"
+			if np := r.find("nginx").captured(cp.Streams); np != nil {
+				x = ratio(cp.P99, np.P99)
+			}
+			w("| %s | %d | %.0f / %.0f / %.0f | %.0f | %s | %d | %d / %d | %d | %.0f / %.0f |\n", c.Name, cp.Streams, cp.P50, cp.P99, cp.P999, cp.Max, x,
+				cp.Matched, cp.UnmatchedIn, cp.UnmatchedOut, cp.Dropped, cp.Phase.P50, cp.Phase.P99)
 		}
-		x := "–"
-		if np != nil {
-			x = ratio(cp.P99, np.P99)
-		}
-		w("| %s | %.0f / %.0f / %.0f | %.0f | %s | %d | %d / %d | %d | %.0f / %.0f |\n", c.Name, cp.P50, cp.P99, cp.P999, cp.Max, x,
-			cp.Matched, cp.UnmatchedIn, cp.UnmatchedOut, cp.Dropped, cp.Phase.P50, cp.Phase.P99)
 	}
 }

@@ -106,17 +106,20 @@ func TestMarkdownCapture(t *testing.T) {
 	if md := r.Markdown("x"); strings.Contains(md, "## Time in the proxy") || !strings.Contains(md, "tcpdump not installed") {
 		t.Errorf("no capture: section or note wrong:\n%s", md)
 	}
-	r.Cases[1].Capture = &CaptureResult{Streams: 1000, Residence: Residence{Matched: 80000, UnmatchedIn: 3, UnmatchedOut: 1, P50: 90, P99: 900, P999: 1800, Max: 2500},
-		Phase: PhaseResult{P50: 300, P99: 2000}}
-	r.Cases[2].Capture = &CaptureResult{Streams: 1000, Residence: Residence{Matched: 80000, P50: 100, P99: 600, P999: 900, Max: 1000}}
-	r.Cases[3].Capture = &CaptureResult{Streams: 1000, Error: "tcpdump exited: permission denied"}
+	r.Cases[1].Captures = []CaptureResult{
+		{Streams: 100, Residence: Residence{Matched: 8000, P50: 40, P99: 250, P999: 400, Max: 500}},
+		{Streams: 1000, Residence: Residence{Matched: 80000, UnmatchedIn: 3, UnmatchedOut: 1, P50: 90, P99: 900, P999: 1800, Max: 2500},
+			Phase: PhaseResult{P50: 300, P99: 2000}}}
+	r.Cases[2].Captures = []CaptureResult{{Streams: 1000, Residence: Residence{Matched: 80000, P50: 100, P99: 600, P999: 900, Max: 1000}}}
+	r.Cases[3].Captures = []CaptureResult{{Streams: 1000, Error: "tcpdump exited: permission denied"}}
 	md := r.Markdown("x")
 	for _, want := range []string{
-		"## Time in the proxy (packet capture, 1000 streams × 20 events/s)",
-		"| agui-relay | 90 / 900 / 1800 | 2500 | 1.50 | 80000 | 3 / 1 | 0 | 300 / 2000 |",
-		"| nginx | 100 / 600 / 900 | 1000 | 1.00 |",
-		"| agui-relay legacy→1.0 | failed: tcpdump exited: permission denied |",
-		"+300 µs; in the proxy (packet capture) p99 900 µs, nginx 600 µs",
+		"## Time in the proxy (packet capture, 20 events/s per stream)",
+		"| agui-relay | 100 | 40 / 250 / 400 | 500 | – | 8000 |",
+		"| agui-relay | 1000 | 90 / 900 / 1800 | 2500 | 1.50 | 80000 | 3 / 1 | 0 | 300 / 2000 |",
+		"| nginx | 1000 | 100 / 600 / 900 | 1000 | 1.00 |",
+		"| agui-relay legacy→1.0 | 1000 | failed: tcpdump exited: permission denied |",
+		"+300 µs; in the proxy (packet capture) p99 250 µs at 100 streams, 900 µs at 1000 streams (nginx 600)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
