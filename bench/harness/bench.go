@@ -222,7 +222,7 @@ func Run(cfg Config) (*Report, error) {
 		defer os.RemoveAll(work)
 	}
 	if cfg.Capture {
-		if cfg.tcpdump, err = FindTcpdump(cfg); err != nil {
+		if cfg.tcpdump, err = findTcpdump(cfg); err != nil {
 			rep.Config.CaptureNote = "time in the proxy not measured: " + err.Error()
 			cfg.logf("note: %s", rep.Config.CaptureNote)
 		}
@@ -596,22 +596,31 @@ func relayHelp(path string) string {
 	return string(b)
 }
 
+// findNginx returns nginx's path, installing Debian's nginx-light first
+// when setup allows it (the package's own service may start; the bench
+// runs its own).
 func findNginx(cfg Config) (string, error) {
-	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path, nil
+	return findPackaged(cfg, "nginx-light", "/usr/sbin/nginx")
+}
+
+// findPackaged looks for the program installed at path, on the PATH and
+// there, and installs Debian's package pkg when it is missing and setup
+// allows it.
+func findPackaged(cfg Config, pkg, path string, elsewhere ...string) (string, error) {
+	for _, p := range append([]string{filepath.Base(path), path}, elsewhere...) {
+		if found, err := exec.LookPath(p); err == nil {
+			return found, nil
 		}
 	}
 	if !cfg.Setup {
-		return "", fmt.Errorf("nginx not installed (run with --setup to install Debian's nginx-light)")
+		return "", fmt.Errorf("%s not installed (run with --setup to install Debian's %s)", filepath.Base(path), pkg)
 	}
-	cfg.logf("installing nginx-light from Debian's packages")
-	cmd := exec.Command("sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light")
+	cfg.logf("installing %s from Debian's packages", pkg)
+	cmd := exec.Command("sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "+pkg)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("installing nginx-light: %v: %.500s", err, b)
+		return "", fmt.Errorf("installing %s: %v: %.500s", pkg, err, b)
 	}
-	// The package's own service may have started; the bench runs its own.
-	return exec.LookPath("/usr/sbin/nginx")
+	return exec.LookPath(path)
 }
 
 func nginxVersion(path string) string {

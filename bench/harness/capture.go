@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -33,8 +32,7 @@ import (
 // timestamps, into a pcap file.
 type Capture struct {
 	cmd    *exec.Cmd
-	file   string
-	stderr *lockedBuffer
+	stderr string // the file tcpdump's stderr goes to
 	done   chan error
 }
 
@@ -48,28 +46,39 @@ func StartCapture(path, file string, srcPorts ...int) (*Capture, error) {
 	// Segments with a payload only: the IP total length minus both
 	// headers' lengths is not zero.
 	expr := "tcp and (" + strings.Join(filter, " or ") + ") and (((ip[2:2] - ((ip[0]&0xf)<<2)) - ((tcp[12]&0xf0)>>2)) != 0)"
-	c := &Capture{file: file, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	c := &Capture{stderr: file + ".stderr", done: make(chan error, 1)}
+	errFile, err := os.Create(c.stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer errFile.Close() // tcpdump has its own copy
 	c.cmd = exec.Command(path, "-i", "lo", "-n", "-s", "0", "-B", "65536", "--time-stamp-precision=nano", "-w", file, expr)
-	c.cmd.Stderr = c.stderr
+	c.cmd.Stderr = errFile
 	if err := c.cmd.Start(); err != nil {
 		return nil, err
 	}
 	go func() { c.done <- c.cmd.Wait() }()
 	// tcpdump says "listening on lo" once its filter is in place.
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(c.stderr.String(), "listening on") {
+	for !strings.Contains(c.said(), "listening on") {
 		select {
 		case err := <-c.done:
-			return nil, fmt.Errorf("tcpdump exited: %v: %s", err, strings.TrimSpace(c.stderr.String()))
+			return nil, fmt.Errorf("tcpdump exited: %v: %s", err, c.said())
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			c.cmd.Process.Kill() //nolint:errcheck // reported below
 			<-c.done
-			return nil, fmt.Errorf("tcpdump did not start: %s", strings.TrimSpace(c.stderr.String()))
+			return nil, fmt.Errorf("tcpdump did not start: %s", c.said())
 		}
 	}
 	return c, nil
+}
+
+// said is what tcpdump has written to its stderr so far.
+func (c *Capture) said() string {
+	b, _ := os.ReadFile(c.stderr)
+	return strings.TrimSpace(string(b))
 }
 
 var droppedRe = regexp.MustCompile(`(\d+) packets? dropped by kernel`)
@@ -85,31 +94,14 @@ func (c *Capture) Stop() (dropped int64, err error) {
 		<-c.done
 		return 0, errors.New("tcpdump did not stop")
 	}
-	m := droppedRe.FindStringSubmatch(c.stderr.String())
+	said := c.said()
+	removeQuietly(c.stderr)
+	m := droppedRe.FindStringSubmatch(said)
 	if m == nil {
-		return 0, fmt.Errorf("tcpdump said nothing of dropped packets: %s", strings.TrimSpace(c.stderr.String()))
+		return 0, fmt.Errorf("tcpdump said nothing of dropped packets: %s", said)
 	}
 	dropped, _ = strconv.ParseInt(m[1], 10, 64)
 	return dropped, nil
-}
-
-// lockedBuffer is a bytes.Buffer tcpdump's stderr is copied into while
-// StartCapture reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Segment is one captured TCP segment's payload, borrowed from the reader
@@ -331,23 +323,10 @@ func eachStamp(b []byte, f func(seq, ns int64)) {
 	}
 }
 
-// FindTcpdump returns tcpdump's path, installing Debian's package first
+// findTcpdump returns tcpdump's path, installing Debian's package first
 // when setup allows it.
-func FindTcpdump(cfg Config) (string, error) {
-	for _, p := range []string{"tcpdump", "/usr/bin/tcpdump", "/usr/sbin/tcpdump"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path, nil
-		}
-	}
-	if !cfg.Setup {
-		return "", errors.New("tcpdump not installed (run with --setup to install Debian's tcpdump)")
-	}
-	cfg.logf("installing tcpdump from Debian's packages")
-	cmd := exec.Command("sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tcpdump")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("installing tcpdump: %v: %.500s", err, b)
-	}
-	return exec.LookPath("/usr/bin/tcpdump")
+func findTcpdump(cfg Config) (string, error) {
+	return findPackaged(cfg, "tcpdump", "/usr/bin/tcpdump", "/usr/sbin/tcpdump")
 }
 
 // removeQuietly removes a capture file that has been read.

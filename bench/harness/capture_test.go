@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -167,5 +169,64 @@ func TestEachStampFindsEveryWholeStamp(t *testing.T) {
 	eachStamp([]byte(in), func(seq, ns int64) { got = append(got, [2]int64{seq, ns}) })
 	if len(got) != 2 || got[0] != [2]int64{1, 100} || got[1] != [2]int64{2, 200} {
 		t.Errorf("stamps %v, want [1 100] [2 200]", got)
+	}
+}
+
+// A program on the PATH is found; a missing one, without --setup, is an
+// error that names the package that would install it.
+func TestFindPackaged(t *testing.T) {
+	if p, err := findPackaged(Config{}, "dash", "/bin/sh"); err != nil || p == "" {
+		t.Errorf("sh: %q, %v", p, err)
+	}
+	_, err := findPackaged(Config{}, "no-such-package", "/usr/sbin/no-such-program-here")
+	if err == nil || err.Error() != "no-such-program-here not installed (run with --setup to install Debian's no-such-package)" {
+		t.Errorf("missing program: %v", err)
+	}
+}
+
+// fakeTcpdump writes a shell script that behaves as tcpdump does on its
+// stderr: script runs after the arguments are ignored.
+func fakeTcpdump(t *testing.T, script string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tcpdump")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// StartCapture returns once tcpdump listens, and Stop reads what the
+// kernel dropped from what tcpdump says as it ends.
+func TestCaptureStartsAndStopsAsTcpdumpSays(t *testing.T) {
+	listening := filepath.Join(t.TempDir(), "listening")
+	path := fakeTcpdump(t, `trap 'echo "9 packets captured" >&2; echo "2 packets dropped by kernel" >&2; exit 0' INT
+sleep 0.05
+touch `+listening+`
+echo "listening on lo, link-type EN10MB (Ethernet), snapshot length 262144 bytes" >&2
+while :; do sleep 0.01; done
+`)
+	c, err := StartCapture(path, filepath.Join(t.TempDir(), "c.pcap"), 5001, 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(listening); err != nil {
+		t.Errorf("StartCapture returned before tcpdump listened: %v", err)
+	}
+	if dropped, err := c.Stop(); err != nil || dropped != 2 {
+		t.Errorf("Stop: %d dropped, %v; want 2", dropped, err)
+	}
+}
+
+// A tcpdump that cannot capture is reported with what it said.
+func TestCaptureThatCannotStart(t *testing.T) {
+	path := fakeTcpdump(t, `echo "tcpdump: lo: You don't have permission to capture on that device" >&2
+exit 1
+`)
+	_, err := StartCapture(path, filepath.Join(t.TempDir(), "c.pcap"), 5001, 8080)
+	if err == nil || !strings.Contains(err.Error(), "tcpdump exited") || !strings.Contains(err.Error(), "permission") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := StartCapture(filepath.Join(t.TempDir(), "absent"), filepath.Join(t.TempDir(), "c.pcap"), 5001); err == nil {
+		t.Error("a missing tcpdump started")
 	}
 }
