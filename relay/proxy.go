@@ -81,11 +81,21 @@ func copyResponseHeaders(dst, src *fasthttp.ResponseHeader) {
 // setForwarded adds the X-Forwarded-* headers de facto standard among
 // reverse proxies, so that the producer can tell who asked.
 func setForwarded(dst *fasthttp.RequestHeader, ctx *fasthttp.RequestCtx) {
-	if host, _, err := net.SplitHostPort(ctx.RemoteAddr().String()); err == nil {
-		if prior := dst.Peek("X-Forwarded-For"); len(prior) > 0 {
-			host = string(prior) + ", " + host
-		}
-		dst.Set("X-Forwarded-For", host)
+	var buf [128]byte
+	host := buf[:0]
+	if prior := dst.Peek("X-Forwarded-For"); len(prior) > 0 {
+		host = append(append(host, prior...), ", "...)
+	}
+	n := len(host)
+	// A TCP peer's address is written as it is, without making its
+	// "host:port" string to split again.
+	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		host = a.AddrPort().Addr().Unmap().AppendTo(host)
+	} else if h, _, err := net.SplitHostPort(ctx.RemoteAddr().String()); err == nil {
+		host = append(host, h...)
+	}
+	if len(host) > n {
+		dst.SetBytesV("X-Forwarded-For", host)
 	}
 	if len(dst.Peek("X-Forwarded-Host")) == 0 {
 		dst.SetBytesV("X-Forwarded-Host", ctx.Host())

@@ -284,8 +284,10 @@ func isRun(ctx *fasthttp.RequestCtx) bool {
 		return len(ctx.Request.Body()) > 0
 	}
 	mt, _, _ := bytes.Cut(ct, []byte(";"))
-	mt = bytes.ToLower(bytes.TrimSpace(mt))
-	return bytes.Equal(mt, []byte("application/json")) || bytes.HasSuffix(mt, []byte("+json"))
+	mt = bytes.TrimSpace(mt)
+	const suffix = "+json"
+	return bytes.EqualFold(mt, []byte("application/json")) ||
+		len(mt) >= len(suffix) && bytes.EqualFold(mt[len(mt)-len(suffix):], []byte(suffix))
 }
 
 // newRequest builds the producer's request from the consumer's: the same

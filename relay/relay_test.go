@@ -887,3 +887,57 @@ func TestCheckDocument(t *testing.T) {
 		}
 	}
 }
+
+// A run is a POST of JSON, whatever the media type's case, or of a body
+// with no type at all.
+func TestIsRun(t *testing.T) {
+	for _, tc := range []struct {
+		method, ct, body string
+		want             bool
+	}{
+		{"POST", "application/json", "{}", true},
+		{"POST", " Application/JSON ; charset=utf-8", "{}", true},
+		{"POST", "application/vnd.agui+JSON", "{}", true},
+		{"POST", "text/plain", "{}", false},
+		{"POST", "application/jsonl", "{}", false},
+		{"POST", "", "{}", true},
+		{"POST", "", "", false},
+		{"GET", "application/json", "", false},
+	} {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod(tc.method)
+		if tc.ct != "" {
+			ctx.Request.Header.Set("Content-Type", tc.ct)
+		}
+		ctx.Request.SetBodyString(tc.body)
+		if got := isRun(&ctx); got != tc.want {
+			t.Errorf("%s %q %q: %v, want %v", tc.method, tc.ct, tc.body, got, tc.want)
+		}
+	}
+}
+
+// X-Forwarded-For names the consumer's address after any the request
+// brought, IPv4 as IPv4 even on a dual-stack socket, IPv6 with its zone.
+func TestSetForwardedFor(t *testing.T) {
+	for _, tc := range []struct {
+		addr  net.Addr
+		prior string
+		want  string
+	}{
+		{&net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 4000}, "", "192.0.2.7"},
+		{&net.TCPAddr{IP: net.ParseIP("192.0.2.7").To4(), Port: 4000}, "198.51.100.1", "198.51.100.1, 192.0.2.7"},
+		{&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 4000, Zone: "eth0"}, "", "fe80::1%eth0"},
+		{&net.UnixAddr{Name: "@relay", Net: "unix"}, "198.51.100.1", "198.51.100.1"},
+	} {
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&fasthttp.Request{}, tc.addr, nil)
+		var dst fasthttp.RequestHeader
+		if tc.prior != "" {
+			dst.Set("X-Forwarded-For", tc.prior)
+		}
+		setForwarded(&dst, &ctx)
+		if got := string(dst.Peek("X-Forwarded-For")); got != tc.want {
+			t.Errorf("%v after %q: %q, want %q", tc.addr, tc.prior, got, tc.want)
+		}
+	}
+}
