@@ -941,3 +941,23 @@ func TestSetForwardedFor(t *testing.T) {
 		}
 	}
 }
+
+// The run's end holds without an idle timeout, and a run whose time was
+// over before the producer answered ends as soon as its stream starts.
+func TestRunTimeoutWithoutIdleTimeout(t *testing.T) {
+	for _, late := range []time.Duration{0, 60 * time.Millisecond} {
+		h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(late)
+			streamHeaders(w)
+			sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+			<-r.Context().Done()
+		}, func(r *Relay) { r.RunTimeout = 30 * time.Millisecond; r.IdleTimeout = 0 })
+		got := readAll(t, h.post("/agent", minimalInput))
+		if ev := runErrorOf(t, got); ev["code"] != CodeRunTimeout {
+			t.Errorf("answer %v late: RUN_ERROR %v", late, ev)
+		}
+		if rep := h.report(); rep.Abort != CodeRunTimeout {
+			t.Errorf("answer %v late: report abort %q", late, rep.Abort)
+		}
+	}
+}

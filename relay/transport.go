@@ -279,8 +279,15 @@ func (b *streamBody) pollRead(loop func() bool) (polled bool, err error) {
 }
 
 // buffered reports whether bytes of the answer wait in fasthttp's reader,
-// so that the next read returns them at once.
-func (b *streamBody) buffered() bool { return b.br != nil }
+// so that the next read returns them at once. It looks as a read does
+// (begin, end): between reads a close may free the reader meanwhile.
+func (b *streamBody) buffered() bool {
+	if !b.begin() {
+		return false
+	}
+	has := b.br != nil
+	return b.end() && has
+}
 
 // begin marks a read in flight; false when the body was closed.
 func (b *streamBody) begin() bool {
