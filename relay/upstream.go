@@ -133,11 +133,11 @@ type upstreamBody struct {
 	done  bool
 	cause *abortError
 
-	idle      time.Duration
-	idleTimer *time.Timer
-	runTimer  *time.Timer
-	started   time.Time    // for touched: its monotonic reading
-	touched   atomic.Int64 // when the stream last read, as time since started
+	idle    time.Duration
+	runEnd  time.Duration // the run's end, as time since started; 0: none
+	timer   *time.Timer   // fires at the nearer of the idle and run ends
+	started time.Time     // for touched and runEnd: its monotonic reading
+	touched atomic.Int64  // when the stream last read, as time since started
 }
 
 func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
@@ -171,18 +171,34 @@ func (u *upstreamBody) why() *abortError {
 	return u.cause
 }
 
-// startTimers arms the idle timer (see touch) and the total timer
-// (remaining run time); a zero duration disables either.
+// startTimers arms the stream's one timer for the idle timeout (see
+// touch) and the run's remaining time; a zero duration disables either
+// (a negative remaining time ends the run at once). One timer, not one
+// for each: a run's start is a timer made and stopped, not two.
 func (u *upstreamBody) startTimers(idle, remaining time.Duration) {
+	if idle <= 0 && remaining == 0 {
+		return
+	}
 	u.idle = idle
-	if idle > 0 {
-		u.started = time.Now()
-		u.idleTimer = time.AfterFunc(time.Duration(math.MaxInt64), u.idleCheck)
-		u.idleTimer.Reset(idle) // armed once the field is set: idleCheck reads it
-	}
+	u.started = time.Now()
 	if remaining != 0 {
-		u.runTimer = time.AfterFunc(max(remaining, 0), func() { u.cancel(errRunTimeout) })
+		u.runEnd = max(remaining, 1) // 1 ns: already over
 	}
+	u.timer = time.AfterFunc(time.Duration(math.MaxInt64), u.check)
+	u.timer.Reset(u.untilEnd(0)) // armed once the field is set: check reads it
+}
+
+// untilEnd returns how long after elapsed (time since started) the nearer
+// of the idle end, counted from the last touch, and the run's end is.
+func (u *upstreamBody) untilEnd(elapsed time.Duration) time.Duration {
+	wait := time.Duration(math.MaxInt64)
+	if u.idle > 0 {
+		wait = u.idle - (elapsed - time.Duration(u.touched.Load()))
+	}
+	if u.runEnd > 0 {
+		wait = min(wait, u.runEnd-elapsed)
+	}
+	return wait
 }
 
 // touch notes a read at now; the relay calls it before each. The idle timer
@@ -194,20 +210,25 @@ func (u *upstreamBody) touch(now time.Time) {
 	}
 }
 
-// idleCheck runs when the idle timer fires: the stream is cancelled when it
-// has not read for the idle timeout, else the timer waits for the rest.
-// Under the mutex, so that finish (done, then Stop) leaves no timer armed.
-func (u *upstreamBody) idleCheck() {
+// check runs when the timer fires: the stream is cancelled when its run
+// is over or it has not read for the idle timeout, else the timer waits for
+// the nearer of the two. Under the mutex, so that finish (done, then Stop)
+// leaves no timer armed.
+func (u *upstreamBody) check() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.done {
 		return
 	}
-	if left := u.idle - (time.Since(u.started) - time.Duration(u.touched.Load())); left > 0 {
-		u.idleTimer.Reset(left)
-		return
+	elapsed := time.Since(u.started)
+	switch {
+	case u.runEnd > 0 && elapsed >= u.runEnd:
+		u.cancelLocked(errRunTimeout)
+	case u.idle > 0 && u.idle-(elapsed-time.Duration(u.touched.Load())) <= 0:
+		u.cancelLocked(errIdleTimeout)
+	default:
+		u.timer.Reset(u.untilEnd(elapsed))
 	}
-	u.cancelLocked(errIdleTimeout)
 }
 
 // finish ends the stream for good: timers stopped, the body closed (a
@@ -218,11 +239,8 @@ func (u *upstreamBody) finish(err error) {
 	u.mu.Lock()
 	u.done = true
 	u.mu.Unlock()
-	if u.idleTimer != nil {
-		u.idleTimer.Stop()
-	}
-	if u.runTimer != nil {
-		u.runTimer.Stop()
+	if u.timer != nil {
+		u.timer.Stop()
 	}
 	u.body.CloseWithError(err) //nolint:errcheck // nothing to do about it
 }
