@@ -28,7 +28,7 @@ func main() {
 	full := flag.Bool("full", false, "the real figures (a few minutes); the default")
 	out := flag.String("out", "", "output directory (default bench/out/<mode>-<timestamp>)")
 	only := flag.String("only", "", "comma-separated case names to run (a trailing * matches a prefix), e.g. 'direct,agui-relay*,nginx'")
-	capture := flag.Bool("capture", true, "in full mode, run each proxy's reference paced load once more under tcpdump, for the time events spend in the proxy")
+	capture := flag.Bool("capture", true, "in full mode, run each proxy's paced loads up to the reference once more under tcpdump, for the time events spend in the proxy")
 	setup := flag.Bool("setup", false, "install nginx and tcpdump from Debian's packages when they are missing")
 	flush := flag.Int("flush-bytes", 0, "producer write size when streaming as fast as possible (default 16384; 1 = one write per event)")
 	satN := flag.String("sat-streams", "", "override the saturation stream counts, e.g. 100 or 10,100")
