@@ -103,6 +103,10 @@ func specs() []caseSpec {
 		// events wait in it without the runtime handing goroutines between
 		// threads (bench/README "Latency").
 		{Case{Name: "agui-relay 1 P", Proxy: ProxyRelay, Dialect: Dialect10, Exact: true, Baseline: "direct", Env: []string{"GOMAXPROCS=1"}}, phSat | phPaced},
+		// Go's floor: bytes copied between sockets with raw system calls,
+		// nothing looked at; what the runtime's scheduler and poller cost
+		// a proxy that does nothing else.
+		{Case{Name: "tcpcopy", Proxy: ProxyTCPCopy, Dialect: Dialect10, Exact: true, Baseline: "direct"}, phSat | phPaced},
 		{Case{Name: "httputil", Proxy: ProxyHTTPUtil, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
 		{Case{Name: "naive", Proxy: ProxyNaive, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
 		{Case{Name: "agui-relay 1.0→0.0.45", Proxy: ProxyRelay, Dialect: Dialect10, Args: []string{"--consumer-version", "0.0.45"}, Baseline: "direct"}, all},
@@ -570,6 +574,10 @@ func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 	if err := gobuild(bin.HTTPUtil, "./bench/cmd/httputilproxy"); err != nil {
 		errs[ProxyHTTPUtil] = err.Error()
 	}
+	bin.TCPCopy = filepath.Join(work, "tcpcopy")
+	if err := gobuild(bin.TCPCopy, "./bench/cmd/tcpcopy"); err != nil {
+		errs[ProxyTCPCopy] = err.Error()
+	}
 	bin.Naive = filepath.Join(work, "naiverelay")
 	if err := gobuild(bin.Naive, "./bench/cmd/naiverelay"); err != nil {
 		errs[ProxyNaive] = err.Error()
@@ -579,7 +587,7 @@ func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 	if err != nil {
 		errs[ProxyNginx] = err.Error()
 	}
-	cfg.logf("built agui-relay, httputilproxy, naiverelay in %s; nginx: %s", work, bin.Nginx)
+	cfg.logf("built agui-relay, tcpcopy, httputilproxy, naiverelay in %s; nginx: %s", work, bin.Nginx)
 	return bin, errs
 }
 

@@ -24,6 +24,7 @@ const (
 	ProxyNginx    Proxy = "nginx"
 	ProxyHTTPUtil Proxy = "httputil"
 	ProxyNaive    Proxy = "naive"
+	ProxyTCPCopy  Proxy = "tcpcopy"
 )
 
 // Case is one row of the comparison: a workload through a proxy.
@@ -44,7 +45,7 @@ type Case struct {
 
 // Binaries are the programs the cases run.
 type Binaries struct {
-	Relay, HTTPUtil, Naive, Nginx string
+	Relay, HTTPUtil, Naive, TCPCopy, Nginx string
 	// RelayArgs go to every agui-relay serve.
 	RelayArgs []string
 	// Pin, when set, is the CPU list the proxies run on (taskset -c).
@@ -101,6 +102,8 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 		cmd = exec.Command(bin.HTTPUtil, "--listen", addr, "--upstream", "http://"+upstream)
 	case ProxyNaive:
 		cmd = exec.Command(bin.Naive, append([]string{"--listen", addr, "--upstream", "http://" + upstream}, c.Args...)...)
+	case ProxyTCPCopy:
+		cmd = exec.Command(bin.TCPCopy, "--listen", addr, "--upstream", "http://"+upstream)
 	case ProxyNginx:
 		conf := filepath.Join(dir, "nginx.conf")
 		if err := os.WriteFile(conf, []byte(NginxConfig(dir, addr, upstream, FileLimit())), 0o644); err != nil {
