@@ -263,14 +263,21 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func freePort(t *testing.T) string {
+// freePorts returns n loopback addresses that were free a moment ago, all
+// different: each is held until all are found (one freed at once may be
+// handed out again by the next).
+func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := make([]string, n)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs[i] = l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 // startRelay runs `agui-relay serve` in front of upstream with extra flags
@@ -289,7 +296,8 @@ func startRelay(t *testing.T, upstream string, flags ...string) *Relay {
 func tryStartRelay(t *testing.T, upstream string, flags ...string) (*Relay, string) {
 	t.Helper()
 	requireRelay(t)
-	listen, admin := freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	listen, admin := ports[0], ports[1]
 	args := append([]string{"serve", "--listen", listen, "--admin-listen", admin,
 		"--upstream", upstream, "--log-format", "json"}, flags...)
 	r := &Relay{URL: "http://" + listen, logs: &lockedBuffer{}}

@@ -63,14 +63,20 @@ type Proc struct {
 	Label string // version and settings, for the report
 }
 
-// FreePort returns a loopback address that was free a moment ago.
-func FreePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// FreePorts returns n loopback addresses that were free a moment ago, all
+// different: each is held until all are found (one freed at once may be
+// handed out again by the next).
+func FreePorts(n int) ([]string, error) {
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		addrs[i] = ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs, nil
 }
 
 // StartProxy runs c's proxy in front of upstream (host:port). For
@@ -79,10 +85,11 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 	if c.Proxy == ProxyNone {
 		return &Proc{Addr: upstream}, nil
 	}
-	addr, err := FreePort()
+	ports, err := FreePorts(2) // the proxy's and, for agui-relay, its admin address
 	if err != nil {
 		return nil, err
 	}
+	addr := ports[0]
 	dir, err := os.MkdirTemp(workDir, string(c.Proxy)+"-")
 	if err != nil {
 		return nil, err
@@ -91,9 +98,7 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 	var cmd *exec.Cmd
 	switch c.Proxy {
 	case ProxyRelay:
-		if p.Admin, err = FreePort(); err != nil {
-			return nil, err
-		}
+		p.Admin = ports[1]
 		args := append([]string{"serve", "--listen", addr, "--admin-listen", p.Admin,
 			"--upstream", "http://" + upstream, "--log-level", "error"}, bin.RelayArgs...)
 		args = append(args, c.Args...)
