@@ -296,13 +296,7 @@ func MeasureResidence(r io.Reader, inPort, outPort int) (Residence, error) {
 		}
 	}
 	res.UnmatchedIn = int64(len(arrived))
-	if h.Count() > 0 {
-		res.P50 = float64(h.Quantile(0.50)) / 1e3
-		res.P99 = float64(h.Quantile(0.99)) / 1e3
-		res.P999 = float64(h.Quantile(0.999)) / 1e3
-		res.Max = float64(h.Max()) / 1e3
-		res.Mean = h.Mean() / 1e3
-	}
+	res.P50, res.P99, res.P999, res.Mean, res.Max = h.Micros()
 	return res, nil
 }
 

@@ -93,6 +93,13 @@ func (h *Hist) Merge(o *Hist) {
 // Count is the number of values recorded.
 func (h *Hist) Count() uint64 { return h.n }
 
+// Micros returns the p50, p99, p999, mean and max in microseconds, for
+// values recorded in nanoseconds; zeros when empty.
+func (h *Hist) Micros() (p50, p99, p999, mean, max float64) {
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	return us(h.Quantile(0.50)), us(h.Quantile(0.99)), us(h.Quantile(0.999)), h.Mean() / 1e3, us(h.Max())
+}
+
 // Mean is the arithmetic mean, 0 when empty.
 func (h *Hist) Mean() float64 {
 	if h.n == 0 {

@@ -95,3 +95,19 @@ func TestShardedHistRecorders(t *testing.T) {
 		t.Errorf("count %d, want 4000", n)
 	}
 }
+
+// Micros reports nanosecond values in microseconds, zeros when empty.
+func TestHistMicros(t *testing.T) {
+	h := NewHist()
+	if a, b, c, d, e := h.Micros(); a != 0 || b != 0 || c != 0 || d != 0 || e != 0 {
+		t.Errorf("empty: %v %v %v %v %v", a, b, c, d, e)
+	}
+	for _, v := range []int64{1000, 2000, 3000, 100} { // exact below 128 ns
+		h.Record(v)
+	}
+	p50, _, _, mean, max := h.Micros()
+	near := func(got, want float64) bool { return got >= want*0.99 && got <= want*1.01 }
+	if !near(p50, 1) || !near(mean, 1.525) || max != 3 {
+		t.Errorf("p50 %v mean %v max %v µs, want 1, 1.525, 3", p50, mean, max)
+	}
+}

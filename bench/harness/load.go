@@ -188,11 +188,7 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 	res.ProxyRSSKiB = s1.RSSKiB
 	h := hist.Snapshot()
 	res.LatencyN = h.Count()
-	res.P50 = float64(h.Quantile(0.50)) / 1e3
-	res.P99 = float64(h.Quantile(0.99)) / 1e3
-	res.P999 = float64(h.Quantile(0.999)) / 1e3
-	res.Mean = h.Mean() / 1e3
-	res.MaxLatency = float64(h.Max()) / 1e3
+	res.P50, res.P99, res.P999, res.Mean, res.MaxLatency = h.Micros()
 	res.RunsOK, res.RunsBad, res.RunsFailed = ok.Load(), bad.Load(), fail.Load()
 	res.FirstError = firstErr
 	return res
