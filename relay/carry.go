@@ -74,11 +74,11 @@ func nextStream(conn net.Conn, srv *fasthttp.Server) (st streamStart, ok bool) {
 	return <-sc.carry, true
 }
 
-// carrierOf returns the connection of a request whose stream answer goes
-// to the goroutine serving it (nextStream), nil when the answer starts a
-// goroutine of its own. Called from the handler, on that goroutine.
-func carrierOf(conn net.Conn) *socketConn {
-	sc, _ := conn.(*socketConn)
+// carrierOf returns sc, the connection of a request (nil when not a
+// socketConn), when its stream answer goes to the goroutine serving it
+// (nextStream), nil when the answer starts a goroutine of its own. Called
+// from the handler, on that goroutine.
+func carrierOf(sc *socketConn) *socketConn {
 	if sc == nil || !sc.carried {
 		return nil
 	}

@@ -48,11 +48,12 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	chunked := ctx.Request.Header.IsHTTP11()
 	srv := r.srv.Load()
 	keep := chunked && srv != nil && !ctx.Request.Header.ConnectionClose()
-	// A kept connection renders each answer's head into the same buffer:
+	// sc is the consumer's connection when the relay's Listener served it
+	// (nil otherwise). It renders each answer's head into the same buffer:
 	// its runs come one after the other, and a head is written before the
 	// run's stream ends.
-	var dst []byte
 	sc, _ := ctx.Conn().(*socketConn)
+	var dst []byte
 	if sc != nil {
 		dst = sc.head[:0]
 	}
@@ -65,10 +66,10 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	if timeout <= 0 {
 		timeout = streamWriteTimeout
 	}
-	carrier := carrierOf(ctx.Conn())
+	carrier := carrierOf(sc)
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
-		if keep && sentMore(c) {
+		if keep && sentMore(c, sc) {
 			keep, head = false, withClose(head)
 		}
 		// The server's buffered reader of the connection is left behind
@@ -94,18 +95,17 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 // sentMore reports whether the consumer sent more than its request before
 // the server's reader was left behind (a pipelined request): those bytes
 // go with the reader, so the connection cannot serve another request.
-// Only what the reader buffered counts: a socketConn told not to wait, or
-// else a past deadline, keeps the kernel out of it. (The deadline costs
-// two timer updates and an error made per run.)
-func sentMore(c net.Conn) bool {
+// Only what the reader buffered counts: sc, the connection under c when
+// the relay's Listener served it (else nil), told not to wait, or else a
+// past deadline, keeps the kernel out of it. (The deadline costs two timer
+// updates and an error made per run.)
+func sentMore(c net.Conn, sc *socketConn) bool {
 	var one [1]byte
-	if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
-		if sc, ok := u.UnsafeConn().(*socketConn); ok {
-			sc.noWait = true
-			n, _ := c.Read(one[:])
-			sc.noWait = false
-			return n > 0
-		}
+	if sc != nil {
+		sc.noWait = true
+		n, _ := c.Read(one[:])
+		sc.noWait = false
+		return n > 0
 	}
 	if c.SetReadDeadline(interruptNow) != nil {
 		return true

@@ -221,13 +221,14 @@ func (u *upstreamBody) check() {
 		return
 	}
 	elapsed := time.Since(u.started)
-	switch {
-	case u.runEnd > 0 && elapsed >= u.runEnd:
+	if wait := u.untilEnd(elapsed); wait > 0 {
+		u.timer.Reset(wait)
+		return
+	}
+	if u.runEnd > 0 && elapsed >= u.runEnd {
 		u.cancelLocked(errRunTimeout)
-	case u.idle > 0 && u.idle-(elapsed-time.Duration(u.touched.Load())) <= 0:
+	} else {
 		u.cancelLocked(errIdleTimeout)
-	default:
-		u.timer.Reset(u.untilEnd(elapsed))
 	}
 }
 
