@@ -122,23 +122,20 @@ func specs() []caseSpec {
 
 // CaseResult is everything measured for one case.
 type CaseResult struct {
-	Case     Case            `json:"-"`
-	Name     string          `json:"name"`
-	Proxy    Proxy           `json:"proxy"`
-	Dialect  string          `json:"dialect"`
-	Args     []string        `json:"args,omitempty"`
-	Skipped  string          `json:"skipped,omitempty"`
-	Error    string          `json:"error,omitempty"`
-	Sat      []PhaseResult   `json:"saturation"`
-	Paced    []PhaseResult   `json:"paced"`
-	Captures []CaptureResult `json:"captures,omitempty"`
-	// OldCapture is where run 18 kept its one capture (LoadReport moves
-	// it into Captures).
-	OldCapture *CaptureResult `json:"capture,omitempty"`
-	Idle       []IdleResult   `json:"idle"`
-	PeakRSSKiB int64          `json:"peak_rss_kib"`
-	Threads    int64          `json:"threads"`
-	Procs      int            `json:"processes"`
+	Case       Case            `json:"-"`
+	Name       string          `json:"name"`
+	Proxy      Proxy           `json:"proxy"`
+	Dialect    string          `json:"dialect"`
+	Args       []string        `json:"args,omitempty"`
+	Skipped    string          `json:"skipped,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Sat        []PhaseResult   `json:"saturation"`
+	Paced      []PhaseResult   `json:"paced"`
+	Captures   []CaptureResult `json:"captures,omitempty"`
+	Idle       []IdleResult    `json:"idle"`
+	PeakRSSKiB int64           `json:"peak_rss_kib"`
+	Threads    int64           `json:"threads"`
+	Procs      int             `json:"processes"`
 }
 
 // Report is the whole run.

@@ -450,14 +450,10 @@ func LoadReport(dir string) (*Report, error) {
 		return nil, err
 	}
 	for i := range r.Cases {
-		c := &r.Cases[i]
 		for _, sp := range specs() {
-			if sp.Name == c.Name {
-				c.Case = sp.Case
+			if sp.Name == r.Cases[i].Name {
+				r.Cases[i].Case = sp.Case
 			}
-		}
-		if c.OldCapture != nil {
-			c.Captures, c.OldCapture = append(c.Captures, *c.OldCapture), nil
 		}
 	}
 	return &r, nil
@@ -522,13 +518,11 @@ func (c *CaseResult) captured(streams int) *CaptureResult {
 
 // captureSection writes the time events spent in each proxy (Capture).
 func (r *Report) captureSection(w func(string, ...any)) {
-	var rows []*CaseResult
+	captured := false
 	for i := range r.Cases {
-		if len(r.Cases[i].Captures) > 0 {
-			rows = append(rows, &r.Cases[i])
-		}
+		captured = captured || len(r.Cases[i].Captures) > 0
 	}
-	if len(rows) == 0 {
+	if !captured {
 		if r.Config.CaptureNote != "" {
 			w("\n%s.\n", r.Config.CaptureNote)
 		}
@@ -537,7 +531,7 @@ func (r *Report) captureSection(w func(string, ...any)) {
 	w("\n## Time in the proxy (packet capture, %g events/s per stream)\n\n", r.Config.PacedRate)
 	w("The paced loads up to the reference once more, with tcpdump capturing on loopback the segments the producer and the proxy send: an event's time in the proxy runs from the capture of the producer's segment that carried it to the capture of the proxy's segment that carried it on, matched by its stamp. Unlike the end-to-end latency, it leaves out the load generator's own wait for a CPU. The capture itself takes CPU from the machine the three share.\n\n")
 	w("| case | streams | p50 / p99 / p999 µs in the proxy | max µs | × nginx p99 | events matched | unmatched in / out | dropped by the kernel | end-to-end p50 / p99 µs (same window) |\n|---|---:|---|---:|---:|---:|---|---:|---|\n")
-	for _, c := range rows {
+	for _, c := range r.Cases {
 		for _, cp := range c.Captures {
 			if cp.Error != "" {
 				w("| %s | %d | failed: %s |||||||\n", c.Name, cp.Streams, oneLine(cp.Error, 160))
