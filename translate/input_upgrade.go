@@ -16,9 +16,9 @@ import (
 // Lossless and silent, as the reference client removes them
 // (prepareRunAgentInput, protocol-1.0 §2.2; 0.0.41+ filter them too). Only
 // clients up to 0.0.40 sent them. It is an upgrade with a zero Since so that
-// it runs toward every producer; but a run the relay forwards untranslated
-// (consumer and producer speak the same version) is forwarded byte for byte,
-// activity messages included, as the plan decides.
+// it runs toward every producer, and TranslateInput runs it on an input the
+// plan forwards untranslated too: such an input goes byte for byte unless it
+// holds activity messages, whose removal is then its only change.
 var inputActivity = &Step{
 	Name:        "drop-activity-input",
 	Description: "activity messages are removed from the input: they never reach the producer",
