@@ -296,7 +296,9 @@ func (p *pumpRun) finish() (kept bool) {
 	rep.Producer, rep.Translated = plan.Producer, plan.Translate
 	if abort != nil {
 		rep.Abort = abort.Code
-		rep.Err = rerr
+		if !errors.Is(rerr, errBodyClosed) { // the relay's own close: the abort says why
+			rep.Err = rerr
+		}
 		if abort == errConsumerGone && werr != nil {
 			rep.Err = werr
 		}

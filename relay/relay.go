@@ -148,7 +148,10 @@ type RunReport struct {
 	// Abort is the RUN_ERROR code of the relay's own when it ended the
 	// stream early ("consumer_gone" when the consumer did), "" otherwise.
 	Abort string
-	// Err is the error behind Abort, when there is one.
+	// Err is the error behind Abort, when there is one: what broke the
+	// producer's stream, or the write that failed to a consumer that went
+	// away. It is nil when Abort is the whole story (a timeout, a hangup
+	// seen before any write failed, a shutdown).
 	Err error
 	// Problem is the type of the problem+json the relay answered with
 	// before the stream started, "" when it answered none.

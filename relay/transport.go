@@ -185,7 +185,10 @@ func (b *streamBody) Read(p []byte) (int, error) {
 		return 0, errBodyClosed
 	}
 	n, err := b.read(p)
-	if !b.end() && err == nil {
+	if !b.end() && err != io.EOF {
+		// Closed meanwhile: whatever the interrupted read returned (the
+		// past deadline's timeout) was the relay's doing, not the
+		// producer's. An end that came with the last bytes still stands.
 		err = errBodyClosed
 	}
 	return n, err
@@ -272,8 +275,8 @@ func (b *streamBody) pollRead(loop func() bool) (polled bool, err error) {
 		return done
 	})
 	b.fd = -1
-	if !b.end() && err == nil {
-		err = errBodyClosed
+	if !b.end() {
+		err = errBodyClosed // as Read: the interruption is not the producer's error
 	}
 	return true, err
 }
