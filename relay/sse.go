@@ -107,7 +107,10 @@ const (
 )
 
 // NewScanner returns a scanner reading r that refuses frames larger than
-// maxFrame bytes (raw, terminators included). maxFrame <= 0 means 10 MiB.
+// maxFrame bytes (raw, terminators included, except the LF of the CRLF that
+// ends a frame: a CR ends it at once, and that LF may come in a later read,
+// so counting it would make the verdict depend on how the stream was cut).
+// maxFrame <= 0 means 10 MiB.
 func NewScanner(r io.Reader, maxFrame int) *Scanner {
 	if maxFrame <= 0 {
 		maxFrame = 10 << 20
@@ -334,6 +337,9 @@ func (s *Scanner) slowFrame() (f Frame, complete bool, err error) {
 				return s.finish(b, pos, hasData, false)
 			}
 			line, next = b[pos:], len(b)
+			if next > s.max {
+				return Frame{}, false, ErrFrameTooLarge
+			}
 			canonical = false
 		case b[pos+i] == '\r':
 			if pos+i+1 == len(b) && !atEOF {
@@ -348,15 +354,20 @@ func (s *Scanner) slowFrame() (f Frame, complete bool, err error) {
 			}
 			line = b[pos : pos+i]
 			next = pos + i + 1
+			if next > s.max {
+				return Frame{}, false, ErrFrameTooLarge
+			}
+			// The LF of a CRLF is not counted (NewScanner): a line after
+			// it is, so only the frame's last one goes uncounted.
 			if next < len(b) && b[next] == '\n' {
 				next++
 			}
 			canonical = false
 		default:
 			line, next = b[pos:pos+i], pos+i+1
-		}
-		if next > s.max {
-			return Frame{}, false, ErrFrameTooLarge
+			if next > s.max {
+				return Frame{}, false, ErrFrameTooLarge
+			}
 		}
 		pos = next
 		if len(line) == 0 {

@@ -148,6 +148,18 @@ func TestScannerRefusesOversizedFrame(t *testing.T) {
 	if got, _, err := scanAll(t, strings.NewReader(exact), len(exact)); err != io.EOF || len(got) != 1 {
 		t.Errorf("frame at the limit: got %d frames, err %v", len(got), err)
 	}
+	// A frame ending in CRLF is judged the same read whole or byte by byte:
+	// a CR ends it at once, so the LF after it, which may come in a later
+	// read, does not count (the fuzzer found the two verdicts differing).
+	crlf := "data: \"" + strings.Repeat("x", 54) + "\"\r\n\r\n"
+	for _, n := range []int{len(crlf), 1} {
+		for _, limit := range []int{len(crlf) - 1, len(crlf) - 2} {
+			_, err := scanPieces([]byte(crlf), n, limit)
+			if over := limit < len(crlf)-1; over != errors.Is(err, ErrFrameTooLarge) {
+				t.Errorf("CRLF frame of %d bytes, limit %d, read %d at a time: err %v", len(crlf), limit, n, err)
+			}
+		}
+	}
 }
 
 func TestScannerDropsFrameCutByError(t *testing.T) {
