@@ -374,6 +374,17 @@ func (s *Stream) write(b []byte) error { return s.put(b, false) }
 // put writes b; borrowed: b is a frame's bytes as they came, which a
 // borrower takes without a copy.
 func (s *Stream) put(b []byte, borrowed bool) error {
+	if s.Bytes == 0 && len(b) > len(bom) && string(b[:len(bom)]) == string(bom) {
+		// The stream would begin with U+FEFF, which the consumer strips as
+		// a byte-order mark: a frame whose first field name starts with it
+		// (after the producer's own mark, which the scanner dropped) would
+		// change meaning, "\uFEFFdata: …" becoming an event. A mark of the
+		// relay's own goes first, for the consumer to strip instead (the
+		// mark alone is not longer than itself: no second one).
+		if err := s.put(bom, false); err != nil {
+			return err
+		}
+	}
 	s.Bytes += len(b)
 	if s.Tap != nil {
 		s.Tap.Wrote(b)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/agui-relay/agui-relay/negotiate"
 )
 
 type scanned struct {
@@ -354,4 +356,46 @@ func FuzzScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The producer's byte-order mark is the scanner's to drop, but a first
+// frame that begins with U+FEFF of its own (a second mark) must reach the
+// consumer as it was: a field named "\uFEFFdata", not an event. The
+// consumer strips a leading mark, so the Stream writes one of its own
+// before such a frame, and only then (the fuzzer found the consumer
+// reading an event the producer never sent).
+func TestStreamKeepsAFirstFrameThatStartsWithAMark(t *testing.T) {
+	const frame = "\xEF\xBB\xBFdata: {\"type\":\"CUSTOM\",\"name\":\"n\",\"value\":1}\n\n"
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{"\xEF\xBB\xBF" + frame, "\xEF\xBB\xBF" + frame}, // a frame that is not an event, relayed as it means
+		{frame, frame[3:]}, // the producer's mark dropped, the event as it came
+		{"data: 1\n\n" + frame, "data: 1\n\n" + frame}, // U+FEFF past the start is no mark: nothing added
+	} {
+		frames, err := scanPieces([]byte(tc.in), len(tc.in)+1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &out)
+		for _, f := range frames {
+			if err := st.Frame(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out.String() != tc.want {
+			t.Errorf("%q relayed as %q, want %q", tc.in, out.String(), tc.want)
+		}
+		// What the consumer reads is what the producer sent.
+		again, err := scanPieces([]byte(out.String()), out.Len()+1, 0)
+		if err != nil || len(again) != len(frames) {
+			t.Fatalf("%q read back as %d frames of %d, %v", out.String(), len(again), len(frames), err)
+		}
+		for i := range again {
+			if string(again[i].Fields) != string(frames[i].Fields) || string(again[i].Data) != string(frames[i].Data) || again[i].HasData() != frames[i].HasData() {
+				t.Errorf("frame %d read back as %+v, sent as %+v", i, again[i], frames[i])
+			}
+		}
+	}
 }

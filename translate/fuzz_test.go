@@ -82,6 +82,7 @@ func FuzzEventTranslation(f *testing.F) {
 		f.Add(s, byte(i), byte(i/len(fuzzVersions)))
 	}
 	f.Add([]byte(`data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}`+"\n\n"+`data: {"type":"THINKING_START","title":`+"\n\n"), byte(1), byte(0))
+	f.Add([]byte("\uFEFF\uFEFFdata: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n"), byte(0), byte(0))
 	f.Fuzz(func(t *testing.T, stream []byte, consumerB, producerB byte) {
 		consumer := fuzzVersion(consumerB)
 		if consumer.IsZero() {
@@ -191,7 +192,9 @@ func refusal(consumer negotiate.Version, src, ev []byte) bool {
 
 // passThrough is what the relay writes for a stream it does not translate:
 // every frame as it came when its framing is canonical, re-framed
-// otherwise, comments and fields included.
+// otherwise, comments and fields included; a byte-order mark of its own
+// first when the output would begin with U+FEFF (relay.Stream), which the
+// consumer strips instead of the first frame's.
 func passThrough(t *testing.T, stream []byte) []byte {
 	var out []byte
 	sc := relay.NewScanner(bytes.NewReader(stream), 0)
@@ -203,14 +206,19 @@ func passThrough(t *testing.T, stream []byte) []byte {
 		if err != nil {
 			t.Fatalf("scanning: %v", err)
 		}
+		var frame []byte
 		switch {
 		case f.Canonical:
-			out = append(out, f.Raw...)
+			frame = f.Raw
 		case f.HasData():
-			out = relay.AppendFrame(out, f.Fields, f.Data)
+			frame = relay.AppendFrame(nil, f.Fields, f.Data)
 		default:
-			out = append(append(out, f.Fields...), '\n')
+			frame = append(bytes.Clone(f.Fields), '\n')
 		}
+		if len(out) == 0 && bytes.HasPrefix(frame, []byte("\uFEFF")) {
+			out = append(out, "\uFEFF"...)
+		}
+		out = append(out, frame...)
 	}
 }
 
