@@ -84,13 +84,21 @@ const (
 	mediaDrop                        // no binary equivalent: the caller deletes it
 )
 
+// isMediaType reports whether a content part of type t is a media part,
+// the parts that carry a source.
+func isMediaType(t string) bool {
+	switch t {
+	case "image", "audio", "video", "document":
+		return true
+	}
+	return false
+}
+
 // mediaPart records the conversion of one part p to binary, or says it must
 // be dropped (with the warning given), or that it is not this step's.
 func mediaPart(r *Run, ed *Edits, p gjson.Result, shape string) mediaVerdict {
 	ptype := Sub(p, "type")
-	switch ptype.Str {
-	case "image", "audio", "video", "document":
-	default:
+	if !isMediaType(ptype.Str) {
 		return mediaKeep
 	}
 	src := Sub(p, "source")

@@ -48,7 +48,9 @@ func (f *fileSourceRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 			return
 		}
 		dropContentParts(&f.rewriter, Sub(m, "content"), func(p gjson.Result) bool {
-			if p.Get("source.type").Str != "file" {
+			// Only a media part's file source: a part without a media
+			// type is malformed, and left for the consumer to refuse.
+			if !isMediaType(Sub(p, "type").Str) || Sub(Sub(p, "source"), "type").Str != "file" {
 				return false
 			}
 			r.Lost(shape+".content.source.file", "@ag-ui/client "+r.To.String()+" has no file source and fails the whole run on one",
