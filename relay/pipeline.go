@@ -209,12 +209,21 @@ func (s *Stream) frame(f *Frame) error {
 		s.decide(negotiate.Peer{Configured: s.producer})
 	}
 	shape := s.cr != nil && s.cr.ConcernsEvent(typ, f.Data)
-	if shape && !rules.Valid(unsafe.String(unsafe.SliceData(f.Data), len(f.Data))) {
-		// Not JSON (or nested deeper than rules.MaxNesting): never
-		// repaired, never dropped, relayed as it came; every consumer fails
-		// the run on it and says why.
-		shape = false
-		s.NotJSON++
+	if shape {
+		switch ok, repeats := rules.ValidEvent(unsafe.String(unsafe.SliceData(f.Data), len(f.Data))); {
+		case !ok:
+			// Not JSON (or nested deeper than rules.MaxNesting): never
+			// repaired, never dropped, relayed as it came; every consumer
+			// fails the run on it and says why.
+			shape = false
+			s.NotJSON++
+		case repeats:
+			// A member named twice: the consumer reads the last, a step
+			// the first (its type, a delta). Malformed either way, so
+			// relayed as it came for the consumer to judge, never shaped
+			// into an event it would accept.
+			shape = false
+		}
 	}
 	var err error
 	switch {

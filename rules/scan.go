@@ -126,3 +126,21 @@ func memberOf(obj, key string) string {
 	})
 	return out
 }
+
+// dupMember reports whether the object doc (valid JSON) names a key twice
+// at its top level, escapes decoded; false for any other value.
+func dupMember(doc string) bool {
+	i := skipWS(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return false
+	}
+	seen := map[string]bool{}
+	dup := false
+	eachMember(doc[i:], func(k, _ string) bool {
+		k = text(k, false)
+		dup = seen[k]
+		seen[k] = true
+		return !dup
+	})
+	return dup
+}

@@ -34,17 +34,65 @@ func Valid(doc string) bool {
 	// is validated again with room for MaxNesting levels, in a function of
 	// its own so that the common case does not clear that room.
 	var stack [1]uint64
-	ok, deeper := valid(doc, stack[:])
+	ok, deeper := valid(doc, stack[:], nil)
 	if deeper {
 		return validDeep(doc)
 	}
 	return ok
 }
 
+// ValidEvent is Valid for a document a step may shape, and reports too
+// whether its top-level object names a key twice (escapes decoded, as a
+// JSON reader compares keys). Readers disagree on which of the two counts
+// (JSON.parse takes the last, gjson the first), so such a document must not
+// be shaped by either: it is malformed, and its reader decides. The keys are
+// compared in the same pass, without allocating (but for escaped keys).
+func ValidEvent(doc string) (ok, repeats bool) {
+	var stack [1]uint64
+	var keys topKeys
+	ok, deeper := valid(doc, stack[:], &keys)
+	if deeper {
+		ok = validDeep(doc)
+	}
+	if !ok {
+		return false, false
+	}
+	if deeper || keys.n > len(keys.seen) {
+		// Rare: nested past 64 levels (the pass stopped there), or more
+		// keys than are kept.
+		return true, dupMember(doc)
+	}
+	return true, keys.repeated
+}
+
+// topKeys are the keys of a document's top-level object, as valid meets them.
+type topKeys struct {
+	seen     [16]string
+	n        int
+	repeated bool
+}
+
+func (k *topKeys) add(key string) {
+	if k.repeated {
+		return
+	}
+	key = text(key, false)
+	for _, s := range k.seen[:min(k.n, len(k.seen))] {
+		if s == key {
+			k.repeated = true
+			return
+		}
+	}
+	if k.n < len(k.seen) {
+		k.seen[k.n] = key
+	}
+	k.n++
+}
+
 //go:noinline
 func validDeep(doc string) bool {
 	var stack [(MaxNesting + 63) / 64]uint64
-	ok, _ := valid(doc, stack[:])
+	ok, _ := valid(doc, stack[:], nil)
 	return ok
 }
 
@@ -79,10 +127,13 @@ func NestingWithin(doc string, max int) bool {
 // an object) in stack. deeper reports that the document nests deeper than
 // stack holds (and no deeper than MaxNesting) before any error was found:
 // the answer is then unknown.
-func valid(doc string, stack []uint64) (ok, deeper bool) {
+//
+// keys, when not nil, is given the top-level object's keys.
+func valid(doc string, stack []uint64, keys *topKeys) (ok, deeper bool) {
 	n := len(doc)
 	i := 0
 	depth := 0
+	start := 0 // of the key being read
 	limit := min(MaxNesting, 64*len(stack))
 
 value: // a value starts at i, after optional whitespace
@@ -158,8 +209,12 @@ key: // a member's key starts at i, after optional whitespace
 	if i == n || doc[i] != '"' {
 		return false, false
 	}
+	start = i
 	if i = validString(doc, i+1); i < 0 {
 		return false, false
+	}
+	if keys != nil && depth == 1 {
+		keys.add(doc[start+1 : i-1])
 	}
 	for i < n && isWS(doc[i]) {
 		i++

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,6 +128,35 @@ func BenchmarkValid(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// ValidEvent answers as Valid does, and finds a top-level key named twice,
+// escaped or not, past the keys it keeps and past 64 levels of nesting.
+func TestValidEventFindsARepeatedKey(t *testing.T) {
+	many := `{`
+	for i := range 20 {
+		many += `"k` + strconv.Itoa(i) + `":1,`
+	}
+	deep := strings.Repeat("[", 70) + strings.Repeat("]", 70)
+	for doc, want := range map[string][2]bool{
+		`{"type":"A","type":""}`:                   {true, true},
+		` {"type":"A", "typ\u0065":"B"} `:          {true, true},
+		`{"type":"A","content":[{"type":"text"}]}`: {true, false}, // another object's key
+		`{"type":"A","x":{"delta":1,"delta":2}}`:   {true, false},
+		`{"type":"A","delta":"x","delta":"y"}`:     {true, true},
+		`{"type":"A","delta":"x"`:                  {false, false},
+		`["type","type"]`:                          {true, false},
+		many + `"k3":2}`:                           {true, true},
+		many + `"k19":2}`:                          {true, true}, // past the keys kept
+		many + `"k99":2}`:                          {true, false},
+		`{"a":` + deep + `,"b":1,"a":2}`:           {true, true},
+		`{"a":` + deep + `,"b":1}`:                 {true, false},
+	} {
+		ok, repeats := ValidEvent(doc)
+		if ok != want[0] || repeats != want[1] || ok != Valid(doc) {
+			t.Errorf("ValidEvent(%.60s) = %v, %v, want %v, %v (Valid %v)", doc, ok, repeats, want[0], want[1], Valid(doc))
 		}
 	}
 }
