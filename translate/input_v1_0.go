@@ -77,7 +77,8 @@ var inputToolParts = &Step{
 // inputFileSource drops the media parts whose source is {type:"file"} (a
 // provider file handle, new in 1.0) from the input's messages; when nothing
 // is left of a content array, the content becomes "" (as the event step
-// file-source-parts does). Tool messages are left to inputToolParts.
+// file-source-parts does, and only as it does: media parts). Tool messages
+// are left to inputToolParts.
 //
 // Lossy, with a warning: the file reference has no older equivalent, and
 // cores before 1.0 reject the whole input on it.
@@ -98,7 +99,7 @@ var inputFileSource = &Step{
 					return
 				}
 				dropContentParts(w, Sub(m, "content"), func(p gjson.Result) bool {
-					if p.Get("source.type").Str != "file" {
+					if !isFileMedia(p) {
 						return false
 					}
 					r.Lost(inputMessages+".content.source.file",

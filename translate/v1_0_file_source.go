@@ -12,7 +12,9 @@ import (
 // source is {type:"file"} (new in 1.0: a provider-issued file handle) from
 // the messages of MESSAGES_SNAPSHOT and RUN_STARTED.input. When nothing is
 // left of a content array that had parts, the content becomes "" (the empty
-// value the older schema requires).
+// value the older schema requires). Only media parts (image, audio, video,
+// document) go: a part with a file source and no media type is malformed,
+// and left for the consumer to refuse, never repaired.
 //
 // Lossy, with a warning: the file reference has no older equivalent, and
 // 0.0.49–0.0.59 fail the whole run on an unknown source type (older ones on
@@ -48,9 +50,7 @@ func (f *fileSourceRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 			return
 		}
 		dropContentParts(&f.rewriter, Sub(m, "content"), func(p gjson.Result) bool {
-			// Only a media part's file source: a part without a media
-			// type is malformed, and left for the consumer to refuse.
-			if !isMediaType(Sub(p, "type").Str) || Sub(Sub(p, "source"), "type").Str != "file" {
+			if !isFileMedia(p) {
 				return false
 			}
 			r.Lost(shape+".content.source.file", "@ag-ui/client "+r.To.String()+" has no file source and fails the whole run on one",
@@ -59,6 +59,12 @@ func (f *fileSourceRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		})
 	})
 	f.emit(ev, emit)
+}
+
+// isFileMedia reports whether the content part p is a media part whose
+// source is a file.
+func isFileMedia(p gjson.Result) bool {
+	return isMediaType(Sub(p, "type").Str) && Sub(Sub(p, "source"), "type").Str == "file"
 }
 
 // dropContentParts records the removal of the parts of a content array
