@@ -88,6 +88,34 @@ func MalformedPart(v negotiate.Version, part []byte) bool {
 	return j.out.Verdict == Malformed
 }
 
+// MalformedMember reports whether raw, one member of the union named union
+// ("Message", "ContentPart", "Outcome"), is malformed for a reader of v: not
+// JSON, not an object, no string discriminator (role, type), or a member of
+// a known kind carrying a value its schema rejects (a reasoning message
+// without content, an interrupt outcome without its reason...). A member of
+// a kind v does not describe is not malformed, nor is anything of a union v
+// does not have. For the translations that remove what a consumer does not
+// know: removing a malformed member would repair it.
+func MalformedMember(v negotiate.Version, union string, raw []byte) bool {
+	s := schemaFor(v)
+	u := s.unions[union]
+	if u == nil {
+		return false
+	}
+	str := strings.TrimSpace(unsafe.String(unsafe.SliceData(raw), len(raw)))
+	if str == "" || !Valid(str) || str[0] != '{' {
+		return true
+	}
+	if d := memberOf(str, u.disc); d == "" || d[0] != '"' {
+		return true
+	}
+	j := judge{s: s}
+	holder := object{name: union}
+	t := tUnion(union)
+	j.value(&holder, &field{name: union, t: t}, &t, str, true)
+	return j.out.Verdict == Malformed
+}
+
 // KnownEventType reports whether a consumer of v parses events of type typ
 // (legacy-profiles.md §3.1; 1.0: the 31 types, THINKING_* being retired).
 func KnownEventType(v negotiate.Version, typ []byte) bool {

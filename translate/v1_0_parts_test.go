@@ -69,3 +69,23 @@ func TestUnrecognisedMaterial(t *testing.T) {
 	out, _ = through(t, "0.0.54", steps, mal)
 	expect(t, out, mal)
 }
+
+// What 1.0 describes but finds malformed is the consumer's to refuse: a
+// reasoning message without content, a document part without its source
+// stay where they are for consumers that do not know them; well-formed ones
+// go (the fuzzer found the document part repaired by its removal).
+func TestUnrecognisedMaterialLeavesWhatOneZeroFindsMalformed(t *testing.T) {
+	steps := []*Step{unrecognisedMaterial}
+	out, warns := through(t, "0.0.41", steps,
+		`{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"r","role":"reasoning"},{"id":"s","role":"reasoning","content":"x"},{"id":"u","role":"user","content":"hi"}]}`)
+	expect(t, out, `{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"r","role":"reasoning"},{"id":"u","role":"user","content":"hi"}]}`)
+	if got := shapes(warns); got != "MESSAGES_SNAPSHOT.messages (unknown role)×I" {
+		t.Errorf("warnings %s", got)
+	}
+	out, warns = through(t, "0.0.45", steps,
+		`{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u","role":"user","content":[{"type":"document"},{"type":"document","source":{"type":"url","value":"u"}},{"type":"text","text":"t"}]}]}`)
+	expect(t, out, `{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u","role":"user","content":[{"type":"document"},{"type":"text","text":"t"}]}]}`)
+	if got := shapes(warns); got != "MESSAGES_SNAPSHOT.messages.content (unknown part type)×I" {
+		t.Errorf("warnings %s", got)
+	}
+}

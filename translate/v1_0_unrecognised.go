@@ -23,9 +23,10 @@ import (
 // so it gets it untouched, and an older one gets the same result instead of
 // a failed run. An outcome of an unknown type is removed, so the run reads as
 // a success, as a 1.0 consumer reads it. An event with a malformed value is
-// passed on whole, and a part of a type the consumer does not know but 1.0
-// finds malformed (a document without its source) stays where it is: the
-// consumer fails on it either way, and a downgrade does not repair.
+// passed on whole, and a message, part or outcome of a kind the consumer
+// does not know but that 1.0 finds malformed (a reasoning message without
+// content, a document without its source) stays where it is: the consumer
+// fails on it either way, and a downgrade does not repair.
 //
 // It is a Late step: it judges the stream the version steps left (after
 // REASONING_* became THINKING_*, SUBAGENT_* were dropped, …) against the
@@ -99,23 +100,36 @@ func (u *unrecognisedRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		if f.Verdict != rules.Unrecognised || !f.Fatal {
 			continue
 		}
-		switch f.Rule {
-		case "unknown-part-type", "unknown-source-type":
-			// A part 1.0 describes but finds malformed (a document without
-			// its source) is the consumer's to refuse: dropping it would
-			// repair it.
-			if part := Get(ev, pointerPath(f.Pointer)); rules.MalformedPart(negotiate.Current, unsafe.Slice(unsafe.StringData(part.Raw), len(part.Raw))) {
-				continue
-			}
-			fallthrough
-		case "unknown-role", "unknown-outcome-type":
-			u.drops = append(u.drops, f.Pointer)
-			r.Lost(unrecognisedShape(string(typ), f.Rule), "@ag-ui/client "+r.To.String()+" fails the whole run on "+
-				strings.TrimPrefix(f.Rule, "unknown-")+" values it does not know: the "+dropWhat(f.Rule)+" was removed", tolerantUpgrade)
+		union := droppedUnion(f.Rule)
+		if union == "" {
+			continue
 		}
+		// What 1.0 describes but finds malformed (a document part without
+		// its source, a reasoning message without content) is the
+		// consumer's to refuse: removing it would repair it.
+		if m := Get(ev, pointerPath(f.Pointer)); rules.MalformedMember(negotiate.Current, union, unsafe.Slice(unsafe.StringData(m.Raw), len(m.Raw))) {
+			continue
+		}
+		u.drops = append(u.drops, f.Pointer)
+		r.Lost(unrecognisedShape(string(typ), f.Rule), "@ag-ui/client "+r.To.String()+" fails the whole run on "+
+			strings.TrimPrefix(f.Rule, "unknown-")+" values it does not know: the "+dropWhat(f.Rule)+" was removed", tolerantUpgrade)
 	}
 	u.remove(ev)
 	u.emit(ev, emit)
+}
+
+// droppedUnion names the union whose member a finding of rule removes
+// (the finding's pointer is that member), "" for a rule not removed.
+func droppedUnion(rule string) string {
+	switch rule {
+	case "unknown-role":
+		return "Message"
+	case "unknown-part-type", "unknown-source-type":
+		return "ContentPart"
+	case "unknown-outcome-type":
+		return "Outcome"
+	}
+	return ""
 }
 
 func dropWhat(rule string) string {
