@@ -2,19 +2,22 @@ package translate
 
 import (
 	"bytes"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // fileSourceParts drops, for consumers older than 1.0, the media parts whose
 // source is {type:"file"} (new in 1.0: a provider-issued file handle) from
 // the messages of MESSAGES_SNAPSHOT and RUN_STARTED.input. When nothing is
 // left of a content array that had parts, the content becomes "" (the empty
-// value the older schema requires). Only media parts (image, audio, video,
-// document) go: a part with a file source and no media type is malformed,
-// and left for the consumer to refuse, never repaired.
+// value the older schema requires). Only well-formed media parts (image,
+// audio, video, document) go: a part with a file source and no media type,
+// or a file source without its value, is malformed, and left for the
+// consumer to refuse, never repaired.
 //
 // Lossy, with a warning: the file reference has no older equivalent, and
 // 0.0.49–0.0.59 fail the whole run on an unknown source type (older ones on
@@ -61,10 +64,13 @@ func (f *fileSourceRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	f.emit(ev, emit)
 }
 
-// isFileMedia reports whether the content part p is a media part whose
-// source is a file.
+// isFileMedia reports whether the content part p is a well-formed media
+// part whose source is a file. A malformed one (no media type, a file
+// source without its value) is the consumer's to refuse: dropping it would
+// repair it.
 func isFileMedia(p gjson.Result) bool {
-	return isMediaType(Sub(p, "type").Str) && Sub(Sub(p, "source"), "type").Str == "file"
+	return isMediaType(Sub(p, "type").Str) && Sub(Sub(p, "source"), "type").Str == "file" &&
+		!rules.MalformedPart(negotiate.Current, unsafe.Slice(unsafe.StringData(p.Raw), len(p.Raw)))
 }
 
 // dropContentParts records the removal of the parts of a content array

@@ -89,3 +89,18 @@ func TestUnrecognisedMaterialLeavesWhatOneZeroFindsMalformed(t *testing.T) {
 		t.Errorf("warnings %s", got)
 	}
 }
+
+// A file source without its value is malformed for 1.0: neither the
+// file-source step nor media-to-binary drops it (the fuzzer found the drop
+// repairing the part); a well-formed one beside it goes.
+func TestFileSourcePartsLeaveAMalformedSource(t *testing.T) {
+	in := `{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u","role":"user","content":[{"type":"document","source":{"type":"file"}},{"type":"image","source":{"type":"file","value":"h"}}]}]}`
+	want := `{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u","role":"user","content":[{"type":"document","source":{"type":"file"}}]}]}`
+	for _, tc := range []struct {
+		to   string
+		step *Step
+	}{{"0.0.59", fileSourceParts}, {"0.0.45", mediaToBinary}} {
+		out, _ := through(t, tc.to, []*Step{tc.step}, in)
+		expect(t, out, want)
+	}
+}
