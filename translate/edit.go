@@ -122,6 +122,15 @@ type Item struct {
 // only as long as the slice is not modified.
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
+// rawBytes is r's raw JSON as bytes, without copying: read-only, valid as
+// long as the document r was read from.
+func rawBytes(r gjson.Result) []byte { return unsafe.Slice(unsafe.StringData(r.Raw), len(r.Raw)) }
+
+// malformedPart reports whether the content part p is malformed for a 1.0
+// reader (rules.MalformedPart): a step that drops or reshapes parts leaves
+// such a part for the consumer to refuse, since removing it would repair it.
+func malformedPart(p gjson.Result) bool { return rules.MalformedPart(negotiate.Current, rawBytes(p)) }
+
 // Root returns the event's top-level value with Index set to where it starts
 // in ev, and Raw without trailing whitespace, so that offsets of its members
 // are offsets in ev.
@@ -350,7 +359,7 @@ func flattenParts(ed *Edits, content gjson.Result, lost []string) (_ []string, o
 	}
 	ok = true
 	content.ForEach(func(_, p gjson.Result) bool {
-		ok = !rules.MalformedPart(negotiate.Current, unsafe.Slice(unsafe.StringData(p.Raw), len(p.Raw)))
+		ok = !malformedPart(p)
 		return ok
 	})
 	if !ok {

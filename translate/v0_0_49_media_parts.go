@@ -2,12 +2,10 @@ package translate
 
 import (
 	"bytes"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/rules"
 )
 
 // mediaToBinary downgrades, for consumers 0.0.41–0.0.48, the image, audio,
@@ -100,7 +98,7 @@ func isMediaType(t string) bool {
 // be dropped (with the warning given), or that it is not this step's.
 func mediaPart(r *Run, ed *Edits, p gjson.Result, shape string) mediaVerdict {
 	ptype := Sub(p, "type")
-	if !isMediaType(ptype.Str) || rules.MalformedPart(negotiate.Current, unsafe.Slice(unsafe.StringData(p.Raw), len(p.Raw))) {
+	if !isMediaType(ptype.Str) || malformedPart(p) {
 		return mediaKeep // malformed for 1.0 (a file source without its value): the consumer reports it
 	}
 	src := Sub(p, "source")

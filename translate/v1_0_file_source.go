@@ -2,12 +2,10 @@ package translate
 
 import (
 	"bytes"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/rules"
 )
 
 // fileSourceParts drops, for consumers older than 1.0, the media parts whose
@@ -70,7 +68,7 @@ func (f *fileSourceRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 // repair it.
 func isFileMedia(p gjson.Result) bool {
 	return isMediaType(Sub(p, "type").Str) && Sub(Sub(p, "source"), "type").Str == "file" &&
-		!rules.MalformedPart(negotiate.Current, unsafe.Slice(unsafe.StringData(p.Raw), len(p.Raw)))
+		!malformedPart(p)
 }
 
 // dropContentParts records the removal of the parts of a content array

@@ -3,7 +3,6 @@ package translate
 import (
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -107,7 +106,7 @@ func (u *unrecognisedRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		// What 1.0 describes but finds malformed (a document part without
 		// its source, a reasoning message without content) is the
 		// consumer's to refuse: removing it would repair it.
-		if m := Get(ev, pointerPath(f.Pointer)); rules.MalformedMember(negotiate.Current, union, unsafe.Slice(unsafe.StringData(m.Raw), len(m.Raw))) {
+		if m := Get(ev, pointerPath(f.Pointer)); rules.MalformedMember(negotiate.Current, union, rawBytes(m)) {
 			continue
 		}
 		u.drops = append(u.drops, f.Pointer)
