@@ -13,32 +13,12 @@ import (
 // reaches the other: the consumer's half-close ends the producer's read,
 // the producer's close ends the consumer's.
 func TestServeForwardsBothWaysAndEnds(t *testing.T) {
-	producer, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer producer.Close()
-	go func() {
-		c, err := producer.Accept()
-		if err != nil {
-			return
-		}
+	producer := acceptOne(t, func(c net.Conn) {
 		defer c.Close()
 		got, _ := io.ReadAll(c)                 // until the consumer's half-close
 		c.Write(append([]byte("got:"), got...)) //nolint:errcheck // the test reads it
-	}()
-	proxy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	go func() {
-		c, err := proxy.Accept()
-		if err != nil {
-			return
-		}
-		serve(c.(*net.TCPConn), producer.Addr().String())
-	}()
+	})
+	proxy := acceptOne(t, func(c net.Conn) { serve(c.(*net.TCPConn), producer.Addr().String()) })
 
 	c, err := net.Dial("tcp", proxy.Addr().String())
 	if err != nil {
@@ -58,4 +38,23 @@ func TestServeForwardsBothWaysAndEnds(t *testing.T) {
 	if !bytes.Equal(got, []byte("got:"+sent)) {
 		t.Errorf("got %d bytes back, want %d", len(got), len("got:"+sent))
 	}
+}
+
+// acceptOne listens on a loopback port, closed when the test ends, and
+// hands its first connection to handle in a goroutine of its own.
+func acceptOne(t *testing.T, handle func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		handle(c)
+	}()
+	return ln
 }
