@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"unsafe"
@@ -111,11 +112,7 @@ func checkDocument(body []byte) []InputError {
 	}
 	// Valid JSON is an object when its first byte past the blanks opens
 	// one (gjson.ParseBytes would copy the body to a string to say so).
-	i := 0
-	for i < len(body) && (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r') {
-		i++
-	}
-	if i == len(body) || body[i] != '{' {
+	if doc := bytes.TrimLeft(body, " \t\n\r"); len(doc) == 0 || doc[0] != '{' {
 		return []InputError{{"", "not a JSON object"}}
 	}
 	return nil
