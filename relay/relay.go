@@ -7,7 +7,6 @@ package relay
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -238,7 +237,8 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	case isTimeout(err):
 		(&Problem{Type: "urn:agui-relay:request-timeout", Title: "The request was not received in time", Status: fasthttp.StatusRequestTimeout}).Write(ctx)
 	default:
-		(&Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: err.Error()}).Write(ctx)
+		// The kind alone: the error quotes the request's headers.
+		(&Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: requestErrorKind(err)}).Write(ctx)
 	}
 }
 
@@ -570,11 +570,4 @@ func (r *Relay) EndRuns() {
 	for _, u := range runs {
 		u.cancel(errShutdown)
 	}
-}
-
-// zapPrintf adapts a zap logger to fasthttp's Logger.
-type zapPrintf struct{ l *zap.Logger }
-
-func (z zapPrintf) Printf(format string, args ...any) {
-	z.l.Warn(fmt.Sprintf(format, args...), zap.String("component", "fasthttp"))
 }

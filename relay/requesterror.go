@@ -1,0 +1,93 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+)
+
+// A request the server cannot parse is answered, and logged, by the kind of
+// its fault alone. fasthttp's parse errors quote the request they failed
+// on, its whole header block included: Authorization, Cookie and whatever
+// credentials a proxy in front added. None of that may reach a client (the
+// 400's detail) or a log line.
+
+// requestErrorKinds maps what fasthttp's parse errors say (lower case) to
+// the kind the relay reports, first match first. The error's text is only
+// searched: what is reported is one of these fixed strings.
+var requestErrorKinds = [...]struct{ has, kind string }{
+	{"invalid request uri", "invalid byte in the request target"},
+	{"invalid uri", "invalid byte in the request target"},
+	{"requesturi cannot be empty", "empty request target"},
+	{"request uri cannot be empty", "empty request target"},
+	{"missing colon", "header line without a colon"},
+	{"invalid header key", "invalid header name"},
+	{"invalid header value", "invalid header value"},
+	{"duplicate content-length", "more than one Content-Length"},
+	{"content-length and transfer-encoding", "both Content-Length and Transfer-Encoding"},
+	{"transfer-encoding", "unsupported Transfer-Encoding"},
+	{"content-length", "invalid Content-Length"},
+	{"host header", "more than one Host header"},
+	{"host required", "no Host header"},
+	{"request method", "invalid request method"},
+	{"http version", "unsupported HTTP version"},
+	{"whitespace", "malformed request line"},
+	{"trailer", "invalid trailer"},
+	{"chunk", "malformed chunked body"},
+	{"unexpected eof", "the request ended early"},
+	{"eof", "the request ended early"},
+}
+
+// requestErrorKind names the fault behind an error of the server's reading
+// of a request, without any of the request's bytes.
+func requestErrorKind(err error) string {
+	var small *fasthttp.ErrSmallBuffer
+	var op *net.OpError
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return "body too large"
+	case errors.As(err, &small):
+		return "request line or headers too large"
+	case isTimeout(err):
+		return "timeout"
+	case errors.As(err, &op):
+		// The connection's own failure: addresses and the system's words.
+		return op.Error()
+	}
+	// Only the words before the first quoted or dumped request bytes: what
+	// the request says must not choose the kind either.
+	msg := err.Error()
+	if i := strings.IndexAny(msg, "\"\\"); i >= 0 {
+		msg = msg[:i]
+	}
+	if i := strings.Index(msg, "buffer size="); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = strings.ToLower(msg)
+	for _, k := range requestErrorKinds {
+		if strings.Contains(msg, k.has) {
+			return k.kind
+		}
+	}
+	return "malformed request"
+}
+
+// zapPrintf adapts a zap logger to fasthttp's Logger. An error among the
+// arguments is logged as its kind (requestErrorKind): fasthttp's errors
+// quote the request's headers.
+type zapPrintf struct{ l *zap.Logger }
+
+func (z zapPrintf) Printf(format string, args ...any) {
+	clean := make([]any, len(args))
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			a = requestErrorKind(err)
+		}
+		clean[i] = a
+	}
+	z.l.Warn(fmt.Sprintf(format, clean...), zap.String("component", "fasthttp"))
+}
