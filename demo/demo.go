@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -21,6 +22,7 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
+	"github.com/agui-relay/agui-relay/synth"
 )
 
 // Agent replays recordings. A run picks its version and scenario, in order
@@ -28,6 +30,16 @@ import (
 // forwardedProps.demo ({"version":"0.0.40","scenario":"tour"}), or from the
 // Agent's defaults. The recording played is the one of the newest version
 // at or below the one asked for.
+//
+// The scenario "synthetic" is generated rather than recorded, by the same
+// producer as the benchmarks' (package synth), for load tests with no agent
+// at all. Its parameters come from the query or forwardedProps.demo like
+// the others: events (per run, RUN_STARTED and RUN_FINISHED included;
+// default 100), rate (events per second; 0, the default, as fast as the
+// consumer reads), delta (bytes of text per content delta), tools=0 and
+// reasoning=0 (leave those blocks out). A version before 1.0 gets the legacy
+// dialect (THINKING_*, no protocolVersion); dialect=thinking makes every
+// content event a THINKING_TEXT_MESSAGE_CONTENT.
 //
 // Recordings are SSE files named <version>/<scenario>.sse. "$THREAD_ID" and
 // "$RUN_ID" in them (quotes included) are replaced by the run's ids.
@@ -40,8 +52,23 @@ type Agent struct {
 	// Scenario is played when a run asks for none; "" means "tour".
 	Scenario string
 	// Pace is the pause before each event after the first; zero sends the
-	// events back to back.
+	// events back to back. The synthetic scenario paces by its rate instead.
 	Pace time.Duration
+
+	plans sync.Map // synthetic plans by synthPlan
+}
+
+// Synthetic is the name of the generated scenario.
+const Synthetic = "synthetic"
+
+// synthFlushBytes is how much a synthetic run at full speed buffers per
+// write, as the bench's producer does.
+const synthFlushBytes = 16 << 10
+
+type synthPlan struct {
+	d synth.Dialect
+	n int
+	m synth.Mix
 }
 
 // Versions lists the versions recorded, oldest first.
@@ -87,9 +114,10 @@ func (a *Agent) capabilities(ctx *fasthttp.RequestCtx) {
 		versions = append(versions, v.String())
 	}
 	b, _ := json.Marshal(map[string]any{
-		"name":     "agui-relay demo agent",
-		"versions": versions,
-		"select":   "query version and scenario, or forwardedProps.demo {version, scenario}",
+		"name":      "agui-relay demo agent",
+		"versions":  versions,
+		"select":    "query version and scenario, or forwardedProps.demo {version, scenario}",
+		"synthetic": "scenario=synthetic: events, rate (events/s, 0 as fast as possible), delta (bytes), tools=0, reasoning=0, dialect=thinking",
 	})
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)
@@ -108,6 +136,10 @@ func (a *Agent) run(ctx *fasthttp.RequestCtx) {
 		}
 		return in.Get("forwardedProps.demo." + key).String()
 	}
+	scenario := choose("scenario")
+	if scenario == "" {
+		scenario = a.Scenario
+	}
 	want := a.Version
 	if s := choose("version"); s != "" {
 		v, err := negotiate.Parse(s)
@@ -117,14 +149,14 @@ func (a *Agent) run(ctx *fasthttp.RequestCtx) {
 		}
 		want = v
 	}
+	if scenario == Synthetic {
+		a.synthetic(ctx, in, want, choose)
+		return
+	}
 	version, ok := a.pick(want)
 	if !ok {
 		fail(ctx, fasthttp.StatusNotFound, "no recording at or below version "+want.String())
 		return
-	}
-	scenario := choose("scenario")
-	if scenario == "" {
-		scenario = a.Scenario
 	}
 	if scenario == "" {
 		scenario = "tour"
@@ -137,14 +169,52 @@ func (a *Agent) run(ctx *fasthttp.RequestCtx) {
 	rec = substitute(rec, "$THREAD_ID", in.Get("threadId").String())
 	rec = substitute(rec, "$RUN_ID", in.Get("runId").String())
 
+	pace := a.Pace
+	stream(ctx, func(w *bufio.Writer) { play(w, rec, pace) })
+}
+
+// stream answers with an event stream that write produces.
+func stream(ctx *fasthttp.RequestCtx, write func(w *bufio.Writer)) {
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 	ctx.Response.ImmediateHeaderFlush = true
 	ctx.SetWriteDeadline(time.Time{}) //nolint:errcheck // a paced stream outlasts any write timeout
-	pace := a.Pace
-	ctx.Response.SetBodyStream(fasthttp.NewBoundedStreamReader(func(w *bufio.Writer) {
-		play(w, rec, pace)
-	}), -1)
+	ctx.Response.SetBodyStream(fasthttp.NewBoundedStreamReader(write), -1)
+}
+
+// synthetic answers a run of the synthetic scenario.
+func (a *Agent) synthetic(ctx *fasthttp.RequestCtx, in gjson.Result, want negotiate.Version, choose func(string) string) {
+	p, err := synth.ParamsFrom(choose)
+	if err != nil {
+		fail(ctx, fasthttp.StatusBadRequest, "synthetic scenario: "+err.Error())
+		return
+	}
+	if p.Idle {
+		fail(ctx, fasthttp.StatusBadRequest, "synthetic scenario: idle runs are the bench producer's")
+		return
+	}
+	if choose("dialect") == "" && !want.IsZero() && want.Less(negotiate.Current) {
+		p.Dialect = synth.DialectLegacy
+	}
+	key := synthPlan{p.Dialect, p.Events, p.Mix}
+	plan, ok := a.plans.Load(key)
+	if !ok {
+		plan, _ = a.plans.LoadOrStore(key, synth.NewMixedPlan(p.Dialect, p.Events, p.Mix))
+	}
+	kinds := plan.(synth.Plan).Kinds
+	rw := synth.RunWriter{D: p.Dialect, Thread: jsonText(in.Get("threadId").String()),
+		RunID: jsonText(in.Get("runId").String()), Delta: p.Delta}
+	var interval time.Duration
+	if p.Rate > 0 {
+		interval = time.Duration(float64(time.Second) / p.Rate)
+	}
+	stream(ctx, func(w *bufio.Writer) { synth.Stream(w, kinds, &rw, interval, synthFlushBytes) }) //nolint:errcheck // a failed write is a consumer gone
+}
+
+// jsonText is s as the inside of a JSON string.
+func jsonText(s string) string {
+	q, _ := json.Marshal(s)
+	return string(q[1 : len(q)-1])
 }
 
 // play writes the recording's frames, flushing each, pace apart. It stops

@@ -1,6 +1,8 @@
 package demo
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -8,9 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
+	"github.com/agui-relay/agui-relay/load"
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/synth"
 )
 
 func startAgent(t *testing.T, a *Agent) string {
@@ -98,5 +103,76 @@ func TestAgentCapabilities(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"versions":["0.0.40","1.0"]`) {
 		t.Errorf("%d %s", resp.StatusCode, b)
+	}
+}
+
+// The synthetic scenario, asked for by query or by forwardedProps, streams
+// the run it was asked for: its length, its mix, its delta size and its
+// dialect, every stamp once and in order, the ids of the input.
+func TestAgentSyntheticScenario(t *testing.T) {
+	url := startAgent(t, &Agent{Recordings: os.DirFS("../testdata/demo")})
+	input := `{"threadId":"t\"1","runId":"r1","messages":[]`
+	tests := []struct {
+		name, query, props string
+		events             int
+		mix                synth.Mix
+		delta              int
+		has, hasNot        []string
+	}{
+		{"defaults", "?scenario=synthetic", "", synth.DefaultEvents, synth.Mix{}, 0,
+			[]string{`"protocolVersion":"1.0"`, "TOOL_CALL_START", "REASONING_START", `"threadId":"t\"1"`}, []string{"THINKING"}},
+		{"by query", "?scenario=synthetic&events=500&tools=0&delta=40", "", 500, synth.Mix{NoTools: true}, 40,
+			[]string{"REASONING_START"}, []string{"TOOL_CALL"}},
+		{"by forwardedProps", "", `,"forwardedProps":{"demo":{"scenario":"synthetic","events":300,"reasoning":false,"version":"0.0.40"}}`, 300, synth.Mix{NoReasoning: true}, 0,
+			[]string{"TOOL_CALL_START"}, []string{"REASONING", "THINKING", "protocolVersion"}},
+		{"legacy by version", "?scenario=synthetic&version=0.0.40&events=200", "", 200, synth.Mix{}, 0,
+			[]string{"THINKING_START"}, []string{"REASONING", "protocolVersion"}},
+		{"paced", "?scenario=synthetic&events=20&rate=2000", "", 20, synth.Mix{}, 0, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := post(t, url+"/agent"+tc.query, input+tc.props+"}")
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			d := synth.Dialect10
+			if strings.Contains(tc.query+tc.props, "0.0.40") {
+				d = synth.DialectLegacy
+			}
+			plan := synth.NewMixedPlan(d, tc.events, tc.mix)
+			chk := synth.NewRunCheck(plan, true)
+			sp := &load.FrameSplitter{OnEvent: func(ev []byte) {
+				if !json.Valid(ev) {
+					t.Errorf("not JSON: %s", ev)
+				}
+				if tc.delta > 0 && bytes.Contains(ev, []byte(`"TEXT_MESSAGE_CONTENT"`)) {
+					text := gjson.GetBytes(ev, "delta").String()
+					if i := strings.IndexByte(text, '#'); i != tc.delta && !(i < 0 && len(text) == tc.delta) {
+						t.Errorf("delta text of %d bytes, want %d: %q", i, tc.delta, text)
+					}
+				}
+				chk.Event(ev)
+			}}
+			sp.Write([]byte(body))
+			if err := chk.Err(); err != nil {
+				t.Error(err)
+			}
+			for _, s := range tc.has {
+				if !strings.Contains(body, s) {
+					t.Errorf("stream lacks %s", s)
+				}
+			}
+			for _, s := range tc.hasNot {
+				if strings.Contains(body, s) {
+					t.Errorf("stream has %s", s)
+				}
+			}
+		})
+	}
+	for _, q := range []string{"events=1", "events=x", "rate=-1", "delta=99999999", "tools=maybe", "idle=1"} {
+		status, body := post(t, url+"/agent?scenario=synthetic&"+q, input+"}")
+		if status != 400 || !strings.Contains(body, "synthetic scenario: ") {
+			t.Errorf("%s: status %d: %s", q, status, body)
+		}
 	}
 }

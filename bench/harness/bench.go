@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agui-relay/agui-relay/load"
+	"github.com/agui-relay/agui-relay/synth"
 )
 
 // Config is one bench run.
@@ -96,27 +99,27 @@ type caseSpec struct {
 func specs() []caseSpec {
 	all := phSat | phPaced | phIdle
 	return []caseSpec{
-		{Case{Name: "direct", Proxy: ProxyNone, Dialect: Dialect10, Exact: true}, phSat | phPaced},
-		{Case{Name: "agui-relay", Proxy: ProxyRelay, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
-		{Case{Name: "nginx", Proxy: ProxyNginx, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "direct", Proxy: ProxyNone, Dialect: synth.Dialect10, Exact: true}, phSat | phPaced},
+		{Case{Name: "agui-relay", Proxy: ProxyRelay, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "nginx", Proxy: ProxyNginx, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
 		// One P, as nginx has one worker: what the relay costs and how long
 		// events wait in it without the runtime handing goroutines between
 		// threads (bench/README "Latency").
-		{Case{Name: "agui-relay 1 P", Proxy: ProxyRelay, Dialect: Dialect10, Exact: true, Baseline: "direct", Env: []string{"GOMAXPROCS=1"}}, phSat | phPaced},
+		{Case{Name: "agui-relay 1 P", Proxy: ProxyRelay, Dialect: synth.Dialect10, Exact: true, Baseline: "direct", Env: []string{"GOMAXPROCS=1"}}, phSat | phPaced},
 		// Go's floor: bytes copied between sockets with raw system calls,
 		// nothing looked at; what the runtime's scheduler and poller cost
 		// a proxy that does nothing else.
-		{Case{Name: "tcpcopy", Proxy: ProxyTCPCopy, Dialect: Dialect10, Exact: true, Baseline: "direct"}, phSat | phPaced},
-		{Case{Name: "httputil", Proxy: ProxyHTTPUtil, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
-		{Case{Name: "naive", Proxy: ProxyNaive, Dialect: Dialect10, Exact: true, Baseline: "direct"}, all},
-		{Case{Name: "agui-relay 1.0→0.0.45", Proxy: ProxyRelay, Dialect: Dialect10, Args: []string{"--consumer-version", "0.0.45"}, Baseline: "direct"}, all},
-		{Case{Name: "naive 1.0→0.0.45", Proxy: ProxyNaive, Dialect: Dialect10, Args: []string{"--translate", "down"}, Baseline: "direct"}, phSat | phPaced},
-		{Case{Name: "direct legacy", Proxy: ProxyNone, Dialect: DialectLegacy, Exact: true}, phSat | phPaced},
-		{Case{Name: "agui-relay legacy→1.0", Proxy: ProxyRelay, Dialect: DialectLegacy, Baseline: "direct legacy"}, all},
-		{Case{Name: "naive legacy→1.0", Proxy: ProxyNaive, Dialect: DialectLegacy, Args: []string{"--translate", "up"}, Baseline: "direct legacy"}, phSat | phPaced},
-		{Case{Name: "direct thinking", Proxy: ProxyNone, Dialect: DialectThinking, Exact: true}, phSat},
-		{Case{Name: "agui-relay thinking→1.0", Proxy: ProxyRelay, Dialect: DialectThinking, Baseline: "direct thinking"}, phSat},
-		{Case{Name: "naive thinking→1.0", Proxy: ProxyNaive, Dialect: DialectThinking, Args: []string{"--translate", "up"}, Baseline: "direct thinking"}, phSat},
+		{Case{Name: "tcpcopy", Proxy: ProxyTCPCopy, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, phSat | phPaced},
+		{Case{Name: "httputil", Proxy: ProxyHTTPUtil, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "naive", Proxy: ProxyNaive, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "agui-relay 1.0→0.0.45", Proxy: ProxyRelay, Dialect: synth.Dialect10, Args: []string{"--consumer-version", "0.0.45"}, Baseline: "direct"}, all},
+		{Case{Name: "naive 1.0→0.0.45", Proxy: ProxyNaive, Dialect: synth.Dialect10, Args: []string{"--translate", "down"}, Baseline: "direct"}, phSat | phPaced},
+		{Case{Name: "direct legacy", Proxy: ProxyNone, Dialect: synth.DialectLegacy, Exact: true}, phSat | phPaced},
+		{Case{Name: "agui-relay legacy→1.0", Proxy: ProxyRelay, Dialect: synth.DialectLegacy, Baseline: "direct legacy"}, all},
+		{Case{Name: "naive legacy→1.0", Proxy: ProxyNaive, Dialect: synth.DialectLegacy, Args: []string{"--translate", "up"}, Baseline: "direct legacy"}, phSat | phPaced},
+		{Case{Name: "direct thinking", Proxy: ProxyNone, Dialect: synth.DialectThinking, Exact: true}, phSat},
+		{Case{Name: "agui-relay thinking→1.0", Proxy: ProxyRelay, Dialect: synth.DialectThinking, Baseline: "direct thinking"}, phSat},
+		{Case{Name: "naive thinking→1.0", Proxy: ProxyNaive, Dialect: synth.DialectThinking, Args: []string{"--translate", "up"}, Baseline: "direct thinking"}, phSat},
 	}
 }
 
@@ -231,7 +234,7 @@ func Run(cfg Config) (*Report, error) {
 	bin, buildErrs := build(cfg, work)
 	rep.Versions = Versions{Relay: relayVersion(cfg.Repo), Nginx: nginxVersion(bin.Nginx)}
 
-	prod, err := StartProducer("127.0.0.1:0")
+	prod, err := synth.StartProducer("127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +290,7 @@ func pacedEvents(cfg Config) int {
 	return n
 }
 
-func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string, cr *CaseResult) {
+func runCase(cfg Config, sp caseSpec, bin Binaries, prod *synth.Producer, work string, cr *CaseResult) {
 	cfg.logf("== %s", sp.Name)
 	if sp.phases&(phSat|phPaced) != 0 {
 		proc, err := StartProxy(sp.Case, bin, prod.Addr(), work)
@@ -303,9 +306,9 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string,
 			return
 		}
 		if sp.phases&phSat != 0 {
-			plan := prod.Plan(sp.Dialect, cfg.SatEvents)
+			plan := prod.Plan(sp.Dialect, cfg.SatEvents, synth.Mix{})
 			for _, n := range cfg.SatLevels {
-				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents},
+				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents},
 					Warmup: cfg.SatWarmup, Measure: cfg.SatMeasure, Exact: sp.Exact})
 				cfg.logf("   saturation %5d streams: %9.0f ev/s %7.1f MB/s  cpu %6.3f s/Mev  runs ok %d bad %d failed %d %s",
 					n, r.EventsPerSec, r.BytesPerSec/1e6, r.CPUPerMEvents, r.RunsOK, r.RunsBad, r.RunsFailed, r.FirstError)
@@ -314,9 +317,9 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string,
 		}
 		if sp.phases&phPaced != 0 {
 			ev := pacedEvents(cfg)
-			plan := prod.Plan(sp.Dialect, ev)
+			plan := prod.Plan(sp.Dialect, ev, synth.Mix{})
 			for _, n := range cfg.PacedLevels {
-				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
+				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
 					Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact})
 				cfg.logf("   paced %5d×%g ev/s: %8.0f ev/s  p50 %7.0f µs p99 %7.0f µs p999 %7.0f µs  cpu %6.3f s/Mev  runs ok %d bad %d failed %d %s",
 					n, cfg.PacedRate, r.EventsPerSec, r.P50, r.P99, r.P999, r.CPUPerMEvents, r.RunsOK, r.RunsBad, r.RunsFailed, r.FirstError)
@@ -362,11 +365,11 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *Producer, work string,
 
 // profileCase records where the proxy spends its CPU at the reference
 // saturation and paced loads, with perf, into OutDir/profiles.
-func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer) {
+func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *synth.Producer) {
 	dir := filepath.Join(cfg.OutDir, "profiles")
 	os.MkdirAll(dir, 0o755)
 	slug := strings.NewReplacer(" ", "-", "→", "-to-").Replace(sp.Name)
-	run := func(label string, load Load, plan Plan) {
+	run := func(label string, load Load, plan synth.Plan) {
 		base := filepath.Join(dir, slug+"-"+label)
 		pids := []string{fmt.Sprint(proc.Pid)}
 		for _, c := range Children(proc.Pid) {
@@ -433,13 +436,13 @@ func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer) {
 		cfg.logf("   profile: %s.txt", base)
 	}
 	if sp.phases&phSat != 0 {
-		run("saturation", Load{Streams: cfg.RefSat, Params: RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents},
-			Warmup: cfg.SatWarmup, Measure: cfg.SatMeasure, Exact: sp.Exact}, prod.Plan(sp.Dialect, cfg.SatEvents))
+		run("saturation", Load{Streams: cfg.RefSat, Params: synth.RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents},
+			Warmup: cfg.SatWarmup, Measure: cfg.SatMeasure, Exact: sp.Exact}, prod.Plan(sp.Dialect, cfg.SatEvents, synth.Mix{}))
 	}
 	if sp.phases&phPaced != 0 {
 		ev := pacedEvents(cfg)
-		run("paced", Load{Streams: cfg.RefPaced, Params: RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
-			Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact}, prod.Plan(sp.Dialect, ev))
+		run("paced", Load{Streams: cfg.RefPaced, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
+			Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact}, prod.Plan(sp.Dialect, ev, synth.Mix{}))
 	}
 }
 
@@ -479,10 +482,10 @@ func savePprof(cfg Config, admin, path, file string) bool {
 func probe(addr string, c Case) error {
 	cl := &Client{Addr: addr, Timeout: 10 * time.Second}
 	defer cl.Close()
-	plan := NewPlan(c.Dialect, 300)
-	chk := NewRunCheck(plan, c.Exact)
-	sp := &FrameSplitter{OnEvent: func(d []byte) { chk.Event(d) }}
-	if _, err := cl.Run(RunParams{Dialect: c.Dialect, Events: 300}.Path(), Input("probe"), sp.Write); err != nil {
+	plan := synth.NewPlan(c.Dialect, 300)
+	chk := synth.NewRunCheck(plan, c.Exact)
+	sp := &load.FrameSplitter{OnEvent: func(d []byte) { chk.Event(d) }}
+	if _, err := cl.Run(synth.RunParams{Dialect: c.Dialect, Events: 300}.Path(), Input("probe"), sp.Write); err != nil {
 		return err
 	}
 	return chk.Err()

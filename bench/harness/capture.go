@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agui-relay/agui-relay/synth"
 )
 
 // A proxy's residence time is how long an event spends in it: from the
@@ -308,7 +310,7 @@ func eachStamp(b []byte, f func(seq, ns int64)) {
 			return
 		}
 		b = b[i:]
-		if seq, ns, ok := ParseStamp(b); ok {
+		if seq, ns, ok := synth.ParseStamp(b); ok {
 			f(seq, ns)
 			b = b[bytes.IndexByte(b[1:], '#')+2:] // past its closing '#'
 			continue
@@ -341,7 +343,7 @@ type CaptureResult struct {
 
 // captureCase runs the paced load of n streams through proc once more,
 // under a capture of the producer's and the proxy's segments.
-func captureCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer, work string, n int) CaptureResult {
+func captureCase(cfg Config, sp caseSpec, proc *Proc, prod *synth.Producer, work string, n int) CaptureResult {
 	res := CaptureResult{Streams: n}
 	inPort, err1 := portOf(prod.Addr())
 	outPort, err2 := portOf(proc.Addr)
@@ -353,7 +355,7 @@ func captureCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer, work strin
 	defer removeQuietly(file)
 	var capErr error
 	ev := pacedEvents(cfg)
-	load := Load{Streams: n, Params: RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
+	load := Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
 		Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact,
 		During: func() func() {
 			c, err := StartCapture(cfg.tcpdump, file, inPort, outPort)
@@ -363,7 +365,7 @@ func captureCase(cfg Config, sp caseSpec, proc *Proc, prod *Producer, work strin
 			}
 			return func() { res.Dropped, capErr = c.Stop() }
 		}}
-	res.Phase = RunLoad(proc.Addr, proc, prod.Plan(sp.Dialect, ev), load)
+	res.Phase = RunLoad(proc.Addr, proc, prod.Plan(sp.Dialect, ev, synth.Mix{}), load)
 	if capErr != nil {
 		res.Error = capErr.Error()
 		return res

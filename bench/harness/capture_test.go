@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/synth"
 )
 
 // pcapFile builds a capture as tcpdump writes one on Linux's loopback.
@@ -73,7 +75,7 @@ func (p *pcapFile) record(ns int64, pkt []byte) {
 }
 
 func event(seq, ns int64) string {
-	return `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"tok ` + string(AppendStamp(nil, seq, ns)) + `"}` + "\n\n"
+	return `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"tok ` + string(synth.AppendStamp(nil, seq, ns)) + `"}` + "\n\n"
 }
 
 const (
@@ -165,7 +167,7 @@ func TestPcapReaderRefusesWhatItCannotRead(t *testing.T) {
 
 func TestEachStampFindsEveryWholeStamp(t *testing.T) {
 	var got [][2]int64
-	in := "#x# #12:#34# " + string(AppendStamp(nil, 1, 100)) + "##" + string(AppendStamp(nil, 2, 200)) + " #3:30"
+	in := "#x# #12:#34# " + string(synth.AppendStamp(nil, 1, 100)) + "##" + string(synth.AppendStamp(nil, 2, 200)) + " #3:30"
 	eachStamp([]byte(in), func(seq, ns int64) { got = append(got, [2]int64{seq, ns}) })
 	if len(got) != 2 || got[0] != [2]int64{1, 100} || got[1] != [2]int64{2, 200} {
 		t.Errorf("stamps %v, want [1 100] [2 200]", got)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/h1"
 )
 
 // Client is one consumer connection: a minimal HTTP/1.1 client that posts a
@@ -166,7 +168,7 @@ func (c *Client) readResponse(body func([]byte)) (status int, reuse bool, err er
 	}
 	switch {
 	case chunked:
-		_, err = readChunked(br, func(p []byte) { body(p); c.touch() })
+		_, err = h1.ReadChunked(br, func(p []byte) { body(p); c.touch() })
 	case clen >= 0:
 		err = readN(br, clen, body)
 	default:

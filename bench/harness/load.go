@@ -7,13 +7,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agui-relay/agui-relay/load"
+	"github.com/agui-relay/agui-relay/synth"
 )
 
 // Load is one measured phase: Streams consumers each running Params runs
 // back to back, for Warmup and then Measure.
 type Load struct {
 	Streams int
-	Params  RunParams
+	Params  synth.RunParams
 	Warmup  time.Duration
 	Measure time.Duration
 	Exact   bool
@@ -58,8 +61,8 @@ type PhaseResult struct {
 
 // RunLoad drives load against addr (the proxy, or the producer directly)
 // and samples proc (nil or pid 0 for none) around the measuring window.
-func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
-	res := PhaseResult{Streams: load.Streams, Rate: load.Params.Rate}
+func RunLoad(addr string, proc *Proc, plan synth.Plan, ld Load) PhaseResult {
+	res := PhaseResult{Streams: ld.Streams, Rate: ld.Params.Rate}
 	var (
 		events, bytes atomic.Int64
 		recording     atomic.Bool
@@ -73,9 +76,9 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 	)
 	hist := NewShardedHist()
 	dump := os.Getenv("AGUIBENCH_DUMP")
-	path := load.Params.Path()
+	path := ld.Params.Path()
 	setErr := func(s string) { errOnce.Do(func() { firstErr = s }) }
-	for i := 0; i < load.Streams; i++ {
+	for i := 0; i < ld.Streams; i++ {
 		c := &Client{Addr: addr, Timeout: 30 * time.Second}
 		clientsMu.Lock()
 		clients = append(clients, c)
@@ -85,22 +88,22 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 			defer wg.Done()
 			rec := hist.Recorder()
 			defer rec.Flush()
-			chk := NewRunCheck(plan, load.Exact)
+			chk := synth.NewRunCheck(plan, ld.Exact)
 			var now int64
 			var raw []byte
-			sp := &FrameSplitter{OnEvent: func(data []byte) {
+			sp := &load.FrameSplitter{OnEvent: func(data []byte) {
 				ns, stamped := chk.Event(data)
 				if stamped && recording.Load() {
 					rec.Record(now - ns)
 				}
 			}}
-			if load.Params.Rate > 0 {
+			if ld.Params.Rate > 0 {
 				// Spread the streams over one event interval.
-				time.Sleep(time.Duration(float64(time.Second) / load.Params.Rate * float64(i) / float64(load.Streams)))
+				time.Sleep(time.Duration(float64(time.Second) / ld.Params.Rate * float64(i) / float64(ld.Streams)))
 			}
 			for run := 0; !stop.Load(); run++ {
 				chk.Reset()
-				sp.pending = sp.pending[:0]
+				sp.Reset()
 				before := chk.Events
 				raw = raw[:0]
 				_, err := c.Run(path, Input("r"+strconv.Itoa(i)+"-"+strconv.Itoa(run)), func(p []byte) {
@@ -135,7 +138,7 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 			}
 		}(i)
 	}
-	time.Sleep(load.Warmup)
+	time.Sleep(ld.Warmup)
 	own := proc != nil && proc.Admin != ""
 	var own0 buckets
 	var ownErr error
@@ -143,14 +146,14 @@ func RunLoad(addr string, proc *Proc, plan Plan, load Load) PhaseResult {
 		own0, ownErr = scrapeOwnLatency(proc.Admin)
 	}
 	var endDuring func()
-	if load.During != nil {
-		endDuring = load.During()
+	if ld.During != nil {
+		endDuring = ld.During()
 	}
 	s0 := proc.Sample()
 	self0, _, _ := readStat(os.Getpid())
 	e0, b0, t0 := events.Load(), bytes.Load(), time.Now()
 	recording.Store(true)
-	time.Sleep(load.Measure)
+	time.Sleep(ld.Measure)
 	recording.Store(false)
 	e1, b1, t1 := events.Load(), bytes.Load(), time.Now()
 	s1 := proc.Sample()
@@ -229,13 +232,13 @@ const idleSettle = 3 * time.Second
 // IdleMemory opens n runs through proc whose producer sends RUN_STARTED and
 // then nothing, measures the proxy's RSS growth per stream, then releases
 // them (each must end with its RUN_FINISHED).
-func IdleMemory(proc *Proc, prod *Producer, d Dialect, n int, limit time.Duration) IdleResult {
+func IdleMemory(proc *Proc, prod *synth.Producer, d synth.Dialect, n int, limit time.Duration) IdleResult {
 	return IdleMemoryHook(proc, prod, d, n, limit, nil)
 }
 
 // IdleMemoryHook is IdleMemory calling loaded (when not nil) while the
 // streams are open, after the RSS is read.
-func IdleMemoryHook(proc *Proc, prod *Producer, d Dialect, n int, limit time.Duration, loaded func()) IdleResult {
+func IdleMemoryHook(proc *Proc, prod *synth.Producer, d synth.Dialect, n int, limit time.Duration, loaded func()) IdleResult {
 	res := IdleResult{Streams: n}
 	// Warm the proxy's pools and code paths before the baseline, and read
 	// the baseline as the loaded figure is read, idleSettle after the last
@@ -245,13 +248,13 @@ func IdleMemoryHook(proc *Proc, prod *Producer, d Dialect, n int, limit time.Dur
 	// baseline, not charged to the streams.
 	warm := &Client{Addr: proc.Addr, Timeout: 10 * time.Second}
 	for i := 0; i < 3; i++ {
-		warm.Run(RunParams{Dialect: d, Events: 50}.Path(), Input("warm"), func([]byte) {})
+		warm.Run(synth.RunParams{Dialect: d, Events: 50}.Path(), Input("warm"), func([]byte) {})
 	}
 	warm.Close()
 	time.Sleep(idleSettle)
 	res.BaseRSSKiB = proc.Sample().RSSKiB
 
-	path := RunParams{Dialect: d, Idle: true}.Path()
+	path := synth.RunParams{Dialect: d, Idle: true}.Path()
 	var (
 		opened, finished sync.WaitGroup
 		nOpen, nDone     atomic.Int64
@@ -283,8 +286,8 @@ launch:
 			once := sync.Once{}
 			markOpen := func() { once.Do(func() { opened.Done(); <-sem }) }
 			defer markOpen()
-			chk := NewRunCheck(Plan{Kinds: []Kind{KRunStarted, KRunFinished}}, true)
-			sp := &FrameSplitter{OnEvent: func(data []byte) {
+			chk := synth.NewRunCheck(synth.Plan{Kinds: []synth.Kind{synth.KRunStarted, synth.KRunFinished}}, true)
+			sp := &load.FrameSplitter{OnEvent: func(data []byte) {
 				chk.Event(data)
 				if chk.Started && !chk.Terminated {
 					nOpen.Add(1)

@@ -4,15 +4,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/synth"
 )
+
+// testProducer starts the synthetic producer on a free port until the test
+// ends.
+func testProducer(t *testing.T) *synth.Producer {
+	t.Helper()
+	p, err := synth.StartProducer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
 
 // TestRunLoadDirect drives the raw client against the producer: runs at
 // saturation and paced must all be complete, with latency recorded.
 func TestRunLoadDirect(t *testing.T) {
 	p := testProducer(t)
 	for _, rate := range []float64{0, 1000} {
-		plan := p.Plan(DialectLegacy, 60)
-		r := RunLoad(p.Addr(), nil, plan, Load{Streams: 3, Params: RunParams{Dialect: DialectLegacy, Events: 60, Rate: rate},
+		plan := p.Plan(synth.DialectLegacy, 60, synth.Mix{})
+		r := RunLoad(p.Addr(), nil, plan, Load{Streams: 3, Params: synth.RunParams{Dialect: synth.DialectLegacy, Events: 60, Rate: rate},
 			Warmup: 50 * time.Millisecond, Measure: 500 * time.Millisecond, Exact: true})
 		if r.RunsOK == 0 || r.RunsBad != 0 || r.RunsFailed != 0 || r.Events == 0 || r.LatencyN == 0 {
 			t.Errorf("rate %g: %+v", rate, r)
@@ -25,7 +39,7 @@ func TestRunLoadDirect(t *testing.T) {
 
 func TestIdleStreamsOpenAndFinish(t *testing.T) {
 	p := testProducer(t)
-	r := IdleMemory(&Proc{Addr: p.Addr()}, p, Dialect10, 25, 10*time.Second)
+	r := IdleMemory(&Proc{Addr: p.Addr()}, p, synth.Dialect10, 25, 10*time.Second)
 	if r.Opened != 25 || r.Finished != 25 || r.FirstError != "" || r.ProducerIdles != 25 {
 		t.Errorf("%+v", r)
 	}
@@ -44,7 +58,7 @@ func TestClientReportsHTTPErrors(t *testing.T) {
 	}
 	// The connection stays usable after an error answer.
 	n := 0
-	if _, err := c.Run(RunParams{Events: 10}.Path(), Input("r"), func(b []byte) { n += len(b) }); err != nil || n == 0 {
+	if _, err := c.Run(synth.RunParams{Events: 10}.Path(), Input("r"), func(b []byte) { n += len(b) }); err != nil || n == 0 {
 		t.Errorf("second run: %v, %d bytes", err, n)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agui-relay/agui-relay/synth"
 )
 
 // Proxy is a kind of process the workload goes through.
@@ -31,7 +33,7 @@ const (
 type Case struct {
 	Name    string
 	Proxy   Proxy
-	Dialect Dialect
+	Dialect synth.Dialect
 	// Args are extra arguments for the proxy (relay versions, naive mode).
 	Args []string
 	// Exact asks the checker for the exact event count: true when nothing

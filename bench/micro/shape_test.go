@@ -6,30 +6,32 @@ import (
 	"io"
 	"testing"
 
-	"github.com/agui-relay/agui-relay/bench/harness"
 	"github.com/agui-relay/agui-relay/bench/naive"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
+
+	"github.com/agui-relay/agui-relay/load"
+	"github.com/agui-relay/agui-relay/synth"
 )
 
 type shapeCase struct {
 	name     string
-	dialect  harness.Dialect
+	dialect  synth.Dialect
 	consumer string // "" is current
 	mode     naive.Mode
 }
 
 var shapeCases = []shapeCase{
-	{"pass-through", harness.Dialect10, "", naive.None},
-	{"1.0→0.0.45", harness.Dialect10, "0.0.45", naive.Down},
-	{"legacy→1.0", harness.DialectLegacy, "", naive.Up},
-	{"thinking→1.0", harness.DialectThinking, "", naive.Up},
+	{"pass-through", synth.Dialect10, "", naive.None},
+	{"1.0→0.0.45", synth.Dialect10, "0.0.45", naive.Down},
+	{"legacy→1.0", synth.DialectLegacy, "", naive.Up},
+	{"thinking→1.0", synth.DialectThinking, "", naive.Up},
 }
 
 // recording renders one run of n events as the producer sends it.
-func recording(d harness.Dialect, n int) ([]byte, harness.Plan) {
-	plan := harness.NewPlan(d, n)
-	w := harness.RunWriter{D: d, RunID: "run-1", Thread: "thread-1"}
+func recording(d synth.Dialect, n int) ([]byte, synth.Plan) {
+	plan := synth.NewPlan(d, n)
+	w := synth.RunWriter{D: d, RunID: "run-1", Thread: "thread-1"}
 	var b []byte
 	for i, k := range plan.Kinds {
 		b = w.AppendFrame(b, k, int64(1_700_000_000_000_000_000+i))
@@ -86,8 +88,8 @@ func TestShapesKeepTheStamps(t *testing.T) {
 		} {
 			var out bytes.Buffer
 			shape(bufio.NewWriter(&out))
-			chk := harness.NewRunCheck(plan, c.mode == naive.None)
-			sp := &harness.FrameSplitter{OnEvent: func(d []byte) { chk.Event(d) }}
+			chk := synth.NewRunCheck(plan, c.mode == naive.None)
+			sp := &load.FrameSplitter{OnEvent: func(d []byte) { chk.Event(d) }}
 			sp.Write(out.Bytes())
 			if err := chk.Err(); err != nil {
 				t.Errorf("%s, %s: %v", c.name, name, err)

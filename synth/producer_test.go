@@ -1,13 +1,15 @@
-package harness
+package synth
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"math/rand"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/load"
 )
 
 // testProducer starts a producer on a free port until the test ends.
@@ -31,7 +33,7 @@ func TestProducerFramingThroughNetHTTP(t *testing.T) {
 	for _, d := range []Dialect{Dialect10, DialectLegacy, DialectThinking} {
 		for run := 0; run < 30; run++ {
 			rp := RunParams{Dialect: d, Events: 400}
-			resp, err := cl.Post("http://"+p.Addr()+rp.Path(), "application/json", bytes.NewReader(Input("r1")))
+			resp, err := cl.Post("http://"+p.Addr()+rp.Path(), "application/json", strings.NewReader(`{"threadId":"t","runId":"r1","messages":[]}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +47,7 @@ func TestProducerFramingThroughNetHTTP(t *testing.T) {
 			}
 			plan := NewPlan(d, 400)
 			chk := NewRunCheck(plan, true)
-			sp := &FrameSplitter{OnEvent: func(ev []byte) {
+			sp := &load.FrameSplitter{OnEvent: func(ev []byte) {
 				if !json.Valid(ev) {
 					t.Errorf("%s: invalid JSON event %s", d, ev)
 				}

@@ -1,4 +1,4 @@
-package harness
+package synth
 
 // fineTimerClosable: a closed fineTimer's sleep reports an error.
 const fineTimerClosable = true

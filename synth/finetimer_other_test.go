@@ -1,6 +1,6 @@
 //go:build !linux
 
-package harness
+package synth
 
 // fineTimerClosable: Go's timers have nothing to close.
 const fineTimerClosable = false

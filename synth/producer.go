@@ -1,65 +1,18 @@
-package harness
+package synth
 
 import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/h1"
 )
-
-// RunParams are what a consumer asks the synthetic producer for, carried in
-// the request's query string so that any proxy passes them on:
-//
-//	/run?dialect=1.0&events=1000&rate=0&idle=0
-type RunParams struct {
-	Dialect Dialect
-	Events  int     // events per run, RUN_STARTED and RUN_FINISHED included
-	Rate    float64 // events per second; 0 is as fast as possible
-	// Idle sends RUN_STARTED, then waits for Producer.ReleaseIdle (or the
-	// connection's end) before RUN_FINISHED.
-	Idle bool
-}
-
-// Path returns the request path that asks for p.
-func (p RunParams) Path() string {
-	q := url.Values{}
-	q.Set("dialect", p.Dialect.String())
-	q.Set("events", strconv.Itoa(p.Events))
-	q.Set("rate", strconv.FormatFloat(p.Rate, 'f', -1, 64))
-	if p.Idle {
-		q.Set("idle", "1")
-	}
-	return "/run?" + q.Encode()
-}
-
-// ParseRunParams reads the parameters from a request target.
-func ParseRunParams(target string) (RunParams, error) {
-	u, err := url.ParseRequestURI(target)
-	if err != nil {
-		return RunParams{}, err
-	}
-	q := u.Query()
-	p := RunParams{Dialect: ParseDialect(q.Get("dialect")), Events: 100}
-	if v := q.Get("events"); v != "" {
-		if p.Events, err = strconv.Atoi(v); err != nil {
-			return p, fmt.Errorf("events: %v", err)
-		}
-	}
-	if v := q.Get("rate"); v != "" {
-		if p.Rate, err = strconv.ParseFloat(v, 64); err != nil {
-			return p, fmt.Errorf("rate: %v", err)
-		}
-	}
-	p.Idle = q.Get("idle") == "1"
-	return p, nil
-}
 
 // Producer is the synthetic AG-UI agent: a minimal HTTP/1.1 server that
 // answers every POST with a chunked event stream. It is written on raw
@@ -101,6 +54,7 @@ func (p *Producer) pacer() *pacer {
 type planKey struct {
 	d Dialect
 	n int
+	m Mix
 }
 
 // StartProducer listens on addr (e.g. "127.0.0.1:0") and serves.
@@ -119,14 +73,14 @@ func StartProducer(addr string) (*Producer, error) {
 // Addr is the listening address.
 func (p *Producer) Addr() string { return p.ln.Addr().String() }
 
-// Plan returns the (cached) plan for a dialect and length.
-func (p *Producer) Plan(d Dialect, events int) Plan {
+// Plan returns the (cached) plan for a dialect, length and mix.
+func (p *Producer) Plan(d Dialect, events int, m Mix) Plan {
 	p.planMu.Lock()
 	defer p.planMu.Unlock()
-	k := planKey{d, events}
+	k := planKey{d, events, m}
 	pl, ok := p.plans[k]
 	if !ok {
-		pl = NewPlan(d, events)
+		pl = NewMixedPlan(d, events, m)
 		p.plans[k] = pl
 	}
 	return pl
@@ -232,19 +186,14 @@ func (p *Producer) stream(cw *chunkWriter, rp RunParams, runID string) bool {
 	if runID == "" {
 		runID = "run-" + strconv.FormatInt(p.Runs.Load(), 10)
 	}
-	w := RunWriter{D: rp.Dialect, RunID: runID, Thread: "thread-bench"}
-	var kinds []Kind
+	w := RunWriter{D: rp.Dialect, RunID: runID, Thread: "thread-bench", Delta: rp.Delta}
 	if rp.Idle {
-		kinds = []Kind{KRunStarted, KRunFinished}
-	} else {
-		kinds = p.Plan(rp.Dialect, rp.Events).Kinds
+		return p.idle(cw, &w)
 	}
-	var interval time.Duration
+	kinds := p.Plan(rp.Dialect, rp.Events, rp.Mix).Kinds
 	if rp.Rate > 0 {
-		interval = time.Duration(float64(time.Second) / rp.Rate)
-	}
-	if interval > 0 && !rp.Idle && len(kinds) > 1 {
 		// Paced: the first event now, the rest from the pacer.
+		interval := time.Duration(float64(time.Second) / rp.Rate)
 		cw.buf = w.AppendFrame(cw.buf, kinds[0], time.Now().UnixNano())
 		if err := cw.flush(); err != nil {
 			return false
@@ -259,39 +208,36 @@ func (p *Producer) stream(cw *chunkWriter, rp RunParams, runID string) bool {
 		cw.writeRaw([]byte("0\r\n\r\n"))
 		return cw.err == nil
 	}
-	start := time.Now()
-	var sent int64
-	for i, k := range kinds {
-		if rp.Idle && k == KRunFinished {
-			// Counted before the flush: once the consumer sees the run
-			// open, the producer's count must already include it.
-			p.IdleOpen.Add(1)
-			if err := cw.flush(); err != nil {
-				p.IdleOpen.Add(-1)
-				return false
-			}
-			ch := p.releaseChan()
-			<-ch
-			p.IdleOpen.Add(-1)
-			if p.closed.Load() {
-				return false
-			}
-		}
-		if interval > 0 && i > 0 {
-			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-				time.Sleep(d)
-			}
-		}
-		cw.buf = w.AppendFrame(cw.buf, k, time.Now().UnixNano())
-		sent++
-		if interval > 0 || len(cw.buf) >= p.FlushBytes || i == len(kinds)-1 {
-			if err := cw.flush(); err != nil {
-				p.Events.Add(sent)
-				return false
-			}
-		}
-	}
+	sent, err := Stream(cw, kinds, &w, 0, p.FlushBytes)
 	p.Events.Add(sent)
+	if err != nil {
+		return false
+	}
+	cw.writeRaw([]byte("0\r\n\r\n"))
+	return cw.err == nil
+}
+
+// idle writes RUN_STARTED, waits for ReleaseIdle, then writes RUN_FINISHED.
+func (p *Producer) idle(cw *chunkWriter, w *RunWriter) bool {
+	cw.buf = w.AppendFrame(cw.buf, KRunStarted, time.Now().UnixNano())
+	// Counted before the flush: once the consumer sees the run open, the
+	// producer's count must already include it.
+	p.IdleOpen.Add(1)
+	if err := cw.flush(); err != nil {
+		p.IdleOpen.Add(-1)
+		return false
+	}
+	ch := p.releaseChan()
+	<-ch
+	p.IdleOpen.Add(-1)
+	if p.closed.Load() {
+		return false
+	}
+	cw.buf = w.AppendFrame(cw.buf, KRunFinished, time.Now().UnixNano())
+	p.Events.Add(2)
+	if cw.flush() != nil {
+		return false
+	}
 	cw.writeRaw([]byte("0\r\n\r\n"))
 	return cw.err == nil
 }
@@ -343,6 +289,15 @@ func (cw *chunkWriter) flush() error {
 	cw.buf = cw.buf[:chunkRoom]
 	return cw.err
 }
+
+// Write buffers b for the next chunk (Stream's Writer).
+func (cw *chunkWriter) Write(b []byte) (int, error) {
+	cw.buf = append(cw.buf, b...)
+	return len(b), cw.err
+}
+
+// Flush sends what is buffered as one chunk (Stream's Writer).
+func (cw *chunkWriter) Flush() error { return cw.flush() }
 
 func (cw *chunkWriter) writeRaw(b []byte) {
 	if cw.err != nil {
@@ -404,7 +359,7 @@ func readRequest(br *bufio.Reader) (request, error) {
 	}
 	var body []byte
 	if chunked {
-		body, err = readChunked(br, nil)
+		body, err = h1.ReadChunked(br, nil)
 	} else if clen > 0 {
 		body = make([]byte, clen)
 		_, err = io.ReadFull(br, body)
@@ -433,62 +388,6 @@ func jsonStringField(doc []byte, key string) string {
 		return ""
 	}
 	return string(rest[:j])
-}
-
-// readChunked reads a chunked body, appending its payload to dst, or, when
-// fn is given instead of collecting, hands each piece to fn.
-func readChunked(br *bufio.Reader, fn func([]byte)) ([]byte, error) {
-	var dst []byte
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return dst, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if i := bytes.IndexByte(line, ';'); i >= 0 {
-			line = line[:i]
-		}
-		n, err := strconv.ParseInt(string(bytes.TrimSpace(line)), 16, 64)
-		if err != nil || n < 0 {
-			return dst, fmt.Errorf("bad chunk size %q", line)
-		}
-		if n == 0 {
-			// Trailers until a blank line.
-			for {
-				line, err = br.ReadSlice('\n')
-				if err != nil {
-					return dst, err
-				}
-				if len(bytes.TrimRight(line, "\r\n")) == 0 {
-					return dst, nil
-				}
-			}
-		}
-		for n > 0 {
-			if br.Buffered() == 0 {
-				// Wait for at least one byte, then take what has arrived:
-				// events are handled as soon as they are read.
-				if _, err := br.Peek(1); err != nil {
-					return dst, err
-				}
-			}
-			want := br.Buffered()
-			if int64(want) > n {
-				want = int(n)
-			}
-			piece, _ := br.Peek(want)
-			if fn != nil {
-				fn(piece)
-			} else {
-				dst = append(dst, piece...)
-			}
-			br.Discard(len(piece))
-			n -= int64(len(piece))
-		}
-		if _, err := br.Discard(2); err != nil {
-			return dst, err
-		}
-	}
 }
 
 // pacer writes the events of every paced run at their due time, from one

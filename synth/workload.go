@@ -1,4 +1,4 @@
-package harness
+package synth
 
 import (
 	"strconv"
@@ -97,11 +97,21 @@ type Plan struct {
 	Stamped int
 }
 
+// Mix leaves blocks out of a run's plan; the zero Mix has every kind.
+type Mix struct {
+	NoTools     bool // no tool calls (TOOL_CALL_*)
+	NoReasoning bool // no reasoning (REASONING_* or THINKING_*)
+}
+
 // NewPlan returns the plan of a run of about events events (at least the
 // RUN_STARTED and the terminal event) in dialect d. Most events are
 // TEXT_MESSAGE_CONTENT deltas, with reasoning, tool calls, state deltas and
 // snapshots mixed in, and for Dialect10 an occasional subagent.
-func NewPlan(d Dialect, events int) Plan {
+func NewPlan(d Dialect, events int) Plan { return NewMixedPlan(d, events, Mix{}) }
+
+// NewMixedPlan is NewPlan without the blocks m leaves out. A DialectThinking
+// run is all reasoning whatever m says: that is what it measures.
+func NewMixedPlan(d Dialect, events int, m Mix) Plan {
 	ks := []Kind{KRunStarted}
 	body := events - 2
 	if d == DialectThinking {
@@ -153,9 +163,13 @@ func NewPlan(d Dialect, events int) Plan {
 	for cycle := 0; len(ks)-1 < body; cycle++ {
 		// One cycle is about 130 events, 75% of them text deltas.
 		text(30)
-		reason(10)
+		if !m.NoReasoning {
+			reason(10)
+		}
 		text(30)
-		tool(5)
+		if !m.NoTools {
+			tool(5)
+		}
 		ks = append(ks, KStateDelta)
 		text(30)
 		ks = append(ks, KStateDelta)
@@ -215,10 +229,13 @@ type RunWriter struct {
 	D      Dialect
 	RunID  string
 	Thread string
-	block  int // id counter for messages, tool calls, subagents
-	subID  int // block of the current subagent
-	seq    int64
-	word   int
+	// Delta is the length of each content delta's text before its stamp;
+	// 0 is two words.
+	Delta int
+	block int // id counter for messages, tool calls, subagents
+	subID int // block of the current subagent
+	seq   int64
+	word  int
 }
 
 // Seq is the number of stamped events rendered so far.
@@ -242,13 +259,30 @@ func (w *RunWriter) id(b []byte, prefix string) []byte {
 
 func (w *RunWriter) delta(b []byte, now int64) []byte {
 	b = append(b, `"delta":"`...)
-	b = append(b, words[w.word%len(words)]...)
-	b = append(b, words[(w.word+7)%len(words)]...)
+	if w.Delta > 0 {
+		b = w.filler(b, w.Delta)
+	} else {
+		b = append(b, words[w.word%len(words)]...)
+		b = append(b, words[(w.word+7)%len(words)]...)
+		b = append(b, ' ')
+	}
 	w.word++
-	b = append(b, ' ')
 	b = AppendStamp(b, w.seq, now)
 	w.seq++
 	return append(b, '"')
+}
+
+// filler appends n bytes of words, starting at the run's current word.
+func (w *RunWriter) filler(b []byte, n int) []byte {
+	for i := w.word; n > 0; i++ {
+		wd := words[i%len(words)]
+		if len(wd) > n {
+			wd = wd[:n]
+		}
+		b = append(b, wd...)
+		n -= len(wd)
+	}
+	return b
 }
 
 // AppendFrame appends the SSE frame "data: <event>\n\n" of kind k, stamped
@@ -288,7 +322,11 @@ func (w *RunWriter) appendEvent(b []byte, k Kind, now int64) []byte {
 		b = append(b, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"`...)
 		b = w.id(b, "msg-")
 		b = append(b, `","delta":"`...)
-		b = append(b, words[w.word%len(words)]...)
+		if w.Delta > 0 {
+			b = w.filler(b, w.Delta)
+		} else {
+			b = append(b, words[w.word%len(words)]...)
+		}
 		w.word++
 		b = append(b, '"')
 		return w.sub(b, true)
