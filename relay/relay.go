@@ -269,6 +269,10 @@ func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 		problemTarget().Write(ctx)
 		return
 	}
+	if hasDotSegment(ctx.RequestURI()) {
+		problemDotSegment().Write(ctx)
+		return
+	}
 	if isRun(ctx) {
 		r.run(ctx)
 		return

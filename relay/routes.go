@@ -21,8 +21,9 @@ type Route struct {
 	// ("/agents/a"), matched on segment boundaries: "/agents/a" matches
 	// "/agents/a", "/agents/a/run" and "/agents/a?x=1", not "/agents/ab".
 	// It is matched against the path as the consumer sent it, before
-	// percent-decoding and dot-segment removal, because that is the path
-	// the relay forwards.
+	// percent-decoding, because that is the path the relay forwards; a path
+	// with a dot segment, plain or percent-encoded, is refused (400)
+	// before any matching.
 	Prefix string
 	// Relay serves the route. Its fields must not change once the table is
 	// in use.
@@ -259,6 +260,12 @@ func (rt *Router) EndRuns() {
 func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
 	t := rt.acquire()
 	defer t.refs.Add(-1)
+	// Before matching: "/agents/a/../b" must not reach route a's producer
+	// as "/../b" (Relay.Handle refuses it too, for a relay without routes).
+	if hasDotSegment(ctx.RequestURI()) {
+		problemDotSegment().Write(ctx)
+		return
+	}
 	path := ctx.URI().PathOriginal()
 	r := t.Match(path)
 	if r == nil {

@@ -1,0 +1,58 @@
+package relay
+
+import (
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+)
+
+// hasDotSegment reports whether the path of a request target (up to its
+// query) has a "." or ".." segment once percent-decoded: "%2e", "%2E" are
+// dots, and "%2f", "%5c" and a backslash separate segments as "/" does,
+// since producers differ in what they decode and which separators they
+// honour. The relay appends the path to the upstream's base path (and
+// after a route's prefix) as it came, so such a segment could make a
+// producer that resolves it serve something outside them: the relay
+// refuses it rather than guess which resolution the producer applies.
+func hasDotSegment(target []byte) bool {
+	path, _, _ := bytes.Cut(target, []byte("?"))
+	if bytes.IndexByte(path, '.') < 0 && bytes.IndexByte(path, '%') < 0 {
+		return false // the common path: nothing to decode, no dot
+	}
+	dots, other := 0, false // the segment so far: its dots, anything else
+	for i := 0; i <= len(path); i++ {
+		c := byte('/')
+		if i < len(path) {
+			c = path[i]
+		}
+		if c == '%' && i+2 < len(path) {
+			if d, ok := percentByte(path[i+1], path[i+2]); ok {
+				c = d
+				i += 2
+			}
+		}
+		switch c {
+		case '/', '\\':
+			if !other && (dots == 1 || dots == 2) {
+				return true
+			}
+			dots, other = 0, false
+		case '.':
+			dots++
+		default:
+			other = true
+		}
+	}
+	return false
+}
+
+func percentByte(hi, lo byte) (byte, bool) {
+	h, ok1 := hexDigit(hi)
+	l, ok2 := hexDigit(lo)
+	return h<<4 | l, ok1 && ok2
+}
+
+func problemDotSegment() *Problem {
+	return &Problem{Type: "urn:agui-relay:dot-segment", Title: "The request path has a dot segment", Status: fasthttp.StatusBadRequest,
+		Detail: `the relay refuses "." and ".." path segments, plain or percent-encoded ("%2e"), rather than forward a path that could resolve outside the upstream's path or the route's prefix`}
+}
