@@ -11,12 +11,14 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
-// corpus and fixtures are the shared reference tree beside the repository.
-func sharedFile(t *testing.T, rel string) string {
+// testdataFile returns the path of rel under testdata/ (the recorded corpus
+// and the specification-draft fixtures; testdata/README.md says where they
+// come from) and fails the test when it is not there.
+func testdataFile(t *testing.T, rel string) string {
 	t.Helper()
-	p := filepath.Join("..", "shared", rel)
+	p := filepath.Join("testdata", filepath.FromSlash(rel))
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("reference material missing (%v): the tests need ../shared beside the repository", err)
+		t.Fatalf("test material missing: %v (testdata/README.md says how to restore it)", err)
 	}
 	return p
 }
@@ -38,7 +40,7 @@ func wantContains(t *testing.T, out string, subs ...string) {
 }
 
 func TestCheckCorpusSnakeCase(t *testing.T) {
-	code, out, _ := runCmd(t, "", "check", sharedFile(t, "corpus/agui-benchmark/anthropic-raw/simple.sse"))
+	code, out, _ := runCmd(t, "", "check", testdataFile(t, "corpus/agui-benchmark/anthropic-raw/simple.sse"))
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -52,7 +54,7 @@ func TestCheckCorpusSnakeCase(t *testing.T) {
 }
 
 func TestCheckCorpusSteps(t *testing.T) {
-	code, out, _ := runCmd(t, "", "check", sharedFile(t, "corpus/agui-benchmark/langgraph-cerebras/thinking.sse"))
+	code, out, _ := runCmd(t, "", "check", testdataFile(t, "corpus/agui-benchmark/langgraph-cerebras/thinking.sse"))
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -61,7 +63,7 @@ func TestCheckCorpusSteps(t *testing.T) {
 }
 
 func TestCheckCorpusRunErrorWithoutMessage(t *testing.T) {
-	code, out, _ := runCmd(t, "", "check", sharedFile(t, "corpus/agui-benchmark/ag2/multi_turn_memory.sse"))
+	code, out, _ := runCmd(t, "", "check", testdataFile(t, "corpus/agui-benchmark/ag2/multi_turn_memory.sse"))
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -70,7 +72,7 @@ func TestCheckCorpusRunErrorWithoutMessage(t *testing.T) {
 
 // An unknown event type is stripped by 1.0 and fails 0.0.x runs.
 func TestCheckUnknownTypeByVersion(t *testing.T) {
-	f := sharedFile(t, "corpus/agui-benchmark/cerebras-llama-3.1-8b/simple.sse")
+	f := testdataFile(t, "corpus/agui-benchmark/cerebras-llama-3.1-8b/simple.sse")
 	code, out, _ := runCmd(t, "", "check", f)
 	if code != 0 {
 		t.Errorf("1.0: exit %d, want 0:\n%s", code, out)
@@ -119,12 +121,12 @@ func TestCheckJSONLinesFromStdin(t *testing.T) {
 }
 
 func TestCheckInput(t *testing.T) {
-	code, out, _ := runCmd(t, "", "check", "--input", sharedFile(t, "fixtures/spec-draft/RunAgentInput/valid/full.json"))
+	code, out, _ := runCmd(t, "", "check", "--input", testdataFile(t, "spec-draft/RunAgentInput/valid/full.json"))
 	if code != 0 {
 		t.Errorf("valid input: exit %d\n%s", code, out)
 	}
 	wantContains(t, out, "input: accepted")
-	code, out, _ = runCmd(t, "", "check", "--input", sharedFile(t, "corpus/agui-benchmark/ag2/simple.request.json"))
+	code, out, _ = runCmd(t, "", "check", "--input", testdataFile(t, "corpus/agui-benchmark/ag2/simple.request.json"))
 	if code != 1 {
 		t.Errorf("snake_case input: exit %d", code)
 	}
@@ -158,7 +160,7 @@ func TestCheckUsageErrors(t *testing.T) {
 // recorded runs the published consumers resolve; check must pass exactly
 // those many.
 func TestCheckCorpusAgreesWithConsumers(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(sharedFile(t, "corpus/agui-benchmark"), "*", "*.sse"))
+	files, err := filepath.Glob(filepath.Join(testdataFile(t, "corpus/agui-benchmark"), "*", "*.sse"))
 	if err != nil || len(files) != 171 {
 		t.Fatalf("want 171 corpus streams, got %d (%v)", len(files), err)
 	}

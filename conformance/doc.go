@@ -1,7 +1,7 @@
 // Package conformance proves the relay against the real AG-UI packages: the
 // published @ag-ui/client releases (one per legacy profile and in-profile
 // step, and 1.0.0) run through the relay against recorded producer streams
-// (testdata/streams and the shared corpus), and the published @ag-ui/core
+// (testdata/streams and the recorded corpus under testdata/corpus), and the published @ag-ui/core
 // schemas judge what the relay forwards.
 //
 // Everything lives in the tests (go test ./conformance); this file only names

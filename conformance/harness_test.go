@@ -67,9 +67,12 @@ func setup(tmp string) error {
 	confDir = wd
 	repoRoot = filepath.Dir(wd)
 	streamsDir = filepath.Join(repoRoot, "testdata", "streams")
-	corpusDir = filepath.Join(repoRoot, "..", "shared", "corpus", "agui-benchmark")
+	corpusDir = filepath.Join(repoRoot, "testdata", "corpus", "agui-benchmark")
 	if p := os.Getenv("AGUI_CORPUS_DIR"); p != "" {
 		corpusDir = p
+	}
+	if _, err := os.Stat(corpusDir); err != nil {
+		return fmt.Errorf("the recorded corpus is missing: %v (testdata/README.md says how to restore it)", err)
 	}
 	nodeBin, err = exec.LookPath("node")
 	if err != nil {

@@ -10,14 +10,14 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
-// shared is the read-only reference tree, beside the repository.
-const shared = "../../shared"
-
-func sharedPath(t testing.TB, rel string) string {
+// testdataPath returns the path of rel under the repository's testdata/
+// (testdata/README.md says where its sets come from) and fails the test
+// when it is not there.
+func testdataPath(t testing.TB, rel string) string {
 	t.Helper()
-	p := filepath.Join(shared, rel)
+	p := filepath.Join("..", "testdata", filepath.FromSlash(rel))
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("reference material missing (%v): the tests need ../shared beside the repository", err)
+		t.Fatalf("test material missing: %v (testdata/README.md says how to restore it)", err)
 	}
 	return p
 }
@@ -43,7 +43,7 @@ func wrap(def string, doc []byte) []byte {
 // TestSpecDraftVerdicts checks every fixture document against the verdict
 // of the reference 1.0 consumer.
 func TestSpecDraftVerdicts(t *testing.T) {
-	dir := sharedPath(t, "fixtures/spec-draft")
+	dir := testdataPath(t, "spec-draft")
 	f, err := os.Open(filepath.Join(dir, "VERDICTS.tsv"))
 	if err != nil {
 		t.Fatal(err)
