@@ -81,7 +81,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.DurationVar(&c.runTimeout, "run-timeout", time.Hour, "longest run, from the request to the end of the stream, before it is ended with a RUN_ERROR (0: no limit)")
 	fs.IntVar(&c.maxConns, "upstream-max-conns", 4096, "most connections to the producer, that is runs in flight; more get 503")
 	fs.Func("demo-version", "protocol version the embedded demo agent speaks unless a run asks (?version=, forwardedProps.demo.version); default: the newest recorded (1.0)", versionFlag(&c.demoVersion))
-	fs.StringVar(&c.recordDir, "record-dir", "", "record every run under this directory, one directory per run: input.received.json, input.forwarded.json,\nproducer.sse (as received), emitted.sse (as written), meta.json; `agui-relay translate` and `check` replay them.\nEmpty: no recording")
+	fs.StringVar(&c.recordDir, "record-dir", "", "record every run under `dir`, one directory per run: input.received.json, input.forwarded.json,\nproducer.sse (as received), emitted.sse (as written), meta.json; agui-relay translate and check replay them.\nEmpty: no recording")
 	fs.BoolVar(&c.recordRedact, "record-redact", false, "replace message content in recordings (every string but ids, types, roles, names and versions) with same-length placeholders")
 	fs.Var(&c.recordMaxBytes, "record-max-bytes", "largest recording of one run, its files together; what is over is cut and meta.json says so")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --admin-listen; they reveal memory contents, so keep that address private")
