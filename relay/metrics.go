@@ -438,6 +438,8 @@ func upstreamErrorKind(rep *RunReport, streamed bool) string {
 		return "timeout"
 	case problemTypeBusy:
 		return "busy"
+	case problemTypeUpgrade: // a 101: a status no run can have
+		return "http_status"
 	case "":
 	default:
 		return ""
@@ -469,6 +471,7 @@ const (
 	problemTypeUnreachable     = "urn:agui-relay:upstream-unreachable"
 	problemTypeUpstreamTimeout = "urn:agui-relay:upstream-timeout"
 	problemTypeBusy            = "urn:agui-relay:upstream-busy"
+	problemTypeUpgrade         = "urn:agui-relay:upstream-upgrade"
 )
 
 // deprecation is one registry entry and what the relay saw of it.

@@ -60,6 +60,14 @@ func problemBusy(err error) *Problem {
 		Detail: err.Error()}
 }
 
+// problemUpgrade answers a producer's 101 Switching Protocols: the relay
+// never asks for an upgrade (it drops the consumer's Upgrade header as
+// hop-by-hop) and tunnels none, and a run is an event stream.
+func problemUpgrade() *Problem {
+	return &Problem{Type: problemTypeUpgrade, Title: "The producer switched protocols", Status: fasthttp.StatusBadGateway,
+		Detail: "the producer answered 101 Switching Protocols; the relay does not tunnel upgraded connections, and a run is answered with an event stream"}
+}
+
 func problemShuttingDown() *Problem {
 	return &Problem{Type: "urn:agui-relay:shutting-down", Title: "The relay is shutting down", Status: fasthttp.StatusServiceUnavailable}
 }

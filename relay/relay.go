@@ -344,6 +344,13 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 		p.Write(ctx)
 		return
 	}
+	if resp.StatusCode() == fasthttp.StatusSwitchingProtocols {
+		fasthttp.ReleaseResponse(resp)
+		p := problemUpgrade()
+		r.log.Error("proxying to the producer", zap.String("url", uri), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.String("problem", p.Type))
+		p.Write(ctx)
+		return
+	}
 	r.passThrough(ctx, resp, nil)
 }
 
@@ -413,6 +420,13 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 		fasthttp.ReleaseResponse(resp)
 		rep.Err = err
 		r.refuse(ctx, rep, upstreamProblem(err))
+		return
+	}
+	if resp.StatusCode() == fasthttp.StatusSwitchingProtocols {
+		// The producer's connection is not HTTP any more (the transport
+		// closed it): nothing of it can be relayed as a run.
+		fasthttp.ReleaseResponse(resp)
+		r.refuse(ctx, rep, problemUpgrade())
 		return
 	}
 	rep.Status = resp.StatusCode()
