@@ -156,26 +156,39 @@ func TestCheckUsageErrors(t *testing.T) {
 	}
 }
 
-// TestCheckCorpusAgreesWithConsumers: the corpus README measured how many
-// recorded runs the published consumers resolve; check must pass exactly
-// those many.
+// TestCheckCorpusAgreesWithConsumers: testdata/corpus/consumers.tsv records
+// what the published consumers make of each recorded run (TestCorpus in
+// conformance/ measures it); check must pass exactly the runs each consumer
+// resolves.
 func TestCheckCorpusAgreesWithConsumers(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(testdataFile(t, "corpus/agui-benchmark"), "*", "*.sse"))
-	if err != nil || len(files) != 171 {
-		t.Fatalf("want 171 corpus streams, got %d (%v)", len(files), err)
+	table, err := os.ReadFile(testdataFile(t, "corpus/consumers.tsv"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		version string
-		resolve int
-	}{{"1.0", 117}, {"0.0.52", 109}} {
-		ok := 0
-		for _, f := range files {
-			if code, _, _ := runCmd(t, "", "check", "--version", c.version, f); code == 0 {
-				ok++
+	lines := strings.Split(strings.TrimSpace(string(table)), "\n")
+	if len(lines) != 172 || lines[0] != "run\tclient-1.0.0\tclient-0.0.52" {
+		t.Fatalf("consumers.tsv: want a header and 171 runs, got %d lines, header %q", len(lines), lines[0])
+	}
+	resolves := map[string]int{}
+	for _, l := range lines[1:] {
+		cols := strings.Split(l, "\t")
+		if len(cols) != 3 {
+			t.Fatalf("consumers.tsv: bad line %q", l)
+		}
+		f := testdataFile(t, "corpus/agui-benchmark/"+cols[0]+".sse")
+		for i, version := range []string{"1.0", "0.0.52"} {
+			resolved := cols[1+i] != "rejected"
+			if resolved {
+				resolves[version]++
+			}
+			code, out, _ := runCmd(t, "", "check", "--version", version, f)
+			if (code == 0) != resolved {
+				t.Errorf("%s, %s: check exits %d; the published consumer's verdict is %s\n%s", cols[0], version, code, cols[1+i], out)
 			}
 		}
-		if ok != c.resolve {
-			t.Errorf("%s: check passes %d of 171 streams; the published consumer resolves %d", c.version, ok, c.resolve)
-		}
+	}
+	// The figures testdata/README.md gives.
+	if resolves["1.0"] != 117 || resolves["0.0.52"] != 109 {
+		t.Errorf("consumers.tsv: 1.0.0 resolves %d runs, 0.0.52 %d; the README says 117 and 109", resolves["1.0"], resolves["0.0.52"])
 	}
 }

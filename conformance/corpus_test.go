@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -126,6 +127,9 @@ func TestCorpus(t *testing.T) {
 	}
 	direct1, direct52 := resolved[0], resolved[1]
 	fmt.Printf("corpus: %d runs; directly 1.0.0 resolves %d, 0.0.52 resolves %d\n", len(runs), count(direct1), count(direct52))
+	if resolved[1] != nil {
+		t.Run("consumers-file", func(t *testing.T) { checkConsumersFile(t, runs, direct1, direct52) })
+	}
 	for i, rt := range routes {
 		if !rt.relayed || resolved[i] == nil {
 			continue
@@ -156,6 +160,74 @@ func TestCorpus(t *testing.T) {
 		}
 		reportVia(t, "check", "corpus-faults", "check", reasons)
 	})
+}
+
+// consumersFile records, run by run, what the published consumers make of
+// the corpus directly, without a relay; cmd_check_test.go holds
+// `agui-relay check` to it. TestCorpus holds it to what the consumers do now
+// and rewrites it with -update.
+var (
+	consumersFile   = filepath.Join("..", "testdata", "corpus", "consumers.tsv")
+	updateConsumers = flag.Bool("update", false, "rewrite testdata/corpus/consumers.tsv with what the consumers make of the corpus directly")
+)
+
+// consumerVerdict is a run's outcome in consumers.tsv: resolved, warned
+// (resolved, with a warning of the client) or rejected.
+func consumerVerdict(o Outcome) string {
+	switch {
+	case !o.Resolved:
+		return "rejected"
+	case len(o.Warnings) > 0:
+		return "warned"
+	}
+	return "resolved"
+}
+
+func checkConsumersFile(t *testing.T, runs []corpusRun, direct1, direct52 map[string]Outcome) {
+	var b strings.Builder
+	b.WriteString("run\tclient-1.0.0\tclient-0.0.52\n")
+	for _, r := range runs {
+		fmt.Fprintf(&b, "%s\t%s\t%s\n", r.id, consumerVerdict(direct1[r.id]), consumerVerdict(direct52[r.id]))
+	}
+	if *updateConsumers {
+		if err := os.WriteFile(consumersFile, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(consumersFile)
+	if err != nil {
+		t.Fatalf("test material missing: %v (testdata/README.md says how to restore it)", err)
+	}
+	if string(want) != b.String() {
+		t.Errorf("the consumers no longer do with the corpus what %s records (go test ./conformance -run TestCorpus -update rewrites it):\n%s",
+			consumersFile, lineDiff(string(want), b.String()))
+	}
+}
+
+// lineDiff lists the lines of want missing from got (-) and the lines of got
+// missing from want (+).
+func lineDiff(want, got string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var out []string
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // checkNamesFault runs `agui-relay check --version 1.0` on a stream the 1.0
