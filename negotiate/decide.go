@@ -9,6 +9,12 @@ type Peer struct {
 	Declared    string
 	HasDeclared bool
 	Configured  Version
+	// Python, when set, names the producer by its Python SDK release;
+	// Configured is then that release's PyProfile.Events. Such a producer's
+	// runs are always translated: its shapes match a TypeScript release's
+	// but not byte for byte (retired shapes of its own, such as
+	// REASONING_MESSAGE_START.role "assistant" in 0.1.11-0.1.13).
+	Python PyRelease
 }
 
 // Declaration says what the relay writes into RUN_STARTED.protocolVersion.
@@ -122,7 +128,7 @@ func Decide(consumer Version, producer Peer) Plan {
 		return p
 	}
 	// A legacy consumer predates the field.
-	if !p.ProducerPredatesField && !producerNewer && p.Producer == consumer {
+	if !p.ProducerPredatesField && !producerNewer && p.Producer == consumer && (producer.Python.IsZero() || producer.HasDeclared) {
 		p.Declare = DeclareKeep
 		return p
 	}
@@ -142,6 +148,10 @@ type InputPlan struct {
 	// the field.
 	Declare  Declaration
 	Declared string
+	// Python, when set, names the producer by its Python SDK release (see
+	// DecidePythonInput): To is the core its models match, and the
+	// release's own input rules apply after To's.
+	Python PyRelease
 }
 
 // DecideInput decides the input direction. Only the configured producer

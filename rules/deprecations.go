@@ -41,6 +41,7 @@ const (
 	StepBinaryToMedia       = "binary-to-media"
 	StepNullMeansAbsent     = "null-means-absent"
 	StepReasoningRole       = "reasoning-role"
+	StepAbsentMeansNull     = "absent-means-null"
 )
 
 // ReasoningRoleAssistant is the registry shape of a REASONING_MESSAGE_START
@@ -50,12 +51,15 @@ const ReasoningRoleAssistant = `REASONING_MESSAGE_START.role:"assistant"`
 // deprecations is the registry, sorted by Shape (an invariant test checks
 // it, and that no retired shape is still described by 1.0).
 var deprecations = []Deprecation{
+	{"CUSTOM.value:absent", "value null", StepAbsentMeansNull, v1_0, thinkingExpiry},
+	{"RAW.event:absent", "event null", StepAbsentMeansNull, v1_0, thinkingExpiry},
 	{ReasoningRoleAssistant, `role "reasoning"`, StepReasoningRole, v1_0, thinkingExpiry},
 	{"RUN_FINISHED.outcome:null", "outcome omitted (success)", StepNullMeansAbsent, v1_0, thinkingExpiry},
 	{"RUN_FINISHED.result:null", "result omitted", StepNullMeansAbsent, v1_0, thinkingExpiry},
 	{"RUN_STARTED.input.forwardedProps:null", "forwardedProps omitted", StepNullMeansAbsent, v1_0, thinkingExpiry},
 	{"RUN_STARTED.input.resume[].payload:null", "payload omitted", StepNullMeansAbsent, v1_0, thinkingExpiry},
 	{"RUN_STARTED.input.tools[].parameters:null", "parameters omitted", StepNullMeansAbsent, v1_0, thinkingExpiry},
+	{"STATE_SNAPSHOT.snapshot:absent", "snapshot null", StepAbsentMeansNull, v1_0, thinkingExpiry},
 	{"SUBAGENT_FINISHED.result:null", "result omitted", StepNullMeansAbsent, v1_0, thinkingExpiry},
 	{"THINKING_END", "REASONING_END", StepThinkingToReasoning, v1_0, thinkingExpiry},
 	{"THINKING_START", "REASONING_START (title dropped)", StepThinkingToReasoning, v1_0, thinkingExpiry},

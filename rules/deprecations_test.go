@@ -30,6 +30,9 @@ func retiredIn1_0() map[string]bool {
 			if f.oldShape != "" {
 				out[f.oldShape] = true
 			}
+			if f.absent != "" {
+				out[f.absent] = true
+			}
 		}
 	}
 	return out
@@ -40,7 +43,7 @@ func TestDeprecationRegistryInvariants(t *testing.T) {
 	if !sort.SliceIsSorted(reg, func(i, k int) bool { return reg[i].Shape < reg[k].Shape }) {
 		t.Error("registry is not sorted by shape")
 	}
-	steps := map[string]bool{StepThinkingToReasoning: true, StepBinaryToMedia: true, StepNullMeansAbsent: true, StepReasoningRole: true}
+	steps := map[string]bool{StepThinkingToReasoning: true, StepBinaryToMedia: true, StepNullMeansAbsent: true, StepReasoningRole: true, StepAbsentMeansNull: true}
 	s := schemaFor(negotiate.Current)
 	tabled := retiredIn1_0()
 	for i, d := range reg {

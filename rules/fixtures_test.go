@@ -77,6 +77,15 @@ func TestSpecDraftVerdicts(t *testing.T) {
 			if name == "UserMessage/invalid/legacy-binary-part.json" {
 				verdict = "translated"
 			}
+			// The same for the opaque values 0.0.x read as optional and the
+			// Python SDK's encoder leaves out when None (the registry's
+			// absent-means-null): a retired shape the relay upgrades to
+			// null, where the reference consumer fails the run.
+			switch name {
+			case "CustomEvent/invalid/value-missing.json", "RawEvent/invalid/event-missing.json",
+				"StateSnapshotEvent/invalid/snapshot-missing.json":
+				verdict, where = "translated", "/"+strings.TrimSuffix(strings.Split(name, "/")[2], "-missing.json")
+			}
 			var ptrs []string
 			if where != "" {
 				ptrs = strings.Split(where, ",")

@@ -263,6 +263,10 @@ func (j *judge) object(o *object, r string) {
 	})
 	for i := range o.fields {
 		if o.fields[i].req && seen&(uint64(1)<<uint(i)) == 0 {
+			if sh := o.fields[i].absent; sh != "" {
+				j.add(Retired, j.pointer(j.depth, o.fields[i].name), "retired", sh, false)
+				continue
+			}
 			j.add(Malformed, j.pointer(j.depth, o.fields[i].name), "required", o.name+"."+o.fields[i].name, true)
 		}
 	}

@@ -81,6 +81,12 @@ type field struct {
 	oldValue, oldShape string
 	// echo marks RUN_STARTED.input: the RunAgentInput a producer echoes.
 	echo bool
+	// absent names the registry shape of a required member left out by
+	// producers of a published SDK whose older versions described it
+	// optional (1.0's CUSTOM.value, RAW.event, STATE_SNAPSHOT.snapshot,
+	// which the Python SDK's encoder drops when None): its absence is a
+	// retired shape, not malformed.
+	absent string
 }
 
 // object is a described JSON object: an event, a message, a part...
@@ -165,8 +171,15 @@ func (s *schema) clone(v negotiate.Version, why string) *schema {
 	if !s.version.Less(v) {
 		panic(fmt.Sprintf("rules: version %s follows %s", v, s.version))
 	}
-	n := *s
+	n := s.dup()
 	n.version, n.why = v, why
+	return n
+}
+
+// dup copies the schema deeply enough for edits (objects, unions, maps) to
+// leave s as it was.
+func (s *schema) dup() *schema {
+	n := *s
 	n.objects = make(map[string]*object, len(s.objects))
 	for k, o := range s.objects {
 		c := *o

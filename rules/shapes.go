@@ -301,10 +301,16 @@ func v1(s *schema) {
 	for _, t := range []string{"THINKING_START", "THINKING_END", "THINKING_TEXT_MESSAGE_START", "THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END"} {
 		s.removeEvent(t, t)
 	}
-	// Opaque values that must now be present.
-	s.change(eventPrefix+"STATE_SNAPSHOT", anyReq("snapshot"))
-	s.change(eventPrefix+"RAW", anyReq("event"))
-	s.change(eventPrefix+"CUSTOM", anyReq("value"))
+	// Opaque values that must now be present. 0.0.x read them as z.any(),
+	// which takes an absent member, and the Python SDK's encoder (every
+	// release to 0.1.20: model_dump_json(exclude_none=True)) drops them when
+	// they hold None: their absence is a retired shape, upgraded to null
+	// (the value the producer had), not a malformed event.
+	for _, f := range [...][2]string{{"STATE_SNAPSHOT", "snapshot"}, {"RAW", "event"}, {"CUSTOM", "value"}} {
+		req := anyReq(f[1])
+		req.absent = f[0] + "." + f[1] + ":absent"
+		s.change(eventPrefix+f[0], req)
+	}
 
 	// JSON Patch ops are validated; their members are open.
 	s.unions["PatchOp"] = &union{disc: "op", rule: "unknown-op", members: map[string]string{}}

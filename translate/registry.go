@@ -19,6 +19,7 @@ func Registry() []*Step {
 		runAfterError,        // 0.0.59 (late)
 		binaryToMedia,        // 1.0 (upgrade)
 		nullMeansAbsent,      // 1.0 (upgrade)
+		absentMeansNull,      // 1.0 (upgrade)
 		toolPartsToText,      // 1.0
 		fileSourceParts,      // 1.0
 		outcomeMembers,       // 1.0
