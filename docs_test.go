@@ -217,6 +217,9 @@ func stepName(e ast.Expr) string {
 // whoUpgrades says which side to upgrade so that a step no longer runs.
 func whoUpgrades(s *translate.Step) string {
 	since := s.Since.String()
+	if s.Python {
+		return "the producer (the agent): the ag-ui-protocol release each warning names"
+	}
 	if s.Since.IsZero() {
 		return "nothing: the step serves every version"
 	}
@@ -252,6 +255,8 @@ func stepsSection(t *testing.T) string {
 			}
 			runs := "every run"
 			switch {
+			case s.Python:
+				runs = "producers named by their Python release (ag-ui-protocol@X.Y.Z)"
 			case s.Since.IsZero():
 			case s.Kind == translate.Downgrade && dir == translate.Events:
 				runs = "consumers before " + s.Since.String()
@@ -297,6 +302,9 @@ func stepsSection(t *testing.T) string {
 }
 
 func sinceWords(s *translate.Step) string {
+	if s.Python {
+		return "producers named by their Python release"
+	}
 	if s.Since.IsZero() {
 		return "every version"
 	}

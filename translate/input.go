@@ -52,6 +52,7 @@ func TranslateInput(plan negotiate.InputPlan, in []byte, obs Observer) (out []by
 // registry's (tests, or a relay configured with its own steps).
 func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs Observer) (out []byte, run *Run) {
 	run = NewRun(Input, plan.From, plan.To, obs)
+	run.Python = plan.Python
 	root := Root(in)
 	if id := root.Get("runId"); id.Type == gjson.String {
 		run.RunID = strings.Clone(id.Str) // Str aliases the caller's input

@@ -48,7 +48,7 @@ func TestInputChainOrder(t *testing.T) {
 		"tool-parts-to-text-input,file-source-parts-input,tools-context-required-input," + // then newest change first
 		"strip-subagent-run-id-input,strip-resume-input,media-to-binary-input," +
 		"strip-encrypted-value-input,drop-reasoning-input,flatten-content-input,strip-parent-run-id-input," +
-		"unrecognised-input" // late
+		"unrecognised-input,python-input" // late (python-input: for a Python producer, in every chain)
 	if got := strings.Join(names, ","); got != want {
 		t.Errorf("chain\n got %s\nwant %s", got, want)
 	}
@@ -56,7 +56,7 @@ func TestInputChainOrder(t *testing.T) {
 	for _, s := range InputChain(negotiate.Current, Registry()) {
 		names = append(names, s.Name)
 	}
-	if got := strings.Join(names, ","); got != "drop-activity-input,binary-to-media-input,null-means-absent-input" {
+	if got := strings.Join(names, ","); got != "drop-activity-input,binary-to-media-input,null-means-absent-input,python-input" {
 		t.Errorf("1.0 chain %s", got)
 	}
 }

@@ -23,7 +23,9 @@ import (
 // never altered.
 //
 // It is a Late step: it judges what the version steps left (parts flattened,
-// media made binary, …) against the producer's version.
+// media made binary, …) against the producer's version. Toward a producer
+// named by its Python release it does nothing: inputPython judges by that
+// release's models, which take unknown members from 0.1.10 on.
 var inputUnrecognised = &Step{
 	Name:        "unrecognised-input",
 	Description: "input members, roles and part types an older producer does not recognise are stripped with a warning",
@@ -33,7 +35,7 @@ var inputUnrecognised = &Step{
 	Lossy:       true,
 	Late:        true,
 	Input: func(r *Run, in []byte) []byte {
-		if !r.To.Less(r.From) {
+		if !r.To.Less(r.From) || !r.Python.IsZero() {
 			return in
 		}
 		j := rules.JudgeInput(clientOfCore(r.To), in)

@@ -43,5 +43,6 @@ func Registry() []*Step {
 		inputFileSource,           // 1.0
 		inputToolParts,            // 1.0
 		inputUnrecognised,         // 1.0 (late: after every other downgrade)
+		inputPython,               // Python producers (late: after inputUnrecognised)
 	}
 }

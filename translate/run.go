@@ -40,6 +40,11 @@ type Run struct {
 	// that needs it then does nothing).
 	Stream *StreamState
 
+	// Python names the producer's Python SDK release on an input run whose
+	// plan names one (negotiate.InputPlan.Python): its models' own rules
+	// apply (inputPython). Zero otherwise.
+	Python negotiate.PyRelease
+
 	observer Observer
 	step     *Step  // the step being applied
 	typ      []byte // the type of the event being applied, borrowed from it

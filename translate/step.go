@@ -92,6 +92,10 @@ type Step struct {
 	// against the consumer's version (unrecognised material) must see the
 	// stream once they have reshaped what they can.
 	Late bool
+	// Python marks an input step for producers named by their Python SDK
+	// release (Run.Python): it belongs in every input chain, whatever the
+	// target, and does nothing on a run without one. Since is then unused.
+	Python bool
 	// NewEvent makes the per-run state of an event step.
 	NewEvent func() EventStep
 	// Input is the rewrite of an input step.
@@ -100,6 +104,9 @@ type Step struct {
 
 // Applies reports whether the step belongs in a chain that emits for target.
 func (s *Step) Applies(target negotiate.Version) bool {
+	if s.Python {
+		return true
+	}
 	if s.Kind == Upgrade {
 		return target.AtLeast(s.Since)
 	}
