@@ -38,6 +38,7 @@ var demoRecordings embed.FS
 type serveConfig struct {
 	listen, adminListen, upstream    string
 	producerVersion, consumerVersion negotiate.Version
+	producerPython                   negotiate.PyRelease // --producer-version named a Python release
 	quietWarnings                    bool
 	logFormat, logLevel              string
 	maxBody, maxFrame                byteSize
@@ -67,7 +68,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.StringVar(&c.config, "config", "", "routes file (YAML or JSON): path prefixes to upstreams, each with its versions, timeouts and limits; the\nflags below are the defaults of what a route leaves out. Re-read on SIGHUP. Empty: one route, every path to --upstream")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz, /metrics (Prometheus) and /deprecations (JSON)")
 	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process (see --demo-version)")
-	fs.Func("producer-version", "what the producer speaks when it does not declare it (1.0, or a legacy SDK release such as 0.0.45).\nEmpty: learnt per run from RUN_STARTED.protocolVersion; absent there means the producer predates the field", versionFlag(&c.producerVersion))
+	fs.Func("producer-version", "what the producer speaks when it does not declare it (1.0, or a legacy SDK release such as 0.0.45,\nor the Python SDK release it is built on: ag-ui-protocol@0.1.19, py0.1.19 for short).\nEmpty: learnt per run from RUN_STARTED.protocolVersion; absent there means the producer predates the field", producerVersionFlag(&c.producerVersion, &c.producerPython))
 	fs.Func("consumer-version", "what consumers that do not declare RunAgentInput.protocolVersion speak.\nEmpty: they are treated as current (never guessed downward)", consumerVersionFlag(&c.consumerVersion))
 	fs.BoolVar(&c.quietWarnings, "quiet-translation-warnings", false, "do not log lossy translations (they are still counted)")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or console")
@@ -127,6 +128,24 @@ func versionFlag(dst *negotiate.Version) func(string) error {
 		v, err := negotiate.Parse(s)
 		if err == nil {
 			*dst = v
+		}
+		return err
+	}
+}
+
+// producerVersionFlag is versionFlag for --producer-version, which may also
+// name the Python SDK release the producer is built on (py is then set, and
+// the version is the release's PyProfile.Events).
+func producerVersionFlag(dst *negotiate.Version, py *negotiate.PyRelease) func(string) error {
+	set := versionFlag(dst)
+	return func(s string) error {
+		v, r, named, err := parseProducer(s)
+		if !named {
+			*py = negotiate.PyRelease{}
+			return set(s)
+		}
+		if err == nil {
+			*dst, *py = v, r
 		}
 		return err
 	}

@@ -24,6 +24,7 @@ type routeConfig struct {
 	name, prefix, upstream           string
 	stripPrefix                      bool
 	producerVersion, consumerVersion negotiate.Version
+	producerPython                   negotiate.PyRelease // set when producerVersion names a Python release
 	connectTimeout, firstByteTimeout time.Duration
 	idleTimeout, runTimeout          time.Duration
 	maxBody, maxFrame, maxConns      int
@@ -35,6 +36,7 @@ func defaultRoute(c *serveConfig, upstream string) routeConfig {
 	return routeConfig{
 		name: "default", prefix: "/", upstream: upstream,
 		producerVersion: c.producerVersion, consumerVersion: c.consumerVersion,
+		producerPython: c.producerPython,
 		connectTimeout: c.connectTimeout, firstByteTimeout: c.firstByteTimeout,
 		idleTimeout: c.idleTimeout, runTimeout: c.runTimeout,
 		maxBody: int(c.maxBody), maxFrame: int(c.maxFrame), maxConns: c.maxConns,
@@ -194,7 +196,7 @@ func resolveRoute(rf *routeFile, c *serveConfig) (routeConfig, error) {
 		return rc, fmt.Errorf("upstream: %v", err)
 	}
 	var err error
-	if rc.producerVersion, err = versionField(rf.ProducerVersion, rc.producerVersion); err != nil {
+	if rc.producerVersion, rc.producerPython, err = producerVersionField(rf.ProducerVersion, rc.producerVersion, rc.producerPython); err != nil {
 		return rc, fmt.Errorf("producerVersion: %v", err)
 	}
 	if rc.consumerVersion, err = versionField(rf.ConsumerVersion, rc.consumerVersion); err != nil {
@@ -257,6 +259,34 @@ func versionField(raw json.RawMessage, def negotiate.Version) (negotiate.Version
 		return negotiate.Version{}, nil
 	}
 	return negotiate.Parse(s)
+}
+
+// producerVersionField is versionField for a producer, which may also be
+// named by its Python SDK release ("ag-ui-protocol@0.1.19", "py0.1.19"): the
+// version is then the release's PyProfile.Events.
+func producerVersionField(raw json.RawMessage, def negotiate.Version, defPy negotiate.PyRelease) (negotiate.Version, negotiate.PyRelease, error) {
+	if absent(raw) {
+		return def, defPy, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if v, py, named, err := parseProducer(s); named {
+			return v, py, err
+		}
+	}
+	v, err := versionField(raw, def)
+	return v, negotiate.PyRelease{}, err
+}
+
+// parseProducer reads a Python release name; named is false for anything
+// else (a protocol version or a TypeScript release, for negotiate.Parse).
+func parseProducer(s string) (v negotiate.Version, py negotiate.PyRelease, named bool, err error) {
+	py, named, err = negotiate.ParsePyRelease(s)
+	if !named || err != nil {
+		return negotiate.Version{}, negotiate.PyRelease{}, named, err
+	}
+	p, _ := negotiate.PyProfileOf(py)
+	return p.Events, py, true, nil
 }
 
 // durationField reads a duration written as a string ("30s", "5m"; "0"
@@ -340,6 +370,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			Translator:      &relay.Translator{Observer: &relay.Observer{Log: rlog, Quiet: sh.quiet}},
 			ConsumerVersion: rc.consumerVersion,
 			ProducerVersion: rc.producerVersion,
+			ProducerPython:  rc.producerPython,
 			MaxBody:         rc.maxBody,
 			MaxFrame:        rc.maxFrame,
 			IdleTimeout:     rc.idleTimeout,

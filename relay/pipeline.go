@@ -148,6 +148,10 @@ type Stream struct {
 	// Counts, when set, counts the events and bytes read and written by
 	// event type.
 	Counts *EventCounts
+	// ProducerPython, when set, names the producer by its Python SDK
+	// release (the producer configured is then its PyProfile.Events): its
+	// runs are always translated (see negotiate.Peer.Python).
+	ProducerPython negotiate.PyRelease
 
 	obs translate.Observer // the runs' observer, made at the first decision
 	own bool               // the frame is the relay's own (Fail), not the producer's
@@ -206,7 +210,7 @@ func (s *Stream) frame(f *Frame) error {
 	if string(typ) == "RUN_STARTED" {
 		s.startRun(f.Data)
 	} else if !s.decided {
-		s.decide(negotiate.Peer{Configured: s.producer})
+		s.decide(negotiate.Peer{Configured: s.producer, Python: s.ProducerPython})
 	}
 	shape := s.cr != nil && s.cr.ConcernsEvent(typ, f.Data)
 	if shape {
@@ -264,7 +268,7 @@ func (s *Stream) startRun(ev []byte) {
 	s.ThreadID = strings.Clone(translate.Get(ev, "threadId").String())
 	s.RunID = strings.Clone(translate.Get(ev, "runId").String())
 	pv := translate.Get(ev, "protocolVersion")
-	peer := negotiate.Peer{Configured: s.producer}
+	peer := negotiate.Peer{Configured: s.producer, Python: s.ProducerPython}
 	if pv.Exists() {
 		peer.HasDeclared = true
 		peer.Declared = strings.Clone(pv.String())

@@ -89,6 +89,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 	p.quiet.enter()
 	// cw buffers what the Stream writes until the flush.
 	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, cw)
+	p.st.ProducerPython = r.ProducerPython
 	p.tap = rep.tap
 	var src io.Reader = ub
 	if p.tap != nil {

@@ -69,6 +69,12 @@ type Relay struct {
 	// ProducerVersion is what the producer speaks when it does not declare
 	// it; zero means it is learnt per run from RUN_STARTED.
 	ProducerVersion negotiate.Version
+	// ProducerPython, when set, names the producer by the release of the
+	// Python SDK it is built on (ag-ui-protocol); ProducerVersion must then
+	// be that release's PyProfile.Events. The input is shaped for the
+	// release's models (negotiate.DecidePythonInput), and its runs are
+	// always translated.
+	ProducerPython negotiate.PyRelease
 	// MaxBody is the largest RunAgentInput accepted, in bytes; larger gets
 	// 413. Zero means 64 MiB.
 	MaxBody int
@@ -399,6 +405,9 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	// Input translation: the one place where the consumer's RunAgentInput
 	// is rewritten for the producer (forwardedProps stays byte for byte).
 	plan := negotiate.DecideInput(cv, r.ProducerVersion)
+	if !r.ProducerPython.IsZero() {
+		plan = negotiate.DecidePythonInput(cv, r.ProducerPython)
+	}
 	in, err := r.translateInput(plan, body, rep.tap)
 	if err != nil {
 		r.refuse(ctx, rep, problemInput([]InputError{{"", "cannot be translated for the producer: " + err.Error()}}))
