@@ -24,7 +24,9 @@ func runVersions(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), `usage: agui-relay versions [--admin URL]
 
 Lists the protocol versions the relay implements, the legacy SDK releases it
-serves grouped by legacy profile, and the deprecation registry: every retired
+serves grouped by legacy profile, the releases of the Python SDK
+(ag-ui-protocol) with the profile each maps to and the input rules of its
+own, and the deprecation registry: every retired
 shape, what replaces it, the translation step, the version that retired it
 and the date its translation expires. With --admin, the live usage of a
 running relay (its GET /deprecations) is shown next to each entry.
@@ -69,6 +71,24 @@ flags:
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Name, releases(p), len(rules.EventTypes(p.Last)), served, p.Summary)
 	}
 	tw.Flush()
+
+	fmt.Fprintln(stdout, "\nPython SDK releases (ag-ui-protocol; --producer-version ag-ui-protocol@X.Y.Z or pyX.Y.Z):")
+	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RELEASE\tEVENTS AS\tINPUT AS CORE\tINPUT RULES OF ITS OWN\tADDS\tSOURCE")
+	for i := len(negotiate.PyProfiles) - 1; i >= 0; i-- {
+		p := negotiate.PyProfiles[i]
+		var own []string
+		for _, r := range rules.PyRules() {
+			if r.Holds(p.Release) {
+				own = append(own, r.Name)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s (%s)\t%s\t%s\t%s\t%s\n", p.Release.Name(), p.Events, negotiate.ProfileOf(p.Events).Name, p.Input,
+			strings.Join(own, "; "), p.Adds, p.Source)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout, "Every release to 0.1.20 writes events with exclude_none, which drops a CUSTOM.value, RAW.event or\n"+
+		"STATE_SNAPSHOT.snapshot holding None: the registry's absent-means-null entries below.")
 
 	fmt.Fprintln(stdout, "\ndeprecation registry:")
 	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

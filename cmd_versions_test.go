@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/rules"
 )
 
@@ -14,6 +15,21 @@ func TestVersions(t *testing.T) {
 	}
 	wantContains(t, out, "current protocol version: 1.0", "oldest served consumer: 0.0.37",
 		"0.0.37 0.0.38 0.0.39 0.0.40", "0.0.54 0.0.55 0.0.56 0.0.57 0.0.58")
+	// The Python releases beside the TypeScript ones, each with its
+	// profile, its core and its source.
+	for _, p := range negotiate.PyProfiles {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, p.Release.Name()+" ") {
+				line = l
+			}
+		}
+		if line == "" || !strings.Contains(line, p.Events.String()+" ("+negotiate.ProfileOf(p.Events).Name+")") ||
+			!strings.Contains(line, p.Source) {
+			t.Errorf("%s: %q", p.Release.Name(), line)
+		}
+	}
+	wantContains(t, out, `ag-ui-protocol@0.1.9   0.0.37 (P37)`, `extra="forbid": any unknown member, anywhere`)
 	reg := rules.Deprecations()
 	if len(reg) == 0 {
 		t.Fatal("empty registry")
