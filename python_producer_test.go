@@ -149,3 +149,16 @@ func TestPythonProducerEndToEnd(t *testing.T) {
 		t.Errorf("the stream is not what 1.0 reads:\n%s", stream)
 	}
 }
+
+// The README's Python agent is named by a pin the relay takes.
+func TestReadmeNamesAPythonAgentByItsPin(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	i := strings.Index(readme, "--producer-version ag-ui-protocol@")
+	if i < 0 {
+		t.Fatal("README.md shows no agent named by its ag-ui-protocol pin")
+	}
+	pin := strings.Fields(readme[i+len("--producer-version "):])[0]
+	if _, err := parseServe([]string{"--producer-version", pin}, func(string) string { return "" }, io.Discard); err != nil {
+		t.Errorf("README's %s: %v", pin, err)
+	}
+}
