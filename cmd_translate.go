@@ -20,8 +20,8 @@ import (
 // translated offline and the same stream relayed live give the same bytes.
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("translate", stderr)
-	to := fs.String("to", "", "version the consumer reads (required): 1.0, or a legacy SDK release such as 0.0.45")
-	from := fs.String("from", "", "version the producer speaks (default: learnt per run from RUN_STARTED.protocolVersion; absent there means a producer that predates the field)")
+	to := fs.String("to", "", "version the consumer reads (required): 1.0, or a legacy SDK release such as 0.0.45\n(with --input, the producer: a Python release such as ag-ui-protocol@0.1.19 too)")
+	from := fs.String("from", "", "version the producer speaks, as --producer-version (a Python release such as py0.1.19 too)\n(default: learnt per run from RUN_STARTED.protocolVersion; absent there means a producer that predates the field)")
 	input := fs.Bool("input", false, "translate one RunAgentInput document instead of an event stream")
 	maxFrame := fs.Int("max-frame", 10<<20, "largest single event accepted, in bytes")
 	fs.Usage = func() {
@@ -38,7 +38,19 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fs.Usage()
 		return 2
 	}
-	consumer, err := negotiate.Parse(*to)
+	// --input: --to names the producer, which may be a Python release.
+	toV, toPy, toNamed, err := parseProducer(*to)
+	if toNamed && !*input {
+		err = fmt.Errorf("%s names a producer; the consumer reads 1.0 or a TypeScript release", *to)
+	}
+	if toNamed && err != nil {
+		fmt.Fprintf(stderr, "agui-relay translate: --to: %v\n", err)
+		return 2
+	}
+	consumer := toV
+	if !toNamed {
+		consumer, err = negotiate.Parse(*to)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "agui-relay translate: --to: %v\n", err)
 		return 2
@@ -48,8 +60,16 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		return 2
 	}
 	var producer negotiate.Version
+	var producerPy negotiate.PyRelease
 	if *from != "" {
-		if producer, err = negotiate.Parse(*from); err != nil {
+		var named bool
+		if producer, producerPy, named, err = parseProducer(*from); named && *input {
+			err = fmt.Errorf("%s names a producer; with --input, --from is the consumer", *from)
+		}
+		if !named {
+			producer, err = negotiate.Parse(*from)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "agui-relay translate: --from: %v\n", err)
 			return 2
 		}
@@ -66,9 +86,9 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 	if *input {
 		// --to names the producer here, --from the consumer.
-		return runTranslateInput(in, stdout, stderr, consumer, producer)
+		return runTranslateInput(in, stdout, stderr, consumer, toPy, producer)
 	}
-	if err := translateEvents(in, stdout, stderr, consumer, producer, *maxFrame); err != nil {
+	if err := translateEvents(in, stdout, stderr, consumer, producer, producerPy, *maxFrame); err != nil {
 		fmt.Fprintf(stderr, "agui-relay translate: %v\n", err)
 		return 1
 	}
@@ -76,7 +96,7 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 }
 
 // translateEvents runs a recorded stream through the relay's translation.
-func translateEvents(in io.Reader, stdout, stderr io.Writer, consumer, producer negotiate.Version, maxFrame int) error {
+func translateEvents(in io.Reader, stdout, stderr io.Writer, consumer, producer negotiate.Version, py negotiate.PyRelease, maxFrame int) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	if jsonLines(br) { // shared with check
 		in = &linesAsSSE{r: br}
@@ -86,6 +106,7 @@ func translateEvents(in io.Reader, stdout, stderr io.Writer, consumer, producer 
 	tr := &relay.Translator{Observer: &translate.LineObserver{W: stderr}}
 	w := bufio.NewWriter(stdout)
 	st := tr.NewStream(consumer, producer, w)
+	st.ProducerPython = py
 	sc := relay.NewScanner(in, maxFrame)
 	for {
 		f, err := sc.Next()

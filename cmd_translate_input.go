@@ -12,13 +12,14 @@ import (
 )
 
 // runTranslateInput is `translate --input`: it shapes one RunAgentInput, read
-// from in, for a producer of version to, with translate.TranslateInput (the
+// from in, for a producer of version to (or, when toPy is set, on that
+// Python release), with translate.TranslateInput (the
 // same call the relay makes before contacting the producer). from is the
 // version the consumer speaks; zero means what the input declares on
 // protocolVersion, else current (a consumer is never guessed downward). The
 // translated document goes to stdout as bytes, byte for byte the input when
 // nothing needs translating; warnings go to stderr.
-func runTranslateInput(in io.Reader, stdout, stderr io.Writer, to, from negotiate.Version) int {
+func runTranslateInput(in io.Reader, stdout, stderr io.Writer, to negotiate.Version, toPy negotiate.PyRelease, from negotiate.Version) int {
 	doc, err := io.ReadAll(io.LimitReader(in, maxCheckInput+1))
 	if err != nil {
 		fmt.Fprintf(stderr, "agui-relay translate --input: reading: %v\n", err)
@@ -52,6 +53,9 @@ func runTranslateInput(in io.Reader, stdout, stderr io.Writer, to, from negotiat
 		consumer = v
 	}
 	plan := negotiate.DecideInput(consumer, to)
+	if !toPy.IsZero() {
+		plan = negotiate.DecidePythonInput(consumer, toPy)
+	}
 	out, run := translate.TranslateInput(plan, doc, &translate.LineObserver{W: stderr})
 	if _, err := stdout.Write(out); err != nil {
 		fmt.Fprintf(stderr, "agui-relay translate --input: writing: %v\n", err)

@@ -162,3 +162,22 @@ func TestReadmeNamesAPythonAgentByItsPin(t *testing.T) {
 		t.Errorf("README's %s: %v", pin, err)
 	}
 }
+
+// agui-relay translate takes a Python release where it names the producer:
+// --to with --input, --from for a stream; never as the consumer.
+func TestTranslateNamesAPythonProducer(t *testing.T) {
+	code, out, stderr := runCmd(t, `{"threadId":"t","runId":"r","protocolVersion":"1.0","messages":[{"id":"u","role":"user","content":"hi","metadata":{}}],"forwardedProps":{"a":1}}`,
+		"translate", "--input", "--to", "ag-ui-protocol@0.1.9")
+	if code != 0 || out != `{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":"hi"}],"forwardedProps":{"a":1},"tools":[],"context":[],"state":{}}` ||
+		!strings.Contains(stderr, "ag-ui-protocol@0.1.9 forbids unknown members") {
+		t.Errorf("translate --input --to ag-ui-protocol@0.1.9: exit %d\n%s\n%s", code, out, stderr)
+	}
+	stream := "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\ndata: {\"type\":\"REASONING_MESSAGE_START\",\"messageId\":\"m\",\"role\":\"assistant\"}\n\n"
+	code, out, _ = runCmd(t, stream, "translate", "--to", "0.0.45", "--from", "py0.1.11")
+	if code != 0 || !strings.Contains(out, `"role":"reasoning"`) {
+		t.Errorf("a 0.1.11 stream for its own TypeScript release is not translated: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runCmd(t, stream, "translate", "--to", "py0.1.11"); code != 2 {
+		t.Errorf("a Python release as the consumer: exit %d, want 2", code)
+	}
+}
