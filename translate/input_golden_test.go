@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
 )
 
@@ -14,22 +15,52 @@ import (
 // the release just before it.
 var inputGoldenTargets = []string{"1.0", "0.0.59", "0.0.58", "0.0.54", "0.0.53", "0.0.49", "0.0.48", "0.0.45", "0.0.44", "0.0.40", "0.0.39"}
 
+// pyGoldenTargets are the Python releases every input archive is
+// translated for too: the first of each row of rules.PyRules and
+// negotiate.PyProfiles that changes the input, and the newest.
+var pyGoldenTargets = []string{"0.1.4", "0.1.8", "0.1.9", "0.1.10", "0.1.11", "0.1.14", "0.1.15", "0.1.19", "0.1.20", "0.1.22", "1.0.0"}
+
 // TestGoldenInput translates the RunAgentInput of each archive under
 // testdata/golden-input (section input.json; option "from: V" names the
 // consumer's version, else its protocolVersion declaration decides) for
-// every target, and compares with the <target>.json and warnings.<target>
-// sections (-update rewrites them). Whatever the goldens say, it checks the
-// input direction's properties.
+// every target, and for a producer on each Python release of
+// pyGoldenTargets, and compares with the <target>.json and
+// warnings.<target> sections (py<release>.json for a Python release;
+// -update rewrites them). Whatever the goldens say, it checks the input
+// direction's properties and, for a Python release, that its models take
+// what comes out unless the consumer sent a malformed value.
 func TestGoldenInput(t *testing.T) {
 	runArchives(t, "golden-input", "input.json", func(t *testing.T, a *archive, input string) {
 		consumer := consumerOf(t, *a, []byte(input))
+		var plans []negotiate.InputPlan
+		var names []string
 		for _, target := range inputGoldenTargets {
-			plan := negotiate.DecideInput(consumer, negotiate.MustParse(target))
+			plans, names = append(plans, negotiate.DecideInput(consumer, negotiate.MustParse(target))), append(names, target)
+		}
+		for _, rel := range pyGoldenTargets {
+			py, _, err := negotiate.ParsePyRelease("py" + rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plans, names = append(plans, negotiate.DecidePythonInput(consumer, py)), append(names, "py"+rel)
+		}
+		consumerMalformed := rules.JudgeInput(consumer, []byte(input)).Verdict == rules.Malformed
+		for i, plan := range plans {
+			target := names[i]
 			obs := &collector{}
 			out, run := translate.TranslateInput(plan, []byte(input), obs)
 			run.Finish()
 			checkInputProperties(t, target, plan, []byte(input), out)
 			a.compare(t, target, target+".json", out, obs.lines)
+			if plan.Python.IsZero() || consumerMalformed {
+				continue
+			}
+			j, _ := rules.JudgePythonInput(plan.Python, out)
+			for _, f := range j.Findings {
+				if f.Verdict == rules.Malformed || (f.Verdict == rules.Unrecognised && f.Fatal) {
+					t.Errorf("%s: %+v left in what the producer gets", target, f)
+				}
+			}
 		}
 	})
 }
