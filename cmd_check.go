@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,19 +41,9 @@ flags:
 		fs.PrintDefaults()
 	}
 	// Flags may follow FILE, as users of a checker expect.
-	var files []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		files, rest = append(files, rest[0]), rest[1:]
+	files, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
 	}
 	if len(files) > 1 {
 		fmt.Fprintln(stderr, "agui-relay check: at most one FILE")

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io
 	"serve":     runServe,
 	"translate": runTranslate,
 	"check":     runCheck,
+	"load":      runLoad,
 	"versions":  runVersions,
 }
 
@@ -48,6 +50,7 @@ commands:
   serve       run the relay (the default command)
   translate   translate a recorded event stream or RunAgentInput to another version
   check       judge a recorded stream or input against a version
+  load        load-test an AG-UI endpoint: timings, throughput, errors, completeness
   versions    list the versions, legacy profiles and the deprecation registry
 
 Run "agui-relay <command> --help" for a command's flags.
@@ -60,6 +63,25 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("agui-relay "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs
+}
+
+// parseInterspersed parses args whose flags may come before and after the
+// positional arguments, and returns those. When it returns false, the
+// command ends with the code: 0 after --help, 2 on a usage error.
+func parseInterspersed(fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0, false
+			}
+			return nil, 2, false
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			return positional, 0, true
+		}
+		positional, rest = append(positional, rest[0]), rest[1:]
+	}
 }
 
 // parseWithEnv parses args, then gives every flag not set on the command

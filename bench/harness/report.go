@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agui-relay/agui-relay/plot"
 )
 
 // find returns the named case, nil when absent or not measured.
@@ -417,21 +419,21 @@ func levelTable(w func(string, ...any), cases []CaseResult, levels []int, head, 
 }
 
 // Plots returns the throughput and p99 plots.
-func (r *Report) Plots() (throughput, p99 Plot) {
-	throughput = Plot{Title: "Throughput at saturation", XLabel: "concurrent streams", YLabel: "events/s delivered", LogX: true}
-	p99 = Plot{Title: fmt.Sprintf("p99 latency, %g events/s per stream", r.Config.PacedRate), XLabel: "concurrent streams", YLabel: "p99 latency (µs)", LogX: true, LogY: true}
+func (r *Report) Plots() (throughput, p99 plot.Plot) {
+	throughput = plot.Plot{Title: "Throughput at saturation", XLabel: "concurrent streams", YLabel: "events/s delivered", LogX: true}
+	p99 = plot.Plot{Title: fmt.Sprintf("p99 latency, %g events/s per stream", r.Config.PacedRate), XLabel: "concurrent streams", YLabel: "p99 latency (µs)", LogX: true, LogY: true}
 	for _, c := range r.Cases {
 		if len(c.Sat) > 0 {
-			s := Series{Name: c.Name}
+			s := plot.Series{Name: c.Name}
 			for _, p := range c.Sat {
-				s.Points = append(s.Points, Point{float64(p.Streams), p.EventsPerSec})
+				s.Points = append(s.Points, plot.Point{X: float64(p.Streams), Y: p.EventsPerSec})
 			}
 			throughput.Series = append(throughput.Series, s)
 		}
 		if len(c.Paced) > 0 {
-			s := Series{Name: c.Name}
+			s := plot.Series{Name: c.Name}
 			for _, p := range c.Paced {
-				s.Points = append(s.Points, Point{float64(p.Streams), p.P99})
+				s.Points = append(s.Points, plot.Point{X: float64(p.Streams), Y: p.P99})
 			}
 			p99.Series = append(p99.Series, s)
 		}

@@ -3,6 +3,8 @@ package harness
 import (
 	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/plot"
 )
 
 func fakeReport() *Report {
@@ -63,13 +65,13 @@ func TestMarkdownRatios(t *testing.T) {
 
 func TestPlotSVG(t *testing.T) {
 	tp, lp := fakeReport().Plots()
-	for _, p := range []Plot{tp, lp} {
+	for _, p := range []plot.Plot{tp, lp} {
 		s := p.SVG()
 		if !strings.HasPrefix(s, "<svg") || !strings.Contains(s, "</svg>") || !strings.Contains(s, "agui-relay") || strings.Contains(s, "NaN") {
 			t.Errorf("bad SVG: %.300s", s)
 		}
 	}
-	if s := (Plot{Title: "empty"}).SVG(); !strings.Contains(s, "no data") {
+	if s := (plot.Plot{Title: "empty"}).SVG(); !strings.Contains(s, "no data") {
 		t.Error("empty plot")
 	}
 }

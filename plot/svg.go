@@ -1,4 +1,6 @@
-package harness
+// Package plot draws line charts as SVG, by hand (no plotting dependency):
+// the bench's report and the load command's share it.
+package plot
 
 import (
 	"fmt"

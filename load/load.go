@@ -1,0 +1,784 @@
+// Package load is the load generator of `agui-relay load` and of the bench:
+// concurrent AG-UI runs against an endpoint, each a POST of a RunAgentInput
+// answered by an event stream, with the timings, throughput, errors and
+// completeness a user of an agent or a UI asks about. It speaks HTTP/1.1 on
+// raw connections (one per concurrent run, kept between runs) and splits
+// events without decoding them, so that it costs less than what it loads.
+package load
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
+)
+
+// Config is one load.
+type Config struct {
+	// URL is the endpoint runs are posted to (http or https).
+	URL string
+	// Headers are sent with every run.
+	Headers []Header
+	// Inputs are RunAgentInput documents, taken in turn, each run with a
+	// fresh threadId and runId; none means DefaultInput.
+	Inputs [][]byte
+	// Concurrency is how many runs are in flight at once (one connection
+	// each).
+	Concurrency int
+	// Runs ends the load after that many runs have started; 0 means no
+	// limit.
+	Runs int64
+	// Duration ends the load when it is over: no run starts after it, and
+	// runs in flight get Drain to end before they are cut. 0 means no limit;
+	// with neither Runs nor Duration the load runs until Stop.
+	Duration time.Duration
+	Drain    time.Duration
+	// Ramp spreads the start of the concurrent runs evenly over its length.
+	Ramp time.Duration
+	// Rate caps how many runs start per second across all of them; 0 starts
+	// the next run as soon as one ends.
+	Rate     float64
+	Timeouts Timeouts
+	// JudgeEvery judges one event in that many against the 1.0 rules (1:
+	// every event; 0: none), counting those it finds malformed.
+	JudgeEvery int
+	// Interval is the period of the time series and of Progress; 0 is one
+	// second.
+	Interval time.Duration
+	// Progress, when set, is called every Interval with the counts so far,
+	// from the load's own goroutine.
+	Progress func(Progress)
+	// Inspect, when set, returns for each concurrent run slot an Inspector
+	// that sees every run it carries (the bench's stamp checker).
+	Inspect func(slot int) Inspector
+}
+
+// Inspector sees the runs of one slot, one at a time.
+type Inspector interface {
+	// Begin starts a run.
+	Begin()
+	// Event sees one event's data (borrowed until it returns), read at
+	// Unix nanoseconds at.
+	Event(data []byte, at int64)
+	// End ends the run: err is the run's own error (nil when its stream
+	// ended well). A non-nil return counts the run as incomplete, of kind
+	// KindIncomplete, with that error as its example.
+	End(err error) error
+}
+
+// DefaultInput is the RunAgentInput posted when Config.Inputs is empty: one
+// user message, declared as a 1.0 consumer.
+var DefaultInput = []byte(`{"threadId":"thread","runId":"run","protocolVersion":"1.0","state":{},"messages":[{"id":"u1","role":"user","content":"Hello! What can you do?"}],"tools":[],"context":[],"forwardedProps":{}}`)
+
+// Error kinds. A run that fails counts under one kind: its first failure.
+const (
+	KindRefused        = "refused"         // connection refused
+	KindUnreachable    = "unreachable"     // no route, no such host
+	KindTimeoutConnect = "timeout connect" // Timeouts.Connect
+	KindTimeoutHeaders = "timeout headers" // Timeouts.Headers
+	KindTimeoutIdle    = "timeout idle"    // Timeouts.Idle
+	KindTimeoutRun     = "timeout run"     // Timeouts.Run
+	KindBroken         = "broken"          // the connection failed or closed inside the answer
+	KindNotHTTP        = "not HTTP"        // the answer is not HTTP/1.x
+	KindNotSSE         = "not SSE"         // 2xx, but not text/event-stream
+	KindCut            = "no terminal"     // the stream ended before RUN_FINISHED or RUN_ERROR
+	KindMalformed      = "malformed event" // an event the 1.0 rules find malformed (judged ones)
+	KindIncomplete     = "incomplete"      // an Inspector's verdict
+	// "http NNN": the status of an answer that is not 2xx.
+	// "RUN_ERROR <code>": the run ended with a RUN_ERROR (code "-" when none).
+)
+
+// Error is a run's failure of one kind.
+type Error struct {
+	Kind string
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Kind + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Progress is the state of a load while it runs.
+type Progress struct {
+	Elapsed               time.Duration
+	Started, Done         int64 // runs
+	Complete, Failed      int64 // runs done with a terminal event and no error / with an error
+	InFlight              int64
+	Events, Bytes         int64
+	EventsPerSec, RunsSec float64 // over the last interval
+	Total                 int64   // Config.Runs
+	Duration              time.Duration
+}
+
+// Point is one interval of the time series.
+type Point struct {
+	At           float64 `json:"t_s"` // seconds since the start, at the end of the interval
+	Runs         int64   `json:"runs"`
+	Failed       int64   `json:"failed"`
+	Events       int64   `json:"events"`
+	Bytes        int64   `json:"bytes"`
+	EventsPerSec float64 `json:"events_per_sec"`
+	FirstEvent   Summary `json:"first_event"`
+	FirstContent Summary `json:"first_content"`
+	Run          Summary `json:"run"`
+}
+
+// Result is what a load measured.
+type Result struct {
+	URL         string             `json:"url"`
+	Concurrency int                `json:"concurrency"`
+	Started     time.Time          `json:"started"`
+	Seconds     float64            `json:"seconds"`
+	Runs        int64              `json:"runs"`        // runs started and judged
+	Complete    int64              `json:"complete"`    // ended with RUN_FINISHED or RUN_ERROR, no other error
+	Finished    int64              `json:"finished"`    // of them, with RUN_FINISHED
+	Interrupted int64              `json:"interrupted"` // cut by the end of the load (Stop, Drain over): not judged
+	Events      int64              `json:"events"`
+	Bytes       int64              `json:"bytes"`
+	Judged      int64              `json:"events_judged"`
+	Malformed   int64              `json:"events_malformed"`
+	EventsSec   float64            `json:"events_per_sec"`
+	BytesSec    float64            `json:"bytes_per_sec"`
+	RunsSec     float64            `json:"runs_per_sec"`
+	Errors      map[string]int64   `json:"errors"`   // runs by kind
+	Examples    map[string]string  `json:"examples"` // the first error of each kind
+	Timings     map[string]Summary `json:"timings"`  // by timing key
+	Series      []Point            `json:"series"`
+	Stopped     bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
+
+	hists hists
+}
+
+// Summary returns one timing's distribution.
+func (r *Result) Summary(t Timing) Summary { return r.Timings[timingKeys[t]] }
+
+// Completeness is the share of judged runs that ended with a terminal
+// event and no error; 1 when none ran.
+func (r *Result) Completeness() float64 {
+	if r.Runs == 0 {
+		return 1
+	}
+	return float64(r.Complete) / float64(r.Runs)
+}
+
+// Failed is the number of runs that failed.
+func (r *Result) Failed() int64 { return r.Runs - r.Complete }
+
+// ErrorKinds lists the kinds of error seen, the most frequent first.
+func (r *Result) ErrorKinds() []string {
+	var ks []string
+	for k := range r.Errors {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if r.Errors[ks[i]] != r.Errors[ks[j]] {
+			return r.Errors[ks[i]] > r.Errors[ks[j]]
+		}
+		return ks[i] < ks[j]
+	})
+	return ks
+}
+
+// Merge adds o (another round of the same load) to r.
+func (r *Result) Merge(o *Result) {
+	if r.hists[0] == nil {
+		r.hists = newHists()
+	}
+	if r.URL == "" {
+		r.URL, r.Concurrency, r.Started = o.URL, o.Concurrency, o.Started
+	}
+	r.Seconds += o.Seconds
+	r.Runs += o.Runs
+	r.Complete += o.Complete
+	r.Finished += o.Finished
+	r.Interrupted += o.Interrupted
+	r.Events += o.Events
+	r.Bytes += o.Bytes
+	r.Judged += o.Judged
+	r.Malformed += o.Malformed
+	r.Stopped = r.Stopped || o.Stopped
+	if r.Errors == nil {
+		r.Errors, r.Examples = map[string]int64{}, map[string]string{}
+	}
+	for k, n := range o.Errors {
+		r.Errors[k] += n
+		if _, ok := r.Examples[k]; !ok {
+			r.Examples[k] = o.Examples[k]
+		}
+	}
+	off := 0.0
+	if n := len(r.Series); n > 0 {
+		off = r.Series[n-1].At
+	}
+	for _, p := range o.Series {
+		p.At += off
+		r.Series = append(r.Series, p)
+	}
+	if o.hists[0] != nil {
+		r.hists.merge(&o.hists)
+	}
+	r.finish()
+}
+
+func (r *Result) finish() {
+	if r.Seconds > 0 {
+		r.EventsSec = float64(r.Events) / r.Seconds
+		r.BytesSec = float64(r.Bytes) / r.Seconds
+		r.RunsSec = float64(r.Runs) / r.Seconds
+	}
+	r.Timings = map[string]Summary{}
+	for _, t := range Timings() {
+		r.Timings[timingKeys[t]] = summarize(r.hists[t])
+	}
+}
+
+// Runner is a load in progress.
+type Runner struct {
+	cfg    Config
+	inputs [][]byte
+	start  time.Time
+	prefix string
+
+	issue   context.Context // ends when no run may start
+	stopRun context.CancelFunc
+	runCtx  context.Context // ends when runs in flight are cut
+	stopped atomic.Bool
+
+	next    atomic.Int64 // runs handed out
+	rateMu  sync.Mutex
+	rateN   int64
+	started atomic.Int64
+	done    atomic.Int64
+	ok      atomic.Int64
+	failed  atomic.Int64
+	events  atomic.Int64
+	bytes   atomic.Int64
+
+	shards []*shard
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	clients  []*Client
+	errors   map[string]int64
+	examples map[string]string
+	series   []Point
+	res      Result
+	finished chan struct{}
+}
+
+// shard is the histograms a share of the slots record into, under its lock.
+type shard struct {
+	mu                    sync.Mutex
+	total, interval       hists
+	runs, failed          int64 // in the interval
+	judged, malformed     int64
+	finished, interrupted int64
+}
+
+// CheckInput reports whether doc can be a load's RunAgentInput: a JSON
+// object that the rules of the version it declares (1.0 when it declares
+// none) do not find malformed. The error names the first finding's pointer
+// and rule.
+func CheckInput(doc []byte) error {
+	t := bytes.TrimSpace(doc)
+	if len(t) == 0 || t[0] != '{' || !rules.Valid(string(t)) {
+		return errors.New("not a JSON object")
+	}
+	v := negotiate.Current
+	if pv := gjson.GetBytes(t, "protocolVersion"); pv.Type == gjson.String {
+		if d, err := negotiate.Parse(pv.String()); err == nil {
+			v = d
+		}
+	}
+	j := rules.JudgeInput(v, t)
+	for _, f := range j.Findings {
+		if f.Verdict == rules.Malformed && f.Pointer != "/threadId" && f.Pointer != "/runId" {
+			ptr := f.Pointer
+			if ptr == "" {
+				ptr = "(whole)"
+			}
+			return fmt.Errorf("malformed for AG-UI %s at %s: %s", v, ptr, f.Rule)
+		}
+	}
+	return nil
+}
+
+// Start checks cfg and starts the load; it stops when ctx ends, at Stop,
+// or when cfg's runs or duration are spent.
+func Start(ctx context.Context, cfg Config) (*Runner, error) {
+	if cfg.Concurrency < 1 {
+		return nil, errors.New("concurrency must be at least 1")
+	}
+	if _, err := NewClient(cfg.URL, cfg.Headers, cfg.Timeouts); err != nil {
+		return nil, err
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	inputs := cfg.Inputs
+	if len(inputs) == 0 {
+		inputs = [][]byte{DefaultInput}
+	}
+	for i, in := range inputs {
+		if err := CheckInput(in); err != nil {
+			return nil, fmt.Errorf("input %d: %v", i+1, err)
+		}
+	}
+	var b [4]byte
+	rand.Read(b[:]) //nolint:errcheck // never fails
+	r := &Runner{cfg: cfg, inputs: inputs, start: time.Now(), prefix: "load-" + hex.EncodeToString(b[:]) + "-",
+		errors: map[string]int64{}, examples: map[string]string{}, finished: make(chan struct{})}
+	runCtx, stopRun := context.WithCancel(ctx)
+	r.runCtx, r.stopRun = runCtx, stopRun
+	context.AfterFunc(ctx, func() { r.stopped.Store(true) })
+	issue, stopIssue := context.WithCancel(runCtx)
+	r.issue = issue
+	if cfg.Duration > 0 {
+		t := time.AfterFunc(cfg.Duration, func() {
+			stopIssue()
+			if cfg.Drain > 0 {
+				time.AfterFunc(cfg.Drain, stopRun)
+			} else {
+				stopRun()
+			}
+		})
+		context.AfterFunc(runCtx, func() { t.Stop() })
+	}
+	n := min(cfg.Concurrency, 2*runtime.GOMAXPROCS(0))
+	for i := 0; i < n; i++ {
+		r.shards = append(r.shards, &shard{total: newHists(), interval: newHists()})
+	}
+	for i := 0; i < cfg.Concurrency; i++ {
+		c, _ := NewClient(cfg.URL, cfg.Headers, cfg.Timeouts)
+		r.clients = append(r.clients, c)
+	}
+	// Cutting the runs in flight closes their connections.
+	context.AfterFunc(runCtx, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, c := range r.clients {
+			c.Close()
+		}
+	})
+	for i := 0; i < cfg.Concurrency; i++ {
+		r.wg.Add(1)
+		go r.slot(i)
+	}
+	go r.collect(stopIssue)
+	return r, nil
+}
+
+// Run runs a load to its end and returns what it measured.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	r, err := Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r.Wait(), nil
+}
+
+// Stop ends the load now: no run starts, runs in flight are cut (and not
+// judged).
+func (r *Runner) Stop() {
+	r.stopped.Store(true)
+	r.stopRun()
+}
+
+// Wait returns the result once every run has ended.
+func (r *Runner) Wait() *Result {
+	<-r.finished
+	return &r.res
+}
+
+// Progress returns the counts so far.
+func (r *Runner) Progress() Progress {
+	done := r.done.Load()
+	return Progress{Elapsed: time.Since(r.start), Started: r.started.Load(), Done: done,
+		Complete: r.ok.Load(), Failed: r.failed.Load(), InFlight: r.started.Load() - done,
+		Events: r.events.Load(), Bytes: r.bytes.Load(), Total: r.cfg.Runs, Duration: r.cfg.Duration}
+}
+
+// take waits for the slot's next run to be allowed; false when none may
+// start.
+func (r *Runner) take() (int64, bool) {
+	if r.issue.Err() != nil {
+		return 0, false
+	}
+	k := r.next.Add(1) - 1
+	if r.cfg.Runs > 0 && k >= r.cfg.Runs {
+		return 0, false
+	}
+	if r.cfg.Rate > 0 {
+		r.rateMu.Lock()
+		q := r.rateN
+		r.rateN++
+		r.rateMu.Unlock()
+		due := r.start.Add(time.Duration(float64(q) / r.cfg.Rate * float64(time.Second)))
+		if d := time.Until(due); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.issue.Done():
+				t.Stop()
+				return 0, false
+			}
+		}
+	}
+	return k, r.issue.Err() == nil
+}
+
+func (r *Runner) slot(i int) {
+	defer r.wg.Done()
+	c := r.clients[i]
+	defer c.Close()
+	sh := r.shards[i%len(r.shards)]
+	var in Inspector
+	if r.cfg.Inspect != nil {
+		in = r.cfg.Inspect(i)
+	}
+	if r.cfg.Ramp > 0 && i > 0 {
+		t := time.NewTimer(time.Duration(int64(r.cfg.Ramp) * int64(i) / int64(r.cfg.Concurrency)))
+		select {
+		case <-t.C:
+		case <-r.issue.Done():
+			t.Stop()
+			return
+		}
+	}
+	st := &runState{r: r, sh: sh, in: in, judgeEvery: int64(r.cfg.JudgeEvery)}
+	st.split.OnEvent = st.event
+	for n := int64(0); ; n++ {
+		k, ok := r.take()
+		if !ok {
+			return
+		}
+		st.run(c, r.freshIDs(r.inputs[k%int64(len(r.inputs))], i, n))
+	}
+}
+
+// freshIDs returns input with a threadId and runId of its own.
+func (r *Runner) freshIDs(input []byte, slot int, n int64) []byte {
+	id := r.prefix + strconv.Itoa(slot) + "-" + strconv.FormatInt(n, 10)
+	out, err := sjson.SetBytes(input, "threadId", "thread-"+id)
+	if err == nil {
+		out, err = sjson.SetBytes(out, "runId", "run-"+id)
+	}
+	if err != nil {
+		return input
+	}
+	return out
+}
+
+// runState is one slot's measurement of the run it carries.
+type runState struct {
+	r          *Runner
+	sh         *shard
+	in         Inspector
+	split      FrameSplitter
+	judgeEvery int64
+	judgeN     int64
+
+	t0, now, last       int64 // Unix ns: request, current read, previous event
+	events              int64
+	gaps                []int64
+	zeroGaps            int64
+	firstEv, firstCont  int64
+	terminal            string // "RUN_FINISHED", or "RUN_ERROR <code>"
+	judged, malformed   int64
+	malformedEx         string
+	head                Response
+	firstErr, firstKind string
+}
+
+var (
+	typeRunFinished = []byte("RUN_FINISHED")
+	typeRunError    = []byte("RUN_ERROR")
+	typeTextContent = []byte("TEXT_MESSAGE_CONTENT")
+	typeTextChunk   = []byte("TEXT_MESSAGE_CHUNK")
+	typePrefix      = []byte(`{"type":"`)
+)
+
+// eventType returns an event's type without decoding it: the fast path for
+// encoders that write the type first, gjson otherwise. The result may alias
+// ev.
+func eventType(ev []byte) []byte {
+	if bytes.HasPrefix(ev, typePrefix) {
+		rest := ev[len(typePrefix):]
+		if i := bytes.IndexByte(rest, '"'); i >= 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
+			return rest[:i]
+		}
+	}
+	t := gjson.GetBytes(ev, "type")
+	if t.Type != gjson.String {
+		return nil
+	}
+	return []byte(t.Str)
+}
+
+func (s *runState) event(ev []byte) {
+	now := s.now
+	s.events++
+	switch {
+	case s.events == 1:
+		s.firstEv = now
+	case now == s.last:
+		// Events of one read share its time: their gaps are counted
+		// together.
+		s.zeroGaps++
+	default:
+		s.gaps = append(s.gaps, now-s.last)
+	}
+	s.last = now
+	typ := eventType(ev)
+	switch {
+	case s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)):
+		s.firstCont = now
+	case bytes.Equal(typ, typeRunFinished):
+		s.terminal = "RUN_FINISHED"
+	case bytes.Equal(typ, typeRunError):
+		code := gjson.GetBytes(ev, "code").String()
+		if code == "" {
+			code = "-"
+		}
+		s.terminal = "RUN_ERROR " + code
+	}
+	if s.judgeEvery > 0 {
+		if s.judgeN++; s.judgeN >= s.judgeEvery {
+			s.judgeN = 0
+			s.judged++
+			if j := rules.JudgeEvent(negotiate.Current, ev); j.Verdict == rules.Malformed {
+				s.malformed++
+				if s.malformedEx == "" {
+					s.malformedEx = malformedExample(typ, j)
+				}
+			}
+		}
+	}
+	if s.in != nil {
+		s.in.Event(ev, now)
+	}
+}
+
+func malformedExample(typ []byte, j rules.Judgement) string {
+	for _, f := range j.Findings {
+		if f.Verdict == rules.Malformed {
+			ptr := f.Pointer
+			if ptr == "" {
+				ptr = "(whole)"
+			}
+			return fmt.Sprintf("%s %s: %s", typ, ptr, f.Rule)
+		}
+	}
+	return string(typ)
+}
+
+func (s *runState) run(c *Client, input []byte) {
+	r := s.r
+	r.started.Add(1)
+	s.events, s.firstEv, s.firstCont, s.terminal, s.judged, s.malformed, s.malformedEx = 0, 0, 0, "", 0, 0, ""
+	s.head = Response{}
+	s.gaps, s.zeroGaps = s.gaps[:0], 0
+	s.split.Reset()
+	if s.in != nil {
+		s.in.Begin()
+	}
+	var tHead int64
+	s.t0 = time.Now().UnixNano()
+	err := c.Run(r.runCtx, input, func(h Response) {
+		s.head = h
+		tHead = time.Now().UnixNano()
+	}, func(p []byte) {
+		s.now = time.Now().UnixNano()
+		before := s.events
+		s.split.Write(p)
+		r.bytes.Add(int64(len(p)))
+		r.events.Add(s.events - before)
+		if len(s.gaps) >= 256 {
+			s.flushGaps()
+		}
+	})
+	end := time.Now().UnixNano()
+	interrupted := r.runCtx.Err() != nil && (err != nil || s.terminal == "")
+	kind, msg := "", ""
+	var e *Error
+	switch {
+	case interrupted:
+	case errors.As(err, &e):
+		kind, msg = e.Kind, err.Error()
+	case err != nil:
+		kind, msg = KindBroken, err.Error()
+	case s.events == 0 || s.terminal == "":
+		kind, msg = KindCut, fmt.Sprintf("the stream ended after %d events without RUN_FINISHED or RUN_ERROR", s.events)
+	case s.terminal != "RUN_FINISHED":
+		kind, msg = s.terminal, s.terminal
+	case s.malformed > 0:
+		kind, msg = KindMalformed, s.malformedEx
+	}
+	if s.in != nil && !interrupted {
+		var runErr error
+		if kind != "" {
+			runErr = errors.New(msg)
+		}
+		if ie := s.in.End(runErr); ie != nil && kind == "" {
+			kind, msg = KindIncomplete, ie.Error()
+		}
+	}
+	sh := s.sh
+	sh.mu.Lock()
+	s.recordGaps()
+	sh.judged += s.judged
+	sh.malformed += s.malformed
+	if interrupted {
+		sh.interrupted++
+	} else {
+		sh.runs++
+		if kind != "" {
+			sh.failed++
+		}
+		if s.terminal == "RUN_FINISHED" && kind == "" {
+			sh.finished++
+		}
+		for _, h := range []*hists{&sh.total, &sh.interval} {
+			if tHead > 0 {
+				record(h[Headers], tHead-s.t0)
+			}
+			if s.firstEv > 0 {
+				record(h[FirstEvent], s.firstEv-s.t0)
+			}
+			if s.firstCont > 0 {
+				record(h[FirstContent], s.firstCont-s.t0)
+			}
+			record(h[Whole], end-s.t0)
+		}
+	}
+	sh.mu.Unlock()
+	if interrupted {
+		r.started.Add(-1)
+		return
+	}
+	r.done.Add(1)
+	if kind == "" {
+		r.ok.Add(1)
+		return
+	}
+	r.failed.Add(1)
+	r.mu.Lock()
+	r.errors[kind]++
+	if _, ok := r.examples[kind]; !ok {
+		r.examples[kind] = msg
+	}
+	r.mu.Unlock()
+	if kind != KindRefused && kind != KindUnreachable && kind != KindTimeoutConnect {
+		return
+	}
+	// The endpoint is not there: do not spin on it.
+	t := time.NewTimer(100 * time.Millisecond)
+	select {
+	case <-t.C:
+	case <-r.issue.Done():
+		t.Stop()
+	}
+}
+
+// flushGaps records the gaps gathered so far (in its shard, under the
+// lock): long runs do not hold them all.
+func (s *runState) flushGaps() {
+	s.sh.mu.Lock()
+	s.recordGaps()
+	s.sh.mu.Unlock()
+}
+
+func (s *runState) recordGaps() {
+	for _, g := range s.gaps {
+		record(s.sh.total[Gap], g)
+	}
+	if s.zeroGaps > 0 {
+		s.sh.total[Gap].RecordValues(0, s.zeroGaps) //nolint:errcheck // 0 is in range
+	}
+	s.gaps, s.zeroGaps = s.gaps[:0], 0
+}
+
+// collect samples the time series every interval, and ends the load when
+// every slot has.
+func (r *Runner) collect(stopIssue context.CancelFunc) {
+	slotsDone := make(chan struct{})
+	go func() { r.wg.Wait(); close(slotsDone) }()
+	tick := time.NewTicker(r.cfg.Interval)
+	defer tick.Stop()
+	prevT := r.start
+	var prevEvents, prevDone int64
+	sample := func(now time.Time) {
+		h := newHists()
+		var runs, failed int64
+		for _, sh := range r.shards {
+			sh.mu.Lock()
+			h.merge(&sh.interval)
+			sh.interval.reset()
+			runs += sh.runs
+			failed += sh.failed
+			sh.runs, sh.failed = 0, 0
+			sh.mu.Unlock()
+		}
+		ev := r.events.Load()
+		dt := now.Sub(prevT).Seconds()
+		p := Point{At: now.Sub(r.start).Seconds(), Runs: runs, Failed: failed, Events: ev - prevEvents,
+			FirstEvent: summarize(h[FirstEvent]), FirstContent: summarize(h[FirstContent]), Run: summarize(h[Whole])}
+		if dt > 0 {
+			p.EventsPerSec = float64(p.Events) / dt
+		}
+		r.series = append(r.series, p)
+		if r.cfg.Progress != nil {
+			pr := r.Progress()
+			pr.EventsPerSec = p.EventsPerSec
+			if dt > 0 {
+				pr.RunsSec = float64(pr.Done-prevDone) / dt
+			}
+			prevDone = pr.Done
+			r.cfg.Progress(pr)
+		}
+		prevT, prevEvents = now, ev
+	}
+wait:
+	for {
+		select {
+		case now := <-tick.C:
+			sample(now)
+		case <-slotsDone:
+			break wait
+		}
+	}
+	end := time.Now()
+	if end.Sub(prevT) > r.cfg.Interval/10 || len(r.series) == 0 {
+		sample(end)
+	}
+	stopIssue()
+	r.stopRun()
+	res := Result{URL: r.cfg.URL, Concurrency: r.cfg.Concurrency, Started: r.start, Seconds: end.Sub(r.start).Seconds(),
+		Events: r.events.Load(), Bytes: r.bytes.Load(), Errors: r.errors, Examples: r.examples, Series: r.series,
+		Stopped: r.stopped.Load(), hists: newHists()}
+	for _, sh := range r.shards {
+		res.hists.merge(&sh.total)
+		res.Judged += sh.judged
+		res.Malformed += sh.malformed
+		res.Finished += sh.finished
+		res.Interrupted += sh.interrupted
+	}
+	res.Runs = r.done.Load()
+	res.Complete = r.ok.Load()
+	res.finish()
+	r.res = res
+	close(r.finished)
+}

@@ -1,0 +1,100 @@
+package load
+
+import (
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Timing names one of the durations a run is measured by.
+type Timing int
+
+// The timings of a run.
+const (
+	// Headers: from the request's first byte written to the response's
+	// headers read.
+	Headers Timing = iota
+	// FirstEvent: from the request to the first event.
+	FirstEvent
+	// FirstContent: from the request to the first content event
+	// (TEXT_MESSAGE_CONTENT or TEXT_MESSAGE_CHUNK): the first token a user
+	// sees.
+	FirstContent
+	// Gap: between two events of a run, as read (events that arrive in one
+	// read have a gap of 0).
+	Gap
+	// Whole: the whole run, from the request to the end of its body.
+	Whole
+	nTimings
+)
+
+var timingNames = [nTimings]string{"headers", "first event", "first content", "gap between events", "whole run"}
+var timingKeys = [nTimings]string{"headers", "first_event", "first_content", "gap", "run"}
+
+func (t Timing) String() string { return timingNames[t] }
+
+// Timings lists every timing, in report order.
+func Timings() []Timing { return []Timing{Headers, FirstEvent, FirstContent, Gap, Whole} }
+
+// Histograms are in microseconds, from 1 µs to an hour (longer values are
+// counted as an hour), to three significant figures.
+const (
+	histMaxMicros = 3600 * 1_000_000
+	histDigits    = 3
+)
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicros, histDigits) }
+
+// record adds a duration in nanoseconds.
+func record(h *hdrhistogram.Histogram, ns int64) {
+	us := ns / 1000
+	if us > histMaxMicros {
+		us = histMaxMicros
+	}
+	if us < 0 {
+		us = 0
+	}
+	h.RecordValue(us) //nolint:errcheck // clamped into range above
+}
+
+// Summary is a timing's distribution, in milliseconds.
+type Summary struct {
+	N    int64   `json:"n"`
+	Mean float64 `json:"mean_ms"`
+	P50  float64 `json:"p50_ms"`
+	P90  float64 `json:"p90_ms"`
+	P99  float64 `json:"p99_ms"`
+	P999 float64 `json:"p999_ms"`
+	Max  float64 `json:"max_ms"`
+}
+
+func summarize(h *hdrhistogram.Histogram) Summary {
+	if h == nil || h.TotalCount() == 0 {
+		return Summary{}
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return Summary{N: h.TotalCount(), Mean: h.Mean() / 1000,
+		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
+		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max())}
+}
+
+// hists holds one histogram per timing.
+type hists [nTimings]*hdrhistogram.Histogram
+
+func newHists() hists {
+	var h hists
+	for i := range h {
+		h[i] = newHist()
+	}
+	return h
+}
+
+func (h *hists) merge(o *hists) {
+	for i := range h {
+		h[i].Merge(o[i])
+	}
+}
+
+func (h *hists) reset() {
+	for i := range h {
+		h[i].Reset()
+	}
+}
