@@ -65,7 +65,12 @@ func (w *poller) start() { w.once.Do(w.init) }
 // on the kept connection swap the registration's action, with no system
 // call, where each run added and removed it (two epoll_ctl(2) per run).
 func (w *poller) watch(conn net.Conn, u *upstreamBody) (token int32, ok bool) {
-	cancel := func() { u.cancel(errConsumerGone) }
+	return w.watchFunc(conn, func() { u.cancel(errConsumerGone) })
+}
+
+// watchFunc is watch calling cancel on the hangup: for the wait for the
+// producer's head (headWait), before there is a body to cancel.
+func (w *poller) watchFunc(conn net.Conn, cancel func()) (token int32, ok bool) {
 	sc, kept := conn.(*socketConn)
 	if kept {
 		if token = sc.hangup.Load(); token != 0 {

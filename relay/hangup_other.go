@@ -17,6 +17,7 @@ var pollers poller
 
 func (w *poller) start()                                      {}
 func (w *poller) watch(net.Conn, *upstreamBody) (int32, bool) { return 0, false }
+func (w *poller) watchFunc(net.Conn, func()) (int32, bool)    { return 0, false }
 func (w *poller) unwatch(net.Conn, int32)                     {}
 func (w *poller) reserve(func()) int32                        { return 0 }
 func (w *poller) parkRead(syscall.RawConn, int32) bool        { return false }

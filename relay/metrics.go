@@ -413,6 +413,8 @@ func runOutcome(rep *RunReport, streamed bool) string {
 		return "rejected"
 	case rep.Problem != "":
 		return "upstream_unavailable"
+	case rep.Abort == errConsumerGone.Code && !streamed:
+		return rep.Abort // gone before the producer's head (headWait)
 	case !streamed:
 		return "passed_through"
 	case rep.Abort != "":

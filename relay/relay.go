@@ -7,6 +7,7 @@ package relay
 import (
 	"bytes"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -340,9 +341,14 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	req := r.newRequest(ctx)
 	req.SetBodyRaw(ctx.Request.Body())
 	resp := acquireUpstreamResponse()
-	err := r.client.Do(req, resp)
+	gone, err := r.do(ctx, req, resp)
 	uri := req.URI().String()
 	fasthttp.ReleaseRequest(req)
+	if gone {
+		releaseAbandoned(resp, err)
+		hangUp(ctx)
+		return
+	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		p := upstreamProblem(err)
@@ -422,9 +428,19 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	// The relay reads the events; it cannot rewrite compressed ones.
 	req.Header.Set(fasthttp.HeaderAcceptEncoding, "identity")
 	resp := acquireUpstreamResponse()
-	err = r.client.Do(req, resp)
+	gone, err := r.do(ctx, req, resp)
 	rep.URL = req.URI().String()
 	fasthttp.ReleaseRequest(req)
+	if gone {
+		// The consumer left while the producer thought: the request was
+		// cancelled, its connection closed (see headWait).
+		releaseAbandoned(resp, err)
+		hangUp(ctx)
+		rep.Abort = errConsumerGone.Code
+		rep.Duration = time.Since(rep.Start)
+		r.report(rep)
+		return
+	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		rep.Err = err
@@ -474,6 +490,24 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	ub.startTimers(r.IdleTimeout, remaining)
 	r.track(ub)
 	r.respond(ctx, ub, resp, rep) // on the hijacked connection, see hijack.go
+}
+
+// releaseAbandoned releases the producer's answer to a consumer that went
+// away: a head that came anyway has its body closed, and so its connection.
+func releaseAbandoned(resp *fasthttp.Response, err error) {
+	if err == nil {
+		if b, ok := resp.BodyStream().(fasthttp.ReadCloserWithError); ok {
+			b.CloseWithError(errConsumerGone) //nolint:errcheck // abandoned
+		}
+	}
+	fasthttp.ReleaseResponse(resp)
+}
+
+// hangUp answers a consumer that went away with nothing: its connection is
+// closed as the handler returns, as a proxy does on a client's abort.
+func hangUp(ctx *fasthttp.RequestCtx) {
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) { c.Close() }) //nolint:errcheck // nothing to tell
 }
 
 // acquireUpstreamResponse returns a response for the producer's answer.

@@ -36,14 +36,26 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	}
 	conn := cc.Conn()
 	resp.ParseNetConn(conn)
+	// A consumer that hangs up before the head interrupts the wait (see
+	// headWait), on the connection under firstByteConn, whose deadline
+	// state belongs to this goroutine.
+	hw := headWaitOf(req)
+	inner := conn
+	if fc, ok := conn.(*firstByteConn); ok {
+		inner = fc.Conn
+	}
+	if err := hw.attach(inner); err != nil {
+		hc.CloseConn(cc)
+		return false, err
+	}
 
 	var deadline time.Time
 	if hc.WriteTimeout > 0 {
 		deadline = time.Now().Add(hc.WriteTimeout)
 	}
-	if err := conn.SetWriteDeadline(deadline); err != nil {
+	if err := hw.setDeadline(conn.SetWriteDeadline, deadline); err != nil {
 		hc.CloseConn(cc)
-		return true, err
+		return err != errHeadWaitGone, err
 	}
 	bw := hc.AcquireWriter(conn)
 	err = req.Write(bw)
@@ -53,6 +65,9 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	hc.ReleaseWriter(bw)
 	if err != nil {
 		hc.CloseConn(cc)
+		if hw.detach() {
+			return false, errHeadWaitGone // the interrupted write
+		}
 		if isTimeout(err) {
 			err = fasthttp.ErrTimeout
 		}
@@ -63,9 +78,9 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	if hc.ReadTimeout > 0 {
 		deadline = time.Now().Add(hc.ReadTimeout)
 	}
-	if err := conn.SetReadDeadline(deadline); err != nil {
+	if err := hw.setDeadline(conn.SetReadDeadline, deadline); err != nil {
 		hc.CloseConn(cc)
-		return true, err
+		return err != errHeadWaitGone, err
 	}
 	if hc.DisableHeaderNamesNormalizing {
 		resp.Header.DisableNormalizing()
@@ -79,10 +94,13 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 		}
 		err = resp.Header.Read(br)
 	}
+	if hw.detach() {
+		err = errHeadWaitGone // whatever the interrupted read said
+	}
 	if err != nil {
 		hc.ReleaseReader(br)
 		hc.CloseConn(cc)
-		return true, err
+		return err != errHeadWaitGone, err
 	}
 	closeConn := req.ConnectionClose() || resp.ConnectionClose()
 	status := resp.StatusCode()

@@ -1,0 +1,118 @@
+package relay
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// headWait cancels a request to the producer whose consumer hangs up before
+// the producer's answer has a head: the agent may think for minutes
+// (--first-byte-timeout) before it answers, and the connection it holds
+// meanwhile counts against --upstream-max-conns. The consumer's connection
+// is watched for the hangup from the moment the request is forwarded
+// (Relay.do); the relay's transport (streamTransport) attaches the
+// producer's connection once it has one and detaches it once the head is
+// read, after which the stream's own watch (upstreamBody.cancel) takes over.
+//
+// A hangup interrupts the producer's connection (deadlines in the past):
+// the write of the request or the read of the head fails, and the
+// transport closes the connection instead of pooling it. Deadlines the
+// transport sets are set under mu, so that none undoes the interruption.
+type headWait struct {
+	mu   sync.Mutex
+	conn net.Conn // the producer's connection while its head is awaited
+	gone bool     // the consumer hung up
+	done bool     // the wait is over (the head arrived or the request failed)
+}
+
+// headWaitKey is the request's user value under which the transport finds
+// its headWait.
+type headWaitKey struct{}
+
+// errHeadWaitGone is the transport's error for a request whose consumer hung
+// up before the producer's head arrived.
+var errHeadWaitGone = errors.New("the consumer went away before the producer answered")
+
+func headWaitOf(req *fasthttp.Request) *headWait {
+	hw, _ := req.UserValue(headWaitKey{}).(*headWait)
+	return hw
+}
+
+// hangup is the consumer's hangup: the watcher calls it.
+func (h *headWait) hangup() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return
+	}
+	h.gone = true
+	if h.conn != nil {
+		h.conn.SetDeadline(interruptNow) //nolint:errcheck // a closed connection fails the wait anyway
+	}
+}
+
+// attach notes the producer's connection, whose deadlines the hangup
+// interrupts (the connection under any wrapper with state of its own);
+// errHeadWaitGone when the consumer is gone already.
+func (h *headWait) attach(conn net.Conn) error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gone {
+		return errHeadWaitGone
+	}
+	h.conn = conn
+	return nil
+}
+
+// setDeadline calls set (the transport's deadline on the connection) unless
+// the consumer is gone: then errHeadWaitGone.
+func (h *headWait) setDeadline(set func(time.Time) error, t time.Time) error {
+	if h == nil {
+		return set(t)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gone {
+		return errHeadWaitGone
+	}
+	return set(t)
+}
+
+// detach ends the wait: the head was read, or the request failed. It
+// reports whether the consumer hung up before.
+func (h *headWait) detach() (gone bool) {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.conn, h.done = nil, true
+	return h.gone
+}
+
+// do sends req to the producer and waits for the head of its answer,
+// cancelling both when the consumer hangs up meanwhile (see headWait); gone
+// reports that it did. Without a watcher for the consumer's connection
+// (not Linux, a connection with no descriptor) or with a Doer other than
+// NewClient's, the wait goes on until the head or the first-byte timeout.
+func (r *Relay) do(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response) (gone bool, err error) {
+	conn := ctx.Conn()
+	hw := &headWait{}
+	token, watched := pollers.watchFunc(conn, hw.hangup)
+	if watched {
+		req.SetUserValue(headWaitKey{}, hw)
+	}
+	err = r.client.Do(req, resp)
+	gone = hw.detach()
+	if watched {
+		pollers.unwatch(conn, token)
+	}
+	return gone, err
+}

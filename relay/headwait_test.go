@@ -1,0 +1,134 @@
+//go:build linux
+
+package relay
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// thinkingProducer never answers a run whose input names runId "think":
+// it tells waiting of each such request and closed once the relay closes
+// its connection. Any other run is answered with a short run at once.
+// Its cleanup (also returned, for a test to run before the relay's
+// shutdown, which waits for the handlers) closes every connection.
+func thinkingProducer(t *testing.T) (url string, waiting, closed chan struct{}, closeAll func()) {
+	t.Helper()
+	waiting, closed = make(chan struct{}, 64), make(chan struct{}, 64)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	closeAll = func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	t.Cleanup(closeAll)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					b, _ := io.ReadAll(req.Body)
+					if strings.Contains(string(b), `"runId":"think"`) {
+						waiting <- struct{}{}
+						io.Copy(io.Discard, br) //nolint:errcheck // thinking, until the relay lets go
+						closed <- struct{}{}
+						return
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: "+
+						strconv.Itoa(len(shortRunEvents))+"\r\n\r\n"+shortRunEvents)
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), waiting, closed, closeAll
+}
+
+// A consumer that hangs up while the producer thinks, before the head of
+// its answer, has the producer's request cancelled at once: the producer's
+// connection is closed, the run counted as consumer_gone (never finished)
+// and runs_active back to 0, and the abandoned requests hold none of
+// --upstream-max-conns, so the next real run is served (issue #24, item 1).
+func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
+	url, waiting, closed, closeAll := thinkingProducer(t)
+	m := NewMetrics(MetricsOptions{})
+	reports := make(chan *RunReport, 16)
+	addr, _ := rawRelay(t, url, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c }, func(r *Relay) {
+		r.Client = NewClient(ClientOptions{MaxConns: 2, FirstByteTimeout: time.Hour})
+		r.Tap = m.Tap
+	})
+	t.Cleanup(closeAll) // before the relay's shutdown, should a request be left waiting
+	think := `{"threadId":"t1","runId":"think","messages":[],"protocolVersion":"1.0"}`
+	for i := range 4 { // twice the cap: each abandoned request must free its connection
+		c := dialConsumer(t, addr)
+		sendRun(t, c, think)
+		select {
+		case <-waiting:
+		case <-time.After(liveness):
+			t.Fatalf("abandoned run %d: the producer never got the request", i)
+		}
+		c.Close()
+		select {
+		case <-closed:
+		case <-time.After(liveness):
+			t.Fatalf("abandoned run %d: the producer's connection stays open after the consumer left", i)
+		}
+		var rep *RunReport
+		select {
+		case rep = <-reports:
+		case <-time.After(liveness):
+			t.Fatalf("abandoned run %d: no report", i)
+		}
+		if rep.Abort != "consumer_gone" || rep.Terminal != "" || rep.RunID != "think" {
+			t.Errorf("abandoned run %d: abort %q, terminal %q, run %q; want consumer_gone, no terminal", i, rep.Abort, rep.Terminal, rep.RunID)
+		}
+	}
+	fams := scrape(t, m)
+	if v := value(fams, "agui_relay_runs_active"); v != 0 {
+		t.Errorf("runs_active %v after the consumers left, want 0", v)
+	}
+	if v := value(fams, "agui_relay_runs_total", "outcome=consumer_gone"); v != 4 {
+		t.Errorf("runs_total{outcome=consumer_gone} %v, want 4", v)
+	}
+	if v := value(fams, "agui_relay_runs_total", "outcome=finished"); v > 0 {
+		t.Errorf("runs_total{outcome=finished} %v for consumers that left", v)
+	}
+
+	// The cap of 2 is free: a real run is served.
+	c := dialConsumer(t, addr)
+	sendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "RUN_FINISHED") {
+		t.Errorf("the run after the abandoned ones: %d %q", resp.StatusCode, body)
+	}
+}
