@@ -57,6 +57,7 @@ type serveConfig struct {
 	recordRedact   bool
 	recordMaxBytes byteSize
 	pprof          bool
+	cors           relay.CORSOptions // the --cors-* flags
 }
 
 // parseServe reads the serve flags from args and, for flags not given
@@ -86,6 +87,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.BoolVar(&c.recordRedact, "record-redact", false, "replace message content in recordings (every string but ids, types, roles, names and versions) with same-length placeholders")
 	fs.Var(&c.recordMaxBytes, "record-max-bytes", "largest recording of one run, its files together; what is over is cut and meta.json says so")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --admin-listen; they reveal memory contents, so keep that address private")
+	corsFlags(fs, &c.cors)
 	fs.DurationVar(&c.demoPace, "demo-pace", 50*time.Millisecond, "pause between the demo agent's events, so that streaming shows")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: agui-relay [serve] [flags]\n\nRuns the relay. Every flag can also be set by the environment variable\nAGUI_RELAY_<FLAG> (upper case, - becomes _); the command line wins.\n\nflags:\n")
@@ -102,6 +104,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 			return nil, fmt.Errorf("--upstream %q: want an http(s) base URL without a query", c.upstream)
 		}
+	}
+	if err := checkCORS(c.cors); err != nil {
+		return nil, fmt.Errorf("--cors-allow-origins: %v", err)
 	}
 	if c.config != "" {
 		routes, err := loadRoutes(c.config, c)

@@ -28,6 +28,7 @@ type routeConfig struct {
 	connectTimeout, firstByteTimeout time.Duration
 	idleTimeout, runTimeout          time.Duration
 	maxBody, maxFrame, maxConns      int
+	cors                             relay.CORSOptions // off without AllowOrigins
 }
 
 // defaultRoute is the one route of a relay run without --config: every
@@ -40,6 +41,7 @@ func defaultRoute(c *serveConfig, upstream string) routeConfig {
 		connectTimeout: c.connectTimeout, firstByteTimeout: c.firstByteTimeout,
 		idleTimeout: c.idleTimeout, runTimeout: c.runTimeout,
 		maxBody: int(c.maxBody), maxFrame: int(c.maxFrame), maxConns: c.maxConns,
+		cors: c.cors,
 	}
 }
 
@@ -68,6 +70,7 @@ type routeFile struct {
 	MaxBody  json.RawMessage `json:"maxBody"`
 	MaxFrame json.RawMessage `json:"maxFrame"`
 	MaxConns json.RawMessage `json:"maxConns"`
+	CORS     json.RawMessage `json:"cors"`
 }
 
 // loadRoutes reads and checks the routes of a config file; c gives the
@@ -230,6 +233,9 @@ func resolveRoute(rf *routeFile, c *serveConfig) (routeConfig, error) {
 	if rc.maxConns, err = countField(rf.MaxConns, rc.maxConns); err != nil {
 		return rc, fmt.Errorf("maxConns: %v", err)
 	}
+	if rc.cors, err = corsField(rf.CORS, rc.cors); err != nil {
+		return rc, fmt.Errorf("cors: %v", err)
+	}
 	return rc, nil
 }
 
@@ -380,6 +386,10 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 		}
 		if rc.stripPrefix && rc.prefix != "/" {
 			r.StripPrefix = rc.prefix
+		}
+		var err error
+		if r.CORS, err = newCORS(rc.cors); err != nil {
+			return nil, fmt.Errorf("route %q: cors: %v", rc.name, err)
 		}
 		rs = append(rs, relay.Route{Name: rc.name, Prefix: rc.prefix, Relay: r})
 	}

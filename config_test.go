@@ -61,13 +61,13 @@ routes:
 			name: "legacy", prefix: "/agents/legacy", upstream: "http://127.0.0.1:8001/api", stripPrefix: true,
 			producerVersion: negotiate.MustParse("0.0.40"), consumerVersion: negotiate.MustParse("1.0"),
 			connectTimeout: 2 * time.Second, firstByteTimeout: time.Minute, idleTimeout: 0, runTimeout: 30 * time.Minute,
-			maxBody: 1 << 20, maxFrame: 65536, maxConns: 64,
+			maxBody: 1 << 20, maxFrame: 65536, maxConns: 64, cors: c.cors,
 		}, {
 			// Everything left out comes from the flags.
 			name: "new", prefix: "/", upstream: "http://127.0.0.1:8002",
 			consumerVersion: negotiate.MustParse("0.0.45"),
 			connectTimeout:  10 * time.Second, firstByteTimeout: 5 * time.Minute, idleTimeout: 90 * time.Second, runTimeout: time.Hour,
-			maxBody: 64 << 20, maxFrame: 2 << 20, maxConns: 4096,
+			maxBody: 64 << 20, maxFrame: 2 << 20, maxConns: 4096, cors: c.cors,
 		}}
 		if fmt.Sprint(routes) != fmt.Sprint(want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", name, routes, want)

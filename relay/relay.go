@@ -106,6 +106,10 @@ type Relay struct {
 	// report that is also logged. The report is borrowed for the call.
 	// (Metrics hook in through Tap.)
 	OnRun func(*RunReport)
+	// CORS, when set, is the route's cross-origin policy: the relay answers
+	// preflights and puts the CORS headers on every answer (see CORS). nil:
+	// no CORS of the relay's; the producer's headers pass through.
+	CORS *CORS
 	// Tap, when set, is called when a run starts and returns what watches
 	// the run's material as it passes (metrics, recordings; see RunTap), or
 	// nil. The report is the run's, filled in as the run goes.
@@ -235,18 +239,24 @@ func (r *Relay) Server() *fasthttp.Server {
 
 // serverError answers a request the server could not read.
 func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
+	serverProblem(err, r.maxBody()).Write(ctx)
+	r.CORS.apply(ctx)
+}
+
+// serverProblem is the problem answered to a request the server could not
+// read, whose body limit is maxBody.
+func serverProblem(err error, maxBody int) *Problem {
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		problemTooLarge(r.maxBody()).Write(ctx)
+		return problemTooLarge(maxBody)
 	case errors.As(err, new(*fasthttp.ErrSmallBuffer)):
 		// A request line or headers over the read buffer (16 KiB).
-		(&Problem{Type: "urn:agui-relay:headers-too-large", Title: "The request headers are too large", Status: fasthttp.StatusRequestHeaderFieldsTooLarge}).Write(ctx)
+		return &Problem{Type: "urn:agui-relay:headers-too-large", Title: "The request headers are too large", Status: fasthttp.StatusRequestHeaderFieldsTooLarge}
 	case isTimeout(err):
-		(&Problem{Type: "urn:agui-relay:request-timeout", Title: "The request was not received in time", Status: fasthttp.StatusRequestTimeout}).Write(ctx)
-	default:
-		// The kind alone: the error quotes the request's headers.
-		(&Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: requestErrorKind(err)}).Write(ctx)
+		return &Problem{Type: "urn:agui-relay:request-timeout", Title: "The request was not received in time", Status: fasthttp.StatusRequestTimeout}
 	}
+	// The kind alone: the error quotes the request's headers.
+	return &Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: requestErrorKind(err)}
 }
 
 // translateInput applies the TranslateInput hook, or by default the input
@@ -266,25 +276,29 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap
 	return out, nil
 }
 
-// Handle serves one request: a run, or anything else proxied unchanged.
+// Handle serves one request: a run, or anything else proxied unchanged
+// (with a CORS policy, a preflight is answered instead).
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	r.once.Do(r.init)
-	if t := ctx.RequestURI(); len(t) == 0 || t[0] != '/' {
+	switch t := ctx.RequestURI(); {
+	case len(t) == 0 || t[0] != '/':
 		// Absolute-form ("http://other/x"), CONNECT's authority-form or
 		// "*": appended to Upstream, such a target could name another
 		// host. The relay forwards to its upstream and nowhere else.
 		problemTarget().Write(ctx)
-		return
-	}
-	if hasDotSegment(ctx.RequestURI()) {
+	case hasDotSegment(t):
 		problemDotSegment().Write(ctx)
+	case r.CORS.preflight(ctx):
 		return
-	}
-	if isRun(ctx) {
+	case isRun(ctx):
 		r.run(ctx)
-		return
+	default:
+		r.proxy(ctx)
 	}
-	r.proxy(ctx)
+	// A stream's head went out with the CORS headers already (run).
+	if !ctx.Hijacked() {
+		r.CORS.apply(ctx)
+	}
 }
 
 // isRun reports whether the request is a run: a POST with a JSON body (or
@@ -489,6 +503,7 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	}
 	ub.startTimers(r.IdleTimeout, remaining)
 	r.track(ub)
+	r.CORS.apply(ctx)             // before respond renders the head
 	r.respond(ctx, ub, resp, rep) // on the hijacked connection, see hijack.go
 }
 

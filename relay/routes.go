@@ -297,12 +297,14 @@ func (t *Table) serveWith(s *fasthttp.Server) {
 	}
 }
 
+// serverError answers a request the server could not read, with the CORS
+// headers of the route its path matches (none when it matches none, or its
+// path could not be read).
 func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		problemTooLarge(rt.maxBody).Write(ctx)
-		return
+	serverProblem(err, rt.maxBody).Write(ctx)
+	if m := rt.Table().Match(ctx.URI().PathOriginal()); m != nil {
+		m.Relay.CORS.apply(ctx)
 	}
-	rt.Table().routes[0].Relay.serverError(ctx, err)
 }
 
 func problemNoRoute(path string) *Problem {
