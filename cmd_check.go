@@ -20,9 +20,15 @@ const maxCheckInput = 64 << 20
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("check", stderr)
 	version := fs.String("version", negotiate.Current.String(), "protocol version to judge against: MAJOR.MINOR (1.0) or a legacy SDK release 0.0.N")
-	input := fs.Bool("input", false, "judge one RunAgentInput document instead of an event stream")
+	input := fs.Bool("input", false, "judge one RunAgentInput document instead of an event stream; with --url, FILE is the RunAgentInput to post")
+	url := fs.String("url", "", "make one live run against this agent URL and judge its stream for every consumer (implies --profiles)")
+	profiles := fs.Bool("profiles", false, "judge the stream for every consumer profile the relay knows, directly and through the relay, as a table")
+	var lo liveOptions
+	lo.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: agui-relay check [--version V] [--input] [FILE]
+       agui-relay check --profiles [FILE]
+       agui-relay check --url URL [--input FILE]
 
 Judges a recorded event stream (SSE data: frames, or one JSON event per line)
 or, with --input, one RunAgentInput, read from FILE or stdin, against what a
@@ -35,6 +41,23 @@ events before RUN_STARTED, ...) with the likely cause at the producer.
 
 Exit status: 0 when a consumer of V would run the stream, 1 when anything is
 malformed or fatal to it (or the file cannot be read), 2 on usage errors.
+
+With --profiles, or --url (one live run: a POST of FILE's RunAgentInput, or
+a small default one, answered by an event stream), it prints the producer's
+declared protocolVersion and its faults by the 1.0 rules with their likely
+causes, then a table with one row per consumer the relay knows (every
+legacy profile, 1.0, and the CopilotKit releases by the @ag-ui/client they
+bundle): whether it reads the stream directly, and through the relay, with
+the first fatal finding and its JSON pointer where it does not. Exit status
+0 when every consumer the relay serves reads it through the relay, 1
+otherwise or when the agent cannot be reached, does not answer with an
+event stream, or the input is malformed.
+
+examples:
+  agui-relay check --version 0.0.45 emitted.sse
+  agui-relay check --profiles producer.sse
+  agui-relay check --url 'http://127.0.0.1:8080/agent?version=0.0.40'
+  agui-relay check --url https://agent.example.com/api --header 'Authorization: Bearer $TOKEN' --input chat.json
 
 flags:
 `)
@@ -66,6 +89,23 @@ flags:
 		}
 		defer f.Close()
 		r = f
+	}
+	if *url != "" {
+		if len(files) > 0 && !*input {
+			fmt.Fprintln(stderr, "agui-relay check: with --url, FILE is the RunAgentInput to post: give --input")
+			return 2
+		}
+		if !*input {
+			r = nil
+		}
+		return checkURL(*url, r, name, lo, stdout, stderr)
+	}
+	if *profiles {
+		if *input {
+			fmt.Fprintln(stderr, "agui-relay check: --profiles judges an event stream, not --input")
+			return 2
+		}
+		return checkProfiles(r, name, stdout, stderr)
 	}
 	c := checker{v: v, out: stdout, now: time.Now()}
 	if *input {

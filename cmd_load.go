@@ -97,14 +97,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		o.inputs = append(o.inputs, s)
 		return nil
 	})
-	fs.Func("header", "a request header, 'Name: value'; repeat for several", func(s string) error {
-		k, v, ok := strings.Cut(s, ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			return fmt.Errorf("%q is not 'Name: value'", s)
-		}
-		o.headers = append(o.headers, load.Header{Name: strings.TrimSpace(k), Value: strings.TrimSpace(v)})
-		return nil
-	})
+	fs.Func("header", "a request header 'Name: value'; repeat for several", headerFlag(&o.headers))
 	fs.DurationVar(&o.timeouts.Connect, "connect-timeout", o.timeouts.Connect, "time to connect (0: none)")
 	fs.DurationVar(&o.timeouts.Headers, "headers-timeout", o.timeouts.Headers, "time from the request to the response's headers (0: none)")
 	fs.DurationVar(&o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "longest silence inside a stream (0: none)")
@@ -227,6 +220,18 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		return 1
 	}
 	return 0
+}
+
+// headerFlag parses a repeated "Name: value" flag into headers.
+func headerFlag(headers *[]load.Header) func(string) error {
+	return func(s string) error {
+		k, v, ok := strings.Cut(s, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("%q is not 'Name: value'", s)
+		}
+		*headers = append(*headers, load.Header{Name: strings.TrimSpace(k), Value: strings.TrimSpace(v)})
+		return nil
+	}
 }
 
 // splitRuns is round's share of n runs over rounds (0: by duration).

@@ -44,6 +44,9 @@ func (r *loadReport) failed() bool {
 type table struct {
 	head []string
 	rows [][]string
+	// left is how many leading columns are text, aligned left; the others
+	// are figures, aligned right. 0 means one.
+	left int
 }
 
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
@@ -59,10 +62,13 @@ func (t *table) text(w io.Writer) {
 		var b strings.Builder
 		for i, c := range r {
 			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i == 0 {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i < max(t.left, 1) {
 				b.WriteString(c + pad)
 			} else {
-				b.WriteString("  " + pad + c)
+				b.WriteString(pad + c)
 			}
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
@@ -78,7 +84,7 @@ func (t *table) markdown(w io.Writer) {
 	sep := make([]string, len(t.head))
 	for i := range sep {
 		sep[i] = "---"
-		if i > 0 {
+		if i >= max(t.left, 1) {
 			sep[i] = "---:"
 		}
 	}
@@ -170,7 +176,7 @@ func compareTable(a, b *load.Result) *table {
 
 // levelsTable lists throughput and p99s against concurrency.
 func (r *loadReport) levelsTable() *table {
-	t := &table{head: []string{"concurrency", "target", "runs/s", "events/s", "p99 first content (ms)", "p99 run (ms)", "failed"}}
+	t := &table{left: 2, head: []string{"concurrency", "target", "runs/s", "events/s", "p99 first content (ms)", "p99 run (ms)", "failed"}}
 	for _, lv := range r.Levels {
 		for i, res := range lv.Results {
 			if res == nil {

@@ -79,13 +79,19 @@ func TestLoadThroughTheRelay(t *testing.T) {
 	}
 }
 
-func TestLoadClearErrors(t *testing.T) {
+// refusedURL is the URL of a port nothing listens on.
+func refusedURL(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone := "http://" + ln.Addr().String() + "/agent"
 	ln.Close()
+	return "http://" + ln.Addr().String() + "/agent"
+}
+
+func TestLoadClearErrors(t *testing.T) {
+	gone := refusedURL(t)
 	notSSE := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, "<html>login</html>")
