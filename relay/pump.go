@@ -53,6 +53,7 @@ type pumpRun struct {
 	deadline  time.Time   // the read deadline that ends a wait by parking
 	parked    atomic.Bool // waiting in the poller with no goroutine
 	noPark    bool        // parking failed (no poller): wait in the goroutine
+	ended     bool        // the requested run ended: the stream ends within the grace (checkEnd)
 	token     int32       // the poller registration while parked
 }
 
@@ -142,8 +143,39 @@ func (p *pumpRun) nextFrames() bool {
 			return true
 		}
 		p.werr = p.st.frame(&f)
+		if p.st.Terminal != "" && !p.ended {
+			p.checkEnd()
+		}
 	}
 	return true
+}
+
+// runEndGrace is how long the producer has, after the terminal event of
+// the run the input asked for, to end its answer itself (and so keep its
+// connection for the next run) before the relay ends it.
+const runEndGrace = 100 * time.Millisecond
+
+// checkEnd ends the stream within the grace (Relay.endGrace, else
+// runEndGrace) once the run the input asked for (its runId) has had its
+// terminal event, or the stream failed before any run started: that run is
+// the exchange's last (spec 003), and many agents keep the connection open
+// after it. The consumer has every event already (they are flushed before
+// the next read); its answer ends with the producer's or at the grace's
+// end. Runs replayed before it, which carry their own runIds, end nothing.
+func (p *pumpRun) checkEnd() {
+	st := p.st
+	if st.InRun {
+		return
+	}
+	if st.Runs > 0 && (p.rep.RunID == "" || st.RunID != p.rep.RunID) {
+		return
+	}
+	p.ended = true
+	grace := runEndGrace
+	if p.r.endGrace > 0 {
+		grace = p.r.endGrace
+	}
+	p.ub.endWithin(grace)
 }
 
 // armParking moves the read deadline that ends the coming wait in parking
@@ -244,8 +276,16 @@ func (p *pumpRun) finish() (kept bool) {
 	case werr != nil || abort == errConsumerGone:
 		abort = errConsumerGone
 		ub.cancel(abort)
-	case rerr == io.EOF:
-		abort = nil // the producer finished before any timer could matter
+	case abort == errRunEnded && st.Owed():
+		// A run started after the requested one's end: cut off.
+		abort = &abortError{CodeUpstreamBroken, "the producer started a run after the requested run ended"}
+		if _, err := st.Fail(abort.Cause, abort.Code); err != nil {
+			werr = err
+		}
+	case rerr == io.EOF || abort == errRunEnded:
+		// The producer finished, or the requested run did and the grace
+		// for the producer's own end passed: a complete stream either way.
+		abort = nil
 		if st.Owed() {
 			r.log.Warn("the producer ended the stream without RUN_FINISHED or RUN_ERROR; relayed as it was",
 				zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))

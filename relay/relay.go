@@ -117,6 +117,7 @@ type Relay struct {
 
 	once       sync.Once
 	parkAfter  time.Duration                   // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
+	endGrace   time.Duration                   // the grace after the requested run's end (pumpRun.checkEnd); 0: runEndGrace
 	parker     parker                          // where streams park; nil: the process's poller
 	quiet      *quietMemory                    // counts streams with a goroutine; nil: the process's (pollers.quiet)
 	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server

@@ -133,11 +133,12 @@ type upstreamBody struct {
 	done  bool
 	cause *abortError
 
-	idle    time.Duration
-	runEnd  time.Duration // the run's end, as time since started; 0: none
-	timer   *time.Timer   // fires at the nearer of the idle and run ends
-	started time.Time     // for touched and runEnd: its monotonic reading
-	touched atomic.Int64  // when the stream last read, as time since started
+	idle     time.Duration
+	runEnd   time.Duration // the run's end, as time since started; 0: none
+	graceEnd time.Duration // the end of the grace after the requested run's end (endWithin), as time since started; 0: none
+	timer    *time.Timer   // fires at the nearer of the idle and run ends
+	started  time.Time     // for touched and runEnd: its monotonic reading
+	touched  atomic.Int64  // when the stream last read, as time since started
 }
 
 func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
@@ -198,7 +199,28 @@ func (u *upstreamBody) untilEnd(elapsed time.Duration) time.Duration {
 	if u.runEnd > 0 {
 		wait = min(wait, u.runEnd-elapsed)
 	}
+	if u.graceEnd > 0 {
+		wait = min(wait, u.graceEnd-elapsed)
+	}
 	return wait
+}
+
+// endWithin ends the stream with errRunEnded grace from now unless the
+// producer ends it first: the run the input asked for has ended, and it is
+// the exchange's last (see pumpRun.checkEnd).
+func (u *upstreamBody) endWithin(grace time.Duration) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.done || u.cause != nil {
+		return
+	}
+	if u.timer == nil {
+		u.started = time.Now()
+		u.timer = time.AfterFunc(time.Duration(math.MaxInt64), u.check)
+	}
+	elapsed := time.Since(u.started)
+	u.graceEnd = max(elapsed+grace, 1)
+	u.timer.Reset(u.untilEnd(elapsed))
 }
 
 // touch notes a read at now; the relay calls it before each. The idle timer
@@ -225,9 +247,12 @@ func (u *upstreamBody) check() {
 		u.timer.Reset(wait)
 		return
 	}
-	if u.runEnd > 0 && elapsed >= u.runEnd {
+	switch {
+	case u.graceEnd > 0 && elapsed >= u.graceEnd:
+		u.cancelLocked(errRunEnded)
+	case u.runEnd > 0 && elapsed >= u.runEnd:
 		u.cancelLocked(errRunTimeout)
-	} else {
+	default:
 		u.cancelLocked(errIdleTimeout)
 	}
 }
@@ -284,6 +309,9 @@ var (
 	errIdleTimeout  = &abortError{CodeUpstreamIdleTimeout, "the producer sent nothing for longer than the idle timeout"}
 	errRunTimeout   = &abortError{CodeRunTimeout, "the run took longer than the run timeout"}
 	errShutdown     = &abortError{CodeShutdown, "the relay is shutting down"}
+	// errRunEnded ends a stream the producer keeps open after the run the
+	// input asked for ended: the stream is complete, no RUN_ERROR is owed.
+	errRunEnded = &abortError{"run_ended", "the requested run ended and the producer kept the stream open"}
 )
 
 // isTimeout reports whether err is a timeout of the network or of fasthttp.
