@@ -14,9 +14,10 @@ import (
 //
 // It knows the three ways an answer ends: chunked (a zero-size chunk, then
 // trailer lines up to an empty one), a Content-Length, or the connection's
-// close. It is as strict as fasthttp's own reader: chunk extensions are
-// ignored, but size lines and chunk ends must end in CRLF (a bare LF is
-// how request smuggling between proxies starts).
+// close. It follows RFC 9112's chunk grammar: chunk extensions (after
+// optional whitespace, "1f ;ext") are ignored, whitespace after the size
+// without one ("1f ") is refused, and size lines and chunk ends must end
+// in CRLF (a bare LF is how request smuggling between proxies starts).
 type bodyFraming struct {
 	mode  framingMode
 	left  int64 // data bytes still to come in this chunk, or of the Content-Length
@@ -134,6 +135,11 @@ func (f *bodyFraming) decode(p []byte) (int, error) {
 				}
 				f.size, f.sized, f.ows, f.ext, f.cr = 0, false, false, false, false
 			case c == '\r' && f.sized:
+				if f.ows && !f.ext {
+					// "1f \r\n": RFC 9112 allows whitespace after the
+					// size only before an extension's ';'.
+					return w, errBadChunk
+				}
 				f.cr = true
 			case c == '\n' || c == '\r':
 				return w, errBadChunk // a bare LF, or no size: smuggling-prone
@@ -145,10 +151,10 @@ func (f *bodyFraming) decode(p []byte) (int, error) {
 				}
 				f.ows = true
 			case c == ';':
-				if !f.sized || f.ows {
+				if !f.sized {
 					return w, errBadChunk
 				}
-				f.ext = true
+				f.ext = true // after optional whitespace (BWS), as RFC 9112 allows
 			default:
 				d, ok := hexDigit(c)
 				if !ok || f.ows || f.size > (1<<62)>>4 {

@@ -37,7 +37,7 @@ func chunkEncode(r *rand.Rand, data []byte, trailer bool) []byte {
 		case 0:
 			b.WriteString(";name=value")
 		case 1:
-			b.WriteString(" \t") // trailing whitespace
+			b.WriteString(" \t;name") // whitespace before an extension (RFC 9112's BWS)
 		}
 		b.WriteString("\r\n")
 		b.Write(data[:n])
@@ -83,6 +83,8 @@ func TestChunkedRefusesMalformedFraming(t *testing.T) {
 		"\r\nhello\r\n0\r\n\r\n",         // no size
 		"g\r\nhello\r\n0\r\n\r\n",        // not hex
 		"5 5\r\nhello\r\n0\r\n\r\n",      // digits after spaces
+		"5 \r\nhello\r\n0\r\n\r\n",       // whitespace after the size, no extension
+		"5\t\r\nhello\r\n0\r\n\r\n",      // the same with a tab
 		";x\r\n",                         // an extension without a size
 		"1 ;a\n\r\n",                     // a bare LF in an extension
 		"fffffffffffffffff\r\n",          // larger than any body
