@@ -480,12 +480,11 @@ func savePprof(cfg Config, admin, path, file string) bool {
 
 // probe runs one short run through the proxy and checks it.
 func probe(addr string, c Case) error {
-	cl := &Client{Addr: addr, Timeout: 10 * time.Second}
-	defer cl.Close()
 	plan := synth.NewPlan(c.Dialect, 300)
 	chk := synth.NewRunCheck(plan, c.Exact)
-	sp := &load.FrameSplitter{OnEvent: func(d []byte) { chk.Event(d) }}
-	if _, err := cl.Run(synth.RunParams{Dialect: c.Dialect, Events: 300}.Path(), Input("probe"), sp.Write); err != nil {
+	err := runOnce(addr, synth.RunParams{Dialect: c.Dialect, Events: 300}, Input("probe"), load.Timeouts{Connect: 10 * time.Second, Idle: 10 * time.Second},
+		func(d []byte) { chk.Event(d) })
+	if err != nil {
 		return err
 	}
 	return chk.Err()

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -60,83 +61,38 @@ type PhaseResult struct {
 }
 
 // RunLoad drives load against addr (the proxy, or the producer directly)
-// and samples proc (nil or pid 0 for none) around the measuring window.
+// and samples proc (nil or pid 0 for none) around the measuring window. The
+// runs are the load generator's (package load); a stamp inspector on every
+// slot judges each run's completeness and records each stamped event's
+// latency while the window is open. Runs cut by the phase's end are not
+// judged.
 func RunLoad(addr string, proc *Proc, plan synth.Plan, ld Load) PhaseResult {
 	res := PhaseResult{Streams: ld.Streams, Rate: ld.Params.Rate}
-	var (
-		events, bytes atomic.Int64
-		recording     atomic.Bool
-		stop          atomic.Bool
-		ok, bad, fail atomic.Int64
-		errOnce       sync.Once
-		firstErr      string
-		wg            sync.WaitGroup
-		clientsMu     sync.Mutex
-		clients       []*Client
-	)
+	var recording atomic.Bool
 	hist := NewShardedHist()
 	dump := os.Getenv("AGUIBENCH_DUMP")
-	path := ld.Params.Path()
-	setErr := func(s string) { errOnce.Do(func() { firstErr = s }) }
-	for i := 0; i < ld.Streams; i++ {
-		c := &Client{Addr: addr, Timeout: 30 * time.Second}
-		clientsMu.Lock()
-		clients = append(clients, c)
-		clientsMu.Unlock()
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			rec := hist.Recorder()
-			defer rec.Flush()
-			chk := synth.NewRunCheck(plan, ld.Exact)
-			var now int64
-			var raw []byte
-			sp := &load.FrameSplitter{OnEvent: func(data []byte) {
-				ns, stamped := chk.Event(data)
-				if stamped && recording.Load() {
-					rec.Record(now - ns)
-				}
-			}}
-			if ld.Params.Rate > 0 {
-				// Spread the streams over one event interval.
-				time.Sleep(time.Duration(float64(time.Second) / ld.Params.Rate * float64(i) / float64(ld.Streams)))
-			}
-			for run := 0; !stop.Load(); run++ {
-				chk.Reset()
-				sp.Reset()
-				before := chk.Events
-				raw = raw[:0]
-				_, err := c.Run(path, Input("r"+strconv.Itoa(i)+"-"+strconv.Itoa(run)), func(p []byte) {
-					if dump != "" {
-						raw = append(raw, p...)
-					}
-					now = time.Now().UnixNano()
-					prev := chk.Events
-					sp.Write(p)
-					events.Add(chk.Events - prev)
-					bytes.Add(int64(len(p)))
-				})
-				_ = before
-				if stop.Load() {
-					return // cut by the end of the phase: not judged
-				}
-				if err != nil {
-					fail.Add(1)
-					setErr(fmt.Sprintf("stream %d run %d after %d events: %v", i, run, chk.Events, err))
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				if err := chk.Err(); err != nil {
-					if dump != "" {
-						os.WriteFile(fmt.Sprintf("%s/bad-%d-%d", dump, i, run), raw, 0o644)
-					}
-					bad.Add(1)
-					setErr(fmt.Sprintf("stream %d run %d: %v", i, run, err))
-					continue
-				}
-				ok.Add(1)
-			}
-		}(i)
+	var ramp time.Duration
+	if ld.Params.Rate > 0 {
+		// Spread the streams over one event interval.
+		ramp = time.Duration(float64(time.Second) / ld.Params.Rate)
+	}
+	var inspectors []*stampInspector
+	var mu sync.Mutex
+	r, err := load.Start(context.Background(), load.Config{
+		URL: "http://" + addr + ld.Params.Path(), Inputs: [][]byte{Input("r")}, Concurrency: ld.Streams, Ramp: ramp,
+		Timeouts: load.Timeouts{Connect: 10 * time.Second, Headers: 30 * time.Second, Idle: 30 * time.Second},
+		Interval: time.Hour,
+		Inspect: func(slot int) load.Inspector {
+			in := &stampInspector{chk: synth.NewRunCheck(plan, ld.Exact), rec: hist.Recorder(), recording: &recording, dump: dump, slot: slot}
+			mu.Lock()
+			inspectors = append(inspectors, in)
+			mu.Unlock()
+			return in
+		},
+	})
+	if err != nil {
+		res.RunsFailed, res.FirstError = 1, err.Error()
+		return res
 	}
 	time.Sleep(ld.Warmup)
 	own := proc != nil && proc.Admin != ""
@@ -151,11 +107,11 @@ func RunLoad(addr string, proc *Proc, plan synth.Plan, ld Load) PhaseResult {
 	}
 	s0 := proc.Sample()
 	self0, _, _ := readStat(os.Getpid())
-	e0, b0, t0 := events.Load(), bytes.Load(), time.Now()
+	p0, t0 := r.Progress(), time.Now()
 	recording.Store(true)
 	time.Sleep(ld.Measure)
 	recording.Store(false)
-	e1, b1, t1 := events.Load(), bytes.Load(), time.Now()
+	p1, t1 := r.Progress(), time.Now()
 	s1 := proc.Sample()
 	self1, _, _ := readStat(os.Getpid())
 	if endDuring != nil {
@@ -172,16 +128,16 @@ func RunLoad(addr string, proc *Proc, plan synth.Plan, ld Load) PhaseResult {
 	}
 	res.BenchCPU = self1 - self0
 	res.LoadAvg = LoadAvg()
-	stop.Store(true)
-	clientsMu.Lock()
-	for _, c := range clients {
-		c.Close()
+	r.Stop()
+	lr := r.Wait()
+	mu.Lock()
+	for _, in := range inspectors {
+		in.rec.Flush()
 	}
-	clientsMu.Unlock()
-	waitTimeout(&wg, 30*time.Second)
+	mu.Unlock()
 
 	res.Seconds = t1.Sub(t0).Seconds()
-	res.Events, res.Bytes = e1-e0, b1-b0
+	res.Events, res.Bytes = p1.Events-p0.Events, p1.Bytes-p0.Bytes
 	res.EventsPerSec = float64(res.Events) / res.Seconds
 	res.BytesPerSec = float64(res.Bytes) / res.Seconds
 	res.CPUSeconds = s1.CPUSeconds - s0.CPUSeconds
@@ -192,9 +148,65 @@ func RunLoad(addr string, proc *Proc, plan synth.Plan, ld Load) PhaseResult {
 	h := hist.Snapshot()
 	res.LatencyN = h.Count()
 	res.P50, res.P99, res.P999, res.Mean, res.MaxLatency = h.Micros()
-	res.RunsOK, res.RunsBad, res.RunsFailed = ok.Load(), bad.Load(), fail.Load()
-	res.FirstError = firstErr
+	res.RunsOK = lr.Complete
+	res.RunsBad = lr.Errors[load.KindIncomplete]
+	res.RunsFailed = lr.Failed() - res.RunsBad
+	for _, k := range lr.ErrorKinds() {
+		res.FirstError = lr.Examples[k]
+		break
+	}
 	return res
+}
+
+// stampInspector judges the runs of one slot by their stamps (synth's
+// RunCheck) and records each stamped event's latency, from the producer's
+// stamp to the read that delivered it, while recording is set.
+type stampInspector struct {
+	chk       *synth.RunCheck
+	rec       *Recorder
+	recording *atomic.Bool
+	dump      string // AGUIBENCH_DUMP: where incomplete runs' events go
+	slot, run int
+	events    []byte
+}
+
+func (s *stampInspector) Begin() {
+	s.chk.Reset()
+	s.events = s.events[:0]
+	s.run++
+}
+
+func (s *stampInspector) Event(data []byte, at int64) {
+	if s.dump != "" {
+		s.events = append(append(append(s.events, "data: "...), data...), '\n', '\n')
+	}
+	if ns, stamped := s.chk.Event(data); stamped && s.recording.Load() {
+		s.rec.Record(at - ns)
+	}
+}
+
+func (s *stampInspector) End(err error) error {
+	if err != nil {
+		return nil // counted by the load under its own kind
+	}
+	if err := s.chk.Err(); err != nil {
+		if s.dump != "" {
+			os.WriteFile(fmt.Sprintf("%s/bad-%d-%d", s.dump, s.slot, s.run), s.events, 0o644)
+		}
+		return err
+	}
+	return nil
+}
+
+// runOnce makes one run of p against addr and hands each event to onEvent.
+func runOnce(addr string, p synth.RunParams, input []byte, t load.Timeouts, onEvent func([]byte)) error {
+	c, err := load.NewClient("http://"+addr+p.Path(), nil, t)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	sp := &load.FrameSplitter{OnEvent: onEvent}
+	return c.Run(context.Background(), input, func(load.Response) {}, sp.Write)
 }
 
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
@@ -246,21 +258,19 @@ func IdleMemoryHook(proc *Proc, prod *synth.Producer, d synth.Dialect, n int, li
 	// memory back a second after its last stream, and its first collection
 	// brings the collector's own metadata, about 1 MB) is then in the
 	// baseline, not charged to the streams.
-	warm := &Client{Addr: proc.Addr, Timeout: 10 * time.Second}
 	for i := 0; i < 3; i++ {
-		warm.Run(synth.RunParams{Dialect: d, Events: 50}.Path(), Input("warm"), func([]byte) {})
+		runOnce(proc.Addr, synth.RunParams{Dialect: d, Events: 50}, Input("warm"), load.Timeouts{Connect: 10 * time.Second, Idle: 10 * time.Second}, func([]byte) {})
 	}
-	warm.Close()
 	time.Sleep(idleSettle)
 	res.BaseRSSKiB = proc.Sample().RSSKiB
 
-	path := synth.RunParams{Dialect: d, Idle: true}.Path()
+	url := "http://" + proc.Addr + synth.RunParams{Dialect: d, Idle: true}.Path()
 	var (
 		opened, finished sync.WaitGroup
 		nOpen, nDone     atomic.Int64
 		errOnce          sync.Once
 		mu               sync.Mutex
-		clients          []*Client
+		clients          []*load.Client
 	)
 	setErr := func(s string) { errOnce.Do(func() { res.FirstError = s }) }
 	sem := make(chan struct{}, 128) // dials in flight
@@ -274,7 +284,11 @@ launch:
 		case <-deadline:
 			break launch
 		}
-		c := &Client{Addr: proc.Addr, Timeout: limit + time.Minute}
+		c, err := load.NewClient(url, nil, load.Timeouts{Connect: limit, Idle: limit + time.Minute})
+		if err != nil {
+			setErr(err.Error())
+			break
+		}
 		mu.Lock()
 		clients = append(clients, c)
 		mu.Unlock()
@@ -294,7 +308,7 @@ launch:
 					markOpen()
 				}
 			}}
-			_, err := c.Run(path, Input("idle-"+strconv.Itoa(i)), sp.Write)
+			err := c.Run(context.Background(), Input("idle-"+strconv.Itoa(i)), func(load.Response) {}, sp.Write)
 			if err == nil {
 				err = chk.Err()
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/load"
 	"github.com/agui-relay/agui-relay/synth"
 )
 
@@ -48,17 +49,15 @@ func TestIdleStreamsOpenAndFinish(t *testing.T) {
 	}
 }
 
-func TestClientReportsHTTPErrors(t *testing.T) {
+// A run the producer refuses is an error naming its status and reason.
+func TestRunOnceReportsHTTPErrors(t *testing.T) {
 	p := testProducer(t)
-	c := &Client{Addr: p.Addr(), Timeout: 5 * time.Second}
-	defer c.Close()
-	status, err := c.Run("/run?events=x", Input("r"), func([]byte) {})
-	if status != 400 || err == nil || !strings.Contains(err.Error(), "events") {
-		t.Errorf("status %d, err %v", status, err)
+	err := runOnce(p.Addr(), synth.RunParams{Events: 1}, Input("r"), load.Timeouts{Idle: 5 * time.Second}, func([]byte) {})
+	if err == nil || !strings.Contains(err.Error(), "http 400") || !strings.Contains(err.Error(), "events") {
+		t.Errorf("err %v", err)
 	}
-	// The connection stays usable after an error answer.
 	n := 0
-	if _, err := c.Run(synth.RunParams{Events: 10}.Path(), Input("r"), func(b []byte) { n += len(b) }); err != nil || n == 0 {
-		t.Errorf("second run: %v, %d bytes", err, n)
+	if err := runOnce(p.Addr(), synth.RunParams{Events: 10}, Input("r"), load.Timeouts{Idle: 5 * time.Second}, func([]byte) { n++ }); err != nil || n != len(synth.NewPlan(synth.Dialect10, 10).Kinds) {
+		t.Errorf("second run: %v, %d events", err, n)
 	}
 }
