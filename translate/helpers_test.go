@@ -52,3 +52,33 @@ func shapes(ws []Warning) string {
 }
 
 func negotiate0() negotiate.Version { return negotiate.Version{Patch: 45} }
+
+// claims asserts a step's lossy/lossless claim: Lossy says lossy, and what
+// the step did says the same. A lossless step warns on nothing it rewrote
+// (warns holds the warnings of a run it changed); a lossy one warned, naming
+// each shape in lost, when it dropped or degraded content.
+func claims(t *testing.T, s *Step, lossy bool, warns []Warning, lost ...string) {
+	t.Helper()
+	if s.Lossy != lossy {
+		t.Errorf("%s: Lossy %v, want %v", s.Name, s.Lossy, lossy)
+	}
+	if !lossy {
+		if len(warns) != 0 {
+			t.Errorf("%s is lossless and warned: %s", s.Name, shapes(warns))
+		}
+		return
+	}
+	if len(warns) == 0 {
+		t.Errorf("%s is lossy and lost content without a warning", s.Name)
+	}
+	for _, shape := range lost {
+		if !strings.Contains(","+shapes(warns), ","+shape+"×") {
+			t.Errorf("%s: no warning names %s (warnings %s)", s.Name, shape, shapes(warns))
+		}
+	}
+	for _, w := range warns {
+		if w.Why == "" || w.Upgrade == "" || w.Step != s.Name {
+			t.Errorf("%s: warning %q does not name its step, what was lost and what to upgrade: %+v", s.Name, w.Shape, w)
+		}
+	}
+}
