@@ -111,7 +111,7 @@ func TestStreamFailWritesRunErrorWhenOwed(t *testing.T) {
 	st.Frame(canonicalFrame(contentEvent))
 	wrote, err := st.Fail("the producer's stream \"broke\"\n", "upstream_broken")
 	w.Flush()
-	want := contentEvent + `data: {"type":"RUN_ERROR","message":"agui-relay: the producer's stream \"broke\"\u000a","code":"upstream_broken"}` + "\n\n"
+	want := contentEvent + `data: {"type":"RUN_ERROR","message":"agui-relay: the producer's stream \"broke\"\n","code":"upstream_broken"}` + "\n\n"
 	if !wrote || err != nil || out.String() != want || st.Terminal != "RUN_ERROR" {
 		t.Fatalf("wrote %v, %v:\n got %q\nwant %q", wrote, err, out.String(), want)
 	}

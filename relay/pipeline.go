@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -333,31 +332,14 @@ func (s *Stream) Fail(cause, code string) (bool, error) {
 		return false, nil
 	}
 	ev := []byte(`{"type":"RUN_ERROR","message":`)
-	ev = appendJSONString(ev, "agui-relay: "+cause)
+	ev = translate.AppendJSONString(ev, "agui-relay: "+cause)
 	ev = append(ev, `,"code":`...)
-	ev = appendJSONString(ev, code)
+	ev = translate.AppendJSONString(ev, code)
 	ev = append(ev, '}')
 	raw := AppendFrame(nil, nil, ev)
 	s.own = true
 	defer func() { s.own = false }()
 	return true, s.Frame(Frame{Raw: raw, Data: raw[len("data: ") : len(raw)-2], Canonical: true})
-}
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			dst = append(dst, '\\', byte(r))
-		case r < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xF])
-		default:
-			dst = utf8.AppendRune(dst, r)
-		}
-	}
-	return append(dst, '"')
 }
 
 func (s *Stream) emit(ev []byte) {

@@ -237,9 +237,15 @@ func StringBody(r gjson.Result) string {
 	return r.Raw[1 : len(r.Raw)-1]
 }
 
-// AppendJSONString appends s as a JSON string. Only what JSON requires is
-// escaped (quote, backslash, control characters); invalid UTF-8 becomes
-// U+FFFD. The same input always gives the same bytes.
+// AppendJSONString appends s as a JSON string, byte for byte as
+// JSON.stringify writes it (what the peers' own encoders write): only what
+// JSON requires is escaped (quote, backslash, control characters), the
+// controls that have one with their two-character escape (\b \f \n \r \t)
+// and the others as \u00xx; everything else, <, > and & included, is
+// written as it is. Invalid UTF-8 becomes U+FFFD (JSON.stringify cannot
+// meet it: a JavaScript string is UTF-16). The same input always gives the
+// same bytes. The relay's own events and every step's replacements are
+// encoded with it.
 func AppendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
@@ -272,6 +278,10 @@ func AppendJSONString(dst []byte, s string) []byte {
 			dst = append(dst, '\\', 'r')
 		case '\t':
 			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
 		default:
 			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
