@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -74,13 +75,19 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 // A stream that parks between events is taken up by a new goroutine, which
 // then carries the connection's next runs.
 func TestParkedStreamCarriesTheNextRun(t *testing.T) {
+	pk := signalParker{&pollers, make(chan struct{}, 16)}
 	upstream := rawProducer(t, func(c net.Conn) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents[:len(shortRunEvents)/2])) //nolint:errcheck
-		time.Sleep(20 * time.Millisecond)                                                  // the stream parks
-		io.WriteString(c, chunk(shortRunEvents[len(shortRunEvents)/2:])+"0\r\n\r\n")       //nolint:errcheck
+		select {
+		case <-pk.parked: // the stream parks
+		case <-time.After(liveness):
+			t.Error("the stream did not park")
+		}
+		io.WriteString(c, chunk(shortRunEvents[len(shortRunEvents)/2:])+"0\r\n\r\n") //nolint:errcheck
 	})
 	parked := make(chan bool, 4)
-	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- goroutinesIn("relay.(*pumpRun).resume") > 0 }, func(r *Relay) { r.parkAfter = time.Millisecond })
+	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- goroutinesIn("relay.(*pumpRun).resume") > 0 },
+		func(r *Relay) { r.parkAfter, r.parker = time.Millisecond, pk })
 	c := dialConsumer(t, addr)
 	br := bufio.NewReader(c)
 	for range 3 {
@@ -102,4 +109,22 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 			t.Fatal("no run report")
 		}
 	}
+}
+
+// signalParker parks as its parker does, and tells parked each time a
+// stream parked.
+type signalParker struct {
+	parker
+	parked chan struct{}
+}
+
+func (p signalParker) parkRead(rc syscall.RawConn, token int32) bool {
+	ok := p.parker.parkRead(rc, token)
+	if ok {
+		select {
+		case p.parked <- struct{}{}:
+		default:
+		}
+	}
+	return ok
 }

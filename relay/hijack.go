@@ -80,15 +80,23 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 			c = u.UnsafeConn()
 		}
 		w := newConsumerWriter(c, chunked, timeout)
+		w.holds = srv == nil
 		if keep {
 			w.srv, w.shutdown = srv, done
 		}
 		st := streamStart{r, w, head, ub, resp, rep}
-		if carrier != nil {
+		switch {
+		case carrier != nil:
 			carrier.carry <- st // to the goroutine that served the request
-			return
+		case srv == nil:
+			// A server not made by Server: it may close the connection
+			// once this handler returns (KeepHijackedConns unset), so the
+			// stream runs here to its end (holds: it does not park), and
+			// the connection is not kept.
+			st.run()
+		default:
+			go st.carry()
 		}
-		go st.carry()
 	})
 }
 
@@ -188,6 +196,11 @@ type consumerWriter struct {
 
 	hangup  int32 // the registration with pollers, when watched
 	watched bool
+
+	// holds keeps the stream on the goroutine that runs it to its end, not
+	// parked: the goroutine is the server's hijack handler, on a server
+	// that may close the connection when it returns.
+	holds bool
 
 	// out writes to conn: a socketConn (raw system calls) for TCP, else
 	// conn itself (newConsumerWriter). vec is out when it is a socketConn:

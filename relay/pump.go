@@ -87,6 +87,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 	if r.quiet != nil {
 		p.quiet = r.quiet
 	}
+	p.noPark = cw.holds
 	p.quiet.enter()
 	// cw buffers what the Stream writes until the flush.
 	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, cw)

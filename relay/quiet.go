@@ -27,7 +27,7 @@ type quietMemory struct {
 	running atomic.Int64 // streams with a goroutine: relaying, waiting in it, or ending
 
 	mu    sync.Mutex
-	timer *time.Timer
+	timer timer
 	next  time.Time // the earliest time of the next release; zero before the first
 
 	releasing bool // a release is under way
@@ -37,6 +37,29 @@ type quietMemory struct {
 	after, gap time.Duration // quietAfter, minReleaseGap
 	factor     int           // releaseGapFactor
 	release    func()        // releaseMemory
+	clock      clock         // systemClock
+}
+
+// clock is where quietMemory reads the time and arms its timer.
+type clock interface {
+	now() time.Time
+	afterFunc(d time.Duration, f func()) timer
+}
+
+// timer is a timer armed by a clock.
+type timer interface{ Reset(d time.Duration) bool }
+
+// systemClock is the time package's clock.
+type systemClock struct{}
+
+func (systemClock) now() time.Time                            { return time.Now() }
+func (systemClock) afterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
+
+func (q *quietMemory) clockOf() clock {
+	if q.clock == nil {
+		return systemClock{}
+	}
+	return q.clock
 }
 
 const (
@@ -66,7 +89,7 @@ func (q *quietMemory) arm(after time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.timer == nil {
-		q.timer = time.AfterFunc(after, q.fire)
+		q.timer = q.clockOf().afterFunc(after, q.fire)
 	} else {
 		q.timer.Reset(after)
 	}
@@ -85,7 +108,8 @@ func (q *quietMemory) fire() {
 		q.mu.Unlock()
 		return
 	}
-	if wait := time.Until(q.next); !q.next.IsZero() && wait > 0 {
+	clk := q.clockOf()
+	if wait := q.next.Sub(clk.now()); !q.next.IsZero() && wait > 0 {
 		q.timer.Reset(wait)
 		q.mu.Unlock()
 		return
@@ -96,9 +120,9 @@ func (q *quietMemory) fire() {
 	if release == nil {
 		release = releaseMemory
 	}
-	start := time.Now()
+	start := clk.now()
 	release()
-	end := time.Now()
+	end := clk.now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	pause := max(cmp.Or(q.gap, minReleaseGap), time.Duration(cmp.Or(q.factor, releaseGapFactor))*end.Sub(start))

@@ -1,10 +1,97 @@
 package relay
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// fakeClock is a clock whose time moves only when a test moves it: its
+// timers fire in advance, on the caller's goroutine, in the order they come
+// due.
+type fakeClock struct {
+	mu     sync.Mutex
+	t      time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c     *fakeClock
+	at    time.Time
+	armed bool
+	f     func()
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) afterFunc(d time.Duration, f func()) timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ft := &fakeTimer{c: c, at: c.t.Add(d), armed: true, f: f}
+	c.timers = append(c.timers, ft)
+	return ft
+}
+
+func (ft *fakeTimer) Reset(d time.Duration) bool {
+	ft.c.mu.Lock()
+	defer ft.c.mu.Unlock()
+	was := ft.armed
+	ft.at, ft.armed = ft.c.t.Add(d), true
+	return was
+}
+
+// advance moves the time on by d, firing each timer that comes due by then
+// at its time.
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	end := c.t.Add(d)
+	for {
+		var next *fakeTimer
+		for _, ft := range c.timers {
+			if ft.armed && !ft.at.After(end) && (next == nil || ft.at.Before(next.at)) {
+				next = ft
+			}
+		}
+		if next == nil {
+			break
+		}
+		next.armed = false
+		if next.at.After(c.t) {
+			c.t = next.at
+		}
+		c.mu.Unlock()
+		next.f()
+		c.mu.Lock()
+	}
+	if end.After(c.t) {
+		c.t = end
+	}
+	c.mu.Unlock()
+}
+
+// pass moves the time on by d without firing timers: what a release takes.
+func (c *fakeClock) pass(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// armed reports whether a timer waits to fire.
+func (c *fakeClock) armed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ft := range c.timers {
+		if ft.armed {
+			return true
+		}
+	}
+	return false
+}
 
 // countingQuiet returns a quietMemory with the given delays whose releases
 // are counted instead of made.
@@ -13,56 +100,96 @@ func countingQuiet(after, gap time.Duration) (*quietMemory, *atomic.Int32) {
 	return &quietMemory{after: after, gap: gap, release: func() { releases.Add(1) }}, &releases
 }
 
+// fakeQuiet is countingQuiet on a fake clock.
+func fakeQuiet(after, gap time.Duration) (*quietMemory, *atomic.Int32, *fakeClock) {
+	q, releases := countingQuiet(after, gap)
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	q.clock = clk
+	return q, releases, clk
+}
+
+func wantReleases(t *testing.T, releases *atomic.Int32, want int32, when string) {
+	t.Helper()
+	if n := releases.Load(); n != want {
+		t.Fatalf("%d releases %s, want %d", n, when, want)
+	}
+}
+
 // Memory is released only once no stream runs, and not again within the
 // gap however often the relay goes quiet.
 func TestQuietMemoryWaitsForEveryStream(t *testing.T) {
-	q, releases := countingQuiet(5*time.Millisecond, time.Hour)
+	q, releases, clk := fakeQuiet(5*time.Millisecond, time.Hour)
 	q.enter()
 	q.enter()
 	q.leave()
-	time.Sleep(50 * time.Millisecond) // ten times the quiet delay
-	if n := releases.Load(); n != 0 {
-		t.Fatalf("%d releases while a stream runs", n)
+	if clk.armed() {
+		t.Fatal("a release is armed while a stream runs")
 	}
+	clk.advance(time.Hour)
+	wantReleases(t, releases, 0, "while a stream runs")
 	q.leave()
-	waitFor(t, "a release once the last stream left", func() bool { return releases.Load() == 1 })
+	clk.advance(5*time.Millisecond - 1)
+	wantReleases(t, releases, 0, "before the quiet delay")
+	clk.advance(1)
+	wantReleases(t, releases, 1, "once the last stream left")
 	q.enter()
 	q.leave()
-	time.Sleep(50 * time.Millisecond)
-	if n := releases.Load(); n != 1 {
-		t.Fatalf("%d releases within the gap", n)
+	clk.advance(time.Hour - 1)
+	wantReleases(t, releases, 1, "within the gap")
+	clk.advance(1)
+	wantReleases(t, releases, 2, "at the gap's end")
+}
+
+// A quiet period shorter than the quiet delay releases nothing.
+func TestQuietMemoryNeedsTheWholeDelay(t *testing.T) {
+	q, releases, clk := fakeQuiet(5*time.Millisecond, time.Millisecond)
+	for range 10 {
+		q.enter()
+		q.leave()
+		clk.advance(4 * time.Millisecond)
 	}
+	q.enter()
+	clk.advance(time.Hour)
+	wantReleases(t, releases, 0, "with no quiet period as long as the delay")
+	q.leave()
+	clk.advance(5 * time.Millisecond)
+	wantReleases(t, releases, 1, "after the delay")
 }
 
 // A release that comes due within the gap waits for the gap's end instead
 // of being dropped.
 func TestQuietMemoryReleasesAfterTheGap(t *testing.T) {
-	q, releases := countingQuiet(time.Millisecond, 30*time.Millisecond)
+	q, releases, clk := fakeQuiet(time.Millisecond, 30*time.Millisecond)
 	q.enter()
 	q.leave()
-	waitFor(t, "the first release", func() bool { return releases.Load() == 1 })
+	clk.advance(time.Millisecond)
+	wantReleases(t, releases, 1, "after the quiet delay")
 	q.enter()
 	q.leave()
-	waitFor(t, "the release deferred to the gap's end", func() bool { return releases.Load() == 2 })
+	clk.advance(30*time.Millisecond - 1)
+	wantReleases(t, releases, 1, "within the gap")
+	clk.advance(1)
+	wantReleases(t, releases, 2, "at the gap's end")
 }
 
 // The pause after a release grows with what the release took: a relay
 // whose collections are slow releases less often.
 func TestQuietMemoryPausesInProportionToTheRelease(t *testing.T) {
 	var releases atomic.Int32
-	q := &quietMemory{after: time.Millisecond, gap: time.Millisecond, factor: 10,
-		release: func() { time.Sleep(20 * time.Millisecond); releases.Add(1) }}
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	q := &quietMemory{after: time.Millisecond, gap: time.Millisecond, factor: 10, clock: clk,
+		release: func() { clk.pass(20 * time.Millisecond); releases.Add(1) }}
 	q.enter()
 	q.leave()
-	waitFor(t, "the first release", func() bool { return releases.Load() == 1 })
+	clk.advance(time.Millisecond)
+	wantReleases(t, &releases, 1, "after the quiet delay")
 	q.enter()
 	q.leave()
-	// The pause is at least 10 × 20 ms from the first release's end.
-	time.Sleep(100 * time.Millisecond)
-	if n := releases.Load(); n != 1 {
-		t.Fatalf("%d releases within ten times the first one's duration", n)
-	}
-	waitFor(t, "the release after the pause", func() bool { return releases.Load() == 2 })
+	// The pause is 10 × 20 ms from the first release's end.
+	clk.advance(200*time.Millisecond - 1)
+	wantReleases(t, &releases, 1, "within ten times the first one's duration")
+	clk.advance(1)
+	wantReleases(t, &releases, 2, "after the pause")
 }
 
 // A stream that goes quiet while a release is under way gets its release
@@ -72,7 +199,8 @@ func TestQuietMemoryReleasesWhatCameDuringARelease(t *testing.T) {
 	var releases, running atomic.Int32
 	inRelease := make(chan struct{})
 	proceed := make(chan struct{})
-	q := &quietMemory{after: time.Millisecond, gap: 10 * time.Millisecond, factor: 1}
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	q := &quietMemory{after: time.Millisecond, gap: 10 * time.Millisecond, factor: 1, clock: clk}
 	q.release = func() {
 		if running.Add(1) > 1 {
 			t.Error("two releases at once")
@@ -85,10 +213,19 @@ func TestQuietMemoryReleasesWhatCameDuringARelease(t *testing.T) {
 	}
 	q.enter()
 	q.leave()
+	first := make(chan struct{})
+	go func() { clk.advance(time.Millisecond); close(first) }()
 	<-inRelease
 	q.enter()
-	q.leave()                         // arms the timer, which fires during the release
-	time.Sleep(50 * time.Millisecond) // well past the quiet delay and the gap
+	q.leave()                          // arms the timer, which fires during the release
+	clk.advance(50 * time.Millisecond) // well past the quiet delay and the gap
+	wantReleases(t, &releases, 1, "while the first runs")
 	close(proceed)
-	waitFor(t, "the release deferred past the first", func() bool { return releases.Load() == 2 })
+	<-first
+	// The pause runs from the first release's end: 50 ms (factor 1 × its
+	// 50 ms, over the 10 ms gap).
+	clk.advance(50*time.Millisecond - 1)
+	wantReleases(t, &releases, 1, "within the pause")
+	clk.advance(1)
+	wantReleases(t, &releases, 2, "after the pause")
 }

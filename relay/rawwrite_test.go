@@ -22,9 +22,11 @@ func TestConsumerWriterByDescriptorDeliversEverything(t *testing.T) {
 	relaySide.SetWriteBuffer(64 << 10)   //nolint:errcheck
 	consumerSide.SetReadBuffer(64 << 10) //nolint:errcheck
 	w := newConsumerWriter(relaySide, false, time.Minute)
-	if _, ok := w.out.(*socketConn); !ok {
+	sc, ok := w.out.(*socketConn)
+	if !ok {
 		t.Fatal("a TCP connection is not written by descriptor")
 	}
+	full := waitedForRoom(sc)
 	var want bytes.Buffer
 	for i := 0; want.Len() < 2<<20; i++ {
 		want.WriteString("data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"delta\":\"" + strings.Repeat("x", i%300) + "\"}\n\n")
@@ -33,7 +35,7 @@ func TestConsumerWriterByDescriptorDeliversEverything(t *testing.T) {
 	go func() {
 		var b bytes.Buffer
 		buf := make([]byte, 1000)
-		time.Sleep(50 * time.Millisecond) // the socket's buffers fill: writes wait for room
+		awaitFull(t, full) // the socket's buffers fill: writes wait for room
 		for b.Len() < want.Len() {
 			n, err := consumerSide.Read(buf)
 			b.Write(buf[:n])

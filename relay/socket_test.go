@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +27,34 @@ func socketPair(t *testing.T) (a, b *socketConn) {
 	return a, b
 }
 
+// waitedForRoom makes s report, by closing the channel it returns, the
+// first time one of its writes finds the socket's buffer full and waits for
+// room.
+func waitedForRoom(s *socketConn) <-chan struct{} {
+	full := make(chan struct{})
+	var once sync.Once
+	write := s.writeFn
+	s.writeFn = func(fd uintptr) bool {
+		done := write(fd)
+		if !done {
+			once.Do(func() { close(full) })
+		}
+		return done
+	}
+	return full
+}
+
+// awaitFull waits until full is closed: a write waited for room. It gives up
+// with an error after liveness, so that a reader it holds back still reads
+// what the writer wrote.
+func awaitFull(t *testing.T, full <-chan struct{}) {
+	select {
+	case <-full:
+	case <-time.After(liveness):
+		t.Error("no write waited for room")
+	}
+}
+
 // What one end writes the other reads, whole and in order, also when the
 // reader is slower than the writer (writes wait for room, reads for input).
 func TestSocketConnCarriesEverything(t *testing.T) {
@@ -33,9 +62,10 @@ func TestSocketConnCarriesEverything(t *testing.T) {
 	a.SetWriteBuffer(32 << 10) //nolint:errcheck
 	b.SetReadBuffer(32 << 10)  //nolint:errcheck
 	want := bytes.Repeat([]byte("data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"delta\":\"x\"}\n\n"), 40000)
+	full := waitedForRoom(a)
 	got := make(chan []byte, 1)
 	go func() {
-		time.Sleep(20 * time.Millisecond) // the buffers fill first
+		awaitFull(t, full) // the buffers fill first
 		var buf bytes.Buffer
 		p := make([]byte, 777)
 		for {
@@ -71,9 +101,10 @@ func TestSocketConnWriteVecResumes(t *testing.T) {
 	a.SetWriteBuffer(32 << 10) //nolint:errcheck
 	b.SetReadBuffer(32 << 10)  //nolint:errcheck
 	answer, head, body, tail := []byte("HTTP/1.1 200 OK\r\n\r\n"), []byte("5dc0\r\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16), []byte("\r\n")
+	full := waitedForRoom(a)
 	got := make(chan []byte, 1)
 	go func() {
-		time.Sleep(20 * time.Millisecond) // the buffers fill first
+		awaitFull(t, full) // the buffers fill first
 		all, err := io.ReadAll(b)
 		if err != nil {
 			t.Errorf("read: %v", err)

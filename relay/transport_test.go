@@ -156,7 +156,7 @@ func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
 				if len(got) == 1 {
 					// More arrives after the short read, before the wait.
 					peer.Write([]byte("two")) //nolint:errcheck
-					time.Sleep(20 * time.Millisecond)
+					waitReadable(t, b.fd)
 				}
 				if len(got) == 2 {
 					return true
@@ -186,15 +186,22 @@ func goroutinesIn(fn string) int {
 // streams cannot park, the stream waits on in its goroutine, whole.
 func TestQuietStreamParksAndResumes(t *testing.T) {
 	t.Run("parks", func(t *testing.T) { quietStream(t, nil) })
-	t.Run("cannot park", func(t *testing.T) { quietStream(t, noParking{}) })
+	t.Run("cannot park", func(t *testing.T) { quietStream(t, noParking{make(chan struct{}, 64)}) })
 }
 
-// noParking is a poller that cannot park anything.
-type noParking struct{}
+// noParking is a poller that cannot park anything; it tells attempts of
+// each attempt to park.
+type noParking struct{ attempts chan struct{} }
 
-func (noParking) reserve(func()) int32                 { return 1 }
-func (noParking) parkRead(syscall.RawConn, int32) bool { return false }
-func (noParking) unpark(syscall.RawConn, int32)        {}
+func (noParking) reserve(func()) int32 { return 1 }
+func (p noParking) parkRead(syscall.RawConn, int32) bool {
+	select {
+	case p.attempts <- struct{}{}:
+	default:
+	}
+	return false
+}
+func (noParking) unpark(syscall.RawConn, int32) {}
 
 // heldStream opens a run whose producer sends RUN_STARTED, then nothing
 // until release is called, then rest; it returns once the consumer has read
@@ -235,7 +242,15 @@ func quietStream(t *testing.T, pk parker) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	} else {
-		time.Sleep(50 * time.Millisecond) // many times the park delay: every attempt fails
+		// The attempt to park fails: the stream waits on in its goroutine.
+		select {
+		case <-pk.(noParking).attempts:
+		case <-time.After(liveness):
+			t.Fatal("the quiet stream never tried to park")
+		}
+		waitFor(t, "the stream reading the producer in its goroutine again", func() bool {
+			return goroutinesIn("(*streamBody).pollRead") > 0
+		})
 	}
 	release()
 	rest, err := io.ReadAll(br)
@@ -271,7 +286,7 @@ func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
 		t.Fatalf("first poll: %q, %v", got, err)
 	}
 	peer.Write([]byte("two"))                               //nolint:errcheck
-	time.Sleep(20 * time.Millisecond)                       // arrived before the next poll starts
+	waitConnReadable(t, b.raw)                              // arrived before the next poll starts
 	b.conn.SetReadDeadline(time.Now().Add(2 * time.Second)) //nolint:errcheck
 	if got, err := readOne(); got != "two" || err != nil {
 		t.Fatalf("second poll: %q, %v (the waiting data was not read)", got, err)
