@@ -348,7 +348,6 @@ func (t *metricsTap) End(rep *RunReport) {
 	m, rm := t.m, t.rm
 	rm.active.Dec()
 	route := rm.name
-	m.runs.WithLabelValues(route, runOutcome(rep, t.streaming)).Inc()
 	if kind := upstreamErrorKind(rep, t.streaming); kind != "" {
 		m.upstreamErrors.WithLabelValues(route, kind).Inc()
 	}
@@ -404,6 +403,8 @@ func (t *metricsTap) End(rep *RunReport) {
 		}
 		m.mu.Unlock()
 	}
+	// Last: a scrape that sees the run ended sees all it counted.
+	m.runs.WithLabelValues(route, runOutcome(rep, t.streaming)).Inc()
 }
 
 // runOutcome is the outcome label of a run.
