@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/record"
 	"github.com/agui-relay/agui-relay/rules"
 )
 
@@ -112,7 +113,7 @@ func TestServeMetricsAndRecordingRoundTrip(t *testing.T) {
 			t.Errorf("rawEvent:null line with runs: %s", l)
 		}
 	}
-	var rep relay.DeprecationsReport
+	var rep metrics.DeprecationsReport
 	if err := json.Unmarshal([]byte(adminGet(t, "http://"+at.admin+"/deprecations")), &rep); err != nil || len(rep.Deprecations) != len(rules.Deprecations()) {
 		t.Errorf("/deprecations: %v %+v", err, rep)
 	}
@@ -144,7 +145,7 @@ func TestServeMetricsAndRecordingRoundTrip(t *testing.T) {
 	if read("input.received.json") != input {
 		t.Errorf("input.received.json: %s", read("input.received.json"))
 	}
-	var meta relay.RecordingMeta
+	var meta record.RecordingMeta
 	if err := json.Unmarshal([]byte(read("meta.json")), &meta); err != nil {
 		t.Fatal(err)
 	}

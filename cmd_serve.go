@@ -25,7 +25,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/agui-relay/agui-relay/demo"
+	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/record"
 	"github.com/agui-relay/agui-relay/relay"
 )
 
@@ -267,15 +269,15 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		at.demo = upstream
 	}
 
-	metrics := relay.NewMetrics(relay.MetricsOptions{})
-	tap := metrics.Tap
+	mets := metrics.New(metrics.Options{})
+	tap := mets.Tap
 	if c.recordDir != "" {
 		if err := os.MkdirAll(c.recordDir, 0o700); err != nil {
 			return fmt.Errorf("--record-dir: %w", err)
 		}
-		recorder := &relay.Recorder{Dir: c.recordDir, Redact: c.recordRedact, MaxBytes: int(c.recordMaxBytes), Log: log}
+		recorder := &record.Recorder{Dir: c.recordDir, Redact: c.recordRedact, MaxBytes: int(c.recordMaxBytes), Log: log}
 		defer recorder.Close() // after the shutdown below: the last runs are written
-		tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(metrics.Tap(rep), recorder.Tap(rep)) }
+		tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(mets.Tap(rep), recorder.Tap(rep)) }
 	}
 	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, named: c.config != ""}
 	routes := c.routes
@@ -296,7 +298,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	ln = relay.Listener(ln) // consumers' connections read and written with raw system calls
 
 	var ready atomic.Bool
-	admin := &fasthttp.Server{Handler: adminHandler(&ready, metrics.Handler(), metrics.DeprecationsHandler(), c.pprof), NoDefaultServerHeader: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	admin := &fasthttp.Server{Handler: adminHandler(&ready, mets.Handler(), mets.DeprecationsHandler(), c.pprof), NoDefaultServerHeader: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
 	aln, err := net.Listen("tcp", c.adminListen)
 	if err != nil {
 		ln.Close()

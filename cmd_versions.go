@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
 )
 
@@ -45,14 +45,14 @@ flags:
 		fmt.Fprintln(stderr, "agui-relay versions: takes no arguments")
 		return 2
 	}
-	var usage map[string]relay.DeprecationUsage
+	var usage map[string]metrics.DeprecationUsage
 	if *admin != "" {
 		rep, err := fetchDeprecations(*admin)
 		if err != nil {
 			fmt.Fprintf(stderr, "agui-relay versions: --admin: %v\n", err)
 			return 1
 		}
-		usage = map[string]relay.DeprecationUsage{}
+		usage = map[string]metrics.DeprecationUsage{}
 		for _, u := range rep.Deprecations {
 			usage[u.Shape] = u
 		}
@@ -130,7 +130,7 @@ func releases(p negotiate.Profile) string {
 
 // fetchDeprecations reads GET /deprecations of a running relay's admin
 // server.
-func fetchDeprecations(base string) (*relay.DeprecationsReport, error) {
+func fetchDeprecations(base string) (*metrics.DeprecationsReport, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%q: want the admin server's base URL, such as http://127.0.0.1:9090", base)
@@ -144,7 +144,7 @@ func fetchDeprecations(base string) (*relay.DeprecationsReport, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /deprecations: %s", resp.Status)
 	}
-	var rep relay.DeprecationsReport
+	var rep metrics.DeprecationsReport
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&rep); err != nil {
 		return nil, fmt.Errorf("GET /deprecations: %v", err)
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/translate"
 )
 
@@ -127,7 +127,7 @@ func TestReferenceListsEveryMetric(t *testing.T) {
 	_, section, _ := strings.Cut(ref, "\n## Metrics\n")
 	descs := make(chan *prometheus.Desc, 64)
 	go func() {
-		relay.NewMetrics(relay.MetricsOptions{NoRuntime: true}).Registry().Describe(descs)
+		metrics.New(metrics.Options{NoRuntime: true}).Registry().Describe(descs)
 		close(descs)
 	}()
 	n := 0

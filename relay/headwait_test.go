@@ -12,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/translate"
 )
 
 // thinkingProducer never answers a run whose input names runId "think":
@@ -77,11 +80,11 @@ func thinkingProducer(t *testing.T) (url string, waiting, closed chan struct{}, 
 // --upstream-max-conns, so the next real run is served (issue #24, item 1).
 func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
 	url, waiting, closed, closeAll := thinkingProducer(t)
-	m := NewMetrics(MetricsOptions{})
+	taps := &countingTaps{}
 	reports := make(chan *RunReport, 16)
 	addr, _ := rawRelay(t, url, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c }, func(r *Relay) {
 		r.Client = NewClient(ClientOptions{MaxConns: 2, FirstByteTimeout: time.Hour})
-		r.Tap = m.Tap
+		r.Tap = taps.Tap
 	})
 	t.Cleanup(closeAll) // before the relay's shutdown, should a request be left waiting
 	think := `{"threadId":"t1","runId":"think","messages":[],"protocolVersion":"1.0"}`
@@ -109,15 +112,10 @@ func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
 			t.Errorf("abandoned run %d: abort %q, terminal %q, run %q; want consumer_gone, no terminal", i, rep.Abort, rep.Terminal, rep.RunID)
 		}
 	}
-	fams := scrape(t, m)
-	if v := value(fams, "agui_relay_runs_active"); v != 0 {
-		t.Errorf("runs_active %v after the consumers left, want 0", v)
-	}
-	if v := value(fams, "agui_relay_runs_total", "outcome=consumer_gone"); v != 4 {
-		t.Errorf("runs_total{outcome=consumer_gone} %v, want 4", v)
-	}
-	if v := value(fams, "agui_relay_runs_total", "outcome=finished"); v > 0 {
-		t.Errorf("runs_total{outcome=finished} %v for consumers that left", v)
+	// Every run's taps were ended (the metrics' runs_active back to 0),
+	// none of them streaming.
+	if started, ended, streamed := taps.counts(); started != 4 || ended != 4 || streamed != 0 {
+		t.Errorf("taps: %d started, %d ended, %d streamed; want 4, 4, 0", started, ended, streamed)
 	}
 
 	// The cap of 2 is free: a real run is served.
@@ -131,4 +129,44 @@ func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "RUN_FINISHED") {
 		t.Errorf("the run after the abandoned ones: %d %q", resp.StatusCode, body)
 	}
+}
+
+// countingTaps counts the runs tapped, the taps ended and the runs that
+// streamed, as the metrics' runs_active and outcomes would.
+type countingTaps struct {
+	mu                       sync.Mutex
+	started, ended, streamed int
+}
+
+func (c *countingTaps) Tap(*RunReport) RunTap {
+	c.mu.Lock()
+	c.started++
+	c.mu.Unlock()
+	return countingTap{c}
+}
+
+func (c *countingTaps) counts() (started, ended, streamed int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started, c.ended, c.streamed
+}
+
+type countingTap struct{ c *countingTaps }
+
+func (countingTap) Received([]byte)                       {}
+func (countingTap) Forwarded(negotiate.InputPlan, []byte) {}
+func (t countingTap) Streaming(negotiate.Version, negotiate.Version) {
+	t.c.mu.Lock()
+	t.c.streamed++
+	t.c.mu.Unlock()
+}
+func (countingTap) Read([]byte)                                                              {}
+func (countingTap) Wrote([]byte)                                                             {}
+func (countingTap) Flushed(int)                                                              {}
+func (countingTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
+func (countingTap) Warned(translate.Warning)                                                 {}
+func (t countingTap) End(*RunReport) {
+	t.c.mu.Lock()
+	t.c.ended++
+	t.c.mu.Unlock()
 }

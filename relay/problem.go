@@ -13,6 +13,15 @@ import (
 	"github.com/agui-relay/agui-relay/rules"
 )
 
+// The problem types a RunReport's Problem is told apart by (metrics).
+const (
+	ProblemInvalidInput    = "urn:agui-relay:invalid-input"
+	ProblemUnreachable     = "urn:agui-relay:upstream-unreachable"
+	ProblemUpstreamTimeout = "urn:agui-relay:upstream-timeout"
+	ProblemBusy            = "urn:agui-relay:upstream-busy"
+	ProblemUpgrade         = "urn:agui-relay:upstream-upgrade"
+)
+
 // Problem is an error answered before the stream starts, written as an RFC
 // 9457 application/problem+json document.
 type Problem struct {
@@ -36,7 +45,7 @@ type InputError struct {
 
 // The problems the relay answers with.
 func problemInput(errs []InputError) *Problem {
-	return &Problem{Type: "urn:agui-relay:invalid-input", Title: "The RunAgentInput is malformed", Status: fasthttp.StatusBadRequest,
+	return &Problem{Type: ProblemInvalidInput, Title: "The RunAgentInput is malformed", Status: fasthttp.StatusBadRequest,
 		Detail: "the producer was not contacted", Errors: errs}
 }
 
@@ -46,17 +55,17 @@ func problemTooLarge(limit int) *Problem {
 }
 
 func problemUnreachable(err error) *Problem {
-	return &Problem{Type: "urn:agui-relay:upstream-unreachable", Title: "The producer cannot be reached", Status: fasthttp.StatusBadGateway,
+	return &Problem{Type: ProblemUnreachable, Title: "The producer cannot be reached", Status: fasthttp.StatusBadGateway,
 		Detail: err.Error()}
 }
 
 func problemUpstreamTimeout(err error) *Problem {
-	return &Problem{Type: "urn:agui-relay:upstream-timeout", Title: "The producer did not answer in time", Status: fasthttp.StatusGatewayTimeout,
+	return &Problem{Type: ProblemUpstreamTimeout, Title: "The producer did not answer in time", Status: fasthttp.StatusGatewayTimeout,
 		Detail: err.Error()}
 }
 
 func problemBusy(err error) *Problem {
-	return &Problem{Type: "urn:agui-relay:upstream-busy", Title: "Too many runs in flight to the producer", Status: fasthttp.StatusServiceUnavailable,
+	return &Problem{Type: ProblemBusy, Title: "Too many runs in flight to the producer", Status: fasthttp.StatusServiceUnavailable,
 		Detail: err.Error()}
 }
 
@@ -64,7 +73,7 @@ func problemBusy(err error) *Problem {
 // never asks for an upgrade (it drops the consumer's Upgrade header as
 // hop-by-hop) and tunnels none, and a run is an event stream.
 func problemUpgrade() *Problem {
-	return &Problem{Type: problemTypeUpgrade, Title: "The producer switched protocols", Status: fasthttp.StatusBadGateway,
+	return &Problem{Type: ProblemUpgrade, Title: "The producer switched protocols", Status: fasthttp.StatusBadGateway,
 		Detail: "the producer answered 101 Switching Protocols; the relay does not tunnel upgraded connections, and a run is answered with an event stream"}
 }
 

@@ -585,7 +585,7 @@ func (r *Relay) report(rep *RunReport) {
 			zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL),
 			zap.Int("status", rep.Status), zap.Int("events", rep.Events), zap.Int("bytes", rep.Bytes),
 			zap.Duration("duration", rep.Duration), zap.Stringer("consumer", rep.Consumer),
-			zap.String("producer", versionOrUnknown(rep.Producer)), zap.Bool("translated", rep.Translated),
+			zap.String("producer", VersionLabel(rep.Producer)), zap.Bool("translated", rep.Translated),
 			zap.String("terminal", rep.Terminal),
 		}
 		if rep.Abort != "" {
@@ -604,7 +604,10 @@ func (r *Relay) report(rep *RunReport) {
 	}
 }
 
-func versionOrUnknown(v negotiate.Version) string {
+// VersionLabel names a version as the logs, metrics and recordings do:
+// "unknown" for the zero version (a producer that predates
+// protocolVersion).
+func VersionLabel(v negotiate.Version) string {
 	if v.IsZero() {
 		return "unknown"
 	}

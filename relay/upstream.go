@@ -302,10 +302,13 @@ const (
 	CodeRunTimeout          = "run_timeout"
 	CodeFrameTooLarge       = "frame_too_large"
 	CodeShutdown            = "relay_shutdown"
+	// CodeConsumerGone is RunReport.Abort when the consumer went away; no
+	// RUN_ERROR is written then.
+	CodeConsumerGone = "consumer_gone"
 )
 
 var (
-	errConsumerGone = &abortError{"consumer_gone", "the consumer went away"}
+	errConsumerGone = &abortError{CodeConsumerGone, "the consumer went away"}
 	errIdleTimeout  = &abortError{CodeUpstreamIdleTimeout, "the producer sent nothing for longer than the idle timeout"}
 	errRunTimeout   = &abortError{CodeRunTimeout, "the run took longer than the run timeout"}
 	errShutdown     = &abortError{CodeShutdown, "the relay is shutting down"}

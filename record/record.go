@@ -1,4 +1,4 @@
-package relay
+package record
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -46,7 +47,7 @@ import (
 // through a queue of Queue recordings; a recording that finds the queue full
 // is dropped and counted. Redaction (Redact) happens in the writer.
 //
-// Set the fields, then use Tap (Relay.Tap = rc.Tap, or with JoinTaps) from
+// Set the fields, then use Tap (Relay.Tap = rc.Tap, or with relay.JoinTaps) from
 // any number of goroutines; Close writes what is queued and stops.
 type Recorder struct {
 	// Dir is where recordings go; it is created when missing.
@@ -124,7 +125,7 @@ func (rc *Recorder) Close() {
 }
 
 // Tap returns the tap that records one run.
-func (rc *Recorder) Tap(rep *RunReport) RunTap {
+func (rc *Recorder) Tap(rep *relay.RunReport) relay.RunTap {
 	rc.start()
 	return &recording{rc: rc}
 }
@@ -149,7 +150,7 @@ type recording struct {
 	held                                   int
 	truncated                              []string
 	warnings                               []translate.Warning
-	rep                                    RunReport
+	rep                                    relay.RunReport
 }
 
 // keep appends p to *dst within the budgets, and notes a cut.
@@ -204,9 +205,9 @@ func (r *recording) Warned(w translate.Warning) {
 	}
 }
 
-func (r *recording) End(rep *RunReport) {
+func (r *recording) End(rep *relay.RunReport) {
 	r.rep = *rep
-	r.rep.Counts, r.rep.tap = nil, nil
+	r.rep.Counts = nil
 	rc := r.rc
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
@@ -316,7 +317,7 @@ func (r *recording) meta(redacted bool) *RecordingMeta {
 		m.Consumer = rep.Consumer.String()
 	}
 	if r.streamed {
-		m.Producer = versionOrUnknown(rep.Producer)
+		m.Producer = relay.VersionLabel(rep.Producer)
 		if !r.producerConfigured.IsZero() {
 			m.ProducerConfigured = r.producerConfigured.String()
 		}
@@ -347,7 +348,7 @@ func (r *recording) meta(redacted bool) *RecordingMeta {
 	}
 	for _, w := range r.warnings {
 		m.Warnings = append(m.Warnings, RecordedWarning{Shape: w.Shape, Step: w.Step, Direction: w.Direction.String(),
-			From: versionOrUnknown(w.From), To: versionOrUnknown(w.To), Count: w.Count, Why: w.Why})
+			From: relay.VersionLabel(w.From), To: relay.VersionLabel(w.To), Count: w.Count, Why: w.Why})
 	}
 	return m
 }
@@ -486,7 +487,7 @@ func redactValue(v gjson.Result, keep bool, ed *translate.Edits) {
 // with data are written as the relay writes them (data: lines, LF);
 // comments and other fields are kept.
 func RedactSSE(stream []byte) []byte {
-	sc := NewScanner(bytes.NewReader(stream), len(stream)+16)
+	sc := relay.NewScanner(bytes.NewReader(stream), len(stream)+16)
 	var out []byte
 	for {
 		f, err := sc.Next()
@@ -497,6 +498,6 @@ func RedactSSE(stream []byte) []byte {
 			out = append(out, f.Raw...)
 			continue
 		}
-		out = AppendFrame(out, f.Fields, RedactJSON(f.Data))
+		out = relay.AppendFrame(out, f.Fields, RedactJSON(f.Data))
 	}
 }

@@ -1,10 +1,8 @@
-package relay
+package metrics
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -63,24 +62,18 @@ type Metrics struct {
 // metrics; shapes beyond it count as "(other)".
 const MaxShapes = 512
 
-// Label values of the events direction.
-const (
-	FromProducer = 0 // events and bytes read from the producer
-	ToConsumer   = 1 // events and bytes written to the consumer
-)
-
 var directionLabels = [2]string{"from_producer", "to_consumer"}
 
-// MetricsOptions configures NewMetrics.
-type MetricsOptions struct {
+// Options configures New.
+type Options struct {
 	// Now is the clock of the deprecation gauges; nil means time.Now.
 	Now func() time.Time
 	// NoRuntime leaves out the Go runtime and process collectors.
 	NoRuntime bool
 }
 
-// NewMetrics creates the metrics on a new registry.
-func NewMetrics(o MetricsOptions) *Metrics {
+// New creates the metrics on a new registry.
+func New(o Options) *Metrics {
 	m := &Metrics{
 		reg:    prometheus.NewRegistry(),
 		now:    o.Now,
@@ -146,8 +139,8 @@ func (m *Metrics) Handler() fasthttp.RequestHandler {
 type routeMetrics struct {
 	name         string
 	active       prometheus.Gauge
-	events       [2][NumEventLabels]prometheus.Counter
-	bytes        [2][NumEventLabels]prometheus.Counter
+	events       [2][relay.NumEventLabels]prometheus.Counter
+	bytes        [2][relay.NumEventLabels]prometheus.Counter
 	firstEvent   prometheus.Observer
 	eventLatency *batchHistogram // exported by latencyCollector
 }
@@ -169,8 +162,8 @@ func (m *Metrics) route(name string) *routeMetrics {
 	}
 	for d := range rm.events {
 		for i := range rm.events[d] {
-			rm.events[d][i] = m.events.WithLabelValues(name, eventLabels[i], directionLabels[d])
-			rm.bytes[d][i] = m.bytes.WithLabelValues(name, eventLabels[i], directionLabels[d])
+			rm.events[d][i] = m.events.WithLabelValues(name, relay.EventLabel(i), directionLabels[d])
+			rm.bytes[d][i] = m.bytes.WithLabelValues(name, relay.EventLabel(i), directionLabels[d])
 		}
 	}
 	m.routes[name] = rm
@@ -201,7 +194,7 @@ func (m *Metrics) shapeLabel(step, shape string) string {
 
 // Tap returns the tap of one run: Relay.Tap = m.Tap. The run counts under
 // rep.Route ("default" when empty).
-func (m *Metrics) Tap(rep *RunReport) RunTap {
+func (m *Metrics) Tap(rep *relay.RunReport) relay.RunTap {
 	rm := m.route(rep.Route)
 	rm.active.Inc()
 	return &metricsTap{m: m, rm: rm, start: rep.Start}
@@ -344,7 +337,7 @@ func retiredShapeMatches(d *deprecation, shape string) bool {
 	return shape == d.Shape || shape == d.norm || strings.HasSuffix(d.norm, "."+shape)
 }
 
-func (t *metricsTap) End(rep *RunReport) {
+func (t *metricsTap) End(rep *relay.RunReport) {
 	m, rm := t.m, t.rm
 	rm.active.Dec()
 	route := rm.name
@@ -362,17 +355,17 @@ func (t *metricsTap) End(rep *RunReport) {
 				}
 			}
 		}
-		if n := c.By[FromProducer][evInvalid].Events; n > 0 {
+		if n := c.Malformed(); n > 0 {
 			m.material.WithLabelValues(route, "malformed", "events").Add(float64(n))
 		}
-		if n := c.By[FromProducer][evOther].Events; n > 0 {
+		if n := c.Unrecognised(); n > 0 {
 			m.material.WithLabelValues(route, "unrecognised", "events").Add(float64(n))
 		}
 	}
-	if rep.Abort == CodeFrameTooLarge {
+	if rep.Abort == relay.CodeFrameTooLarge {
 		m.material.WithLabelValues(route, "malformed", "events").Inc()
 	}
-	if rep.Problem == problemTypeInvalidInput {
+	if rep.Problem == relay.ProblemInvalidInput {
 		m.material.WithLabelValues(route, "malformed", "input").Inc()
 	}
 	unrecognisedInput := 0
@@ -381,7 +374,7 @@ func (t *metricsTap) End(rep *RunReport) {
 			unrecognisedInput += c.n
 		}
 		shape := m.shapeLabel(c.step, c.shape)
-		from, to, dir := versionOrUnknown(c.from), versionOrUnknown(c.to), c.dir.String()
+		from, to, dir := relay.VersionLabel(c.from), relay.VersionLabel(c.to), c.dir.String()
 		if lossless := c.n - c.lost; lossless > 0 {
 			m.translations.WithLabelValues(route, c.step, shape, dir, from, to, "lossless").Add(float64(lossless))
 		}
@@ -397,7 +390,7 @@ func (t *metricsTap) End(rep *RunReport) {
 		m.mu.Lock()
 		for _, u := range deps {
 			d := &m.deps[u.i]
-			from, to := versionOrUnknown(u.from), versionOrUnknown(u.to)
+			from, to := relay.VersionLabel(u.from), relay.VersionLabel(u.to)
 			m.deprecatedRuns.WithLabelValues(d.Shape, d.Step, route, from, to).Inc()
 			d.use(route, from, to, now)
 		}
@@ -408,19 +401,19 @@ func (t *metricsTap) End(rep *RunReport) {
 }
 
 // runOutcome is the outcome label of a run.
-func runOutcome(rep *RunReport, streamed bool) string {
+func runOutcome(rep *relay.RunReport, streamed bool) string {
 	switch {
 	case rep.Problem != "" && rep.Status < 500:
 		return "rejected"
 	case rep.Problem != "":
 		return "upstream_unavailable"
-	case rep.Abort == errConsumerGone.Code && !streamed:
+	case rep.Abort == relay.CodeConsumerGone && !streamed:
 		return rep.Abort // gone before the producer's head (headWait)
 	case !streamed:
 		return "passed_through"
 	case rep.Abort != "":
 		switch rep.Abort {
-		case errConsumerGone.Code, CodeUpstreamBroken, CodeUpstreamIdleTimeout, CodeRunTimeout, CodeFrameTooLarge, CodeShutdown:
+		case relay.CodeConsumerGone, relay.CodeUpstreamBroken, relay.CodeUpstreamIdleTimeout, relay.CodeRunTimeout, relay.CodeFrameTooLarge, relay.CodeShutdown:
 			return rep.Abort
 		}
 		return "aborted"
@@ -433,15 +426,15 @@ func runOutcome(rep *RunReport, streamed bool) string {
 }
 
 // upstreamErrorKind is the upstream error a run met, "" when none.
-func upstreamErrorKind(rep *RunReport, streamed bool) string {
+func upstreamErrorKind(rep *relay.RunReport, streamed bool) string {
 	switch rep.Problem {
-	case problemTypeUnreachable:
+	case relay.ProblemUnreachable:
 		return "unreachable"
-	case problemTypeUpstreamTimeout:
+	case relay.ProblemUpstreamTimeout:
 		return "timeout"
-	case problemTypeBusy:
+	case relay.ProblemBusy:
 		return "busy"
-	case problemTypeUpgrade: // a 101: a status no run can have
+	case relay.ProblemUpgrade: // a 101: a status no run can have
 		return "http_status"
 	case "":
 	default:
@@ -454,11 +447,11 @@ func upstreamErrorKind(rep *RunReport, streamed bool) string {
 		return ""
 	}
 	switch rep.Abort {
-	case CodeUpstreamBroken:
+	case relay.CodeUpstreamBroken:
 		return "broken"
-	case CodeUpstreamIdleTimeout:
+	case relay.CodeUpstreamIdleTimeout:
 		return "idle_timeout"
-	case CodeFrameTooLarge:
+	case relay.CodeFrameTooLarge:
 		return "frame_too_large"
 	case "":
 		if rep.Terminal == "" {
@@ -466,317 +459,4 @@ func upstreamErrorKind(rep *RunReport, streamed bool) string {
 		}
 	}
 	return ""
-}
-
-// The problem types the metrics tell apart (problem.go writes them).
-const (
-	problemTypeInvalidInput    = "urn:agui-relay:invalid-input"
-	problemTypeUnreachable     = "urn:agui-relay:upstream-unreachable"
-	problemTypeUpstreamTimeout = "urn:agui-relay:upstream-timeout"
-	problemTypeBusy            = "urn:agui-relay:upstream-busy"
-	problemTypeUpgrade         = "urn:agui-relay:upstream-upgrade"
-)
-
-// deprecation is one registry entry and what the relay saw of it.
-type deprecation struct {
-	rules.Deprecation
-	norm string // Shape without the [] of arrays
-
-	runs     int64
-	lastSeen time.Time
-	users    map[depUser]*depUserUse
-}
-
-type depUser struct{ route, from, to string }
-
-type depUserUse struct {
-	runs     int64
-	lastSeen time.Time
-}
-
-func (d *deprecation) use(route, from, to string, now time.Time) {
-	d.runs++
-	d.lastSeen = now
-	if d.users == nil {
-		d.users = map[depUser]*depUserUse{}
-	}
-	k := depUser{route, from, to}
-	u := d.users[k]
-	if u == nil {
-		u = &depUserUse{}
-		d.users[k] = u
-	}
-	u.runs++
-	u.lastSeen = now
-}
-
-// expiryCollector exports, at each scrape, the seconds until each registry
-// entry's translation expires (negative once it has).
-type expiryCollector struct{ m *Metrics }
-
-var expiryDesc = prometheus.NewDesc("agui_relay_deprecation_expiry_seconds",
-	"Seconds until the translation of a retired shape of the deprecation registry may be removed (negative once expired); see agui_relay_deprecated_shape_runs_total for who still needs it.",
-	[]string{"shape", "step", "retired", "expires"}, nil)
-
-func (c expiryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- expiryDesc }
-
-func (c expiryCollector) Collect(ch chan<- prometheus.Metric) {
-	now := c.m.now()
-	for i := range c.m.deps {
-		d := &c.m.deps[i]
-		ch <- prometheus.MustNewConstMetric(expiryDesc, prometheus.GaugeValue, d.Expires.Sub(now).Seconds(),
-			d.Shape, d.Step, d.Retired.String(), d.Expires.Format(time.DateOnly))
-	}
-}
-
-// DeprecationUsage is one registry entry with its live usage: the JSON of
-// the admin endpoint GET /deprecations (see DeprecationsHandler).
-type DeprecationUsage struct {
-	Shape       string `json:"shape"`
-	Replacement string `json:"replacement"`
-	Step        string `json:"step"`
-	Retired     string `json:"retired"`
-	// Expires is the day the translation may be removed (YYYY-MM-DD);
-	// ExpiresInSeconds counts down to it (negative once passed) and Live
-	// says the translation still runs.
-	Expires          string  `json:"expires"`
-	ExpiresInSeconds float64 `json:"expiresInSeconds"`
-	Live             bool    `json:"live"`
-	// Runs counts the runs since the relay started that needed the
-	// translation (once per run); LastSeen is the last one.
-	Runs     int64      `json:"runs"`
-	LastSeen *time.Time `json:"lastSeen,omitempty"`
-	// Users says who needed it: route and version pair (from: the
-	// producer's version, "unknown" when it predates protocolVersion; to:
-	// the consumer's).
-	Users []DeprecationUser `json:"users"`
-}
-
-// DeprecationUser is one route and version pair that needed a retired
-// shape's translation.
-type DeprecationUser struct {
-	Route    string    `json:"route"`
-	From     string    `json:"from"`
-	To       string    `json:"to"`
-	Runs     int64     `json:"runs"`
-	LastSeen time.Time `json:"lastSeen"`
-}
-
-// DeprecationsReport is the body of GET /deprecations.
-type DeprecationsReport struct {
-	Now          time.Time          `json:"now"`
-	Deprecations []DeprecationUsage `json:"deprecations"`
-}
-
-// Deprecations returns the registry with the usage seen so far, in
-// registry order (by shape); users are sorted by route and versions.
-func (m *Metrics) Deprecations() DeprecationsReport {
-	now := m.now()
-	out := DeprecationsReport{Now: now.UTC(), Deprecations: make([]DeprecationUsage, 0, len(m.deps))}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := range m.deps {
-		d := &m.deps[i]
-		u := DeprecationUsage{
-			Shape: d.Shape, Replacement: d.Replacement, Step: d.Step, Retired: d.Retired.String(),
-			Expires: d.Expires.Format(time.DateOnly), ExpiresInSeconds: d.Expires.Sub(now).Seconds(),
-			Live: d.LiveAt(now), Runs: d.runs, Users: []DeprecationUser{},
-		}
-		if d.runs > 0 {
-			ls := d.lastSeen.UTC()
-			u.LastSeen = &ls
-		}
-		for k, v := range d.users {
-			u.Users = append(u.Users, DeprecationUser{Route: k.route, From: k.from, To: k.to, Runs: v.runs, LastSeen: v.lastSeen.UTC()})
-		}
-		sort.Slice(u.Users, func(a, b int) bool {
-			x, y := u.Users[a], u.Users[b]
-			if x.Route != y.Route {
-				return x.Route < y.Route
-			}
-			if x.From != y.From {
-				return x.From < y.From
-			}
-			return x.To < y.To
-		})
-		out.Deprecations = append(out.Deprecations, u)
-	}
-	return out
-}
-
-// DeprecationsHandler serves Deprecations as JSON (GET /deprecations on the
-// admin server; `agui-relay versions --admin URL` reads it).
-func (m *Metrics) DeprecationsHandler() fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		if !ctx.IsGet() && !ctx.IsHead() {
-			ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
-			ctx.SetStatusCode(fasthttp.StatusMethodNotAllowed)
-			return
-		}
-		b, err := json.MarshalIndent(m.Deprecations(), "", "  ")
-		if err != nil {
-			ctx.SetStatusCode(fasthttp.StatusInternalServerError)
-			return
-		}
-		ctx.SetContentType("application/json")
-		ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
-		ctx.SetBody(append(b, '\n'))
-	}
-}
-
-// Event type labels: the index of a type in a run's EventCounts.
-const (
-	numKnownEventTypes = 36
-	evOther            = numKnownEventTypes     // a type that is not below
-	evInvalid          = numKnownEventTypes + 1 // a data frame without a string type
-	evComment          = numKnownEventTypes + 2 // a frame without data
-	// NumEventLabels is the number of event type labels.
-	NumEventLabels = numKnownEventTypes + 3
-)
-
-// EventLabel returns the label of an event type index.
-func EventLabel(i int) string { return eventLabels[i] }
-
-// EventCount is what a run relayed of one event type in one direction.
-type EventCount struct{ Events, Bytes int }
-
-// EventCounts are a run's events and bytes by direction (FromProducer,
-// ToConsumer) and event type index (see EventLabel), kept by the Stream
-// when its Counts is set.
-type EventCounts struct {
-	By [2][NumEventLabels]EventCount
-}
-
-// add counts one event of label index ti (eventIndex, or evComment), n
-// bytes, in direction dir.
-func (c *EventCounts) add(dir, ti, n int) {
-	e := &c.By[dir][ti]
-	e.Events++
-	e.Bytes += n
-}
-
-// eventLabels are the event type label values, by index: the 31 event
-// types of 1.0, the five THINKING_* types, then other, invalid, comment.
-var eventLabels = [NumEventLabels]string{
-	"ACTIVITY_DELTA",
-	"ACTIVITY_SNAPSHOT",
-	"CUSTOM",
-	"MESSAGES_SNAPSHOT",
-	"RAW",
-	"REASONING_ENCRYPTED_VALUE",
-	"REASONING_END",
-	"REASONING_MESSAGE_CHUNK",
-	"REASONING_MESSAGE_CONTENT",
-	"REASONING_MESSAGE_END",
-	"REASONING_MESSAGE_START",
-	"REASONING_START",
-	"RUN_ERROR",
-	"RUN_FINISHED",
-	"RUN_STARTED",
-	"STATE_DELTA",
-	"STATE_SNAPSHOT",
-	"STEP_FINISHED",
-	"STEP_STARTED",
-	"SUBAGENT_ERROR",
-	"SUBAGENT_FINISHED",
-	"SUBAGENT_STARTED",
-	"TEXT_MESSAGE_CHUNK",
-	"TEXT_MESSAGE_CONTENT",
-	"TEXT_MESSAGE_END",
-	"TEXT_MESSAGE_START",
-	"TOOL_CALL_ARGS",
-	"TOOL_CALL_CHUNK",
-	"TOOL_CALL_END",
-	"TOOL_CALL_RESULT",
-	"TOOL_CALL_START",
-	"THINKING_END",
-	"THINKING_START",
-	"THINKING_TEXT_MESSAGE_CONTENT",
-	"THINKING_TEXT_MESSAGE_END",
-	"THINKING_TEXT_MESSAGE_START",
-	"other", "invalid", "comment",
-}
-
-// eventIndex returns the label index of an event type (PeekType's result:
-// nil when the frame has no string type). A switch on string(typ) neither
-// allocates nor hashes.
-func eventIndex(typ []byte) int {
-	if len(typ) == 0 {
-		return evInvalid
-	}
-	switch string(typ) {
-	case "ACTIVITY_DELTA":
-		return 0
-	case "ACTIVITY_SNAPSHOT":
-		return 1
-	case "CUSTOM":
-		return 2
-	case "MESSAGES_SNAPSHOT":
-		return 3
-	case "RAW":
-		return 4
-	case "REASONING_ENCRYPTED_VALUE":
-		return 5
-	case "REASONING_END":
-		return 6
-	case "REASONING_MESSAGE_CHUNK":
-		return 7
-	case "REASONING_MESSAGE_CONTENT":
-		return 8
-	case "REASONING_MESSAGE_END":
-		return 9
-	case "REASONING_MESSAGE_START":
-		return 10
-	case "REASONING_START":
-		return 11
-	case "RUN_ERROR":
-		return 12
-	case "RUN_FINISHED":
-		return 13
-	case "RUN_STARTED":
-		return 14
-	case "STATE_DELTA":
-		return 15
-	case "STATE_SNAPSHOT":
-		return 16
-	case "STEP_FINISHED":
-		return 17
-	case "STEP_STARTED":
-		return 18
-	case "SUBAGENT_ERROR":
-		return 19
-	case "SUBAGENT_FINISHED":
-		return 20
-	case "SUBAGENT_STARTED":
-		return 21
-	case "TEXT_MESSAGE_CHUNK":
-		return 22
-	case "TEXT_MESSAGE_CONTENT":
-		return 23
-	case "TEXT_MESSAGE_END":
-		return 24
-	case "TEXT_MESSAGE_START":
-		return 25
-	case "TOOL_CALL_ARGS":
-		return 26
-	case "TOOL_CALL_CHUNK":
-		return 27
-	case "TOOL_CALL_END":
-		return 28
-	case "TOOL_CALL_RESULT":
-		return 29
-	case "TOOL_CALL_START":
-		return 30
-	case "THINKING_END":
-		return 31
-	case "THINKING_START":
-		return 32
-	case "THINKING_TEXT_MESSAGE_CONTENT":
-		return 33
-	case "THINKING_TEXT_MESSAGE_END":
-		return 34
-	case "THINKING_TEXT_MESSAGE_START":
-		return 35
-	}
-	return evOther
 }

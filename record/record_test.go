@@ -1,4 +1,4 @@
-package relay
+package record
 
 import (
 	"bufio"
@@ -14,7 +14,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/relay/relaytest"
 )
 
 // recordedRun reads the one recording under dir.
@@ -48,32 +51,22 @@ func recordedRun(t *testing.T, dir string) (string, map[string][]byte, *Recordin
 // does (translate reads recordings the same way).
 func replay(t *testing.T, producer []byte, consumer, producerConfigured negotiate.Version) []byte {
 	t.Helper()
-	out, _ := replayStream(t, producer, consumer, producerConfigured)
-	return out
-}
-
-// replayStream is replay returning the Stream too, for its counts.
-func replayStream(t *testing.T, producer []byte, consumer, producerConfigured negotiate.Version) ([]byte, *Stream) {
-	t.Helper()
-	return replayStreamWith(t, &Translator{}, producer, consumer, producerConfigured)
-}
-
-// replayWith is replay through a given Translator.
-func replayWith(t *testing.T, tr *Translator, producer []byte, consumer negotiate.Version) []byte {
-	t.Helper()
-	out, _ := replayStreamWith(t, tr, producer, consumer, negotiate.Version{})
-	return out
-}
-
-func replayStreamWith(t *testing.T, tr *Translator, producer []byte, consumer, producerConfigured negotiate.Version) ([]byte, *Stream) {
-	t.Helper()
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
-	st := tr.NewStream(consumer, producerConfigured, w)
-	frameAll(t, NewScanner(bytes.NewReader(producer), 0), st)
+	st := (&relay.Translator{}).NewStream(consumer, producerConfigured, w)
+	sc := relay.NewScanner(bytes.NewReader(producer), 0)
+	for {
+		f, err := sc.Next()
+		if err != nil {
+			break
+		}
+		if err := st.Frame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st.Close()
 	w.Flush()
-	return out.Bytes(), st
+	return out.Bytes()
 }
 
 func TestRecordingOfALiveRun(t *testing.T) {
@@ -81,16 +74,16 @@ func TestRecordingOfALiveRun(t *testing.T) {
 		t.Run(map[bool]string{false: "plain", true: "redacted"}[redact], func(t *testing.T) {
 			dir := t.TempDir()
 			rc := &Recorder{Dir: dir, Redact: redact}
-			m := NewMetrics(MetricsOptions{NoRuntime: true})
-			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-				streamHeaders(w)
-				sse(w, thinkingStream...)
-			}, func(r *Relay) {
-				r.Tap = func(rep *RunReport) RunTap { return JoinTaps(m.Tap(rep), rc.Tap(rep)) }
+			m := metrics.New(metrics.Options{NoRuntime: true})
+			h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
+				relaytest.StreamHeaders(w)
+				relaytest.SSE(w, relaytest.ThinkingStream...)
+			}, func(r *relay.Relay) {
+				r.Tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(m.Tap(rep), rc.Tap(rep)) }
 			})
 			input := `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"Weather in Lisbon?"}],"forwardedProps":{"secret":"s3cr3t"}}`
-			live := readAll(t, h.post("/agent", input))
-			rep := h.report()
+			live := relaytest.ReadAll(t, h.Post("/agent", input))
+			rep := h.Report()
 			rc.Close()
 
 			_, files, meta := recordedRun(t, dir)
@@ -99,7 +92,7 @@ func TestRecordingOfALiveRun(t *testing.T) {
 					t.Errorf("%s missing", name)
 				}
 			}
-			producer := strings.Join(thinkingStream, "")
+			producer := strings.Join(relaytest.ThinkingStream, "")
 			if !redact {
 				if string(files[RecordEmitted]) != live {
 					t.Errorf("emitted.sse is not what the consumer read:\n%s\nwant\n%s", files[RecordEmitted], live)
@@ -164,12 +157,12 @@ func TestRecordingOfALiveRun(t *testing.T) {
 func TestRecordingOfRunsWithoutAStream(t *testing.T) {
 	dir := t.TempDir()
 	rc := &Recorder{Dir: dir}
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no", 500)
-	}, func(r *Relay) { r.Tap = rc.Tap })
+	}, func(r *relay.Relay) { r.Tap = rc.Tap })
 	bad := `{"threadId":"t1","runId":"r1","messages":{}}`
-	readAll(t, h.post("/agent", bad))
-	h.report()
+	relaytest.ReadAll(t, h.Post("/agent", bad))
+	h.Report()
 	rc.Close()
 	_, files, meta := recordedRun(t, dir)
 	if string(files[RecordReceived]) != bad || files[RecordForwarded] != nil || files[RecordProducer] != nil || files[RecordEmitted] != nil {
@@ -182,9 +175,9 @@ func TestRecordingOfRunsWithoutAStream(t *testing.T) {
 
 	dir2 := t.TempDir()
 	rc2 := &Recorder{Dir: dir2}
-	h2 := newHarness(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 500) }, func(r *Relay) { r.Tap = rc2.Tap })
-	readAll(t, h2.post("/agent", minimalInput))
-	h2.report()
+	h2 := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 500) }, func(r *relay.Relay) { r.Tap = rc2.Tap })
+	relaytest.ReadAll(t, h2.Post("/agent", relaytest.MinimalInput))
+	h2.Report()
 	rc2.Close()
 	_, files, meta = recordedRun(t, dir2)
 	if files[RecordForwarded] == nil || files[RecordProducer] != nil || meta.Status != 500 || meta.Streamed {
@@ -197,12 +190,12 @@ func TestRecordingOfRunsWithoutAStream(t *testing.T) {
 func TestRecordingLimits(t *testing.T) {
 	dir := t.TempDir()
 	rc := &Recorder{Dir: dir, MaxBytes: 300}
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, thinkingStream...)
-	}, func(r *Relay) { r.Tap = rc.Tap })
-	live := readAll(t, h.post("/agent", minimalInput))
-	h.report()
+	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
+		relaytest.StreamHeaders(w)
+		relaytest.SSE(w, relaytest.ThinkingStream...)
+	}, func(r *relay.Relay) { r.Tap = rc.Tap })
+	live := relaytest.ReadAll(t, h.Post("/agent", relaytest.MinimalInput))
+	h.Report()
 	rc.Close()
 	_, files, meta := recordedRun(t, dir)
 	total := 0
@@ -217,9 +210,9 @@ func TestRecordingLimits(t *testing.T) {
 	if total != 300 || strings.Join(cut, " ") != "emitted.sse producer.sse" || len(meta.Notes) == 0 || len(live) < 300 {
 		t.Errorf("cut recording: %d bytes, truncated %q, notes %q", total, meta.Truncated, meta.Notes)
 	}
-	tap := rc.Tap(&RunReport{Start: time.Now()})
-	tap.Received([]byte(minimalInput))
-	tap.End(&RunReport{RunID: "late"})
+	tap := rc.Tap(&relay.RunReport{Start: time.Now()})
+	tap.Received([]byte(relaytest.MinimalInput))
+	tap.End(&relay.RunReport{RunID: "late"})
 	if s := rc.Stats(); s != (RecorderStats{Written: 1, Dropped: 1}) {
 		t.Errorf("stats %+v", s)
 	}
@@ -229,12 +222,12 @@ func TestRecordingLimits(t *testing.T) {
 
 	// A shared budget smaller than one run's material cuts too.
 	rc2 := &Recorder{Dir: t.TempDir(), MaxPending: 100}
-	tap = rc2.Tap(&RunReport{Start: time.Now()})
+	tap = rc2.Tap(&relay.RunReport{Start: time.Now()})
 	tap.Received(bytes.Repeat([]byte("x"), 150))
 	if r := tap.(*recording); len(r.received) != 100 || strings.Join(r.truncated, " ") != RecordReceived {
 		t.Errorf("kept %d, truncated %q", len(r.received), r.truncated)
 	}
-	tap.End(&RunReport{RunID: "r"})
+	tap.End(&relay.RunReport{RunID: "r"})
 	rc2.Close()
 	if n := rc2.pending.Load(); n != 0 {
 		t.Errorf("%d bytes still pending", n)

@@ -1,4 +1,4 @@
-package relay
+package metrics
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,29 +19,10 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/relay/relaytest"
 	"github.com/agui-relay/agui-relay/rules"
 )
-
-// thinkingStream is a run as a 0.0.40 producer streams it: no
-// protocolVersion, THINKING_* events; with a comment, an event of a type no
-// version describes and a data frame without a type.
-var thinkingStream = []string{
-	": hello\n\n",
-	`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}` + "\n\n",
-	`data: {"type":"THINKING_START","title":"Weather question"}` + "\n\n",
-	`data: {"type":"THINKING_TEXT_MESSAGE_START"}` + "\n\n",
-	`data: {"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"The user asks. "}` + "\n\n",
-	`data: {"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"I will answer."}` + "\n\n",
-	`data: {"type":"THINKING_TEXT_MESSAGE_END"}` + "\n\n",
-	`data: {"type":"THINKING_END"}` + "\n\n",
-	`data: {"type":"FUTURE_EVENT","x":1}` + "\n\n",
-	`data: {"notype":true}` + "\n\n",
-	`data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}` + "\n\n",
-	`data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Sunny."}` + "\n\n",
-	`data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}` + "\n\n",
-	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n",
-}
 
 // scrape reads the metrics over a socket, as Prometheus does, and parses
 // the text format.
@@ -141,36 +121,36 @@ func sum(fams map[string]*dto.MetricFamily, name string, labels ...string) float
 
 func TestMetricsAfterKnownRuns(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	m := NewMetrics(MetricsOptions{Now: func() time.Time { return now }})
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+	m := New(Options{Now: func() time.Time { return now }})
+	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/fail" {
 			http.Error(w, "no", 500)
 			return
 		}
-		streamHeaders(w)
-		sse(w, thinkingStream...)
-	}, func(r *Relay) { r.Tap = m.Tap })
+		relaytest.StreamHeaders(w)
+		relaytest.SSE(w, relaytest.ThinkingStream...)
+	}, func(r *relay.Relay) { r.Tap = m.Tap })
 
-	var reps []*RunReport
+	var reps []*relay.RunReport
 	for range 2 {
-		resp := h.post("/agent", minimalInput)
-		if out := readAll(t, resp); !strings.Contains(out, "REASONING_START") {
+		resp := h.Post("/agent", relaytest.MinimalInput)
+		if out := relaytest.ReadAll(t, resp); !strings.Contains(out, "REASONING_START") {
 			t.Fatalf("not translated:\n%s", out)
 		}
-		reps = append(reps, h.report())
+		reps = append(reps, h.Report())
 	}
-	if resp := h.post("/agent", `{"threadId":"t1","runId":"r2","messages":{}}`); resp.StatusCode != 400 {
+	if resp := h.Post("/agent", `{"threadId":"t1","runId":"r2","messages":{}}`); resp.StatusCode != 400 {
 		t.Fatalf("malformed input: %d", resp.StatusCode)
 	} else {
-		readAll(t, resp)
+		relaytest.ReadAll(t, resp)
 	}
-	h.report()
-	if resp := h.post("/fail", minimalInput); resp.StatusCode != 500 {
+	h.Report()
+	if resp := h.Post("/fail", relaytest.MinimalInput); resp.StatusCode != 500 {
 		t.Fatalf("failing producer: %d", resp.StatusCode)
 	} else {
-		readAll(t, resp)
+		relaytest.ReadAll(t, resp)
 	}
-	h.report()
+	h.Report()
 
 	fams := scrape(t, m)
 	check := func(want float64, name string, labels ...string) {
@@ -198,11 +178,11 @@ func TestMetricsAfterKnownRuns(t *testing.T) {
 	check(2, "agui_relay_events_total", d, "type=invalid", from)
 	check(2, "agui_relay_events_total", d, "type=comment", from)
 	check(2, "agui_relay_events_total", d, "type=comment", to)
-	last := thinkingStream[len(thinkingStream)-1]
+	last := relaytest.ThinkingStream[len(relaytest.ThinkingStream)-1]
 	check(float64(2*len(last)), "agui_relay_event_bytes_total", d, "type=RUN_FINISHED", from)
 	check(float64(2*len(last)), "agui_relay_event_bytes_total", d, "type=RUN_FINISHED", to)
 	producerBytes := 0
-	for _, f := range thinkingStream {
+	for _, f := range relaytest.ThinkingStream {
 		producerBytes += len(f)
 	}
 	if got := sum(fams, "agui_relay_event_bytes_total", d, from); got != float64(2*producerBytes) {
@@ -272,25 +252,25 @@ func TestMetricsAfterKnownRuns(t *testing.T) {
 // A producer that cannot be reached, and one that ends its stream inside a
 // run, are upstream errors of their kind.
 func TestMetricsUpstreamErrors(t *testing.T) {
-	m := NewMetrics(MetricsOptions{NoRuntime: true})
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
-	}, func(r *Relay) { r.Tap = m.Tap })
-	readAll(t, h.post("/agent", minimalInput))
-	h.report()
+	m := New(Options{NoRuntime: true})
+	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
+		relaytest.StreamHeaders(w)
+		relaytest.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+	}, func(r *relay.Relay) { r.Tap = m.Tap })
+	relaytest.ReadAll(t, h.Post("/agent", relaytest.MinimalInput))
+	h.Report()
 
-	closed := closedURL(t)
-	h2 := newHarness(t, func(http.ResponseWriter, *http.Request) {}, func(r *Relay) {
+	closed := relaytest.ClosedURL(t)
+	h2 := relaytest.New(t, func(http.ResponseWriter, *http.Request) {}, func(r *relay.Relay) {
 		r.Upstream = closed
 		r.Tap = m.Tap
 	})
-	if resp := h2.post("/agent", minimalInput); resp.StatusCode != 502 {
+	if resp := h2.Post("/agent", relaytest.MinimalInput); resp.StatusCode != 502 {
 		t.Errorf("unreachable producer: %d", resp.StatusCode)
 	} else {
-		readAll(t, resp)
+		relaytest.ReadAll(t, resp)
 	}
-	h2.report()
+	h2.Report()
 
 	fams := scrape(t, m)
 	for _, c := range []struct {
@@ -311,41 +291,9 @@ func TestMetricsUpstreamErrors(t *testing.T) {
 	}
 }
 
-// The event type labels are exactly the event types of 1.0 and the five
-// THINKING_* types, each indexed at its place, and other types fall into
-// "other".
-func TestEventLabels(t *testing.T) {
-	want := rules.EventTypes(negotiate.Version{Major: 1})
-	for _, typ := range rules.EventTypes(negotiate.Version{Patch: 40}) {
-		if strings.HasPrefix(typ, "THINKING_") {
-			want = append(want, typ)
-		}
-	}
-	var got []string
-	for i := range numKnownEventTypes {
-		got = append(got, EventLabel(i))
-		if eventIndex([]byte(EventLabel(i))) != i {
-			t.Errorf("%s: index %d, want %d", EventLabel(i), eventIndex([]byte(EventLabel(i))), i)
-		}
-	}
-	sort.Strings(want)
-	sort.Strings(got)
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("labels\n%v\nwant\n%v", got, want)
-	}
-	for typ, i := range map[string]int{"FUTURE": evOther, "run_started": evOther, "": evInvalid} {
-		if eventIndex([]byte(typ)) != i {
-			t.Errorf("%q: %d, want %d", typ, eventIndex([]byte(typ)), i)
-		}
-	}
-	if eventIndex(nil) != evInvalid || EventLabel(evOther) != "other" || EventLabel(evInvalid) != "invalid" || EventLabel(evComment) != "comment" {
-		t.Error("the extra labels")
-	}
-}
-
 // Step shapes map onto the registry's retired shapes.
 func TestRetiredShapeMatches(t *testing.T) {
-	m := NewMetrics(MetricsOptions{NoRuntime: true})
+	m := New(Options{NoRuntime: true})
 	match := func(step, shape string) []string {
 		var out []string
 		for i := range m.deps {
@@ -378,7 +326,7 @@ func TestRetiredShapeMatches(t *testing.T) {
 
 // Shape labels stay bounded.
 func TestShapeLabelsAreBounded(t *testing.T) {
-	m := NewMetrics(MetricsOptions{NoRuntime: true})
+	m := New(Options{NoRuntime: true})
 	if got := m.shapeLabel("unrecognised-input", "RunAgentInput.mySecretMember"); got != "(unrecognised input material)" {
 		t.Errorf("unrecognised input shape: %q", got)
 	}
@@ -397,7 +345,7 @@ func TestShapeLabelsAreBounded(t *testing.T) {
 
 // GET /deprecations answers JSON over a socket.
 func TestDeprecationsHandler(t *testing.T) {
-	m := NewMetrics(MetricsOptions{NoRuntime: true})
+	m := New(Options{NoRuntime: true})
 	base, stop := serveHandler(t, m.DeprecationsHandler())
 	defer stop()
 	resp, err := http.Get(base + "/deprecations")
@@ -427,17 +375,17 @@ func TestDeprecationsHandler(t *testing.T) {
 // --quiet-translation-warnings silences the log, not the metrics: lossy
 // translations still count.
 func TestQuietWarningsStillCount(t *testing.T) {
-	m := NewMetrics(MetricsOptions{})
+	m := New(Options{})
 	core, logs := observer.New(zapcore.DebugLevel)
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, thinkingStream...)
-	}, func(r *Relay) {
+	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
+		relaytest.StreamHeaders(w)
+		relaytest.SSE(w, relaytest.ThinkingStream...)
+	}, func(r *relay.Relay) {
 		r.Tap = m.Tap
-		r.Translator = &Translator{Observer: &Observer{Log: zap.New(core), Quiet: true}}
+		r.Translator = &relay.Translator{Observer: &relay.Observer{Log: zap.New(core), Quiet: true}}
 	})
-	readAll(t, h.post("/agent", minimalInput))
-	h.report()
+	relaytest.ReadAll(t, h.Post("/agent", relaytest.MinimalInput))
+	h.Report()
 	fams := scrape(t, m)
 	if got := value(fams, "agui_relay_translations_total", "route=default", "step=thinking-to-reasoning",
 		"shape=THINKING_START.title", "loss=lossy"); got != 1 {
