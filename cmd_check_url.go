@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,10 +26,13 @@ const maxCheckStream = 64 << 20
 // liveRun posts input to url and returns the answer's event stream. A
 // stream that breaks off returns what arrived and the error; an answer that
 // is no event stream, or none at all, only the error.
-func liveRun(url string, headers []load.Header, t load.Timeouts, input []byte) ([]byte, load.Response, error) {
-	c, err := load.NewClient(url, headers, t)
+func liveRun(url string, o liveOptions, input []byte) ([]byte, load.Response, error) {
+	c, err := load.NewClient(url, o.headers, o.timeouts)
 	if err != nil {
 		return nil, load.Response{}, err
+	}
+	if o.insecure {
+		c.SetTLS(&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // asked for by --insecure
 	}
 	defer c.Close()
 	var got []byte
@@ -262,6 +266,7 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 type liveOptions struct {
 	headers  []load.Header
 	timeouts load.Timeouts
+	insecure bool
 }
 
 func (o *liveOptions) flags(fs *flag.FlagSet) {
@@ -271,6 +276,7 @@ func (o *liveOptions) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeouts.Headers, "headers-timeout", o.timeouts.Headers, "with --url, time from the request to the response's headers (0: none)")
 	fs.DurationVar(&o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "with --url, longest silence inside the stream (0: none)")
 	fs.DurationVar(&o.timeouts.Run, "run-timeout", o.timeouts.Run, "with --url, longest run (0: none)")
+	fs.BoolVar(&o.insecure, "insecure", false, "with an https --url, do not verify the server's certificate")
 }
 
 // checkURL makes one live run, posting the RunAgentInput read from r (nil:
@@ -295,7 +301,7 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 		fmt.Fprintf(stderr, "agui-relay check: --url: %v\n", err)
 		return 2
 	}
-	sse, head, err := liveRun(url, o.headers, o.timeouts, input)
+	sse, head, err := liveRun(url, o, input)
 	if sse == nil {
 		fmt.Fprintf(stderr, "agui-relay check: %s: %v\n", url, err)
 		return 1

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +35,7 @@ type loadOptions struct {
 	rounds   int
 	interval time.Duration
 	progress string
+	insecure bool
 }
 
 const loadUsage = `usage: agui-relay load [flags] URL
@@ -104,6 +106,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	fs.DurationVar(&o.timeouts.Run, "run-timeout", o.timeouts.Run, "longest run (0: none)")
 	fs.DurationVar(&o.drain, "drain", 10*time.Second, "with -d, how long runs in flight at its end may take to finish before they are cut")
 	fs.IntVar(&o.judge, "judge-every", 1, "judge one event in N against the 1.0 rules (0: none); every event costs about 0.4 µs of CPU")
+	fs.BoolVar(&o.insecure, "insecure", false, "with https, do not verify the server's certificate")
 	fs.StringVar(&o.out, "out", "", "write report.md, results.json and SVG plots into this directory")
 	fs.StringVar(&o.compare, "compare", "", "a second URL, loaded in alternating rounds with URL; the report gives the ratios")
 	fs.IntVar(&o.rounds, "rounds", 4, "with --compare, rounds per target (the runs or duration are split between them)")
@@ -180,6 +183,9 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 				cfg := load.Config{URL: targets[i], Headers: o.headers, Inputs: inputs, Concurrency: c,
 					Runs: splitRuns(o.runs, rounds, round), Duration: o.duration / time.Duration(rounds),
 					Drain: o.drain, Ramp: o.ramp, Rate: o.rate, Timeouts: o.timeouts, JudgeEvery: o.judge, Interval: o.interval}
+				if o.insecure {
+					cfg.TLS = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for by --insecure
+				}
 				label := fmt.Sprintf("c=%d", c)
 				if len(targets) > 1 {
 					label = fmt.Sprintf("c=%d %s round %d/%d", c, targetName(i), round+1, rounds)

@@ -166,3 +166,19 @@ func TestLoadInterruptedStillReports(t *testing.T) {
 	wantContains(t, out, "interrupted: the report covers what ran until then",
 		"runs: 3 judged, 3 complete (100.0%), 3 with RUN_FINISHED; 3 cut by the load's end (not judged)")
 }
+
+// On a terminal the progress is a bar whose description carries the
+// counts; the report is the same.
+func TestLoadProgressBarOnATerminal(t *testing.T) {
+	at, _, _ := startServe(t, nil)
+	var out, errb bytes.Buffer
+	code := loadCommand(context.Background(), []string{"-c", "2", "-n", "6", "--interval", "1ms", at.demo + "/agent?scenario=synthetic&events=2000&rate=20000"}, &out, &errb, true)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	wantContains(t, errb.String(), "c=2", "complete", "|")
+	if strings.Contains(errb.String(), "load: c=2") {
+		t.Errorf("plain lines on a terminal:\n%s", errb.String())
+	}
+	wantContains(t, out.String(), "runs: 6 judged, 6 complete")
+}

@@ -96,6 +96,19 @@ func NewClient(target string, headers []Header, t Timeouts) (*Client, error) {
 	return c, nil
 }
 
+// SetTLS sets the TLS configuration of an https client (its server name is
+// kept when cfg has none); nil keeps the system's roots.
+func (c *Client) SetTLS(cfg *tls.Config) {
+	if c.tls == nil || cfg == nil {
+		return
+	}
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = c.tls.ServerName
+	}
+	c.tls = cfg
+}
+
 // ParseTarget checks that s is an absolute http or https URL.
 func ParseTarget(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
@@ -278,9 +291,13 @@ func (c *Client) classify(err error, ph Phase) error {
 
 func classifyDial(err error) string {
 	var ne net.Error
+	var ve *tls.CertificateVerificationError
+	var re tls.RecordHeaderError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return KindRefused
+	case errors.As(err, &ve), errors.As(err, &re):
+		return KindTLS
 	case errors.As(err, &ne) && ne.Timeout():
 		return KindTimeoutConnect
 	}

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -53,6 +54,9 @@ type Config struct {
 	// the next run as soon as one ends.
 	Rate     float64
 	Timeouts Timeouts
+	// TLS configures https connections; nil verifies the server against
+	// the system's roots.
+	TLS *tls.Config
 	// JudgeEvery judges one event in that many against the 1.0 rules (1:
 	// every event; 0: none), counting those it finds malformed.
 	JudgeEvery int
@@ -88,6 +92,7 @@ var DefaultInput = []byte(`{"threadId":"thread","runId":"run","protocolVersion":
 const (
 	KindRefused        = "refused"         // connection refused
 	KindUnreachable    = "unreachable"     // no route, no such host
+	KindTLS            = "tls"             // the TLS handshake failed (an unverified certificate, not TLS)
 	KindTimeoutConnect = "timeout connect" // Timeouts.Connect
 	KindTimeoutHeaders = "timeout headers" // Timeouts.Headers
 	KindTimeoutIdle    = "timeout idle"    // Timeouts.Idle
@@ -252,10 +257,11 @@ type Runner struct {
 	start  time.Time
 	prefix string
 
-	issue   context.Context // ends when no run may start
-	stopRun context.CancelFunc
-	runCtx  context.Context // ends when runs in flight are cut
-	stopped atomic.Bool
+	issue     context.Context // ends when no run may start
+	stopIssue context.CancelFunc
+	stopRun   context.CancelFunc
+	runCtx    context.Context // ends when runs in flight are cut
+	stopped   atomic.Bool
 
 	next    atomic.Int64 // runs handed out
 	rateMu  sync.Mutex
@@ -345,7 +351,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	r.runCtx, r.stopRun = runCtx, stopRun
 	context.AfterFunc(ctx, func() { r.stopped.Store(true) })
 	issue, stopIssue := context.WithCancel(runCtx)
-	r.issue = issue
+	r.issue, r.stopIssue = issue, stopIssue
 	if cfg.Duration > 0 {
 		t := time.AfterFunc(cfg.Duration, func() {
 			stopIssue()
@@ -363,6 +369,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	for i := 0; i < cfg.Concurrency; i++ {
 		c, _ := NewClient(cfg.URL, cfg.Headers, cfg.Timeouts)
+		c.SetTLS(cfg.TLS)
 		r.clients = append(r.clients, c)
 	}
 	// Cutting the runs in flight closes their connections.
@@ -419,6 +426,9 @@ func (r *Runner) take() (int64, bool) {
 	}
 	k := r.next.Add(1) - 1
 	if r.cfg.Runs > 0 && k >= r.cfg.Runs {
+		// Every run is handed out: slots still waiting for their ramp or
+		// rate need not.
+		r.stopIssue()
 		return 0, false
 	}
 	if r.cfg.Rate > 0 {
@@ -681,7 +691,7 @@ func (s *runState) run(c *Client, input []byte) {
 		r.examples[kind] = msg
 	}
 	r.mu.Unlock()
-	if kind != KindRefused && kind != KindUnreachable && kind != KindTimeoutConnect {
+	if kind != KindRefused && kind != KindUnreachable && kind != KindTimeoutConnect && kind != KindTLS {
 		return
 	}
 	// The endpoint is not there: do not spin on it.
@@ -720,8 +730,9 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	defer tick.Stop()
 	prevT := r.start
 	var prevEvents, prevDone int64
+	h := newHists() // the interval's, merged from the shards
 	sample := func(now time.Time) {
-		h := newHists()
+		h.reset()
 		var runs, failed int64
 		for _, sh := range r.shards {
 			sh.mu.Lock()

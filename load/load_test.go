@@ -2,6 +2,7 @@ package load_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -263,5 +264,61 @@ func TestStartRefusesBadConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// The ramp holds a slot back until its share of the ramp has passed, and
+// the load's end does not wait for it: with a ramp of an hour the second
+// slot never starts, and the load ends when the first has made every run.
+func TestRampHoldsSlotsBack(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		sse(w, started, finished)
+	})
+	res := run(t, load.Config{URL: url, Concurrency: 2, Runs: 5, Ramp: time.Hour})
+	if res.Complete != 5 || len(conns) != 1 {
+		t.Errorf("complete %d over %d connections", res.Complete, len(conns))
+	}
+}
+
+// The rate holds every run after the first until its time: at one run in
+// a thousand seconds, three slots make one run, and Stop ends the wait.
+func TestRateCapsNewRuns(t *testing.T) {
+	done := make(chan struct{}, 4)
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, started, finished)
+		done <- struct{}{}
+	})
+	r, err := load.Start(context.Background(), load.Config{URL: url, Concurrency: 3, Rate: 0.001, Timeouts: load.DefaultTimeouts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	for r.Progress().Done == 0 { // the run's own bookkeeping, after its last byte
+		runtime.Gosched()
+	}
+	r.Stop()
+	res := r.Wait()
+	if res.Runs != 1 || res.Complete != 1 || res.Interrupted != 0 {
+		t.Errorf("runs %d complete %d interrupted %d", res.Runs, res.Complete, res.Interrupted)
+	}
+}
+
+// An https endpoint: its certificate is verified unless the TLS
+// configuration says otherwise, and a failed verification is its own kind.
+func TestLoadOverTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sse(w, started, finished) }))
+	defer srv.Close()
+	res := run(t, load.Config{URL: srv.URL, Concurrency: 2, Runs: 4})
+	if res.Errors[load.KindTLS] != 4 || !strings.Contains(res.Examples[load.KindTLS], "certificate") {
+		t.Errorf("unverified: %v %v", res.Errors, res.Examples)
+	}
+	res = run(t, load.Config{URL: srv.URL, Concurrency: 2, Runs: 4, TLS: &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}})
+	if res.Complete != 4 {
+		t.Errorf("verified: complete %d, %v %v", res.Complete, res.Errors, res.Examples)
 	}
 }
