@@ -215,6 +215,7 @@ func (r *Relay) Server() *fasthttp.Server {
 	s := &fasthttp.Server{
 		Handler:                      r.Handle,
 		ErrorHandler:                 r.serverError,
+		ExpectHandler:                r.expect,
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
@@ -236,6 +237,21 @@ func (r *Relay) Server() *fasthttp.Server {
 	}
 	r.srv.Store(s)
 	return s
+}
+
+// expect answers a request that waits for 100 Continue (Expect:
+// 100-continue) before sending its body: 413 at once when its
+// Content-Length is over MaxBody, so that the body is never sent.
+func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
+	return expectWithin(ctx, r.maxBody())
+}
+
+func expectWithin(ctx *fasthttp.RequestCtx, limit int) int {
+	if ctx.Request.Header.ContentLength() > limit {
+		problemTooLarge(limit).Write(ctx)
+		return fasthttp.StatusRequestEntityTooLarge
+	}
+	return fasthttp.StatusContinue
 }
 
 // serverError answers a request the server could not read.

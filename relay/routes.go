@@ -282,6 +282,7 @@ func (rt *Router) Server() *fasthttp.Server {
 	s := t.routes[0].Relay.Server()
 	s.Handler = rt.Handle
 	s.ErrorHandler = rt.serverError
+	s.ExpectHandler = rt.expect
 	s.MaxRequestBodySize = rt.maxBody
 	s.Logger = zapPrintf{rt.log}
 	rt.srv.Store(s)
@@ -300,6 +301,16 @@ func (t *Table) serveWith(s *fasthttp.Server) {
 // serverError answers a request the server could not read, with the CORS
 // headers of the route its path matches (none when it matches none, or its
 // path could not be read).
+// expect is Relay.expect with the limit of the route the path matches
+// (the router's when none does).
+func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
+	limit := rt.maxBody
+	if r := rt.Table().Match(ctx.URI().PathOriginal()); r != nil {
+		limit = r.Relay.maxBody()
+	}
+	return expectWithin(ctx, limit)
+}
+
 func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
 	serverProblem(err, rt.maxBody).Write(ctx)
 	if m := rt.Table().Match(ctx.URI().PathOriginal()); m != nil {
