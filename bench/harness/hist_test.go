@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestHistExactBelow128(t *testing.T) {
+func TestHistExactBelow2048(t *testing.T) {
 	h := NewHist()
 	for v := int64(1); v <= 100; v++ {
 		h.Record(v)
@@ -26,7 +26,7 @@ func TestHistExactBelow128(t *testing.T) {
 }
 
 // TestHistAgainstSort compares quantiles with the nearest-rank quantiles of
-// the sorted samples: within the bucket width (1/128 relative).
+// the sorted samples: within three significant figures.
 func TestHistAgainstSort(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	var xs []int64
@@ -41,21 +41,8 @@ func TestHistAgainstSort(t *testing.T) {
 	for _, q := range []float64{0.5, 0.9, 0.99, 0.999} {
 		want := xs[int(math.Ceil(q*float64(len(xs))))-1]
 		got := h.Quantile(q)
-		if rel := math.Abs(float64(got-want)) / float64(want); rel > 1.0/128 {
-			t.Errorf("Quantile(%g) = %d, want %d ± 0.8%% (off by %.2f%%)", q, got, want, rel*100)
-		}
-	}
-}
-
-func TestHistBucketsCoverEveryValue(t *testing.T) {
-	for _, v := range []int64{0, 1, 127, 128, 129, 255, 256, 1000, 1 << 20, 1<<40 + 12345, math.MaxInt64} {
-		i := histIndex(v)
-		if i < 0 || i >= histBuckets {
-			t.Fatalf("histIndex(%d) = %d out of range", v, i)
-		}
-		lo, hi := bucketBounds(i)
-		if v < lo || v > hi {
-			t.Errorf("value %d in bucket %d [%d, %d]", v, i, lo, hi)
+		if rel := math.Abs(float64(got-want)) / float64(want); rel > 1.0/1000 {
+			t.Errorf("Quantile(%g) = %d, want %d ± 0.1%% (off by %.2f%%)", q, got, want, rel*100)
 		}
 	}
 }
@@ -70,8 +57,8 @@ func TestHistMergeAndEmpty(t *testing.T) {
 		b.Record(1000)
 	}
 	a.Merge(b)
-	if a.Count() != 20 || a.Quantile(0.5) != 10 || a.Quantile(0.51) < 990 {
-		t.Errorf("merged: n %d p50 %d p51 %d", a.Count(), a.Quantile(0.5), a.Quantile(0.51))
+	if a.Count() != 20 || a.Quantile(0.5) != 10 || a.Quantile(0.55) < 990 {
+		t.Errorf("merged: n %d p50 %d p55 %d", a.Count(), a.Quantile(0.5), a.Quantile(0.55))
 	}
 }
 
