@@ -115,3 +115,12 @@ func TestInputPythonAccepted(t *testing.T) {
 		}
 	}
 }
+
+// A loss of a versioned step toward a Python producer says which
+// ag-ui-protocol release takes the shape.
+func TestInputPythonNamesTheReleaseToUpgradeTo(t *testing.T) {
+	_, ws := translatePy(t, "0.1.10", "1.0", `{"threadId":"t","runId":"r","messages":[{"id":"z","role":"reasoning","content":"hm"}],"forwardedProps":{}}`)
+	if len(ws) != 1 || ws[0].Step != "drop-reasoning-input" || !strings.HasSuffix(ws[0].Upgrade, "; for this Python agent: ag-ui-protocol 0.1.11 or newer") {
+		t.Errorf("warnings %+v", ws)
+	}
+}

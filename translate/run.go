@@ -86,9 +86,24 @@ func (r *Run) Lost(shape, why, upgrade string) {
 	name := ""
 	if r.step != nil {
 		name = r.step.Name
+		if !r.Python.IsZero() && !r.step.Python {
+			upgrade += pythonUpgrade(r.step.Since)
+		}
 	}
 	r.warnings = append(r.warnings, Warning{Shape: shape, Why: why, Upgrade: upgrade, Step: name,
 		Direction: r.Direction, From: r.From, To: r.To, Count: 1})
+}
+
+// pythonUpgrade names, for a loss of a versioned input step toward a
+// producer named by its Python release, the first release of ag-ui-protocol
+// whose input matches the core the step's shape is new in.
+func pythonUpgrade(since negotiate.Version) string {
+	for _, p := range negotiate.PyProfiles {
+		if p.Input.AtLeast(since) {
+			return "; for this Python agent: ag-ui-protocol " + p.Release.String() + " or newer"
+		}
+	}
+	return ""
 }
 
 // MintID derives an id the replacement shape needs and the retired one never
