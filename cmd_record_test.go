@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -42,6 +43,22 @@ func metricLine(text, name string, labels ...string) string {
 		}
 	}
 	return ""
+}
+
+// stopForRecording shuts a relay started by startServe down, which writes
+// the recording of its one run under dir, and returns that run's directory.
+func stopForRecording(t *testing.T, cancel context.CancelFunc, done <-chan error, dir string) string {
+	t.Helper()
+	http.DefaultClient.CloseIdleConnections() // the run's kept-alive connection would hold the shutdown up to 5 s
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("recordings: %v %v", entries, err)
+	}
+	return filepath.Join(dir, entries[0].Name())
 }
 
 // A run through `agui-relay serve` with --record-dir: the metrics after it,
@@ -121,17 +138,7 @@ func TestServeMetricsAndRecordingRoundTrip(t *testing.T) {
 		t.Errorf("versions --admin against nothing: exit %d", code)
 	}
 
-	// Shutting down writes the recording.
-	http.DefaultClient.CloseIdleConnections() // the run's kept-alive connection would hold the shutdown up to 5 s
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) != 1 {
-		t.Fatalf("recordings: %v %v", entries, err)
-	}
-	rd := filepath.Join(dir, entries[0].Name())
+	rd := stopForRecording(t, cancel, done, dir)
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(rd, name))
 		if err != nil {

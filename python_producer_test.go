@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/record"
 )
 
 // --producer-version takes a Python release from the flag, the environment
@@ -179,5 +182,48 @@ func TestTranslateNamesAPythonProducer(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, stream, "translate", "--to", "py0.1.11"); code != 2 {
 		t.Errorf("a Python release as the consumer: exit %d, want 2", code)
+	}
+}
+
+// A recorded run of a Python producer replays as it went live: meta.json's
+// commands name the release, so the replayed input gets the release's own
+// rules and the replayed stream is translated as the live one was.
+func TestPythonProducerRecordingReplays(t *testing.T) {
+	got := make(chan map[string]json.RawMessage, 1)
+	agent := pythonProducer(t, got)
+	dir := t.TempDir()
+	at, cancel, done := startServe(t, func(c *serveConfig) {
+		c.upstream, c.recordDir = agent.URL, dir
+		c.producerVersion, c.producerPython = negotiate.MustParse("0.0.41"), negotiate.PyRelease{Minor: 1, Patch: 10}
+	})
+	resp := postRun(t, "http://"+at.relay+"/", `{"threadId":"t","runId":"r","protocolVersion":"1.0","messages":[],"forwardedProps":{}}`)
+	live, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	<-got
+	rd := stopForRecording(t, cancel, done, dir)
+	var meta record.RecordingMeta
+	b, _ := os.ReadFile(filepath.Join(rd, "meta.json"))
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	replay := func(line string) string {
+		t.Helper()
+		args := strings.Fields(line)
+		args[len(args)-1] = filepath.Join(rd, args[len(args)-1])
+		code, out, errOut := runCmd(t, "", args[1:]...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d %s", line, code, errOut)
+		}
+		return out
+	}
+	if !strings.Contains(meta.Replay["input"], "--to ag-ui-protocol@0.1.10") || !strings.Contains(meta.Replay["events"], "--from ag-ui-protocol@0.1.10") {
+		t.Errorf("replay commands %v", meta.Replay)
+	}
+	forwarded, _ := os.ReadFile(filepath.Join(rd, "input.forwarded.json"))
+	if out := replay(meta.Replay["input"]); out != string(forwarded) {
+		t.Errorf("input replay\n%s\nwant\n%s", out, forwarded)
+	}
+	if out := replay(meta.Replay["events"]); out != string(live) {
+		t.Errorf("events replay\n%s\nwant\n%s", out, live)
 	}
 }

@@ -327,11 +327,18 @@ func (r *recording) meta(redacted bool) *RecordingMeta {
 	}
 	if r.hasForwarded {
 		m.Input = &RecordedInputPlan{Translate: r.plan.Translate, From: r.plan.From.String(), To: r.plan.To.String()}
-		m.Replay["input"] = fmt.Sprintf("agui-relay translate --input --to %s --from %s %s", r.plan.To, r.plan.From, RecordReceived)
+		to := r.plan.To.String()
+		if !r.plan.Python.IsZero() {
+			to = r.plan.Python.Name() // its own rules apply, not its core's alone
+		}
+		m.Replay["input"] = fmt.Sprintf("agui-relay translate --input --to %s --from %s %s", to, r.plan.From, RecordReceived)
 	}
 	if r.streamed {
 		from := ""
-		if !r.producerConfigured.IsZero() {
+		switch {
+		case r.hasForwarded && !r.plan.Python.IsZero():
+			from = " --from " + r.plan.Python.Name() // always translated, as live
+		case !r.producerConfigured.IsZero():
 			from = " --from " + r.producerConfigured.String()
 		}
 		m.Replay["events"] = fmt.Sprintf("agui-relay translate --to %s%s %s", r.consumer, from, RecordProducer)
