@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"errors"
 	"io"
 )
@@ -30,6 +31,10 @@ type bodyFraming struct {
 	cr    bool // the size line's CR has been read
 	done  bool // the body is complete
 	extra bool // bytes followed the end of the body
+	// overrun: data followed the end of a Content-Length body (not only
+	// blank lines, which broken servers leave): the length lied, and the
+	// answer is broken, not complete (streamBody.read).
+	overrun bool
 }
 
 type framingMode uint8
@@ -54,6 +59,10 @@ const (
 const maxChunkLine = 4 << 10
 
 var errBadChunk = errors.New("malformed chunked encoding in the producer's answer")
+
+// errOverrun ends an answer whose producer sent more than its
+// Content-Length: the last event may be cut anywhere.
+var errOverrun = errors.New("the producer sent more bytes than its Content-Length")
 
 // newBodyFraming returns the framing of an answer with the given
 // Content-Length as fasthttp reports it: -1 chunked, -2 until the
@@ -83,6 +92,7 @@ func (f *bodyFraming) decode(p []byte) (int, error) {
 		n := len(p)
 		if int64(n) >= f.left {
 			f.extra = int64(n) > f.left
+			f.overrun = f.extra && len(bytes.Trim(p[f.left:], "\r\n")) > 0
 			n = int(f.left)
 			f.done = true
 		}

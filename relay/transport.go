@@ -251,6 +251,9 @@ func (b *streamBody) read(p []byte) (int, error) {
 		switch {
 		case derr != nil:
 			b.err = derr
+		case b.framing.overrun:
+			// Not the end: the cut-off event must not be completed.
+			b.err = errOverrun
 		case b.framing.done:
 			b.err = io.EOF
 		case err == io.EOF:
