@@ -1,12 +1,14 @@
 # make test checks the formatting and go vet, runs every test of the
 # module, then the conformance suite against the published @ag-ui/client
 # releases (its Node packages are installed from
-# conformance/package-lock.json on first use).
+# conformance/package-lock.json on first use), then the browser test in
+# headless Chromium (browser/setup.sh installs Debian's chromium, as root,
+# and the Node packages of browser/package-lock.json on first use).
 GO ?= go
 
-.PHONY: test lint unit conformance conformance-deps bench build soak fuzz
+.PHONY: test lint unit conformance conformance-deps browser browser-deps bench build soak fuzz
 
-test: lint unit conformance
+test: lint unit conformance browser
 
 # A file gofmt would change, or a finding of go vet, fails the run.
 lint:
@@ -14,13 +16,22 @@ lint:
 	$(GO) vet ./...
 
 unit:
-	$(GO) test $$($(GO) list ./... | grep -v /conformance)
+	$(GO) test $$($(GO) list ./... | grep -v -e /conformance -e /browser)
 
 conformance: conformance-deps
 	./conformance/run.sh
 
 conformance-deps:
 	./conformance/setup.sh
+
+# On a failure the page's screenshot is under browser/out/_artifacts/ (the
+# test's log names the file).
+browser: browser-deps
+	@mkdir -p browser/out
+	$(GO) test -count=1 -v -artifacts -outputdir $(CURDIR)/browser/out ./browser/
+
+browser-deps:
+	./browser/setup.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./relay/... ./translate/... ./rules/...
