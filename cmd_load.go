@@ -74,6 +74,9 @@ flags:
 func runLoad(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first Ctrl-C ends the load and prints the report; a second one
+	// kills the process as usual.
+	context.AfterFunc(ctx, stop)
 	return loadCommand(ctx, args, stdout, stderr, term.IsTerminal(int(os.Stderr.Fd())))
 }
 

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -181,4 +183,33 @@ func TestLoadProgressBarOnATerminal(t *testing.T) {
 		t.Errorf("plain lines on a terminal:\n%s", errb.String())
 	}
 	wantContains(t, out.String(), "runs: 6 judged, 6 complete")
+}
+
+// Ctrl-C to the real process: the runs in flight are cut, the report of
+// what ran is printed, and the exit status is 130.
+func TestLoadSIGINTPrintsTheReport(t *testing.T) {
+	arrived := make(chan struct{}, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
+		w.(http.Flusher).Flush()
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	cmd := exec.Command(relayBinary(t), "load", "-c", "2", "-d", "1h", "--progress", "none", srv.URL)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-arrived
+	<-arrived
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	wantContains(t, out.String(), "interrupted: the report covers what ran until then", "2 cut by the load's end (not judged)", "errors: none")
 }
