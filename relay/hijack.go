@@ -339,6 +339,9 @@ func (w *consumerWriter) handBack() bool {
 		w.conn.Close() //nolint:errcheck
 		return false
 	}
+	if sc, ok := w.conn.(*socketConn); ok {
+		sc.reqHead.arm() // nothing was sent after the request (sentMore): a head comes next
+	}
 	return true
 }
 

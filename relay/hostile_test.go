@@ -185,7 +185,7 @@ func TestSmugglingAttemptsAreRefusedOrReframed(t *testing.T) {
 		{"two Hosts", "GET /x HTTP/1.1\r\nHost: r\r\nHost: evil\r\n\r\n", true},
 		{"no Host", "GET /x HTTP/1.1\r\n\r\n", true},
 		{"folded TE", "POST /up HTTP/1.1\r\nHost: r\r\nContent-Type: text/plain\r\nX-A: 1\r\n Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\nhello" + smuggled, false},
-		{"bare LF", "POST /up HTTP/1.1\nHost: r\nContent-Type: text/plain\nContent-Length: 5\n\nhello" + smuggled, false},
+		{"bare LF", "POST /up HTTP/1.1\nHost: r\nContent-Type: text/plain\nContent-Length: 5\n\nhello" + smuggled, true}, // bareLF_test.go
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(seen())

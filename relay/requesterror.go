@@ -48,6 +48,8 @@ func requestErrorKind(err error) string {
 	var small *fasthttp.ErrSmallBuffer
 	var op *net.OpError
 	switch {
+	case errors.Is(err, errBareLF):
+		return "a line ending in a bare LF (want CRLF)"
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		return "body too large"
 	case errors.As(err, &small):

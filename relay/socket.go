@@ -47,6 +47,9 @@ type socketConn struct {
 	// head is the buffer the answers' heads are rendered into (respond),
 	// one run at a time.
 	head []byte
+	// reqHead follows the head of the consumer's request being read, for a
+	// bare LF (headscan.go); on only for accepted connections.
+	reqHead headScan
 
 	// hangup is the connection's registration with the hangup watcher
 	// (pollers.watch), kept from its first run to its close; 0 when none.
@@ -98,6 +101,9 @@ func (s *socketConn) Read(p []byte) (int, error) {
 	if s.noWait {
 		return 0, errNoWait
 	}
+	if s.reqHead.bad {
+		return 0, errBareLF
+	}
 	s.rbuf, s.rn, s.rerr = p, 0, nil
 	err := s.rc.Read(s.readFn) // waits for input and honours the read deadline
 	n, rerr := s.rn, s.rerr
@@ -109,6 +115,9 @@ func (s *socketConn) Read(p []byte) (int, error) {
 		return 0, s.opError("read", os.NewSyscallError("read", rerr))
 	case n == 0:
 		return 0, io.EOF
+	}
+	if s.reqHead.on && s.reqHead.scan(p[:n]) {
+		return 0, errBareLF // the request is refused: its bytes go unread
 	}
 	return n, nil
 }
@@ -198,5 +207,9 @@ func (l socketListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newSocketConn(c), nil
+	nc := newSocketConn(c)
+	if sc, ok := nc.(*socketConn); ok {
+		sc.reqHead.arm() // the first request's head comes first
+	}
+	return nc, nil
 }
