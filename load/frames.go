@@ -2,21 +2,44 @@ package load
 
 import "bytes"
 
-// FrameSplitter cuts an SSE byte stream into frames at blank lines ("\n\n")
-// and hands each frame's data to a callback. Data split across several
-// "data:" lines is joined with "\n" as the SSE rules say; comment and other
-// field lines are ignored.
+// FrameSplitter cuts an SSE byte stream into frames at blank lines and
+// hands each frame's data to a callback. Data split across several "data:"
+// lines is joined with "\n" as the SSE rules say; comment and other field
+// lines are ignored. Lines end in LF, CRLF or CR (sse-starlette, the
+// server of many Python agents, writes CRLF); a stream whose first line
+// ends in CR is read as such throughout, after the first line's end is
+// rewritten as LF: JSON data holds no raw CR, so every CR is framing.
 type FrameSplitter struct {
 	pending []byte
 	joined  []byte
+	norm    []byte
+	mode    uint8 // lineUnknown until the first line end
+	cr      bool  // in lineCR mode: the last piece ended with a CR
 	// OnEvent receives each event's data, borrowed until it returns.
 	OnEvent func(data []byte)
 	// Frames counts frames without data (comments, keep-alives).
 	Empty int64
 }
 
+const (
+	lineUnknown = iota
+	lineLF
+	lineCR
+)
+
 // Write feeds stream bytes.
 func (s *FrameSplitter) Write(p []byte) {
+	if s.mode == lineUnknown {
+		if i := bytes.IndexAny(p, "\r\n"); i >= 0 {
+			s.mode = lineLF
+			if p[i] == '\r' {
+				s.mode = lineCR
+			}
+		}
+	}
+	if s.mode == lineCR {
+		p = s.normalize(p)
+	}
 	if len(s.pending) > 0 {
 		// Complete the pending frame first, searching only near the seam.
 		from := len(s.pending) - 1
@@ -38,12 +61,23 @@ func (s *FrameSplitter) Write(p []byte) {
 
 func (s *FrameSplitter) scan(p []byte, fromPending bool) {
 	for {
-		i := bytes.Index(p, []byte("\n\n"))
-		if i < 0 {
+		// One pass finds both the frame's end and, for the frame of one
+		// line every AG-UI encoder writes, that it is one.
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 || i+1 == len(p) {
 			break
 		}
-		s.frame(p[:i])
-		p = p[i+2:]
+		if p[i+1] == '\n' {
+			s.oneLine(p[:i])
+			p = p[i+2:]
+			continue
+		}
+		j := bytes.Index(p[i+1:], []byte("\n\n"))
+		if j < 0 {
+			break
+		}
+		s.frame(p[:i+1+j])
+		p = p[i+1+j+2:]
 	}
 	if fromPending {
 		// p aliases s.pending: move it to the front.
@@ -54,9 +88,37 @@ func (s *FrameSplitter) scan(p []byte, fromPending bool) {
 	s.pending = append(s.pending[:0], p...)
 }
 
+// normalize rewrites the CRLF and CR line ends of p as LF, into s.norm.
+func (s *FrameSplitter) normalize(p []byte) []byte {
+	out := s.norm[:0]
+	for _, c := range p {
+		if s.cr {
+			s.cr = false
+			if c == '\n' {
+				continue
+			}
+		}
+		if c == '\r' {
+			s.cr, c = true, '\n'
+		}
+		out = append(out, c)
+	}
+	s.norm = out
+	return out
+}
+
+// oneLine handles a frame of one line.
+func (s *FrameSplitter) oneLine(f []byte) {
+	if bytes.HasPrefix(f, []byte("data: ")) {
+		s.OnEvent(f[6:])
+		return
+	}
+	s.frame(f)
+}
+
 func (s *FrameSplitter) frame(f []byte) {
 	// Fast path: one "data: " line, as every AG-UI encoder writes.
-	if bytes.HasPrefix(f, []byte("data: ")) && bytes.IndexByte(f, '\n') < 0 {
+	if bytes.HasPrefix(f, []byte("data: ")) && (len(f) < 7 || bytes.IndexByte(f[6:], '\n') < 0) {
 		s.OnEvent(f[6:])
 		return
 	}
@@ -92,4 +154,7 @@ func (s *FrameSplitter) frame(f []byte) {
 func (s *FrameSplitter) Pending() bool { return len(s.pending) > 0 }
 
 // Reset drops a frame started and not finished, for the next stream.
-func (s *FrameSplitter) Reset() { s.pending = s.pending[:0] }
+func (s *FrameSplitter) Reset() {
+	s.pending = s.pending[:0]
+	s.mode, s.cr = lineUnknown, false
+}

@@ -322,3 +322,19 @@ func TestLoadOverTLS(t *testing.T) {
 		t.Errorf("verified: complete %d, %v %v", res.Complete, res.Errors, res.Examples)
 	}
 }
+
+// A producer whose lines end in CRLF (sse-starlette's default) is read as
+// well as one that writes LF.
+func TestLoadReadsCRLFStreams(t *testing.T) {
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		for _, e := range []string{started, `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}`, `{"type":"TEXT_MESSAGE_END","messageId":"m"}`, finished} {
+			fmt.Fprintf(w, "data: %s\r\n\r\n", e)
+			w.(http.Flusher).Flush()
+		}
+	})
+	res := run(t, load.Config{URL: url, Concurrency: 2, Runs: 6})
+	if res.Complete != 6 || res.Events != 30 || res.Malformed != 0 || res.Summary(load.FirstContent).N != 6 {
+		t.Errorf("complete %d events %d malformed %d: %v %v", res.Complete, res.Events, res.Malformed, res.Errors, res.Examples)
+	}
+}
