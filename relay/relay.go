@@ -401,9 +401,26 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	r.passThrough(ctx, resp, nil)
 }
 
-// run relays one run.
+// run relays one run in its three stages: admit (the input judged, the
+// versions decided, the input translated), forward (the producer asked),
+// stream (its answer relayed).
 func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	rep := &RunReport{Route: r.Route, Start: time.Now()}
+	in, plan, ok := r.admit(ctx, rep)
+	if !ok {
+		return
+	}
+	resp, ok := r.forward(ctx, rep, plan, in)
+	if !ok {
+		return
+	}
+	r.stream(ctx, rep, resp)
+}
+
+// admit reads and judges the consumer's RunAgentInput, decides the
+// versions and translates the input for the producer; it reports false
+// when the run was refused (answered with a problem).
+func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan negotiate.InputPlan, ok bool) {
 	body := ctx.Request.Body()
 	if r.Tap != nil {
 		if rep.tap = r.Tap(rep); rep.tap != nil {
@@ -412,11 +429,11 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	}
 	if len(body) > r.maxBody() {
 		r.refuse(ctx, rep, problemTooLarge(r.maxBody()))
-		return
+		return nil, plan, false
 	}
 	if errs := checkDocument(body); errs != nil {
 		r.refuse(ctx, rep, problemInput(errs))
-		return
+		return nil, plan, false
 	}
 	rep.RunID = gjson.GetBytes(body, "runId").String()
 	rep.ThreadID = gjson.GetBytes(body, "threadId").String()
@@ -428,7 +445,7 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	cv, warnings, err := negotiate.ConsumerVersion(consumer)
 	if err != nil {
 		r.refuse(ctx, rep, problemInput([]InputError{{"/protocolVersion", err.Error()}}))
-		return
+		return nil, plan, false
 	}
 	rep.Consumer = cv
 	for _, w := range warnings {
@@ -440,21 +457,28 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	}
 	if errs := check(cv, body); len(errs) > 0 {
 		r.refuse(ctx, rep, problemInput(errs))
-		return
+		return nil, plan, false
 	}
 
 	// Input translation: the one place where the consumer's RunAgentInput
 	// is rewritten for the producer (forwardedProps stays byte for byte).
-	plan := negotiate.DecideInput(cv, r.ProducerVersion)
+	plan = negotiate.DecideInput(cv, r.ProducerVersion)
 	if !r.ProducerPython.IsZero() {
 		plan = negotiate.DecidePythonInput(cv, r.ProducerPython)
 	}
-	in, err := r.translateInput(plan, body, rep.tap)
+	in, err = r.translateInput(plan, body, rep.tap)
 	if err != nil {
 		r.refuse(ctx, rep, problemInput([]InputError{{"", "cannot be translated for the producer: " + err.Error()}}))
-		return
+		return nil, plan, false
 	}
+	return in, plan, true
+}
 
+// forward sends the input to the producer and returns its answer's head,
+// the body still to read; it reports false when there is no answer to
+// relay (the consumer left meanwhile, or the producer failed: answered
+// with a problem).
+func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate.InputPlan, in []byte) (resp *fasthttp.Response, ok bool) {
 	if rep.tap != nil {
 		rep.tap.Forwarded(plan, in)
 	}
@@ -462,7 +486,7 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	req.SetBodyRaw(in)
 	// The relay reads the events; it cannot rewrite compressed ones.
 	req.Header.Set(fasthttp.HeaderAcceptEncoding, "identity")
-	resp := acquireUpstreamResponse()
+	resp = acquireUpstreamResponse()
 	gone, err := r.do(ctx, req, resp)
 	rep.URL = req.URI().String()
 	fasthttp.ReleaseRequest(req)
@@ -474,21 +498,28 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 		rep.Abort = errConsumerGone.Code
 		rep.Duration = time.Since(rep.Start)
 		r.report(rep)
-		return
+		return nil, false
 	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		rep.Err = err
 		r.refuse(ctx, rep, upstreamProblem(err))
-		return
+		return nil, false
 	}
 	if resp.StatusCode() == fasthttp.StatusSwitchingProtocols {
 		// The producer's connection is not HTTP any more (the transport
 		// closed it): nothing of it can be relayed as a run.
 		fasthttp.ReleaseResponse(resp)
 		r.refuse(ctx, rep, problemUpgrade())
-		return
+		return nil, false
 	}
+	return resp, true
+}
+
+// stream answers the consumer with the producer's event stream, shaped by
+// a Stream on the hijacked connection (respond); an answer that is not an
+// event stream the relay can read goes to the consumer as it is.
+func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.Response) {
 	rep.Status = resp.StatusCode()
 	body2, streamed := resp.BodyStream().(fasthttp.ReadCloserWithError)
 	gz, readable := contentCoding(resp.Header.ContentEncoding())
