@@ -383,6 +383,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			RunTimeout:      rc.runTimeout,
 			Log:             rlog,
 			Tap:             sh.tap,
+			ReleaseMemory:   true,
 		}
 		if rc.stripPrefix && rc.prefix != "/" {
 			r.StripPrefix = rc.prefix

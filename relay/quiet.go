@@ -23,8 +23,14 @@ import (
 // the next, so that a relay whose streams keep going quiet spends about 1%
 // of its time releasing at most, and a small one gives memory back each
 // time it goes quiet. Never while any stream relays.
+//
+// The process's quietMemory (pollers.quiet) counts the streams of every
+// Relay, and releases only once a Relay configured with ReleaseMemory
+// wants it (want): a process whose relays do not ask for it is never made
+// to collect.
 type quietMemory struct {
 	running atomic.Int64 // streams with a goroutine: relaying, waiting in it, or ending
+	wanted  atomic.Bool  // a Relay wants the releases (ReleaseMemory)
 
 	mu    sync.Mutex
 	timer timer
@@ -77,10 +83,13 @@ const (
 // enter counts a stream that takes a goroutine (starts or wakes).
 func (q *quietMemory) enter() { q.running.Add(1) }
 
+// want makes q release from now on.
+func (q *quietMemory) want() { q.wanted.Store(true) }
+
 // leave counts a stream that gives its goroutine up (parks or ends); the
-// last one to leave arms the release.
+// last one to leave arms the release, when it is wanted.
 func (q *quietMemory) leave() {
-	if q.running.Add(-1) == 0 {
+	if q.running.Add(-1) == 0 && q.wanted.Load() {
 		q.arm(cmp.Or(q.after, quietAfter))
 	}
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -97,7 +98,9 @@ func (c *fakeClock) armed() bool {
 // are counted instead of made.
 func countingQuiet(after, gap time.Duration) (*quietMemory, *atomic.Int32) {
 	var releases atomic.Int32
-	return &quietMemory{after: after, gap: gap, release: func() { releases.Add(1) }}, &releases
+	q := &quietMemory{after: after, gap: gap, release: func() { releases.Add(1) }}
+	q.want()
+	return q, &releases
 }
 
 // fakeQuiet is countingQuiet on a fake clock.
@@ -179,6 +182,7 @@ func TestQuietMemoryPausesInProportionToTheRelease(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(0, 0)}
 	q := &quietMemory{after: time.Millisecond, gap: time.Millisecond, factor: 10, clock: clk,
 		release: func() { clk.pass(20 * time.Millisecond); releases.Add(1) }}
+	q.want()
 	q.enter()
 	q.leave()
 	clk.advance(time.Millisecond)
@@ -201,6 +205,7 @@ func TestQuietMemoryReleasesWhatCameDuringARelease(t *testing.T) {
 	proceed := make(chan struct{})
 	clk := &fakeClock{t: time.Unix(0, 0)}
 	q := &quietMemory{after: time.Millisecond, gap: 10 * time.Millisecond, factor: 1, clock: clk}
+	q.want()
 	q.release = func() {
 		if running.Add(1) > 1 {
 			t.Error("two releases at once")
@@ -228,4 +233,46 @@ func TestQuietMemoryReleasesWhatCameDuringARelease(t *testing.T) {
 	wantReleases(t, &releases, 1, "within the pause")
 	clk.advance(1)
 	wantReleases(t, &releases, 2, "after the pause")
+}
+
+// Nothing is released until a Relay wants it: streams coming and going
+// arm no timer.
+func TestQuietMemoryReleasesOnlyWhenWanted(t *testing.T) {
+	var releases atomic.Int32
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	q := &quietMemory{after: time.Millisecond, gap: time.Millisecond, clock: clk, release: func() { releases.Add(1) }}
+	for range 3 {
+		q.enter()
+		q.leave()
+		clk.advance(time.Hour)
+	}
+	if clk.armed() {
+		t.Fatal("a release is armed that no Relay wants")
+	}
+	wantReleases(t, &releases, 0, "unwanted")
+	q.want()
+	q.enter()
+	q.leave()
+	clk.advance(time.Millisecond)
+	wantReleases(t, &releases, 1, "once wanted")
+}
+
+// A Relay wants the process's releases only when configured to.
+func TestRelayWantsMemoryReleasedOnlyWhenConfigured(t *testing.T) {
+	was := pollers.quiet.wanted.Swap(false) // the process's: as a fresh one has it
+	t.Cleanup(func() { pollers.quiet.wanted.Store(was) })
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
+	}, nil)
+	readAll(t, h.post("/agent", minimalInput))
+	h.report()
+	if pollers.quiet.wanted.Load() {
+		t.Fatal("a Relay without ReleaseMemory made the process release memory")
+	}
+	(&Relay{Upstream: "http://127.0.0.1:1", ReleaseMemory: true}).init()
+	if !pollers.quiet.wanted.Load() {
+		t.Fatal("a Relay with ReleaseMemory did not")
+	}
 }

@@ -110,6 +110,14 @@ type Relay struct {
 	// preflights and puts the CORS headers on every answer (see CORS). nil:
 	// no CORS of the relay's; the producer's headers pass through.
 	CORS *CORS
+	// ReleaseMemory, when set, gives the heap's free memory back to the
+	// operating system whenever every stream of the process has been
+	// parked (or none open) for a second: two forced collections, paced so
+	// that they take about 1% of the time at most (see quiet.go). The
+	// setting is the process's: once one Relay has it, the releases count
+	// every Relay's streams. Off, memory is left to the runtime's scavenger.
+	// The serve command sets it.
+	ReleaseMemory bool
 	// Tap, when set, is called when a run starts and returns what watches
 	// the run's material as it passes (metrics, recordings; see RunTap), or
 	// nil. The report is the run's, filled in as the run goes.
@@ -195,6 +203,9 @@ func (r *Relay) init() {
 	}
 	r.base = strings.TrimSuffix(r.Upstream, "/")
 	pollers.start() // the process's consumer watcher, shared by every stream
+	if r.ReleaseMemory {
+		pollers.quiet.want()
+	}
 }
 
 func (r *Relay) maxBody() int {
