@@ -18,7 +18,7 @@ import (
 // falls back to watchConsumer's goroutine. A consumer's connection served
 // by the relay's Listener stays registered across its runs (watch).
 //
-// The same instance wakes parked streams (pumpRun.park): a producer's
+// The same instance wakes parked streams (relayedStream.park): a producer's
 // connection registered for input, once, whose stream has no goroutine
 // until the event comes.
 
@@ -30,12 +30,12 @@ type poller struct {
 	next int32
 	subs map[int32]func() // by the token in the epoll event: what the event does
 
-	quiet quietMemory // the process's release of memory once every stream is parked (quiet.go)
+	memory memoryReleaser // the process's release of memory once every stream is parked (memory.go)
 }
 
-// pollers is the process's one poller: one epoll instance and goroutine
+// processPoller is the process's one poller: one epoll instance and goroutine
 // for every stream, however many relays and routes there are.
-var pollers poller
+var processPoller poller
 
 const (
 	hangupEvents = syscall.EPOLLRDHUP | syscall.EPOLLHUP | syscall.EPOLLERR | syscall.EPOLLONESHOT

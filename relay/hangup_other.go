@@ -10,10 +10,10 @@ import (
 // Elsewhere than Linux every stream's consumer is watched by a goroutine of
 // its own (watchConsumer), and streams never park.
 type poller struct {
-	quiet quietMemory // the process's release of memory once no stream is open (quiet.go)
+	memory memoryReleaser // the process's release of memory once no stream is open (memory.go)
 }
 
-var pollers poller
+var processPoller poller
 
 func (w *poller) start()                                      {}
 func (w *poller) watch(net.Conn, *upstreamBody) (int32, bool) { return 0, false }

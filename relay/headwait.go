@@ -105,14 +105,14 @@ func (h *headWait) detach() (gone bool) {
 func (r *Relay) do(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response) (gone bool, err error) {
 	conn := ctx.Conn()
 	hw := &headWait{}
-	token, watched := pollers.watchFunc(conn, hw.hangup)
+	token, watched := processPoller.watchFunc(conn, hw.hangup)
 	if watched {
 		req.SetUserValue(headWaitKey{}, hw)
 	}
 	err = r.client.Do(req, resp)
 	gone = hw.detach()
 	if watched {
-		pollers.unwatch(conn, token)
+		processPoller.unwatch(conn, token)
 	}
 	return gone, err
 }

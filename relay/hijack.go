@@ -66,7 +66,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	if timeout <= 0 {
 		timeout = streamWriteTimeout
 	}
-	carrier := carrierOf(sc)
+	handover := handoverConn(sc)
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		if keep && sentMore(c, sc) {
@@ -84,10 +84,10 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		if keep {
 			w.srv, w.shutdown = srv, done
 		}
-		st := streamStart{r, w, head, ub, resp, rep}
+		st := hijackedStream{r, w, head, ub, resp, rep}
 		switch {
-		case carrier != nil:
-			carrier.carry <- st // to the goroutine that served the request
+		case handover != nil:
+			handover.handoff <- st // to the goroutine that served the request
 		case srv == nil:
 			// A server not made by Server: it may close the connection
 			// once this handler returns (KeepHijackedConns unset), so the
@@ -95,7 +95,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 			// the connection is not kept.
 			st.run()
 		default:
-			go st.carry()
+			go st.serveConnection()
 		}
 	})
 }
@@ -151,10 +151,10 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []b
 // run runs one stream on the hijacked connection: the watcher, the header
 // (saying Connection: close when the connection cannot be kept), the
 // events, the end. It reports whether the connection is kept for the
-// consumer's next request (see carry).
-func (st streamStart) run() (kept bool) {
+// consumer's next request (see serveConnection).
+func (st hijackedStream) run() (kept bool) {
 	r, w, head, ub := st.r, st.w, st.head, st.ub
-	if tok, ok := pollers.watch(w.conn, ub); ok {
+	if tok, ok := processPoller.watch(w.conn, ub); ok {
 		w.hangup, w.watched = tok, true
 	} else {
 		// The watching goroutine reads the connection: it would take the
@@ -194,7 +194,7 @@ type consumerWriter struct {
 	// Set only while buf is nil.
 	span []byte
 
-	hangup  int32 // the registration with pollers, when watched
+	hangup  int32 // the registration with processPoller, when watched
 	watched bool
 
 	// holds keeps the stream on the goroutine that runs it to its end, not
@@ -334,7 +334,7 @@ func (w *consumerWriter) handBack() bool {
 		return false
 	}
 	w.watched = false
-	pollers.unwatch(w.conn, w.hangup)
+	processPoller.unwatch(w.conn, w.hangup)
 	if w.conn.SetDeadline(time.Time{}) != nil {
 		w.conn.Close() //nolint:errcheck
 		return false
@@ -351,7 +351,7 @@ func (w *consumerWriter) Close() error {
 	w.release()
 	if w.watched {
 		w.watched = false
-		pollers.unwatch(w.conn, w.hangup)
+		processPoller.unwatch(w.conn, w.hangup)
 	}
 	return w.conn.Close()
 }

@@ -74,20 +74,20 @@ func TestHangupWatcherCancels(t *testing.T) {
 	gone := &fakeBody{}
 	s1, c1 := open()
 	u1 := newUpstreamBody(gone)
-	tok, ok := pollers.watch(s1, u1)
+	tok, ok := processPoller.watch(s1, u1)
 	if !ok {
 		t.Fatal("the connection could not be watched")
 	}
 	stay := &fakeBody{}
 	s2, c2 := open()
 	u2 := newUpstreamBody(stay)
-	tok2, _ := pollers.watch(s2, u2)
+	tok2, _ := processPoller.watch(s2, u2)
 	c2.Write([]byte("pipelined bytes wake nothing")) //nolint:errcheck
-	pollers.unwatch(s2, tok2)
+	processPoller.unwatch(s2, tok2)
 	c1.Close()
 	c2.Close()
 	awaitHangup(t, u1)
-	pollers.unwatch(s1, tok)
+	processPoller.unwatch(s1, tok)
 	s1.Close()
 	s2.Close()
 	if u2.why() != nil {
@@ -125,13 +125,13 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 		t.Fatal("not a socketConn")
 	}
 	first := newUpstreamBody(&fakeBody{})
-	tok, ok := pollers.watch(sc, first)
+	tok, ok := processPoller.watch(sc, first)
 	if !ok {
 		t.Fatal("the connection could not be watched")
 	}
-	pollers.unwatch(sc, tok) // the first run ends; the connection is kept
+	processPoller.unwatch(sc, tok) // the first run ends; the connection is kept
 	second := newUpstreamBody(&fakeBody{})
-	tok2, _ := pollers.watch(sc, second)
+	tok2, _ := processPoller.watch(sc, second)
 	if tok2 != tok {
 		t.Fatalf("the second run registered anew (%d, was %d)", tok2, tok)
 	}
@@ -140,16 +140,16 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 	if first.why() != nil {
 		t.Errorf("the ended run was cancelled: %v", first.why())
 	}
-	pollers.unwatch(sc, tok2)
+	processPoller.unwatch(sc, tok2)
 	third := newUpstreamBody(&fakeBody{})
-	pollers.watch(sc, third)
+	processPoller.watch(sc, third)
 	if third.why() != errConsumerGone {
 		t.Errorf("a run after the hangup was not cancelled: %v", third.why())
 	}
 	sc.Close()
-	pollers.mu.Lock()
-	_, left := pollers.subs[tok]
-	pollers.mu.Unlock()
+	processPoller.mu.Lock()
+	_, left := processPoller.subs[tok]
+	processPoller.mu.Unlock()
 	if left || sc.hangup.Load() != 0 {
 		t.Error("the closed connection's registration is left")
 	}
@@ -160,21 +160,21 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 func TestHangupWatchEndsWithTheConnection(t *testing.T) {
 	x, _ := tcpPair(t)
 	sc := newSocketConn(x).(*socketConn)
-	tok, ok := pollers.watch(sc, newUpstreamBody(&fakeBody{}))
+	tok, ok := processPoller.watch(sc, newUpstreamBody(&fakeBody{}))
 	if !ok {
 		t.Fatal("the connection could not be watched")
 	}
-	pollers.unwatch(sc, tok)
-	pollers.mu.Lock()
-	_, armed := pollers.subs[tok]
-	pollers.mu.Unlock()
+	processPoller.unwatch(sc, tok)
+	processPoller.mu.Lock()
+	_, armed := processPoller.subs[tok]
+	processPoller.mu.Unlock()
 	if !armed {
 		t.Fatal("the kept connection's registration ended with its run")
 	}
 	sc.Close()
-	pollers.mu.Lock()
-	_, left := pollers.subs[tok]
-	pollers.mu.Unlock()
+	processPoller.mu.Lock()
+	_, left := processPoller.subs[tok]
+	processPoller.mu.Unlock()
 	if left {
 		t.Error("the closed connection's registration is left")
 	}

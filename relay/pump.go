@@ -15,7 +15,7 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
-// pumpRun copies one run's event stream from the producer to the consumer,
+// relayedStream copies one run's event stream from the producer to the consumer,
 // one frame at a time through a Stream. It owns resp and cw, and closes the
 // consumer's connection when it is done.
 //
@@ -27,11 +27,11 @@ import (
 //
 // Parking: a polled stream (see streamBody.pollRead) on which the producer
 // has sent nothing for parkAfter gives up its goroutine. Its connection is
-// registered with the process's poller (pollers, hangup_linux.go) and a new
+// registered with the process's poller (processPoller, hangup_linux.go) and a new
 // goroutine takes the stream up when bytes arrive or the run is cancelled.
 // An agent that thinks for minutes then costs its stream no goroutine
 // stack, which is most of what an idle stream held.
-type pumpRun struct {
+type relayedStream struct {
 	r    *Relay
 	cw   *consumerWriter
 	ub   *upstreamBody
@@ -48,7 +48,7 @@ type pumpRun struct {
 
 	parkAfter time.Duration
 	parker    parker
-	quiet     *quietMemory
+	memory    *memoryReleaser
 	now       time.Time   // the clock at the last beforeRead: the wait that may follow starts then
 	deadline  time.Time   // the read deadline that ends a wait by parking
 	parked    atomic.Bool // waiting in the poller with no goroutine
@@ -61,7 +61,7 @@ type pumpRun struct {
 // goroutine before it parks (Relay.parkAfter overrides it in tests).
 const parkAfter = time.Second
 
-// parker is where streams park: the process's poller (pollers), or in
+// parker is where streams park: the process's poller (processPoller), or in
 // tests one that cannot park.
 type parker interface {
 	// reserve returns a token whose event will call wake.
@@ -77,18 +77,18 @@ type parker interface {
 // too when the stream parked (the goroutine that takes it up serves the
 // connection on).
 func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) (kept bool) {
-	p := &pumpRun{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, parker: &pollers, quiet: &pollers.quiet}
+	p := &relayedStream{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, parker: &processPoller, memory: &processPoller.memory}
 	if r.parkAfter != 0 {
 		p.parkAfter = r.parkAfter
 	}
 	if r.parker != nil {
 		p.parker = r.parker
 	}
-	if r.quiet != nil {
-		p.quiet = r.quiet
+	if r.memory != nil {
+		p.memory = r.memory
 	}
 	p.noPark = cw.holds
-	p.quiet.enter()
+	p.memory.enter()
 	// cw buffers what the Stream writes until the flush.
 	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, cw)
 	p.st.ProducerPython = r.ProducerPython
@@ -116,7 +116,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 	return p.run()
 }
 
-func (p *pumpRun) beforeRead() {
+func (p *relayedStream) beforeRead() {
 	// The answer's head alone waits for the events the producer sent with
 	// its own head, when they are buffered already: the read cannot block.
 	if p.werr == nil && !(p.cw.onlyHead() && p.sb != nil && p.sb.buffered()) {
@@ -132,7 +132,7 @@ func (p *pumpRun) beforeRead() {
 
 // nextFrames relays frames until the producer has nothing more for now
 // (false: wait for it) or the stream is over (true).
-func (p *pumpRun) nextFrames() bool {
+func (p *relayedStream) nextFrames() bool {
 	var f Frame
 	for p.werr == nil {
 		err := p.sc.next(&f)
@@ -163,7 +163,7 @@ const runEndGrace = 100 * time.Millisecond
 // after it. The consumer has every event already (they are flushed before
 // the next read); its answer ends with the producer's or at the grace's
 // end. Runs replayed before it, which carry their own runIds, end nothing.
-func (p *pumpRun) checkEnd() {
+func (p *relayedStream) checkEnd() {
 	st := p.st
 	if st.InRun {
 		return
@@ -184,7 +184,7 @@ func (p *pumpRun) checkEnd() {
 // just before it), when it is under half of that away (a timer update
 // every parkAfter/2, not one per wait). It reports false when the body was
 // closed meanwhile: the stream must not wait then.
-func (p *pumpRun) armParking() bool {
+func (p *relayedStream) armParking() bool {
 	if p.noPark {
 		return p.sb.state.Load() == bodyReading
 	}
@@ -197,7 +197,7 @@ func (p *pumpRun) armParking() bool {
 
 // run relays until the stream ends or parks, and reports whether it ended
 // with the connection kept (see finish).
-func (p *pumpRun) run() (kept bool) {
+func (p *relayedStream) run() (kept bool) {
 	if p.sb == nil {
 		p.frames()
 		return p.finish()
@@ -213,7 +213,7 @@ func (p *pumpRun) run() (kept bool) {
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.state.Load() == bodyIdle {
 			if p.park() {
-				p.quiet.leave()
+				p.memory.leave()
 				return false // a new goroutine takes the stream up (wake)
 			}
 			p.noPark = true // no poller here: wait on in this goroutine
@@ -227,7 +227,7 @@ func (p *pumpRun) run() (kept bool) {
 
 // park registers the stream's connection with the poller and reports true
 // when the goroutine may end: wake runs the stream on from a new one.
-func (p *pumpRun) park() bool {
+func (p *relayedStream) park() bool {
 	p.deadline = time.Time{}
 	if p.sb.interrupt.SetReadDeadline(p.deadline) != nil {
 		return false
@@ -250,26 +250,26 @@ func (p *pumpRun) park() bool {
 
 // wake takes a parked stream up in a new goroutine: bytes arrived, or the
 // body was closed (a cancel). Any number of calls start one goroutine.
-func (p *pumpRun) wake() {
+func (p *relayedStream) wake() {
 	if p.parked.CompareAndSwap(true, false) {
 		go p.resume()
 	}
 }
 
-func (p *pumpRun) resume() {
-	p.quiet.enter()
+func (p *relayedStream) resume() {
+	p.memory.enter()
 	p.parker.unpark(p.sb.raw, p.token)
 	if p.run() {
 		if st, ok := nextStream(p.cw.conn, p.cw.srv); ok {
-			st.carry()
+			st.serveConnection()
 		}
 	}
 }
 
 // finish ends the stream: the terminal RUN_ERROR when the relay cut it, the
 // last flush, the end of the body, the report. It reports whether the
-// connection is kept: the caller then serves it on (carry).
-func (p *pumpRun) finish() (kept bool) {
+// connection is kept: the caller then serves it on (serveConnection).
+func (p *relayedStream) finish() (kept bool) {
 	r, ub, st, rep := p.r, p.ub, p.st, p.rep
 	werr, rerr := p.werr, p.rerr
 	abort := ub.why()
@@ -347,7 +347,7 @@ func (p *pumpRun) finish() (kept bool) {
 	}
 	r.report(rep)
 	r.releaseCounts(rep)
-	p.quiet.leave()
+	p.memory.leave()
 	return keep
 }
 

@@ -113,7 +113,7 @@ type Relay struct {
 	// ReleaseMemory, when set, gives the heap's free memory back to the
 	// operating system whenever every stream of the process has been
 	// parked (or none open) for a second: two forced collections, paced so
-	// that they take about 1% of the time at most (see quiet.go). The
+	// that they take about 1% of the time at most (see memory.go). The
 	// setting is the process's: once one Relay has it, the releases count
 	// every Relay's streams. Off, memory is left to the runtime's scavenger.
 	// The serve command sets it.
@@ -125,9 +125,9 @@ type Relay struct {
 
 	once       sync.Once
 	parkAfter  time.Duration                   // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
-	endGrace   time.Duration                   // the grace after the requested run's end (pumpRun.checkEnd); 0: runEndGrace
+	endGrace   time.Duration                   // the grace after the requested run's end (relayedStream.checkEnd); 0: runEndGrace
 	parker     parker                          // where streams park; nil: the process's poller
-	quiet      *quietMemory                    // counts streams with a goroutine; nil: the process's (pollers.quiet)
+	memory     *memoryReleaser                 // counts streams with a goroutine; nil: the process's (processPoller.memory)
 	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
 	client     Doer
 	translator *Translator
@@ -202,9 +202,9 @@ func (r *Relay) init() {
 		r.log = zap.NewNop()
 	}
 	r.base = strings.TrimSuffix(r.Upstream, "/")
-	pollers.start() // the process's consumer watcher, shared by every stream
+	processPoller.start() // the process's consumer watcher, shared by every stream
 	if r.ReleaseMemory {
-		pollers.quiet.want()
+		processPoller.memory.want()
 	}
 }
 

@@ -52,15 +52,15 @@ type socketConn struct {
 	reqHead headScan
 
 	// hangup is the connection's registration with the hangup watcher
-	// (pollers.watch), kept from its first run to its close; 0 when none.
+	// (processPoller.watch), kept from its first run to its close; 0 when none.
 	hangup atomic.Int32
 
 	// A kept connection's next stream, handed from the server's hijack
-	// goroutine to the goroutine that served the request (carry.go).
-	carried bool             // the serving goroutine takes a stream answer over
-	handing bool             // respond hands this request's stream over
-	carry   chan streamStart // made at the first handing
-	closed  atomic.Bool      // Close was called
+	// goroutine to the goroutine that served the request (handover.go).
+	serving   bool                // the serving goroutine takes a stream answer over
+	handsOver bool                // respond hands this request's stream over
+	handoff   chan hijackedStream // made at the first handing
+	closed    atomic.Bool         // Close was called
 }
 
 // errNoWait is a read of a socketConn told not to wait (noWait).
@@ -86,7 +86,7 @@ func newSocketConn(c net.Conn) net.Conn {
 // closes it.
 func (s *socketConn) Close() error {
 	if token := s.hangup.Swap(0); token != 0 {
-		pollers.forget(token)
+		processPoller.forget(token)
 	}
 	s.closed.Store(true)
 	return s.TCPConn.Close()

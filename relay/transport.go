@@ -178,7 +178,7 @@ type streamBody struct {
 	err   error        // the end of the body: io.EOF or what broke it
 
 	// onClose, when set, is called after a close from any goroutine: a
-	// parked stream (pumpRun.park) must wake to end.
+	// parked stream (relayedStream.park) must wake to end.
 	onClose atomic.Pointer[func()]
 }
 

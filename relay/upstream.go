@@ -207,7 +207,7 @@ func (u *upstreamBody) untilEnd(elapsed time.Duration) time.Duration {
 
 // endWithin ends the stream with errRunEnded grace from now unless the
 // producer ends it first: the run the input asked for has ended, and it is
-// the exchange's last (see pumpRun.checkEnd).
+// the exchange's last (see relayedStream.checkEnd).
 func (u *upstreamBody) endWithin(grace time.Duration) {
 	u.mu.Lock()
 	defer u.mu.Unlock()

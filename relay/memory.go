@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// quietMemory gives the heap's free memory back to the operating system
+// memoryReleaser gives the heap's free memory back to the operating system
 // once no stream has had a goroutine for quietAfter: every stream open is
 // parked (its agent thinking, its user reading) or none is open.
 //
@@ -24,11 +24,11 @@ import (
 // of its time releasing at most, and a small one gives memory back each
 // time it goes quiet. Never while any stream relays.
 //
-// The process's quietMemory (pollers.quiet) counts the streams of every
+// The process's memoryReleaser (processPoller.memory) counts the streams of every
 // Relay, and releases only once a Relay configured with ReleaseMemory
 // wants it (want): a process whose relays do not ask for it is never made
 // to collect.
-type quietMemory struct {
+type memoryReleaser struct {
 	running atomic.Int64 // streams with a goroutine: relaying, waiting in it, or ending
 	wanted  atomic.Bool  // a Relay wants the releases (ReleaseMemory)
 
@@ -46,7 +46,7 @@ type quietMemory struct {
 	clock      clock         // systemClock
 }
 
-// clock is where quietMemory reads the time and arms its timer.
+// clock is where memoryReleaser reads the time and arms its timer.
 type clock interface {
 	now() time.Time
 	afterFunc(d time.Duration, f func()) timer
@@ -61,7 +61,7 @@ type systemClock struct{}
 func (systemClock) now() time.Time                            { return time.Now() }
 func (systemClock) afterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
-func (q *quietMemory) clockOf() clock {
+func (q *memoryReleaser) clockOf() clock {
 	if q.clock == nil {
 		return systemClock{}
 	}
@@ -81,20 +81,20 @@ const (
 )
 
 // enter counts a stream that takes a goroutine (starts or wakes).
-func (q *quietMemory) enter() { q.running.Add(1) }
+func (q *memoryReleaser) enter() { q.running.Add(1) }
 
 // want makes q release from now on.
-func (q *quietMemory) want() { q.wanted.Store(true) }
+func (q *memoryReleaser) want() { q.wanted.Store(true) }
 
 // leave counts a stream that gives its goroutine up (parks or ends); the
 // last one to leave arms the release, when it is wanted.
-func (q *quietMemory) leave() {
+func (q *memoryReleaser) leave() {
 	if q.running.Add(-1) == 0 && q.wanted.Load() {
 		q.arm(cmp.Or(q.after, quietAfter))
 	}
 }
 
-func (q *quietMemory) arm(after time.Duration) {
+func (q *memoryReleaser) arm(after time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.timer == nil {
@@ -107,7 +107,7 @@ func (q *quietMemory) arm(after time.Duration) {
 // fire releases when the relay is still quiet. A stream that ran since the
 // timer was armed re-arms it when it leaves, so a quiet period shorter than
 // quietAfter releases nothing.
-func (q *quietMemory) fire() {
+func (q *memoryReleaser) fire() {
 	if q.running.Load() != 0 {
 		return
 	}

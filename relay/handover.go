@@ -24,8 +24,8 @@ import (
 // returns. So once respond has handed over, a stream comes unless the
 // connection is closed.
 
-// streamStart is what a stream needs to run (run).
-type streamStart struct {
+// hijackedStream is what a stream needs to run (run).
+type hijackedStream struct {
 	r    *Relay
 	w    *consumerWriter
 	head []byte
@@ -37,7 +37,7 @@ type streamStart struct {
 // carry runs the stream, then, while it ends with the connection kept and
 // the consumer's next request is answered with a stream, that one, on this
 // goroutine.
-func (st streamStart) carry() {
+func (st hijackedStream) serveConnection() {
 	for st.run() {
 		var ok bool
 		if st, ok = nextStream(st.w.conn, st.w.srv); !ok {
@@ -50,41 +50,41 @@ func (st streamStart) carry() {
 // stream, and returns that stream; ok=false when the connection ended
 // first, or is not a socketConn (its streams start goroutines of their
 // own).
-func nextStream(conn net.Conn, srv *fasthttp.Server) (st streamStart, ok bool) {
+func nextStream(conn net.Conn, srv *fasthttp.Server) (st hijackedStream, ok bool) {
 	sc, _ := conn.(*socketConn)
 	if sc == nil {
 		srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
 		return st, false
 	}
-	sc.carried = true
+	sc.serving = true
 	srv.ServeConn(conn) //nolint:errcheck // as above
-	handing := sc.handing
-	sc.carried, sc.handing = false, false
-	if !handing {
+	handsOver := sc.handsOver
+	sc.serving, sc.handsOver = false, false
+	if !handsOver {
 		return st, false
 	}
 	select {
-	case st = <-sc.carry:
+	case st = <-sc.handoff:
 		return st, true
 	default:
 	}
 	if sc.closed.Load() {
 		return st, false // the server closed the connection instead of hijacking it
 	}
-	return <-sc.carry, true
+	return <-sc.handoff, true
 }
 
-// carrierOf returns sc, the connection of a request (nil when not a
+// handoverConn returns sc, the connection of a request (nil when not a
 // socketConn), when its stream answer goes to the goroutine serving it
 // (nextStream), nil when the answer starts a goroutine of its own. Called
 // from the handler, on that goroutine.
-func carrierOf(sc *socketConn) *socketConn {
-	if sc == nil || !sc.carried {
+func handoverConn(sc *socketConn) *socketConn {
+	if sc == nil || !sc.serving {
 		return nil
 	}
-	sc.handing = true
-	if sc.carry == nil {
-		sc.carry = make(chan streamStart, 1)
+	sc.handsOver = true
+	if sc.handoff == nil {
+		sc.handoff = make(chan hijackedStream, 1)
 	}
 	return sc
 }

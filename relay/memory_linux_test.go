@@ -13,8 +13,8 @@ import (
 // memory; the stream wakes, ends, and the relay, quiet again, releases
 // again. The count of streams with a goroutine is back to zero after each.
 func TestQuietRelayReleasesMemory(t *testing.T) {
-	q, releases := countingQuiet(5*time.Millisecond, time.Millisecond)
-	h, br, release := heldStream(t, func(r *Relay) { r.quiet = q },
+	q, releases := countingReleaser(5*time.Millisecond, time.Millisecond)
+	h, br, release := heldStream(t, func(r *Relay) { r.memory = q },
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	waitFor(t, "a release with the stream parked", func() bool { return releases.Load() >= 1 })
 	if n := q.running.Load(); n != 0 {

@@ -75,7 +75,7 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 // A stream that parks between events is taken up by a new goroutine, which
 // then carries the connection's next runs.
 func TestParkedStreamCarriesTheNextRun(t *testing.T) {
-	pk := signalParker{&pollers, make(chan struct{}, 16)}
+	pk := signalParker{&processPoller, make(chan struct{}, 16)}
 	upstream := rawProducer(t, func(c net.Conn) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents[:len(shortRunEvents)/2])) //nolint:errcheck
 		select {
@@ -86,7 +86,7 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 		io.WriteString(c, chunk(shortRunEvents[len(shortRunEvents)/2:])+"0\r\n\r\n") //nolint:errcheck
 	})
 	parked := make(chan bool, 4)
-	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- goroutinesIn("relay.(*pumpRun).resume") > 0 },
+	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- goroutinesIn("relay.(*relayedStream).resume") > 0 },
 		func(r *Relay) { r.parkAfter, r.parker = time.Millisecond, pk })
 	c := dialConsumer(t, addr)
 	br := bufio.NewReader(c)

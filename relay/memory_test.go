@@ -94,18 +94,18 @@ func (c *fakeClock) armed() bool {
 	return false
 }
 
-// countingQuiet returns a quietMemory with the given delays whose releases
+// countingReleaser returns a memoryReleaser with the given delays whose releases
 // are counted instead of made.
-func countingQuiet(after, gap time.Duration) (*quietMemory, *atomic.Int32) {
+func countingReleaser(after, gap time.Duration) (*memoryReleaser, *atomic.Int32) {
 	var releases atomic.Int32
-	q := &quietMemory{after: after, gap: gap, release: func() { releases.Add(1) }}
+	q := &memoryReleaser{after: after, gap: gap, release: func() { releases.Add(1) }}
 	q.want()
 	return q, &releases
 }
 
-// fakeQuiet is countingQuiet on a fake clock.
-func fakeQuiet(after, gap time.Duration) (*quietMemory, *atomic.Int32, *fakeClock) {
-	q, releases := countingQuiet(after, gap)
+// fakeReleaser is countingReleaser on a fake clock.
+func fakeReleaser(after, gap time.Duration) (*memoryReleaser, *atomic.Int32, *fakeClock) {
+	q, releases := countingReleaser(after, gap)
 	clk := &fakeClock{t: time.Unix(0, 0)}
 	q.clock = clk
 	return q, releases, clk
@@ -120,8 +120,8 @@ func wantReleases(t *testing.T, releases *atomic.Int32, want int32, when string)
 
 // Memory is released only once no stream runs, and not again within the
 // gap however often the relay goes quiet.
-func TestQuietMemoryWaitsForEveryStream(t *testing.T) {
-	q, releases, clk := fakeQuiet(5*time.Millisecond, time.Hour)
+func TestMemoryReleaserWaitsForEveryStream(t *testing.T) {
+	q, releases, clk := fakeReleaser(5*time.Millisecond, time.Hour)
 	q.enter()
 	q.enter()
 	q.leave()
@@ -144,8 +144,8 @@ func TestQuietMemoryWaitsForEveryStream(t *testing.T) {
 }
 
 // A quiet period shorter than the quiet delay releases nothing.
-func TestQuietMemoryNeedsTheWholeDelay(t *testing.T) {
-	q, releases, clk := fakeQuiet(5*time.Millisecond, time.Millisecond)
+func TestMemoryReleaserNeedsTheWholeDelay(t *testing.T) {
+	q, releases, clk := fakeReleaser(5*time.Millisecond, time.Millisecond)
 	for range 10 {
 		q.enter()
 		q.leave()
@@ -161,8 +161,8 @@ func TestQuietMemoryNeedsTheWholeDelay(t *testing.T) {
 
 // A release that comes due within the gap waits for the gap's end instead
 // of being dropped.
-func TestQuietMemoryReleasesAfterTheGap(t *testing.T) {
-	q, releases, clk := fakeQuiet(time.Millisecond, 30*time.Millisecond)
+func TestMemoryReleaserReleasesAfterTheGap(t *testing.T) {
+	q, releases, clk := fakeReleaser(time.Millisecond, 30*time.Millisecond)
 	q.enter()
 	q.leave()
 	clk.advance(time.Millisecond)
@@ -177,10 +177,10 @@ func TestQuietMemoryReleasesAfterTheGap(t *testing.T) {
 
 // The pause after a release grows with what the release took: a relay
 // whose collections are slow releases less often.
-func TestQuietMemoryPausesInProportionToTheRelease(t *testing.T) {
+func TestMemoryReleaserPausesInProportionToTheRelease(t *testing.T) {
 	var releases atomic.Int32
 	clk := &fakeClock{t: time.Unix(0, 0)}
-	q := &quietMemory{after: time.Millisecond, gap: time.Millisecond, factor: 10, clock: clk,
+	q := &memoryReleaser{after: time.Millisecond, gap: time.Millisecond, factor: 10, clock: clk,
 		release: func() { clk.pass(20 * time.Millisecond); releases.Add(1) }}
 	q.want()
 	q.enter()
@@ -199,12 +199,12 @@ func TestQuietMemoryPausesInProportionToTheRelease(t *testing.T) {
 // A stream that goes quiet while a release is under way gets its release
 // after the pause, not never, and not while the first still runs, however
 // long that takes.
-func TestQuietMemoryReleasesWhatCameDuringARelease(t *testing.T) {
+func TestMemoryReleaserReleasesWhatCameDuringARelease(t *testing.T) {
 	var releases, running atomic.Int32
 	inRelease := make(chan struct{})
 	proceed := make(chan struct{})
 	clk := &fakeClock{t: time.Unix(0, 0)}
-	q := &quietMemory{after: time.Millisecond, gap: 10 * time.Millisecond, factor: 1, clock: clk}
+	q := &memoryReleaser{after: time.Millisecond, gap: 10 * time.Millisecond, factor: 1, clock: clk}
 	q.want()
 	q.release = func() {
 		if running.Add(1) > 1 {
@@ -237,10 +237,10 @@ func TestQuietMemoryReleasesWhatCameDuringARelease(t *testing.T) {
 
 // Nothing is released until a Relay wants it: streams coming and going
 // arm no timer.
-func TestQuietMemoryReleasesOnlyWhenWanted(t *testing.T) {
+func TestMemoryReleaserReleasesOnlyWhenWanted(t *testing.T) {
 	var releases atomic.Int32
 	clk := &fakeClock{t: time.Unix(0, 0)}
-	q := &quietMemory{after: time.Millisecond, gap: time.Millisecond, clock: clk, release: func() { releases.Add(1) }}
+	q := &memoryReleaser{after: time.Millisecond, gap: time.Millisecond, clock: clk, release: func() { releases.Add(1) }}
 	for range 3 {
 		q.enter()
 		q.leave()
@@ -259,8 +259,8 @@ func TestQuietMemoryReleasesOnlyWhenWanted(t *testing.T) {
 
 // A Relay wants the process's releases only when configured to.
 func TestRelayWantsMemoryReleasedOnlyWhenConfigured(t *testing.T) {
-	was := pollers.quiet.wanted.Swap(false) // the process's: as a fresh one has it
-	t.Cleanup(func() { pollers.quiet.wanted.Store(was) })
+	was := processPoller.memory.wanted.Swap(false) // the process's: as a fresh one has it
+	t.Cleanup(func() { processPoller.memory.wanted.Store(was) })
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		streamHeaders(w)
 		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
@@ -268,11 +268,11 @@ func TestRelayWantsMemoryReleasedOnlyWhenConfigured(t *testing.T) {
 	}, nil)
 	readAll(t, h.post("/agent", minimalInput))
 	h.report()
-	if pollers.quiet.wanted.Load() {
+	if processPoller.memory.wanted.Load() {
 		t.Fatal("a Relay without ReleaseMemory made the process release memory")
 	}
 	(&Relay{Upstream: "http://127.0.0.1:1", ReleaseMemory: true}).init()
-	if !pollers.quiet.wanted.Load() {
+	if !processPoller.memory.wanted.Load() {
 		t.Fatal("a Relay with ReleaseMemory did not")
 	}
 }
