@@ -10,14 +10,13 @@ import (
 // ends with the connection kept, the goroutine that ran it serves the
 // consumer's next request itself (nextStream), and when that request is
 // answered with a stream, the server's hijack goroutine hands the stream
-// back to it (respond) instead of starting one. A new goroutine starts with
-// a small stack and grows it, copy by copy, down the run's deepest path
-// (the next request's judging, under the server's frames): about 1.3
-// stack copies and 1.7 goroutine starts per run, a tenth of a short run's
-// CPU. The carrying goroutine has grown its stack once.
+// back to it (respond) instead of starting one. A new goroutine would
+// start with a small stack and grow it, copy by copy, down the run's
+// deepest path (the next request's judging, under the server's frames);
+// the serving goroutine has grown its stack once.
 //
-// The handing over works on a socketConn, whose fields carry it; every
-// step of it runs on the serving goroutine but the send on carry, made by
+// The handover works on a socketConn, whose fields carry it; every
+// step of it runs on the serving goroutine but the send on handoff, made by
 // the hijack goroutine. The server starts that goroutine, which always
 // calls respond's handler, when it hijacks the connection; when it cannot
 // (a deadline it could not set), ServeConn closes the connection before it

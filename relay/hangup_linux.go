@@ -63,7 +63,7 @@ func (w *poller) start() { w.once.Do(w.init) }
 // A socketConn (a consumer's connection served by the relay's Listener)
 // stays registered from its first run to its close: the runs that follow
 // on the kept connection swap the registration's action, with no system
-// call, where each run added and removed it (two epoll_ctl(2) per run).
+// call.
 func (w *poller) watch(conn net.Conn, u *upstreamBody) (token int32, ok bool) {
 	return w.watchFunc(conn, func() { u.cancel(errConsumerGone) })
 }

@@ -105,8 +105,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 // go with the reader, so the connection cannot serve another request.
 // Only what the reader buffered counts: sc, the connection under c when
 // the relay's Listener served it (else nil), told not to wait, or else a
-// past deadline, keeps the kernel out of it. (The deadline costs two timer
-// updates and an error made per run.)
+// past deadline, keeps the kernel out of it.
 func sentMore(c net.Conn, sc *socketConn) bool {
 	var one [1]byte
 	if sc != nil {

@@ -17,8 +17,7 @@ import (
 // left by how they began (each run's input, request and state) and the
 // heap's room for its next cycle. The runtime's scavenger returns free pages only down to that
 // room, which is what a quiet relay needs least. A release is two forced
-// collections, whose cost grows with the live heap (a few milliseconds at
-// 1,000 open streams, tens at 10,000): a release is followed by a pause of
+// collections, whose cost grows with the live heap: a release is followed by a pause of
 // releaseGapFactor times what it took, and at least minReleaseGap, before
 // the next, so that a relay whose streams keep going quiet spends about 1%
 // of its time releasing at most, and a small one gives memory back each

@@ -17,8 +17,7 @@ const canPoll = true
 // a net.Conn is), so read(2) returns at once: it is made as a raw system
 // call, without the runtime's bookkeeping for calls that may block. That
 // bookkeeping wakes the runtime's monitor thread on every entry when the
-// process was idle, which under a paced load (each event arriving alone on
-// an otherwise idle relay) cost two context switches per event.
+// process was idle, as it is between the events of a paced load.
 func readFD(fd int, p []byte) (int, error) {
 	return rawIO(syscall.SYS_READ, fd, p)
 }

@@ -240,8 +240,8 @@ func (r *Relay) Server() *fasthttp.Server {
 		KeepHijackedConns:            true, // streams close their own; see respond
 		// The request's read buffer goes back to the server's pool once the
 		// request is read, instead of going with each hijacked connection
-		// to the garbage collector: 16 KiB a run, most of what a run
-		// allocated. It costs a 1-byte read at the start of each request.
+		// to the garbage collector. It costs a 1-byte read at the start of
+		// each request.
 		ReduceMemoryUsage:     true,
 		MaxIdleWorkerDuration: time.Second,
 		Logger:                zapPrintf{r.log},

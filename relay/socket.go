@@ -15,11 +15,10 @@ import (
 // waiting, the deadlines and the close still go through Go's poller.
 //
 // Why: every system call made the ordinary way wakes the runtime's monitor
-// thread when the process was idle, and a woken monitor polls every 20 µs
-// for the next millisecond. A relay serving short runs back to back goes
-// idle between them, and each run's few ordinary calls (reading the
-// request, writing it on, reading the answer's head) cost more in those
-// wakeups than the calls themselves. socketConn makes a run's whole path
+// thread when the process was idle, and a woken monitor polls for a while.
+// A relay serving short runs back to back goes idle between them, and
+// each run's few ordinary calls (reading the request, writing it on,
+// reading the answer's head) would wake it. socketConn makes a run's whole path
 // raw: the producer's connections (dialer; the answer's body is read by
 // descriptor in streamBody's polled mode) and the consumers' (Listener, and
 // consumerWriter for a connection served without it).
