@@ -263,22 +263,21 @@ func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, st
 	var bar *progressbar.ProgressBar
 	switch progress {
 	case "bar":
-		max := int64(-1)
-		desc := label
+		total := int64(-1) // a spinner: neither -n nor -d
 		if cfg.Runs > 0 {
-			max = cfg.Runs
+			total = cfg.Runs
 		} else if cfg.Duration > 0 {
-			max = int64(cfg.Duration / time.Second)
+			total = int64(cfg.Duration / time.Second)
 		}
-		bar = progressbar.NewOptions64(max, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(desc),
+		bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(label),
 			progressbar.OptionSetWidth(20), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
 			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionSetRenderBlankState(true))
 		cfg.Progress = func(p load.Progress) {
 			bar.Describe(progressLine(label, p))
 			if cfg.Runs > 0 {
-				bar.Set64(p.Done) //nolint:errcheck
+				bar.Set64(p.Done) //nolint:errcheck // only draws
 			} else {
-				bar.Set64(min(int64(p.Elapsed/time.Second), max)) //nolint:errcheck
+				bar.Set64(min(int64(p.Elapsed/time.Second), total)) //nolint:errcheck // only draws
 			}
 		}
 	case "lines":
