@@ -170,3 +170,39 @@ func (t countingTap) End(*RunReport) {
 	t.c.ended++
 	t.c.mu.Unlock()
 }
+
+// A consumer that shuts its write side after its request (a half-close) is
+// treated as gone, as nginx treats it: a socket's FIN cannot be told from
+// a close until a write fails, and waiting for that would leave the
+// producer's request to a consumer that left running. The producer's
+// request is cancelled, the run counted consumer_gone, and the consumer
+// reads nothing (issue #24, item 6).
+func TestHalfClosedConsumerIsGone(t *testing.T) {
+	url, waiting, closed, closeAll := thinkingProducer(t)
+	reports := make(chan *RunReport, 4)
+	addr, _ := rawRelay(t, url, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c }, func(r *Relay) {
+		r.Client = NewClient(ClientOptions{FirstByteTimeout: time.Hour})
+	})
+	t.Cleanup(closeAll)
+	c := dialConsumer(t, addr)
+	sendRun(t, c, `{"threadId":"t1","runId":"think","messages":[],"protocolVersion":"1.0"}`)
+	select {
+	case <-waiting:
+	case <-time.After(liveness):
+		t.Fatal("the producer never got the request")
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(liveness):
+		t.Fatal("the producer's request goes on for a half-closed consumer")
+	}
+	if rep := <-reports; rep.Abort != "consumer_gone" {
+		t.Errorf("abort %q, want consumer_gone", rep.Abort)
+	}
+	if b, err := io.ReadAll(c); err != nil || len(b) > 0 {
+		t.Errorf("the consumer read %q (%v), want the connection closed with nothing", b, err)
+	}
+}
