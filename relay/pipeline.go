@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/rules"
@@ -211,38 +210,32 @@ func (s *Stream) frame(f *Frame) error {
 	} else if !s.decided {
 		s.decide(negotiate.Peer{Configured: s.producer, Python: s.ProducerPython})
 	}
-	shape := s.cr != nil && s.cr.ConcernsEvent(typ, f.Data)
-	if shape {
-		switch ok, repeats := rules.ValidEvent(unsafe.String(unsafe.SliceData(f.Data), len(f.Data))); {
-		case !ok:
-			// Not JSON (or nested deeper than rules.MaxNesting): never
-			// repaired, never dropped, relayed as it came; every consumer
-			// fails the run on it and says why.
-			shape = false
+	shaped := false
+	if s.cr != nil && s.cr.ConcernsEvent(typ, f.Data) {
+		// The frame's fields go with what the chain emits for it.
+		held := s.fields
+		s.fields = f.Fields
+		switch s.cr.Shape(f.Data, typ) {
+		case translate.Shaped:
+			shaped = true
+		case translate.NotJSON:
 			s.NotJSON++
-		case repeats:
-			// A member named twice: the consumer reads the last, a step
-			// the first (its type, a delta). Malformed either way, so
-			// relayed as it came for the consumer to judge, never shaped
-			// into an event it would accept.
-			shape = false
+		}
+		if !shaped {
+			s.fields = held // relayed as it came, below
 		}
 	}
 	var err error
 	switch {
-	case !shape:
-		if f.Canonical {
-			s.countEvent(ti, len(f.Raw))
-			err = s.put(f.Raw, true)
-		} else {
-			s.scratch = AppendFrame(s.scratch[:0], f.Fields, f.Data)
-			s.countEvent(ti, len(s.scratch))
-			err = s.write(s.scratch)
-		}
-	default:
-		s.fields = f.Fields
-		s.cr.PushTyped(f.Data, typ)
+	case shaped:
 		err = s.werr
+	case f.Canonical:
+		s.countEvent(ti, len(f.Raw))
+		err = s.put(f.Raw, true)
+	default:
+		s.scratch = AppendFrame(s.scratch[:0], f.Fields, f.Data)
+		s.countEvent(ti, len(s.scratch))
+		err = s.write(s.scratch)
 	}
 	if string(typ) == "RUN_FINISHED" || string(typ) == "RUN_ERROR" {
 		if s.InRun {

@@ -2,8 +2,10 @@ package translate
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // Chain is the ordered list of event steps between a producer and a consumer
@@ -114,7 +116,40 @@ func (cr *ChainRun) wanted(steps []int, typ, ev []byte) bool {
 	return false
 }
 
-// Push feeds one event into the chain. ev is borrowed.
+// Verdict is what the chain's gate found of an event offered to Shape.
+type Verdict int
+
+const (
+	// Shaped: the event was valid, and went through the chain.
+	Shaped Verdict = iota
+	// NotJSON: not JSON, or nested deeper than rules.MaxNesting. Never
+	// repaired, never dropped: the caller relays it as it came, and every
+	// consumer fails the run on it and says why.
+	NotJSON
+	// RepeatedMember: a top-level member named twice. The consumer reads
+	// the last, a step would read the first (its type, a delta): malformed
+	// either way, so relayed as it came for the consumer to judge, never
+	// shaped into an event it would accept.
+	RepeatedMember
+)
+
+// Shape is the gate every event passes before a step may shape it, as
+// TranslateInputWith is the input's: a valid event (rules.ValidEvent) is
+// pushed through the chain (PushTyped; typ is PeekType(ev)), any other is
+// left to the caller, untouched. ev is borrowed.
+func (cr *ChainRun) Shape(ev, typ []byte) Verdict {
+	switch ok, repeats := rules.ValidEvent(unsafe.String(unsafe.SliceData(ev), len(ev))); {
+	case !ok:
+		return NotJSON
+	case repeats:
+		return RepeatedMember
+	}
+	cr.PushTyped(ev, typ)
+	return Shaped
+}
+
+// Push feeds one event into the chain, valid or not (see Shape). ev is
+// borrowed.
 func (cr *ChainRun) Push(ev []byte) { cr.PushTyped(ev, PeekType(ev)) }
 
 // PushTyped is Push for a caller that has read the event's type already
