@@ -257,6 +257,7 @@ type Runner struct {
 	start  time.Time
 	prefix string
 
+	unwatch   func() bool     // lets go of the caller's context at the end
 	issue     context.Context // ends when no run may start
 	stopIssue context.CancelFunc
 	stopRun   context.CancelFunc
@@ -349,7 +350,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		errors: map[string]int64{}, examples: map[string]string{}, finished: make(chan struct{})}
 	runCtx, stopRun := context.WithCancel(ctx)
 	r.runCtx, r.stopRun = runCtx, stopRun
-	context.AfterFunc(ctx, func() { r.stopped.Store(true) })
+	r.unwatch = context.AfterFunc(ctx, func() { r.stopped.Store(true) })
 	issue, stopIssue := context.WithCancel(runCtx)
 	r.issue, r.stopIssue = issue, stopIssue
 	if cfg.Duration > 0 {
@@ -777,6 +778,7 @@ wait:
 	}
 	stopIssue()
 	r.stopRun()
+	r.unwatch()
 	res := Result{URL: r.cfg.URL, Concurrency: r.cfg.Concurrency, Started: r.start, Seconds: end.Sub(r.start).Seconds(),
 		Events: r.events.Load(), Bytes: r.bytes.Load(), Errors: r.errors, Examples: r.examples, Series: r.series,
 		Stopped: r.stopped.Load(), hists: newHists()}
