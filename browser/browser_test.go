@@ -609,9 +609,15 @@ func TestBrowser(t *testing.T) {
 	// cannot read, so the run above passed because of the relay.
 	t.Run("1.0-untranslated-fails-0.0.59", func(t *testing.T) {
 		res, _ := e.run(t, "0.0.59", e.cors+"/v1/v1")
-		if res.Report.Resolved {
+		r := &res.Report
+		if r.Resolved {
 			t.Errorf("the 0.0.59 page read the 1.0 stream untranslated: the check above proves nothing")
 		}
+		// It failed on the stream's content, not on the way to it.
+		if r.frame("TOOL_CALL_RESULT") == nil || !strings.Contains(r.Error, "content") {
+			t.Errorf("the 0.0.59 page did not fail on the untranslated tool result: error %q, events %q", r.Error, r.frameTypes())
+		}
+		t.Logf("the 0.0.59 page on the untranslated stream: %.300s", strings.Join(strings.Fields(r.Error), " "))
 	})
 
 	t.Run("page-reads-the-relays-400", func(t *testing.T) {
