@@ -72,7 +72,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz, /metrics (Prometheus) and /deprecations (JSON)")
 	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process (see --demo-version)")
 	fs.Func("producer-version", "what the producer speaks when it does not declare it (1.0, or a legacy SDK release such as 0.0.45,\nor the Python SDK release it is built on: ag-ui-protocol@0.1.19, py0.1.19 for short).\nEmpty: learnt per run from RUN_STARTED.protocolVersion; absent there means the producer predates the field", producerVersionFlag(&c.producerVersion, &c.producerPython))
-	fs.Func("consumer-version", "what consumers that do not declare RunAgentInput.protocolVersion speak.\nEmpty: they are treated as current (never guessed downward)", consumerVersionFlag(&c.consumerVersion))
+	fs.Func("consumer-version", "what consumers that do not declare RunAgentInput.protocolVersion speak (a consumer that declares is taken at its word).\n"+
+		"auto (the default): one that does not declare predates the field and is read as "+negotiate.NewestBeforeField().String()+", the newest release before it\n"+
+		"(what CopilotKit 1.75 bundles); 1.0 reads undeclared consumers as current; a legacy release (0.0.48) names them exactly (default auto)", consumerVersionFlag(&c.consumerVersion))
 	fs.BoolVar(&c.quietWarnings, "quiet-translation-warnings", false, "do not log lossy translations (they are still counted)")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -158,11 +160,16 @@ func producerVersionFlag(dst *negotiate.Version, py *negotiate.PyRelease) func(s
 	}
 }
 
-// consumerVersionFlag is versionFlag refusing, at start, a consumer release
-// the relay cannot serve (every run would otherwise be refused with 400).
+// consumerVersionFlag is versionFlag taking "auto" (the zero Version: see
+// negotiate.ConsumerVersion) and refusing, at start, a consumer release the
+// relay cannot serve (every run would otherwise be refused with 400).
 func consumerVersionFlag(dst *negotiate.Version) func(string) error {
 	set := versionFlag(dst)
 	return func(s string) error {
+		if s == auto {
+			*dst = negotiate.Version{}
+			return nil
+		}
 		if err := set(s); err != nil {
 			return err
 		}
@@ -172,6 +179,10 @@ func consumerVersionFlag(dst *negotiate.Version) func(string) error {
 		return nil
 	}
 }
+
+// auto is the consumer version that reads an undeclared consumer as
+// predating the field (--consumer-version, a route's consumerVersion).
+const auto = "auto"
 
 // byteSize is a flag holding a size in bytes, written plain or with a
 // KiB, MiB or GiB suffix.

@@ -68,7 +68,8 @@ func TestServeHelpDocumentsDefaults(t *testing.T) {
 	if code := run([]string{"serve", "--help"}, nil, io.Discard, &out); code != 0 {
 		t.Errorf("exit %d", code)
 	}
-	for _, want := range []string{"AGUI_RELAY_", "-listen", `default "127.0.0.1:8080"`, "-idle-timeout", "default 5m0s", "-max-body", "64MiB", "-shutdown-grace", "default 30s"} {
+	for _, want := range []string{"AGUI_RELAY_", "-listen", `default "127.0.0.1:8080"`, "-idle-timeout", "default 5m0s", "-max-body", "64MiB", "-shutdown-grace", "default 30s",
+		"-consumer-version", "(default auto)", "read as 0.0.59"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -138,7 +139,7 @@ func eventTypes(t *testing.T, stream string) []string {
 
 func TestServeRelaysTheDemoAgent(t *testing.T) {
 	at, _, _ := startServe(t, nil)
-	resp := postRun(t, "http://"+at.relay+"/agent", `{"threadId":"th\"1","runId":"run-1","messages":[]}`)
+	resp := postRun(t, "http://"+at.relay+"/agent", `{"threadId":"th\"1","runId":"run-1","protocolVersion":"1.0","messages":[]}`)
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
@@ -183,7 +184,7 @@ func TestServeShutdownEndsOpenRunsAfterGrace(t *testing.T) {
 		c.demoPace = 2 * time.Second // the demo agent pauses after its first event
 		c.shutdownGrace = 50 * time.Millisecond
 	})
-	resp := postRun(t, "http://"+at.relay+"/agent", `{"threadId":"t","runId":"r","messages":[]}`)
+	resp := postRun(t, "http://"+at.relay+"/agent", `{"threadId":"t","runId":"r","protocolVersion":"1.0","messages":[]}`)
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
 	for { // wait for the first event: the run is streaming

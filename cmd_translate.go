@@ -21,7 +21,7 @@ import (
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("translate", stderr)
 	to := fs.String("to", "", "version the consumer reads (required): 1.0, or a legacy SDK release such as 0.0.45\n(with --input, the producer: a Python release such as ag-ui-protocol@0.1.19 too)")
-	from := fs.String("from", "", "version the producer speaks, as --producer-version (a Python release such as py0.1.19 too)\n(default: learnt per run from RUN_STARTED.protocolVersion; absent there means a producer that predates the field)")
+	from := fs.String("from", "", "version the producer speaks, as --producer-version (a Python release such as py0.1.19 too)\n(default: learnt per run from RUN_STARTED.protocolVersion; absent there means a producer that predates the field).\nWith --input, the version the consumer speaks (default: its protocolVersion; undeclared, it predates the field and reads as "+negotiate.NewestBeforeField().String()+", as the relay reads it by default)")
 	input := fs.Bool("input", false, "translate one RunAgentInput document instead of an event stream")
 	maxFrame := fs.Int("max-frame", 10<<20, "largest single event accepted, in bytes")
 	fs.Usage = func() {

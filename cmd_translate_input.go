@@ -15,8 +15,9 @@ import (
 // from in, for a producer of version to (or, when toPy is set, on that
 // Python release), with translate.TranslateInput (the
 // same call the relay makes before contacting the producer). from is the
-// version the consumer speaks; zero means what the input declares on
-// protocolVersion, else current (a consumer is never guessed downward). The
+// version the consumer speaks; zero means what the relay reads it as with
+// --consumer-version auto: what the input declares on protocolVersion, else
+// (undeclared: it predates the field) negotiate.NewestBeforeField. The
 // translated document goes to stdout as bytes, byte for byte the input when
 // nothing needs translating; warnings go to stderr.
 func runTranslateInput(in io.Reader, stdout, stderr io.Writer, to negotiate.Version, toPy negotiate.PyRelease, from negotiate.Version) int {
@@ -42,7 +43,7 @@ func runTranslateInput(in io.Reader, stdout, stderr io.Writer, to negotiate.Vers
 				peer.Declared = pv.Raw
 			}
 		}
-		v, warns, err := negotiate.ConsumerVersion(peer)
+		v, _, warns, err := negotiate.ConsumerVersion(peer)
 		if err != nil {
 			fmt.Fprintf(stderr, "agui-relay translate --input: %v\n", err)
 			return 1

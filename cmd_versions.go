@@ -23,8 +23,9 @@ func runVersions(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: agui-relay versions [--admin URL]
 
-Lists the protocol versions the relay implements, the legacy SDK releases it
-serves grouped by legacy profile, the releases of the Python SDK
+Lists the protocol versions the relay implements, how it learns a run's
+consumer version (declared, configured or inferred), the legacy SDK releases
+it serves grouped by legacy profile, the releases of the Python SDK
 (ag-ui-protocol) with the profile each maps to and the input rules of its
 own, and the deprecation registry: every retired
 shape, what replaces it, the translation step, the version that retired it
@@ -59,6 +60,14 @@ flags:
 	}
 	fmt.Fprintf(stdout, "current protocol version: %s (emitted and declared by the relay)\n", negotiate.Current)
 	fmt.Fprintf(stdout, "oldest served consumer: %s\n\n", negotiate.OldestSupported)
+	fmt.Fprintf(stdout, `how a run's consumer version is learnt (its log line, meta.json and metrics say which):
+  %-11s RunAgentInput.protocolVersion is present: taken at its word
+  %-11s it is absent and --consumer-version (a route's consumerVersion) names a release;
+              1.0 reads such a consumer as current, a legacy release (0.0.48) names it exactly
+  %-11s it is absent and --consumer-version is auto (the default): the consumer predates the
+              field and reads as %s, the newest release before it (CopilotKit 1.75 bundles it)
+
+`, negotiate.Declared, negotiate.Configured, negotiate.Inferred, negotiate.NewestBeforeField())
 
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROFILE\tRELEASES\tEVENT TYPES\tSERVED\tSUMMARY")

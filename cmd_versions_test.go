@@ -14,7 +14,10 @@ func TestVersions(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	wantContains(t, out, "current protocol version: 1.0", "oldest served consumer: 0.0.37",
-		"0.0.37 0.0.38 0.0.39 0.0.40", "0.0.54 0.0.55 0.0.56 0.0.57 0.0.58")
+		"0.0.37 0.0.38 0.0.39 0.0.40", "0.0.54 0.0.55 0.0.56 0.0.57 0.0.58",
+		"  declared    RunAgentInput.protocolVersion is present: taken at its word",
+		"  configured  it is absent and --consumer-version", "1.0 reads such a consumer as current",
+		"  inferred    it is absent and --consumer-version is auto (the default)", "reads as 0.0.59, the newest release before it")
 	// The Python releases beside the TypeScript ones, each with its
 	// profile, its core and its source.
 	for _, p := range negotiate.PyProfiles {

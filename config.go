@@ -202,7 +202,9 @@ func resolveRoute(rf *routeFile, c *serveConfig) (routeConfig, error) {
 	if rc.producerVersion, rc.producerPython, err = producerVersionField(rf.ProducerVersion, rc.producerVersion, rc.producerPython); err != nil {
 		return rc, fmt.Errorf("producerVersion: %v", err)
 	}
-	if rc.consumerVersion, err = versionField(rf.ConsumerVersion, rc.consumerVersion); err != nil {
+	if string(rf.ConsumerVersion) == `"`+auto+`"` {
+		rc.consumerVersion = negotiate.Version{}
+	} else if rc.consumerVersion, err = versionField(rf.ConsumerVersion, rc.consumerVersion); err != nil {
 		return rc, fmt.Errorf("consumerVersion: %v", err)
 	}
 	if !rc.consumerVersion.IsZero() {

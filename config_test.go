@@ -199,7 +199,7 @@ func TestSIGHUPReloadsRoutesWithoutDroppingRuns(t *testing.T) {
 	if status, _ := getBody(t, base+"/agents/b/caps"); status != 404 {
 		t.Errorf("a path of no route: %d, want 404", status)
 	}
-	resp := postRun(t, base+"/agents/a/run", `{"threadId":"t","runId":"r","messages":[]}`)
+	resp := postRun(t, base+"/agents/a/run", `{"threadId":"t","runId":"r","protocolVersion":"1.0","messages":[]}`)
 	defer resp.Body.Close()
 	var stream strings.Builder
 	buf := make([]byte, 4096)
@@ -282,4 +282,35 @@ func startServeLogged(t *testing.T, c *serveConfig, log *zap.Logger) listening {
 		t.Fatalf("serve: %v", err)
 	}
 	return listening{}
+}
+
+// TestConsumerVersionAuto: auto is the default of --consumer-version, of
+// its environment variable and of a route's consumerVersion; "auto" names
+// it anywhere, and a route can set it back over a flag that names a release.
+func TestConsumerVersionAuto(t *testing.T) {
+	for _, args := range [][]string{nil, {"--consumer-version", "auto"}, {"--consumer-version", "0.0.45", "--consumer-version", "auto"}} {
+		c := flagDefaults(t, args...)
+		if !c.consumerVersion.IsZero() {
+			t.Errorf("%q: consumer version %s, want auto", args, c.consumerVersion)
+		}
+	}
+	c, err := parseServe(nil, func(k string) string {
+		return map[string]string{"AGUI_RELAY_CONSUMER_VERSION": "auto"}[k]
+	}, io.Discard)
+	if err != nil || !c.consumerVersion.IsZero() {
+		t.Errorf("AGUI_RELAY_CONSUMER_VERSION=auto: %v, %v", c, err)
+	}
+	c = flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--consumer-version", "0.0.45")
+	routes, err := parseRoutes([]byte("routes:\n  - {name: a, prefix: /a, consumerVersion: auto}\n  - {name: b, prefix: /b}\n  - {name: c, prefix: /c, consumerVersion: \"1.0\"}\n"), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !routes[0].consumerVersion.IsZero() || routes[1].consumerVersion.String() != "0.0.45" || routes[2].consumerVersion != negotiate.Current {
+		t.Errorf("routes %+v", routes)
+	}
+	for _, bad := range []string{"AUTO", "auto-ish", "0.0.30"} {
+		if _, err := parseServe([]string{"--consumer-version", bad}, func(string) string { return "" }, io.Discard); err == nil {
+			t.Errorf("--consumer-version %s accepted", bad)
+		}
+	}
 }

@@ -86,7 +86,7 @@ func TestSIGTERMDrainsThenEndsRuns(t *testing.T) {
 
 	open := func(run string) *bufio.Reader {
 		resp, err := http.Post("http://"+at.Listen+"/agent", "application/json",
-			strings.NewReader(`{"threadId":"t","runId":"`+run+`","messages":[]}`))
+			strings.NewReader(`{"threadId":"t","runId":"`+run+`","protocolVersion":"1.0","messages":[]}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,8 @@ import (
 // histogram times one read in eight (latencySample), so that the clock is
 // not read twice for every event.
 //
-// Label values are bounded: event types are the 31 event types of 1.0, the
+// Label values are bounded: consumer versions are the releases the relay
+// serves (a newer declaration counts as the current version); event types are the 31 event types of 1.0, the
 // five THINKING_* types, "other" (any other type), "invalid" (a data frame
 // without a string type) and "comment" (frames without data); shapes come
 // from the translation steps' fixed vocabulary, with the shapes of the
@@ -43,6 +44,7 @@ type Metrics struct {
 
 	active         *prometheus.GaugeVec
 	runs           *prometheus.CounterVec
+	consumerRuns   *prometheus.CounterVec
 	events         *prometheus.CounterVec
 	bytes          *prometheus.CounterVec
 	translations   *prometheus.CounterVec
@@ -90,6 +92,9 @@ func New(o Options) *Metrics {
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "runs_total",
 		Help: "Runs ended, by outcome: finished, run_error, no_terminal (the stream ended without a terminal event), rejected (4xx problem before the producer was asked), upstream_unavailable (5xx problem), passed_through (the producer's answer was not an event stream), consumer_gone, or the relay's RUN_ERROR code (upstream_broken, upstream_idle_timeout, run_timeout, frame_too_large, relay_shutdown)."},
 		[]string{"route", "outcome"})
+	m.consumerRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "consumer_runs_total",
+		Help: "Runs by the consumer version their stream was shaped for and how it was learnt: declared (RunAgentInput.protocolVersion), configured (--consumer-version), inferred (undeclared with --consumer-version auto: read as the newest release before the field). Runs refused before the consumer was read are not counted."},
+		[]string{"route", "consumer", "learnt"})
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_total",
 		Help: "Events relayed, by event type and direction (from_producer: read from the producer; to_consumer: written to the consumer). type is a 1.0 or THINKING_* event type, other, invalid (no string type) or comment (frames without data)."},
 		[]string{"route", "type", "direction"})
@@ -111,7 +116,7 @@ func New(o Options) *Metrics {
 	m.deprecatedRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "deprecated_shape_runs_total",
 		Help: "Runs that needed the translation of a retired shape of the deprecation registry (once per run and shape), by version pair: who must upgrade before the translation expires."},
 		[]string{"shape", "step", "route", "from", "to"})
-	m.reg.MustRegister(m.active, m.runs, m.events, m.bytes, m.translations, m.material, m.upstreamErrors,
+	m.reg.MustRegister(m.active, m.runs, m.consumerRuns, m.events, m.bytes, m.translations, m.material, m.upstreamErrors,
 		m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -341,6 +346,9 @@ func (t *metricsTap) End(rep *relay.RunReport) {
 	m, rm := t.m, t.rm
 	rm.active.Dec()
 	route := rm.name
+	if rep.ConsumerLearnt != negotiate.NotLearnt {
+		m.consumerRuns.WithLabelValues(route, rep.Consumer.String(), rep.ConsumerLearnt.String()).Inc()
+	}
 	if kind := upstreamErrorKind(rep, t.streaming); kind != "" {
 		m.upstreamErrors.WithLabelValues(route, kind).Inc()
 	}

@@ -139,7 +139,7 @@ func TestMetricsAfterKnownRuns(t *testing.T) {
 		}
 		reps = append(reps, h.Report())
 	}
-	if resp := h.Post("/agent", `{"threadId":"t1","runId":"r2","messages":{}}`); resp.StatusCode != 400 {
+	if resp := h.Post("/agent", `{"threadId":"t1","runId":"r2","protocolVersion":"1.0","messages":{}}`); resp.StatusCode != 400 {
 		t.Fatalf("malformed input: %d", resp.StatusCode)
 	} else {
 		relaytest.ReadAll(t, resp)
@@ -393,5 +393,34 @@ func TestQuietWarningsStillCount(t *testing.T) {
 	}
 	if n := logs.FilterMessage("lossy translation").Len(); n != 0 {
 		t.Errorf("quiet, yet %d lossy translations were logged", n)
+	}
+}
+
+// TestConsumerRunsByLearnt: every run counts under the consumer version its
+// stream was shaped for and how that was learnt; a run refused before its
+// consumer was read does not count.
+func TestConsumerRunsByLearnt(t *testing.T) {
+	m := New(Options{NoRuntime: true})
+	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
+		relaytest.StreamHeaders(w)
+		relaytest.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
+	}, func(r *relay.Relay) { r.Tap = m.Tap })
+	for _, in := range []string{
+		relaytest.MinimalInput, relaytest.MinimalInput, // declared 1.0
+		`{"threadId":"t1","runId":"r1","messages":[],"tools":[],"context":[]}`, // undeclared: 0.0.59, inferred
+		`{"threadId":"t1","runId":"r1","messages":`,                            // not JSON: refused unread
+	} {
+		relaytest.ReadAll(t, h.Post("/agent", in))
+		h.Report()
+	}
+	fams := scrape(t, m)
+	for labels, want := range map[[2]string]float64{{"1.0", "declared"}: 2, {"0.0.59", "inferred"}: 1} {
+		if v := value(fams, "agui_relay_consumer_runs_total", "consumer="+labels[0], "learnt="+labels[1]); v != want {
+			t.Errorf("agui_relay_consumer_runs_total{consumer=%s,learnt=%s} = %v, want %v", labels[0], labels[1], v, want)
+		}
+	}
+	if v := sum(fams, "agui_relay_consumer_runs_total"); v != 3 {
+		t.Errorf("agui_relay_consumer_runs_total sums to %v, want 3", v)
 	}
 }

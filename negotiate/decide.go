@@ -4,7 +4,8 @@ import "fmt"
 
 // Peer is what is known of one side of the exchange for a run: what it
 // declared in-band (the raw string, when the field was present) and what the
-// operator configured (zero when not configured).
+// operator configured (zero when not configured; for a consumer, that is
+// auto: see ConsumerVersion).
 type Peer struct {
 	Declared    string
 	HasDeclared bool
@@ -51,31 +52,81 @@ type Plan struct {
 	Warnings []string
 }
 
-// ConsumerVersion decides what the consumer reads, from its in-band
-// declaration (RunAgentInput.protocolVersion), else the configured version,
-// else Current: an undeclared, unconfigured consumer is treated as current,
-// never guessed downward. A declaration that cannot be interpreted is handled
-// like a newer one. It fails only for a consumer older than the relay serves.
-func ConsumerVersion(c Peer) (v Version, warnings []string, err error) {
+// Learnt says how the relay came to know a consumer's version for a run:
+// every run reports it (log line, recordings, metrics).
+type Learnt uint8
+
+const (
+	// NotLearnt: the run was refused before its consumer was read.
+	NotLearnt Learnt = iota
+	// Declared: the consumer declared RunAgentInput.protocolVersion, and
+	// was taken at its word.
+	Declared
+	// Configured: it did not declare, and the operator named its release
+	// (--consumer-version, a route's consumerVersion).
+	Configured
+	// Inferred: it did not declare and nothing was configured (auto): it
+	// predates the field and reads as NewestBeforeField.
+	Inferred
+)
+
+// String is the label of l: "declared", "configured", "inferred", or ""
+// for NotLearnt.
+func (l Learnt) String() string {
+	switch l {
+	case Declared:
+		return "declared"
+	case Configured:
+		return "configured"
+	case Inferred:
+		return "inferred"
+	}
+	return ""
+}
+
+// NewestBeforeField is the newest release from before the protocolVersion
+// field: what a consumer that does not declare its version reads as when
+// nothing is configured. Of the releases such a consumer can be, it is the
+// current one (0.0.59, which CopilotKit 1.75 bundles). It is the last
+// legacy release of Profiles.
+func NewestBeforeField() Version {
+	for i := len(Profiles) - 1; i >= 0; i-- {
+		if Profiles[i].Last.Legacy() {
+			return Profiles[i].Last
+		}
+	}
+	return OldestSupported
+}
+
+// ConsumerVersion decides what the consumer reads, and says how it was
+// learnt: its in-band declaration (RunAgentInput.protocolVersion) is taken
+// at its word; else the configured version names its release exactly (1.0
+// reads an undeclared consumer as current); else, with nothing configured
+// (auto), the absence is a declaration too: the consumer predates the field
+// and reads as NewestBeforeField. A declaration that cannot be interpreted
+// is handled like a newer one. It fails only for a consumer older than the
+// relay serves.
+func ConsumerVersion(c Peer) (v Version, how Learnt, warnings []string, err error) {
 	switch {
 	case c.HasDeclared:
+		how = Declared
 		d, perr := Parse(c.Declared)
 		if perr != nil {
-			return Current, []string{fmt.Sprintf("consumer declared protocol version %q, which the relay cannot interpret: treated as newer, emitting %s", c.Declared, Current)}, nil
+			return Current, how, []string{fmt.Sprintf("consumer declared protocol version %q, which the relay cannot interpret: treated as newer, emitting %s", c.Declared, Current)}, nil
 		}
 		v = d
 	case !c.Configured.IsZero():
-		v = c.Configured
+		v, how = c.Configured, Configured
 	default:
-		v = Current
+		v, how = NewestBeforeField(), Inferred
 	}
 	if ok, why := Supported(v); !ok {
-		return v, nil, fmt.Errorf("consumer version %s is not served: %s", v, why)
+		return v, how, nil, fmt.Errorf("consumer version %s is not served: %s", v, why)
 	}
 	if Current.Less(v) {
 		v = Current // a newer consumer reads everything the relay emits
 	}
-	return v, nil, nil
+	return v, how, nil, nil
 }
 
 // Decide decides one run from the consumer's version (see ConsumerVersion)

@@ -12,38 +12,46 @@ func TestConsumerVersion(t *testing.T) {
 		rule     string
 		peer     Peer
 		want     Version
+		how      Learnt
 		warns    bool
 		rejected bool
 	}{
 		{"a consumer declares the version it speaks on RunAgentInput.protocolVersion",
-			Peer{Declared: "1.0", HasDeclared: true}, Current, false, false},
+			Peer{Declared: "1.0", HasDeclared: true}, Current, Declared, false, false},
 		{"the in-band declaration is authoritative over configuration",
-			Peer{Declared: "1.0", HasDeclared: true, Configured: MustParse("0.0.45")}, Current, false, false},
+			Peer{Declared: "1.0", HasDeclared: true, Configured: MustParse("0.0.45")}, Current, Declared, false, false},
 		{"absence identifies a peer from before the field; configuration names its release",
-			Peer{Configured: MustParse("0.0.45")}, MustParse("0.0.45"), false, false},
-		{"without knowing the peer's version, behave as though it were current (never guess downward)",
-			Peer{}, Current, false, false},
+			Peer{Configured: MustParse("0.0.45")}, MustParse("0.0.45"), Configured, false, false},
+		{"absence is a declaration too: with nothing configured (auto), the consumer predates the field and reads as the newest release before it",
+			Peer{}, MustParse("0.0.59"), Inferred, false, false},
+		{"configured 1.0 reads an undeclared consumer as current",
+			Peer{Configured: Current}, Current, Configured, false, false},
+		{"a declared legacy release is taken at its word too",
+			Peer{Declared: "0.0.45", HasDeclared: true}, MustParse("0.0.45"), Declared, false, false},
 		{"a newer minor of the line is served, not rejected; the relay emits what it implements",
-			Peer{Declared: "1.1", HasDeclared: true}, Current, false, false},
+			Peer{Declared: "1.1", HasDeclared: true}, Current, Declared, false, false},
 		{"1.10 is newer than 1.9: still served as current",
-			Peer{Declared: "1.10", HasDeclared: true}, Current, false, false},
+			Peer{Declared: "1.10", HasDeclared: true}, Current, Declared, false, false},
 		{"a newer major is served too: additions are safe",
-			Peer{Declared: "2.0", HasDeclared: true}, Current, false, false},
+			Peer{Declared: "2.0", HasDeclared: true}, Current, Declared, false, false},
 		{"a declaration that cannot be interpreted is handled like a newer one: proceed, warn",
-			Peer{Declared: "1.0.0", HasDeclared: true}, Current, true, false},
+			Peer{Declared: "1.0.0", HasDeclared: true}, Current, Declared, true, false},
 		{"an empty declaration cannot be interpreted either",
-			Peer{Declared: "", HasDeclared: true}, Current, true, false},
+			Peer{Declared: "", HasDeclared: true}, Current, Declared, true, false},
 		{"a consumer older than the relay can serve faithfully is refused",
-			Peer{Configured: MustParse("0.0.30")}, MustParse("0.0.30"), false, true},
+			Peer{Configured: MustParse("0.0.30")}, MustParse("0.0.30"), Configured, false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.rule, func(t *testing.T) {
-			got, warnings, err := ConsumerVersion(tc.peer)
+			got, how, warnings, err := ConsumerVersion(tc.peer)
 			if (err != nil) != tc.rejected {
 				t.Fatalf("err = %v, rejected want %v", err, tc.rejected)
 			}
 			if got != tc.want {
 				t.Errorf("version = %s, want %s", got, tc.want)
+			}
+			if how != tc.how {
+				t.Errorf("learnt = %q, want %q", how, tc.how)
 			}
 			if (len(warnings) > 0) != tc.warns {
 				t.Errorf("warnings = %q, want some: %v", warnings, tc.warns)
@@ -166,5 +174,38 @@ func TestSupportedSaysWhy(t *testing.T) {
 	}
 	if ok, _ := Supported(OldestSupported); !ok {
 		t.Errorf("OldestSupported not supported")
+	}
+}
+
+// TestNewestBeforeField: an undeclared consumer reads as the newest legacy
+// release of the profile table, the one CopilotKit 1.75 bundles
+// (@ag-ui/client 0.0.59), and the relay serves it.
+func TestNewestBeforeField(t *testing.T) {
+	got := NewestBeforeField()
+	if got != MustParse("0.0.59") {
+		t.Fatalf("NewestBeforeField = %s, want 0.0.59", got)
+	}
+	if !got.Legacy() || !got.Less(Current) {
+		t.Errorf("%s is not a release from before the field", got)
+	}
+	for _, p := range Profiles {
+		if p.Last.Legacy() && got.Less(p.Last) {
+			t.Errorf("profile %s ends at %s, newer than %s", p.Name, p.Last, got)
+		}
+	}
+	if ok, why := Supported(got); !ok {
+		t.Errorf("%s not served: %s", got, why)
+	}
+	if p := ProfileOf(got); p.Last != got {
+		t.Errorf("%s is not the last release of its profile %s", got, p.Name)
+	}
+}
+
+// TestLearntLabels: the labels runs report.
+func TestLearntLabels(t *testing.T) {
+	for l, want := range map[Learnt]string{NotLearnt: "", Declared: "declared", Configured: "configured", Inferred: "inferred"} {
+		if l.String() != want {
+			t.Errorf("%d: %q, want %q", l, l.String(), want)
+		}
 	}
 }

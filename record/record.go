@@ -257,7 +257,10 @@ type RecordingMeta struct {
 	// version the producer spoke on the last run ("unknown": it predates
 	// protocolVersion); ProducerConfigured the relay's configured producer
 	// version, "" when it learns it per run.
-	Consumer           string `json:"consumer,omitempty"`
+	Consumer string `json:"consumer,omitempty"`
+	// ConsumerLearnt says how Consumer was learnt: declared, configured or
+	// inferred (see negotiate.Learnt).
+	ConsumerLearnt     string `json:"consumerLearnt,omitempty"`
 	Producer           string `json:"producer,omitempty"`
 	ProducerConfigured string `json:"producerConfigured,omitempty"`
 	// Input is the input plan: translated or not, from the consumer's
@@ -315,6 +318,7 @@ func (r *recording) meta(redacted bool) *RecordingMeta {
 	}
 	if !rep.Consumer.IsZero() {
 		m.Consumer = rep.Consumer.String()
+		m.ConsumerLearnt = rep.ConsumerLearnt.String()
 	}
 	if r.streamed {
 		m.Producer = relay.VersionLabel(rep.Producer)

@@ -81,7 +81,7 @@ func TestRecordingOfALiveRun(t *testing.T) {
 			}, func(r *relay.Relay) {
 				r.Tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(m.Tap(rep), rc.Tap(rep)) }
 			})
-			input := `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"Weather in Lisbon?"}],"forwardedProps":{"secret":"s3cr3t"}}`
+			input := `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[{"id":"u1","role":"user","content":"Weather in Lisbon?"}],"forwardedProps":{"secret":"s3cr3t"}}`
 			live := relaytest.ReadAll(t, h.Post("/agent", input))
 			rep := h.Report()
 			rc.Close()
@@ -119,7 +119,7 @@ func TestRecordingOfALiveRun(t *testing.T) {
 						t.Errorf("producer.sse lacks %s", kept)
 					}
 				}
-				if string(files[RecordReceived]) != `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"xxxxxxxxxxxxxxxxxx"}],"forwardedProps":{"secret":"xxxxxx"}}` {
+				if string(files[RecordReceived]) != `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[{"id":"u1","role":"user","content":"xxxxxxxxxxxxxxxxxx"}],"forwardedProps":{"secret":"xxxxxx"}}` {
 					t.Errorf("redacted input: %s", files[RecordReceived])
 				}
 			}
@@ -160,7 +160,7 @@ func TestRecordingOfRunsWithoutAStream(t *testing.T) {
 	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no", 500)
 	}, func(r *relay.Relay) { r.Tap = rc.Tap })
-	bad := `{"threadId":"t1","runId":"r1","messages":{}}`
+	bad := `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":{}}`
 	relaytest.ReadAll(t, h.Post("/agent", bad))
 	h.Report()
 	rc.Close()
@@ -254,5 +254,29 @@ func TestRedactJSON(t *testing.T) {
 	stream := ": comment kept\r\n\r\nevent: x\r\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\r\ndata: \"delta\":\"hi\"}\r\n\r\n"
 	if got := string(RedactSSE([]byte(stream))); got != ": comment kept\r\n\r\nevent: x\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\ndata: \"delta\":\"xx\"}\n\n" {
 		t.Errorf("redacted stream %q", got)
+	}
+}
+
+// TestRecordingSaysHowTheConsumerWasLearnt: meta.json names the consumer
+// version of the run and how it was learnt.
+func TestRecordingSaysHowTheConsumerWasLearnt(t *testing.T) {
+	for input, want := range map[string][2]string{
+		relaytest.MinimalInput: {"1.0", "declared"},
+		`{"threadId":"t1","runId":"r1","messages":[],"tools":[],"context":[]}`: {"0.0.59", "inferred"},
+	} {
+		dir := t.TempDir()
+		rc := &Recorder{Dir: dir}
+		h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
+			relaytest.StreamHeaders(w)
+			relaytest.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+				`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
+		}, func(r *relay.Relay) { r.Tap = rc.Tap })
+		relaytest.ReadAll(t, h.Post("/agent", input))
+		h.Report()
+		rc.Close()
+		_, _, meta := recordedRun(t, dir)
+		if meta.Consumer != want[0] || meta.ConsumerLearnt != want[1] {
+			t.Errorf("%s: meta.json consumer %q consumerLearnt %q, want %q %q", input, meta.Consumer, meta.ConsumerLearnt, want[0], want[1])
+		}
 	}
 }

@@ -317,7 +317,7 @@ func deep(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n)
 func TestHostileBodies(t *testing.T) {
 	h, seen := recordingProducer(t, nil)
 	input := func(props string) string {
-		return `{"threadId":"t1","runId":"r1","messages":[],"forwardedProps":` + props + `}`
+		return `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[],"forwardedProps":` + props + `}`
 	}
 	huge := `"` + strings.Repeat("\\u00e9\\\"x", 1<<20) + `"` // 8 MiB of escapes
 	for _, tc := range []struct {
@@ -333,13 +333,13 @@ func TestHostileBodies(t *testing.T) {
 		{"not JSON", `{"threadId":"t1",`, 400, ""},
 		{"a JSON string", `"run"`, 400, ""},
 		{"empty", ``, 400, ""},
-		{"invalid UTF-8 in a message", `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":"caf` + "\xe9\xff" + `"}]}`, 200, ""},
+		{"invalid UTF-8 in a message", `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[{"id":"m1","role":"user","content":"caf` + "\xe9\xff" + `"}]}`, 200, ""},
 		{"invalid UTF-8 in forwardedProps", input(`{"k":"` + "\xc3\x28\xa0\xa1" + `"}`), 200, ""},
 		{"lone surrogate", input(`"\ud800"`), 200, ""},
-		{"duplicate runId", `{"threadId":"t1","runId":"r1","runId":"r2","messages":[]}`, 400, "/runId"},
+		{"duplicate runId", `{"threadId":"t1","runId":"r1","runId":"r2","protocolVersion":"1.0","messages":[]}`, 400, "/runId"},
 		{"duplicate key in forwardedProps", input(`{"a":1,"a":2}`), 200, ""},
 		{"huge string", input(huge), 200, ""},
-		{"huge message", `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":` + huge + `}]}`, 200, ""},
+		{"huge message", `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[{"id":"m1","role":"user","content":` + huge + `}]}`, 200, ""},
 		{"forwardedProps object", input(`{"x":{"y":[1,null,true]}}`), 200, ""},
 		{"forwardedProps empty object", input(`{}`), 200, ""},
 		{"forwardedProps array", input(`[1,"two",{"three":3}]`), 200, ""},
@@ -384,7 +384,7 @@ func TestHostileBodies(t *testing.T) {
 func TestBodyOverMaxIs413Chunked(t *testing.T) {
 	h, seen := recordingProducer(t, func(r *Relay) { r.MaxBody = 1 << 10 })
 	addr := strings.TrimPrefix(h.url, "http://")
-	body := `{"threadId":"t1","runId":"r1","messages":[],"pad":"` + strings.Repeat("x", 2<<10) + `"}`
+	body := `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[],"pad":"` + strings.Repeat("x", 2<<10) + `"}`
 	got := rawExchange(t, addr, "POST /agent HTTP/1.1\r\nHost: r\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"+
 		chunk(body[:500])+chunk(body[500:])+"0\r\n\r\n")
 	if code := statusOf(got); code != 413 || !strings.Contains(got, "urn:agui-relay:body-too-large") {
@@ -398,7 +398,7 @@ func TestBodyOverMaxIs413Chunked(t *testing.T) {
 		t.Errorf("the producer was contacted %d times", n)
 	}
 	// A body just at the limit is relayed.
-	at := `{"threadId":"t1","runId":"r1","messages":[],"pad":"` + strings.Repeat("x", 1<<10-53) + `"}`
+	at := `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[],"pad":"` + strings.Repeat("x", 1<<10-77) + `"}`
 	if len(at) != 1<<10 {
 		t.Fatalf("len %d", len(at))
 	}

@@ -65,7 +65,9 @@ type Relay struct {
 	// whole registry, with no observer.
 	Translator *Translator
 	// ConsumerVersion is what consumers that do not declare protocolVersion
-	// read; zero treats them as current (never guessed downward).
+	// read. Zero is auto: such a consumer predates the field and reads as
+	// negotiate.NewestBeforeField (0.0.59); 1.0 reads it as current. A
+	// consumer that declares is taken at its word either way.
 	ConsumerVersion negotiate.Version
 	// ProducerVersion is what the producer speaks when it does not declare
 	// it; zero means it is learnt per run from RUN_STARTED.
@@ -157,6 +159,9 @@ type RunReport struct {
 	// version the producer spoke on the last run of the stream (zero when it
 	// predates the protocolVersion field and was not configured).
 	Consumer, Producer negotiate.Version
+	// ConsumerLearnt says how Consumer was learnt: declared, configured or
+	// inferred (NotLearnt when the run was refused before).
+	ConsumerLearnt negotiate.Learnt
 	// Translated reports that the last run of the stream was translated.
 	Translated bool
 	// Events and Bytes count what was written to the consumer; Runs the
@@ -449,16 +454,21 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 	rep.RunID = gjson.GetBytes(body, "runId").String()
 	rep.ThreadID = gjson.GetBytes(body, "threadId").String()
 
+	// A protocolVersion member declares, whatever its value (one that is
+	// not a version string is uninterpretable: read as newer, and judged
+	// malformed); a null is an absent member, as 0.0.x peers send them.
 	consumer := negotiate.Peer{Configured: r.ConsumerVersion}
 	if pv := gjson.GetBytes(body, "protocolVersion"); pv.Type == gjson.String {
 		consumer.HasDeclared, consumer.Declared = true, pv.Str
+	} else if pv.Exists() && pv.Type != gjson.Null {
+		consumer.HasDeclared, consumer.Declared = true, pv.Raw
 	}
-	cv, warnings, err := negotiate.ConsumerVersion(consumer)
+	cv, learnt, warnings, err := negotiate.ConsumerVersion(consumer)
 	if err != nil {
 		r.refuse(ctx, rep, problemInput([]InputError{{"/protocolVersion", err.Error()}}))
 		return nil, plan, false
 	}
-	rep.Consumer = cv
+	rep.Consumer, rep.ConsumerLearnt = cv, learnt
 	for _, w := range warnings {
 		r.log.Warn(w, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
 	}
@@ -467,7 +477,12 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 		check = JudgeInput
 	}
 	if errs := check(cv, body); len(errs) > 0 {
-		r.refuse(ctx, rep, problemInput(errs))
+		p := problemInput(errs)
+		if learnt == negotiate.Inferred {
+			p.Detail += "; judged as " + cv.String() + ", the newest release before protocolVersion, since the input does not declare one" +
+				" (a consumer of 1.0 or newer declares it; --consumer-version names the release of consumers that do not)"
+		}
+		r.refuse(ctx, rep, p)
 		return nil, plan, false
 	}
 
@@ -643,6 +658,7 @@ func (r *Relay) report(rep *RunReport) {
 			zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL),
 			zap.Int("status", rep.Status), zap.Int("events", rep.Events), zap.Int("bytes", rep.Bytes),
 			zap.Duration("duration", rep.Duration), zap.Stringer("consumer", rep.Consumer),
+			zap.Stringer("consumer_learnt", rep.ConsumerLearnt),
 			zap.String("producer", VersionLabel(rep.Producer)), zap.Bool("translated", rep.Translated),
 			zap.String("terminal", rep.Terminal),
 		}

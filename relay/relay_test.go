@@ -85,7 +85,7 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 	return h
 }
 
-const minimalInput = `{"threadId":"t1","runId":"r1","messages":[]}`
+const minimalInput = `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[]}`
 
 func (h *harness) post(path, body string, header ...string) *http.Response {
 	h.t.Helper()
@@ -188,7 +188,7 @@ func bodiesTo(got chan<- string) http.HandlerFunc {
 }
 
 func TestForwardsInputByteExact(t *testing.T) {
-	input := `{"threadId":"t\u00e9","runId":"r1","messages":[],"forwardedProps":{"n":1.000000000000000000001,"s":"\ud83d\ude00","k":[ ]},"zz":1}`
+	input := `{"threadId":"t\u00e9","runId":"r1","protocolVersion":"1.0","messages":[],"forwardedProps":{"n":1.000000000000000000001,"s":"\ud83d\ude00","k":[ ]},"zz":1}`
 	got := make(chan string, 1)
 	h := newHarness(t, bodiesTo(got), nil)
 	readAll(t, h.post("/agent", input))
@@ -461,7 +461,7 @@ func TestFirstByteTimeoutDoesNotCapTheStream(t *testing.T) {
 func TestBodyOverMaxIs413(t *testing.T) {
 	contacted := false
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { contacted = true }, func(r *Relay) { r.MaxBody = 64 })
-	big := `{"threadId":"t1","runId":"r1","messages":[],"pad":"` + strings.Repeat("x", 64) + `"}`
+	big := `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[],"pad":"` + strings.Repeat("x", 64) + `"}`
 	resp := h.post("/agent", big)
 	wantProblem(t, resp, 413, "urn:agui-relay:body-too-large")
 	if contacted {
@@ -474,10 +474,13 @@ func TestMalformedInputIs400(t *testing.T) {
 		body     string
 		pointers []string
 	}{
-		{`{"threadId":"t1","runId":"r1","messages":[]`, []string{""}},
+		{`{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[]`, []string{""}},
 		{`[1,2]`, []string{""}},
 		// The judge reports in document order, missing members last.
-		{`{"runId":"r1","messages":{}}`, []string{"/messages", "/threadId"}},
+		{`{"runId":"r1","protocolVersion":"1.0","messages":{}}`, []string{"/messages", "/threadId"}},
+		// Undeclared, the consumer predates the field and is judged as
+		// 0.0.59, whose RunAgentInput requires tools and context.
+		{`{"threadId":"t","runId":"r","messages":[]}`, []string{"/tools", "/context"}},
 		{`{"threadId":7,"runId":null,"messages":[],"protocolVersion":1}`, []string{"/threadId", "/runId", "/protocolVersion"}},
 		{`{"threadId":"t","runId":"r","messages":[],"protocolVersion":"0.0.30"}`, []string{"/protocolVersion"}},
 	}

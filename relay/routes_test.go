@@ -192,7 +192,7 @@ func TestRouterSendsEachPathToItsRoute(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Post(url+"/agents/b/run", "application/json", strings.NewReader(`{"threadId":"t","runId":"r","messages":[]}`))
+	resp, err := http.Post(url+"/agents/b/run", "application/json", strings.NewReader(`{"threadId":"t","runId":"r","protocolVersion":"1.0","messages":[]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func oneRoute(t *testing.T, upstream string, maxBody int) *Table {
 // openRun starts a run and reads its stream up to the first event.
 func openRun(t *testing.T, url string) (*http.Response, *strings.Builder) {
 	t.Helper()
-	resp, err := http.Post(url+"/run", "application/json", strings.NewReader(`{"threadId":"t","runId":"r","messages":[]}`))
+	resp, err := http.Post(url+"/run", "application/json", strings.NewReader(`{"threadId":"t","runId":"r","protocolVersion":"1.0","messages":[]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,9 @@ var pyGoldenTargets = []string{"0.1.4", "0.1.8", "0.1.9", "0.1.10", "0.1.11", "0
 
 // TestGoldenInput translates the RunAgentInput of each archive under
 // testdata/golden-input (section input.json; option "from: V" names the
-// consumer's version, else its protocolVersion declaration decides) for
+// consumer's version, else the relay's default reading decides: its
+// protocolVersion declaration, or undeclared the newest release before the
+// field) for
 // every target, and for a producer on each Python release of
 // pyGoldenTargets, and compares with the <target>.json and
 // warnings.<target> sections (py<release>.json for a Python release;
@@ -74,7 +76,7 @@ func consumerOf(t *testing.T, a archive, input []byte) negotiate.Version {
 	if pv := gjson.GetBytes(input, "protocolVersion"); pv.Exists() {
 		peer.HasDeclared, peer.Declared = true, pv.String()
 	}
-	v, _, err := negotiate.ConsumerVersion(peer)
+	v, _, _, err := negotiate.ConsumerVersion(peer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 const Liveness = 10 * time.Second
 
 // MinimalInput is the smallest RunAgentInput of a run.
-const MinimalInput = `{"threadId":"t1","runId":"r1","messages":[]}`
+const MinimalInput = `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[]}`
 
 // ThinkingStream is a run as a 0.0.40 producer streams it: no
 // protocolVersion, THINKING_* events; with a comment, an event of a type no
