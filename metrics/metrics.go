@@ -45,6 +45,7 @@ type Metrics struct {
 	active         *prometheus.GaugeVec
 	runs           *prometheus.CounterVec
 	consumerRuns   *prometheus.CounterVec
+	untranslated   *prometheus.CounterVec
 	events         *prometheus.CounterVec
 	bytes          *prometheus.CounterVec
 	translations   *prometheus.CounterVec
@@ -95,6 +96,9 @@ func New(o Options) *Metrics {
 	m.consumerRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "consumer_runs_total",
 		Help: "Runs by the consumer version their stream was shaped for and how it was learnt: declared (RunAgentInput.protocolVersion), configured (--consumer-version), inferred (undeclared with --consumer-version auto: read as the newest release before the field). Runs refused before the consumer was read are not counted."},
 		[]string{"route", "consumer", "learnt"})
+	m.untranslated = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "untranslated_runs_total",
+		Help: "Runs whose successful answer went to the consumer as the producer sent it, unread and not shaped for the consumer's version, by reason: protobuf (the AG-UI protobuf encoding), not_event_stream (another media type), content_encoding (compressed other than gzip)."},
+		[]string{"route", "reason"})
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_total",
 		Help: "Events relayed, by event type and direction (from_producer: read from the producer; to_consumer: written to the consumer). type is a 1.0 or THINKING_* event type, other, invalid (no string type) or comment (frames without data)."},
 		[]string{"route", "type", "direction"})
@@ -116,7 +120,7 @@ func New(o Options) *Metrics {
 	m.deprecatedRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "deprecated_shape_runs_total",
 		Help: "Runs that needed the translation of a retired shape of the deprecation registry (once per run and shape), by version pair: who must upgrade before the translation expires."},
 		[]string{"shape", "step", "route", "from", "to"})
-	m.reg.MustRegister(m.active, m.runs, m.consumerRuns, m.events, m.bytes, m.translations, m.material, m.upstreamErrors,
+	m.reg.MustRegister(m.active, m.runs, m.consumerRuns, m.untranslated, m.events, m.bytes, m.translations, m.material, m.upstreamErrors,
 		m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -346,6 +350,9 @@ func (t *metricsTap) End(rep *relay.RunReport) {
 	m, rm := t.m, t.rm
 	rm.active.Dec()
 	route := rm.name
+	if rep.Untranslated != "" {
+		m.untranslated.WithLabelValues(route, rep.Untranslated).Inc()
+	}
 	if rep.ConsumerLearnt != negotiate.NotLearnt {
 		m.consumerRuns.WithLabelValues(route, rep.Consumer.String(), rep.ConsumerLearnt.String()).Inc()
 	}

@@ -424,3 +424,41 @@ func TestConsumerRunsByLearnt(t *testing.T) {
 		t.Errorf("agui_relay_consumer_runs_total sums to %v, want 3", v)
 	}
 }
+
+// TestUntranslatedRunsAreCounted: a successful answer the relay passes on
+// unread counts once, by why; an event stream does not.
+func TestUntranslatedRunsAreCounted(t *testing.T) {
+	m := New(Options{NoRuntime: true})
+	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept") != "text/event-stream" {
+			w.Header().Set("Content-Type", "application/vnd.ag-ui.event+proto")
+			w.WriteHeader(200)
+			io.WriteString(w, "\x00\x00\x00\x02\x08\x0b")
+			return
+		}
+		relaytest.StreamHeaders(w)
+		relaytest.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
+	}, func(r *relay.Relay) { r.Tap = m.Tap })
+	for _, accept := range []string{"application/vnd.ag-ui.event+proto", "*/*"} {
+		req, _ := http.NewRequest("POST", h.URL+"/agent", strings.NewReader(relaytest.MinimalInput))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		relaytest.ReadAll(t, resp)
+		h.Report()
+	}
+	fams := scrape(t, m)
+	if v := value(fams, "agui_relay_untranslated_runs_total", "reason=protobuf"); v != 1 {
+		t.Errorf("agui_relay_untranslated_runs_total{reason=protobuf} = %v, want 1", v)
+	}
+	if v := value(fams, "agui_relay_runs_total", "outcome=passed_through"); v != 1 {
+		t.Errorf("agui_relay_runs_total{outcome=passed_through} = %v, want 1", v)
+	}
+	if v := value(fams, "agui_relay_runs_total", "outcome=finished"); v != 1 {
+		t.Errorf("agui_relay_runs_total{outcome=finished} = %v, want 1", v)
+	}
+}

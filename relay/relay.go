@@ -164,6 +164,10 @@ type RunReport struct {
 	ConsumerLearnt negotiate.Learnt
 	// Translated reports that the last run of the stream was translated.
 	Translated bool
+	// Untranslated says why a successful answer was passed on as the
+	// producer sent it, unread (UntranslatedProtobuf, UntranslatedOther,
+	// UntranslatedEncoding); "" when it was streamed, or not a success.
+	Untranslated string
 	// Events and Bytes count what was written to the consumer; Runs the
 	// RUN_STARTED events seen.
 	Events, Bytes, Runs int
@@ -512,6 +516,15 @@ func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate
 	req.SetBodyRaw(in)
 	// The relay reads the events; it cannot rewrite compressed ones.
 	req.Header.Set(fasthttp.HeaderAcceptEncoding, "identity")
+	// Nor a binary encoding: a consumer that can read an event stream gets
+	// one, whatever else its Accept allows (a producer on @ag-ui/encoder
+	// answers protobuf to */*). One that cannot is asked for as it asked.
+	accept := consumerAccept(&ctx.Request.Header)
+	readsSSE := acceptsEventStream(accept)
+	if readsSSE {
+		req.Header.Del(fasthttp.HeaderAccept) // every line of it
+		req.Header.Set(fasthttp.HeaderAccept, mediaEventStream)
+	}
 	resp = acquireUpstreamResponse()
 	gone, err := r.do(ctx, req, resp)
 	rep.URL = req.URI().String()
@@ -553,6 +566,10 @@ func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.
 		// Not an event stream the relay can read: the producer's answer
 		// goes to the consumer as it is (an error status, a JSON answer, a
 		// binary transport, a compression the relay does not decode).
+		if rep.Status >= 200 && rep.Status <= 299 {
+			accept := consumerAccept(&ctx.Request.Header)
+			r.untranslated(rep, resp, accept, acceptsEventStream(accept), readable)
+		}
 		r.passThrough(ctx, resp, func() {
 			rep.Duration = time.Since(rep.Start)
 			r.report(rep)
@@ -603,6 +620,48 @@ func hangUp(ctx *fasthttp.RequestCtx) {
 	ctx.Hijack(func(c net.Conn) { c.Close() }) //nolint:errcheck // nothing to tell
 }
 
+// consumerAccept returns the consumer's Accept header, its lines joined
+// (a list may come in several).
+func consumerAccept(h *fasthttp.RequestHeader) []byte {
+	all := h.PeekAll(fasthttp.HeaderAccept)
+	if len(all) == 1 {
+		return all[0]
+	}
+	return bytes.Join(all, []byte(","))
+}
+
+// untranslated logs, once for the run, that a successful answer goes to
+// the consumer as the producer sent it, unread and unshaped for the
+// consumer's version, and says why in rep.Untranslated (metrics count it).
+func (r *Relay) untranslated(rep *RunReport, resp *fasthttp.Response, accept []byte, readsSSE, readable bool) {
+	ct := resp.Header.ContentType()
+	var why string
+	switch {
+	case !readable:
+		rep.Untranslated = UntranslatedEncoding
+		why = "the answer's content encoding is one the relay does not decode"
+	case isProto(ct) && !readsSSE:
+		rep.Untranslated = UntranslatedProtobuf
+		why = "the consumer accepts only the AG-UI protobuf encoding, which the relay does not read: the stream is not shaped for the consumer's version"
+	case isProto(ct):
+		rep.Untranslated = UntranslatedProtobuf
+		why = "the producer answered the AG-UI protobuf encoding although the relay asked for text/event-stream"
+	default:
+		rep.Untranslated = UntranslatedOther
+		why = "the answer is not an event stream"
+	}
+	r.log.Warn("run passed through untranslated", zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID),
+		zap.ByteString("content_type", ct), zap.ByteString("accept", accept), zap.String("why", why),
+		zap.Stringer("consumer", rep.Consumer), zap.Stringer("consumer_learnt", rep.ConsumerLearnt))
+}
+
+// Reasons a run's answer passed through untranslated (RunReport.Untranslated).
+const (
+	UntranslatedProtobuf = "protobuf"         // application/vnd.ag-ui.event+proto
+	UntranslatedOther    = "not_event_stream" // another media type (JSON, HTML, none)
+	UntranslatedEncoding = "content_encoding" // compressed other than gzip
+)
+
 // acquireUpstreamResponse returns a response for the producer's answer.
 // An answer without Content-Type is passed on without one: fasthttp would
 // otherwise report (and the relay copy) its default, text/plain.
@@ -614,7 +673,7 @@ func acquireUpstreamResponse() *fasthttp.Response {
 
 func isEventStream(ct []byte) bool {
 	mt, _, _ := bytes.Cut(ct, []byte(";"))
-	return bytes.EqualFold(bytes.TrimSpace(mt), []byte("text/event-stream"))
+	return bytes.EqualFold(bytes.TrimSpace(mt), []byte(mediaEventStream))
 }
 
 // refuse answers a run with a problem before its stream started.
