@@ -101,8 +101,12 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 	switch c.Proxy {
 	case ProxyRelay:
 		p.Admin = ports[1]
+		// The bench's consumer declares no protocolVersion (Input): read as
+		// current, unless a case names its release (with the relay's
+		// default, auto, it would be read as 0.0.59 and every 1.0 stream
+		// downgraded).
 		args := append([]string{"serve", "--listen", addr, "--admin-listen", p.Admin,
-			"--upstream", "http://" + upstream, "--log-level", "error"}, bin.RelayArgs...)
+			"--upstream", "http://" + upstream, "--log-level", "error", "--consumer-version", "1.0"}, bin.RelayArgs...)
 		args = append(args, c.Args...)
 		cmd = exec.Command(bin.Relay, args...)
 	case ProxyHTTPUtil:
