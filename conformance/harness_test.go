@@ -78,7 +78,7 @@ func setup(tmp string) error {
 	if err != nil {
 		return errors.New("node is not on PATH: the conformance suite drives the published @ag-ui/client releases and needs Node.js 20+")
 	}
-	for _, dep := range []string{"client-1.0.0", "core-1.0.0", "client-0.0.40"} {
+	for _, dep := range []string{"client-1.0.0", "core-1.0.0", "client-0.0.40", "encoder-1.0.0", "encoder-0.0.45", "@copilotkit/runtime", "@copilotkit/core"} {
 		if _, err := os.Stat(filepath.Join(confDir, "node_modules", dep, "package.json")); err != nil {
 			return fmt.Errorf("conformance/node_modules/%s is missing: run `make conformance-deps` (or `conformance/setup.sh`, which runs `npm ci` from conformance/package-lock.json)", dep)
 		}
@@ -244,9 +244,11 @@ func (p *Producer) Bodies(uri string) [][]byte {
 
 // Relay is one relay process.
 type Relay struct {
-	URL  string
-	cmd  *exec.Cmd
-	logs *lockedBuffer
+	URL string
+	// Admin is its admin server's base URL (/metrics).
+	Admin string
+	cmd   *exec.Cmd
+	logs  *lockedBuffer
 }
 
 type lockedBuffer struct {
@@ -303,7 +305,7 @@ func tryStartRelay(t *testing.T, upstream string, flags ...string) (*Relay, stri
 	listen, admin := ports[0], ports[1]
 	args := append([]string{"serve", "--listen", listen, "--admin-listen", admin,
 		"--upstream", upstream, "--log-format", "json"}, flags...)
-	r := &Relay{URL: "http://" + listen, logs: &lockedBuffer{}}
+	r := &Relay{URL: "http://" + listen, Admin: "http://" + admin, logs: &lockedBuffer{}}
 	r.cmd = exec.Command(relayBin, args...)
 	r.cmd.Stderr = r.logs
 	r.cmd.Stdout = r.logs
@@ -426,20 +428,28 @@ type ConsoleLine struct {
 // runClient runs cases with one published client release, in one node process.
 func runClient(t *testing.T, version string, cases []Case) []Outcome {
 	t.Helper()
+	return runScript(t, "runner.js", []string{version}, cases)
+}
+
+// runScript runs cases with a driver of js/ (runner.js, copilotkit.js) in
+// one node process; each answers one Outcome per case.
+func runScript(t *testing.T, script string, args []string, cases []Case) []Outcome {
+	t.Helper()
+	version := strings.Join(append([]string{script}, args...), " ")
 	in, err := json.Marshal(cases)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, nodeBin, filepath.Join("js", "runner.js"), version)
+	cmd := exec.CommandContext(ctx, nodeBin, append([]string{filepath.Join("js", script)}, args...)...)
 	cmd.Dir = confDir
 	cmd.Stdin = bytes.NewReader(in)
 	cmd.Env = append(os.Environ(), "SUPPRESS_TRANSFORMATION_WARNINGS=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("runner for client %s failed: %v\n%s", version, err, stderr.String())
+		t.Fatalf("%s failed: %v\n%s", version, err, stderr.String())
 	}
 	var out []Outcome
 	dec := json.NewDecoder(&stdout)
@@ -448,12 +458,12 @@ func runClient(t *testing.T, version string, cases []Case) []Outcome {
 		if err := dec.Decode(&o); err == io.EOF {
 			break
 		} else if err != nil {
-			t.Fatalf("runner for client %s: bad output: %v", version, err)
+			t.Fatalf("%s: bad output: %v", version, err)
 		}
 		out = append(out, o)
 	}
 	if len(out) != len(cases) {
-		t.Fatalf("runner for client %s answered %d of %d cases\n%s", version, len(out), len(cases), stderr.String())
+		t.Fatalf("%s answered %d of %d cases\n%s", version, len(out), len(cases), stderr.String())
 	}
 	return out
 }

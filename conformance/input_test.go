@@ -68,7 +68,7 @@ var legacyMessages = []any{
 }
 
 type inputCase struct {
-	client, core, flag string // consumer release, producer core, --producer-version
+	client, core, flag string // consumer release, producer core, --producer-version ("": none)
 	consumerFlag       string // --consumer-version, for legacy consumers
 	messages, resume   []any
 	losses             []Loss
@@ -85,6 +85,12 @@ var inputCases = func() []inputCase {
 	cs = append(cs, inputCase{client: "0.0.45", consumerFlag: "0.0.45", core: "1.0.0", flag: "1.0",
 		messages: legacyMessages,
 		losses:   []Loss{{Below: "99.0.0", Shape: "binary", Why: "the id-only binary part upload-9"}}})
+	// the same from the release CopilotKit 1.75 bundles, through a relay
+	// with no version flag at all: undeclared, it is read as 0.0.59, and its
+	// input is upgraded for the producer, which is not configured either
+	cs = append(cs, inputCase{client: "0.0.59", core: "1.0.0",
+		messages: legacyMessages,
+		losses:   []Loss{{Below: "99.0.0", Shape: "binary", Why: "the id-only binary part upload-9"}}})
 	return cs
 }()
 
@@ -98,7 +104,10 @@ func TestInput(t *testing.T) {
 		name := fmt.Sprintf("consumer=%s,producer=%s", ic.client, ic.core)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			flags := []string{"--producer-version", ic.flag}
+			var flags []string
+			if ic.flag != "" {
+				flags = append(flags, "--producer-version", ic.flag)
+			}
 			if ic.consumerFlag != "" {
 				flags = append(flags, "--consumer-version", ic.consumerFlag)
 			}
