@@ -176,6 +176,9 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		rounds := 1
 		if len(targets) > 1 {
 			rounds = o.rounds
+			if o.runs > 0 && o.runs < int64(rounds) {
+				rounds = int(o.runs) // a round makes at least one run
+			}
 		}
 		for round := 0; round < rounds && ctx.Err() == nil; round++ {
 			for k := range targets {
@@ -252,7 +255,7 @@ func splitRuns(n int64, rounds, round int) int64 {
 	if int64(round) < n%int64(rounds) {
 		share++
 	}
-	return max(share, 1)
+	return share
 }
 
 // targetName is how reports name the URL and the --compare URL.

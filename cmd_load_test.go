@@ -213,3 +213,26 @@ func TestLoadSIGINTPrintsTheReport(t *testing.T) {
 	}
 	wantContains(t, out.String(), "interrupted: the report covers what ran until then", "2 cut by the load's end (not judged)", "errors: none")
 }
+
+// -n runs per target are split between the rounds of --compare, each
+// round at least one run.
+func TestSplitRuns(t *testing.T) {
+	for _, tc := range []struct {
+		n      int64
+		rounds int
+		want   []int64
+	}{{10, 4, []int64{3, 3, 2, 2}}, {4, 4, []int64{1, 1, 1, 1}}, {0, 2, []int64{0, 0}}} {
+		var got []int64
+		for r := 0; r < tc.rounds; r++ {
+			got = append(got, splitRuns(tc.n, tc.rounds, r))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("splitRuns(%d, %d) = %v, want %v", tc.n, tc.rounds, got, tc.want)
+		}
+	}
+	at, _, _ := startServe(t, nil)
+	code, out, errs := loadCmd(t, context.Background(), "-n", "2", "--compare", at.demo+"/agent?scenario=synthetic&events=10", "http://"+at.relay+"/agent?scenario=synthetic&events=10")
+	if code != 0 || strings.Count(out, "runs: 2 judged, 2 complete") != 2 {
+		t.Errorf("exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -123,9 +123,9 @@ type Progress struct {
 	Complete, Failed      int64 // runs done with a terminal event and no error / with an error
 	InFlight              int64
 	Events, Bytes         int64
-	EventsPerSec, RunsSec float64 // over the last interval
-	Total                 int64   // Config.Runs
-	Duration              time.Duration
+	EventsPerSec, RunsSec float64       // over the last interval
+	Total                 int64         // Config.Runs
+	Duration              time.Duration // Config.Duration
 }
 
 // Point is one interval of the time series.
