@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"bufio"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -384,6 +386,24 @@ func TestRouterProblemsCarryTheRoutesCORS(t *testing.T) {
 		readAll(t, resp)
 		if resp.StatusCode != 413 {
 			t.Errorf("%s: status %d", c.path, resp.StatusCode)
+		}
+		wantHeader(t, resp, "Access-Control-Allow-Origin", c.allow)
+
+		// The same with Expect: 100-continue, answered before the upload.
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: relay\r\nOrigin: %s\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n", c.path, pageOrigin)
+		resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		conn.Close()
+		if resp.StatusCode != 413 {
+			t.Errorf("%s, Expect: 100-continue: status %d", c.path, resp.StatusCode)
 		}
 		wantHeader(t, resp, "Access-Control-Allow-Origin", c.allow)
 	}

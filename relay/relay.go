@@ -263,7 +263,11 @@ func (r *Relay) Server() *fasthttp.Server {
 // 100-continue) before sending its body: 413 at once when its
 // Content-Length is over MaxBody, so that the body is never sent.
 func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
-	return expectWithin(ctx, r.maxBody())
+	code := expectWithin(ctx, r.maxBody())
+	if code != fasthttp.StatusContinue {
+		r.CORS.apply(ctx)
+	}
+	return code
 }
 
 func expectWithin(ctx *fasthttp.RequestCtx, limit int) int {

@@ -298,19 +298,19 @@ func (t *Table) serveWith(s *fasthttp.Server) {
 	}
 }
 
+// expect is Relay.expect with the limit and the CORS policy of the route
+// the path matches (the router's limit, and no CORS, when none does).
+func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
+	r := rt.Table().Match(ctx.URI().PathOriginal())
+	if r == nil {
+		return expectWithin(ctx, rt.maxBody)
+	}
+	return r.Relay.expect(ctx)
+}
+
 // serverError answers a request the server could not read, with the CORS
 // headers of the route its path matches (none when it matches none, or its
 // path could not be read).
-// expect is Relay.expect with the limit of the route the path matches
-// (the router's when none does).
-func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
-	limit := rt.maxBody
-	if r := rt.Table().Match(ctx.URI().PathOriginal()); r != nil {
-		limit = r.Relay.maxBody()
-	}
-	return expectWithin(ctx, limit)
-}
-
 func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
 	serverProblem(err, rt.maxBody).Write(ctx)
 	if m := rt.Table().Match(ctx.URI().PathOriginal()); m != nil {
