@@ -8,7 +8,8 @@ import (
 
 // hasDotSegment reports whether the path of a request target (up to its
 // query) has a "." or ".." segment once percent-decoded: "%2e", "%2E" are
-// dots, and "%2f", "%5c" and a backslash separate segments as "/" does,
+// dots, "%2f", "%5c" and a backslash separate segments as "/" does, and a
+// segment's parameters (";x", "%3b") do not hide its dots,
 // since producers differ in what they decode and which separators they
 // honour. The relay appends the path to the upstream's base path (and
 // after a route's prefix) as it came, so such a segment could make a
@@ -38,7 +39,16 @@ func hasDotSegment(target []byte) bool {
 			}
 			dots, other = 0, false
 		case '.':
-			dots++
+			if !other {
+				dots++
+			}
+		case ';':
+			// "..;x": servlet containers drop a segment's parameters
+			// before they resolve it.
+			if !other && (dots == 1 || dots == 2) {
+				return true
+			}
+			other = true
 		default:
 			other = true
 		}

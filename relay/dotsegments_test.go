@@ -61,8 +61,12 @@ func TestDotSegmentsNeverReachTheProducer(t *testing.T) {
 		"/x/..%5Cprivate",
 		"/x/..\\private",
 		"/../private?q=1",
+		"/x/..;/private",
+		"/x/..;jsessionid=1/private",
+		"/x/%2e%2e%3b/private",
+		"/x/.;/y",
 	}
-	forwarded := []string{"/x/..y/z", "/x/.../y", "/x/a.b/c", "/x/.hidden", "/x?p=/../q", "/x/%2e%2ex/y"}
+	forwarded := []string{"/x/..y/z", "/x/.../y", "/x/a.b/c", "/x/.hidden", "/x?p=/../q", "/x/%2e%2ex/y", "/x/a;b/c", "/x/a..;/c", "/x/...;/c"}
 
 	// One relay whose upstream has a base path, and a router whose route
 	// strips its prefix in front of the same producer.
