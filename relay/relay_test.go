@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -611,18 +612,26 @@ func TestIdleProducerEndsWithRunError(t *testing.T) {
 // its end however long the whole run takes; a pause over it after that
 // still ends the run.
 func TestBusyProducerOutlivesTheIdleTimeout(t *testing.T) {
+	// The producer sends an event every 10 ms for three idle timeouts, then
+	// falls silent. Each event must reset the timer: every one sent reaches
+	// the consumer before the silence ends the run. The gaps are a
+	// twenty-fifth of the timeout, so a loaded machine does not stretch one
+	// past it.
+	const idle = 250 * time.Millisecond
+	var sent atomic.Int64
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		streamHeaders(w)
 		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
-		for range 12 { // 12 × 15 ms: three times the timeout
-			time.Sleep(15 * time.Millisecond)
+		for start := time.Now(); time.Since(start) < 3*idle; {
+			time.Sleep(10 * time.Millisecond)
 			sse(w, contentEvent)
+			sent.Add(1)
 		}
 		<-r.Context().Done()
-	}, func(r *Relay) { r.IdleTimeout = 60 * time.Millisecond })
+	}, func(r *Relay) { r.IdleTimeout = idle })
 	stream := readAll(t, h.post("/agent", minimalInput))
-	if n := strings.Count(stream, `"TEXT_MESSAGE_CONTENT"`); n != 12 {
-		t.Errorf("%d of 12 events before the idle timeout ended the run", n)
+	if n, want := strings.Count(stream, `"TEXT_MESSAGE_CONTENT"`), sent.Load(); int64(n) != want || want == 0 {
+		t.Errorf("%d of %d events before the idle timeout ended the run", n, want)
 	}
 	if ev := runErrorOf(t, stream); ev["code"] != CodeUpstreamIdleTimeout {
 		t.Errorf("RUN_ERROR %v", ev)
