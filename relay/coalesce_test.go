@@ -33,10 +33,10 @@ func (l *capturingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// rawProducer answers each request on its connection with answer(w),
-// written straight to the socket, so that the test decides what arrives
-// together.
-func rawProducer(t *testing.T, answer func(c net.Conn)) string {
+// acceptEach listens on a loopback port for as long as the test runs and
+// hands every connection to handle on a goroutine of its own, closing it when
+// handle returns. It returns the listener's http:// URL.
+func acceptEach(t *testing.T, handle func(c net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,19 +51,29 @@ func rawProducer(t *testing.T, answer func(c net.Conn)) string {
 			}
 			go func() {
 				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body) //nolint:errcheck
-					answer(c)
-				}
+				handle(c)
 			}()
 		}
 	}()
 	return "http://" + ln.Addr().String()
+}
+
+// rawProducer answers each request on its connection with answer(w),
+// written straight to the socket, so that the test decides what arrives
+// together.
+func rawProducer(t *testing.T, answer func(c net.Conn)) string {
+	t.Helper()
+	return acceptEach(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body) //nolint:errcheck
+			answer(c)
+		}
+	})
 }
 
 // coalescingRelay serves a relay in front of upstream and returns its

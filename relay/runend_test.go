@@ -19,38 +19,24 @@ import (
 func holdingProducer(t *testing.T, answer func(w io.Writer)) (url string, closed chan struct{}) {
 	t.Helper()
 	closed = make(chan struct{}, 8)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body) //nolint:errcheck
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-				done := make(chan struct{})
-				go func() { // the relay closing the connection is the end
-					io.Copy(io.Discard, br) //nolint:errcheck
-					close(done)
-				}()
-				answer(chunkWriter{c, done})
-				<-done
-				closed <- struct{}{}
-			}()
+	url = acceptEach(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
 		}
-	}()
-	return "http://" + ln.Addr().String(), closed
+		io.Copy(io.Discard, req.Body) //nolint:errcheck
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		done := make(chan struct{})
+		go func() { // the relay closing the connection is the end
+			io.Copy(io.Discard, br) //nolint:errcheck
+			close(done)
+		}()
+		answer(chunkWriter{c, done})
+		<-done
+		closed <- struct{}{}
+	})
+	return url, closed
 }
 
 // chunkWriter writes each Write as one HTTP/1.1 chunk; it fails once the

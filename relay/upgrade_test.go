@@ -22,39 +22,25 @@ import (
 func TestProducerSwitchingProtocolsIs502(t *testing.T) {
 	var mu sync.Mutex
 	var upgrades []string // the Upgrade header of each request the producer saw
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body) //nolint:errcheck
-				mu.Lock()
-				upgrades = append(upgrades, req.Header.Get("Upgrade"))
-				mu.Unlock()
-				if req.URL.Path == "/plain" {
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nplain")
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x-agent\r\nConnection: Upgrade\r\n\r\n"+
-					"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t1\",\"runId\":\"r1\"}\n\n")
-				io.Copy(io.Discard, c) //nolint:errcheck // hold the connection as an upgraded one would
-			}()
+	upstream := acceptEach(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
 		}
-	}()
+		io.Copy(io.Discard, req.Body) //nolint:errcheck
+		mu.Lock()
+		upgrades = append(upgrades, req.Header.Get("Upgrade"))
+		mu.Unlock()
+		if req.URL.Path == "/plain" {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nplain")
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x-agent\r\nConnection: Upgrade\r\n\r\n"+
+			"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t1\",\"runId\":\"r1\"}\n\n")
+		io.Copy(io.Discard, c) //nolint:errcheck // hold the connection as an upgraded one would
+	})
 	reports := make(chan *RunReport, 4)
-	addr, _ := rawRelay(t, "http://"+ln.Addr().String(), func(rep *RunReport) { c := *rep; reports <- &c })
+	addr, _ := rawRelay(t, upstream, func(rep *RunReport) { c := *rep; reports <- &c })
 
 	input := `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`
 	for name, raw := range map[string]string{
