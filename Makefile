@@ -34,7 +34,7 @@ browser-deps:
 	./browser/setup.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./relay/... ./translate/... ./rules/...
+	$(GO) test -run '^$$' -bench . -benchmem ./event/... ./relay/... ./translate/... ./rules/...
 
 build:
 	$(GO) build -o agui-relay .
@@ -50,8 +50,8 @@ soak:
 # finding (go.dev/issue/75804); a count (FUZZTIME=200000x) avoids it.
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./relay/
-	$(GO) test -run '^$$' -fuzz '^FuzzScannerFraming$$' -fuzztime $(FUZZTIME) ./relay/
+	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./event/
+	$(GO) test -run '^$$' -fuzz '^FuzzScannerFraming$$' -fuzztime $(FUZZTIME) ./event/
 	$(GO) test -run '^$$' -fuzz '^FuzzChunked$$' -fuzztime $(FUZZTIME) ./relay/
 	$(GO) test -run '^$$' -fuzz '^FuzzJudgeEvent$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzJudgeInput$$' -fuzztime $(FUZZTIME) ./rules/

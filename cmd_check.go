@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
 )
 
@@ -186,7 +186,7 @@ func (c *checker) stream(r io.Reader) error {
 	if jsonLines(br) {
 		err = eachLine(br, each)
 	} else {
-		sc := relay.NewScanner(br, 0)
+		sc := event.NewScanner(br, 0)
 		for {
 			f, e := sc.Next()
 			if e != nil {

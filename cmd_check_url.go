@@ -14,9 +14,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/load"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
 )
 
@@ -63,7 +63,7 @@ func liveRun(url string, o liveOptions, input []byte) ([]byte, load.Response, er
 
 // streamEvents returns the data of every frame of an SSE stream.
 func streamEvents(sse []byte) ([][]byte, error) {
-	sc := relay.NewScanner(bytes.NewReader(sse), 0)
+	sc := event.NewScanner(bytes.NewReader(sse), 0)
 	var evs [][]byte
 	for {
 		f, err := sc.Next()
@@ -148,7 +148,7 @@ func (r reading) String() string {
 func readAll(row consumerRow, sse []byte, events [][]byte, now time.Time) (direct, through reading, served bool, why string) {
 	direct, through = reading{ok: true}, reading{ok: true}
 	served = true
-	tr := &relay.Translator{Now: func() time.Time { return now }}
+	tr := &event.Translator{Now: func() time.Time { return now }}
 	for _, v := range row.releases {
 		tag := ""
 		if len(row.releases) > 1 {
@@ -163,13 +163,13 @@ func readAll(row consumerRow, sse []byte, events [][]byte, now time.Time) (direc
 		}
 		var out bytes.Buffer
 		st := tr.NewStream(v, negotiate.Version{}, &out)
-		sc := relay.NewScanner(bytes.NewReader(sse), 0)
+		sc := event.NewScanner(bytes.NewReader(sse), 0)
 		for {
 			f, err := sc.Next()
 			if err != nil {
 				break
 			}
-			if st.Frame(f) != nil {
+			if st.Frame(&f) != nil {
 				break
 			}
 		}

@@ -9,14 +9,14 @@ import (
 	"io"
 	"os"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/translate"
 )
 
 // runTranslate translates a recorded event stream (SSE data: frames, or one
 // JSON event per line) for a consumer of --to, through the same
-// relay.Translator and relay.Stream as the live relay, so a recording
+// event.Translator and event.Stream as the live relay, so a recording
 // translated offline and the same stream relayed live give the same bytes.
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("translate", stderr)
@@ -103,11 +103,11 @@ func translateEvents(in io.Reader, stdout, stderr io.Writer, consumer, producer 
 	} else {
 		in = br
 	}
-	tr := &relay.Translator{Observer: &translate.LineObserver{W: stderr}}
+	tr := &event.Translator{Observer: &translate.LineObserver{W: stderr}}
 	w := bufio.NewWriter(stdout)
 	st := tr.NewStream(consumer, producer, w)
 	st.ProducerPython = py
-	sc := relay.NewScanner(in, maxFrame)
+	sc := event.NewScanner(in, maxFrame)
 	for {
 		f, err := sc.Next()
 		if errors.Is(err, io.EOF) {
@@ -118,7 +118,7 @@ func translateEvents(in io.Reader, stdout, stderr io.Writer, consumer, producer 
 			w.Flush()
 			return fmt.Errorf("reading the stream: %w", err)
 		}
-		if err := st.Frame(f); err != nil {
+		if err := st.Frame(&f); err != nil {
 			st.Close()
 			return fmt.Errorf("writing: %w", err)
 		}

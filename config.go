@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
 )
@@ -375,7 +376,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 				ConnectTimeout: negativeIfZero(rc.connectTimeout), FirstByteTimeout: negativeIfZero(rc.firstByteTimeout),
 				MaxConns: rc.maxConns,
 			}),
-			Translator:      &relay.Translator{Observer: &relay.Observer{Log: rlog, Quiet: sh.quiet}},
+			Translator:      &event.Translator{Observer: &relay.Observer{Log: rlog, Quiet: sh.quiet}},
 			ConsumerVersion: rc.consumerVersion,
 			ProducerVersion: rc.producerVersion,
 			ProducerPython:  rc.producerPython,

@@ -19,8 +19,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/synth"
 )
@@ -220,7 +220,7 @@ func jsonText(s string) string {
 // play writes the recording's frames, flushing each, pace apart. It stops
 // when the consumer is gone (a write fails).
 func play(w *bufio.Writer, rec []byte, pace time.Duration) {
-	sc := relay.NewScanner(bytes.NewReader(rec), len(rec))
+	sc := event.NewScanner(bytes.NewReader(rec), len(rec))
 	events := 0
 	for {
 		f, err := sc.Next()
@@ -236,7 +236,7 @@ func play(w *bufio.Writer, rec []byte, pace time.Duration) {
 		if f.Canonical {
 			_, err = w.Write(f.Raw)
 		} else {
-			_, err = w.Write(relay.AppendFrame(nil, f.Fields, f.Data))
+			_, err = w.Write(event.AppendFrame(nil, f.Fields, f.Data))
 		}
 		if err != nil || w.Flush() != nil {
 			return

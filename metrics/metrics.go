@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
@@ -148,8 +149,8 @@ func (m *Metrics) Handler() fasthttp.RequestHandler {
 type routeMetrics struct {
 	name         string
 	active       prometheus.Gauge
-	events       [2][relay.NumEventLabels]prometheus.Counter
-	bytes        [2][relay.NumEventLabels]prometheus.Counter
+	events       [2][event.NumLabels]prometheus.Counter
+	bytes        [2][event.NumLabels]prometheus.Counter
 	firstEvent   prometheus.Observer
 	eventLatency *batchHistogram // exported by latencyCollector
 }
@@ -171,8 +172,8 @@ func (m *Metrics) route(name string) *routeMetrics {
 	}
 	for d := range rm.events {
 		for i := range rm.events[d] {
-			rm.events[d][i] = m.events.WithLabelValues(name, relay.EventLabel(i), directionLabels[d])
-			rm.bytes[d][i] = m.bytes.WithLabelValues(name, relay.EventLabel(i), directionLabels[d])
+			rm.events[d][i] = m.events.WithLabelValues(name, event.Label(i), directionLabels[d])
+			rm.bytes[d][i] = m.bytes.WithLabelValues(name, event.Label(i), directionLabels[d])
 		}
 	}
 	m.routes[name] = rm

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/relay/relaytest"
 	"github.com/agui-relay/agui-relay/rules"
@@ -382,7 +383,7 @@ func TestQuietWarningsStillCount(t *testing.T) {
 		relaytest.SSE(w, relaytest.ThinkingStream...)
 	}, func(r *relay.Relay) {
 		r.Tap = m.Tap
-		r.Translator = &relay.Translator{Observer: &relay.Observer{Log: zap.New(core), Quiet: true}}
+		r.Translator = &event.Translator{Observer: &relay.Observer{Log: zap.New(core), Quiet: true}}
 	})
 	relaytest.ReadAll(t, h.Post("/agent", relaytest.MinimalInput))
 	h.Report()

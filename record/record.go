@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
@@ -498,7 +499,7 @@ func redactValue(v gjson.Result, keep bool, ed *translate.Edits) {
 // with data are written as the relay writes them (data: lines, LF);
 // comments and other fields are kept.
 func RedactSSE(stream []byte) []byte {
-	sc := relay.NewScanner(bytes.NewReader(stream), len(stream)+16)
+	sc := event.NewScanner(bytes.NewReader(stream), len(stream)+16)
 	var out []byte
 	for {
 		f, err := sc.Next()
@@ -509,6 +510,6 @@ func RedactSSE(stream []byte) []byte {
 			out = append(out, f.Raw...)
 			continue
 		}
-		out = relay.AppendFrame(out, f.Fields, RedactJSON(f.Data))
+		out = event.AppendFrame(out, f.Fields, RedactJSON(f.Data))
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
@@ -53,14 +54,14 @@ func replay(t *testing.T, producer []byte, consumer, producerConfigured negotiat
 	t.Helper()
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
-	st := (&relay.Translator{}).NewStream(consumer, producerConfigured, w)
-	sc := relay.NewScanner(bytes.NewReader(producer), 0)
+	st := (&event.Translator{}).NewStream(consumer, producerConfigured, w)
+	sc := event.NewScanner(bytes.NewReader(producer), 0)
 	for {
 		f, err := sc.Next()
 		if err != nil {
 			break
 		}
-		if err := st.Frame(f); err != nil {
+		if err := st.Frame(&f); err != nil {
 			t.Fatal(err)
 		}
 	}

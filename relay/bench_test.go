@@ -1,10 +1,7 @@
 package relay
 
 import (
-	"bufio"
 	"bytes"
-	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +9,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -22,20 +20,20 @@ const contentEvent = `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-1","
 
 // canonicalFrame is event (one "data: ...\n\n" frame) as the scanner
 // gives it when it needs no normalising.
-func canonicalFrame(event string) Frame {
-	return Frame{Raw: []byte(event), Data: []byte(event[6 : len(event)-2]), Canonical: true}
+func canonicalFrame(ev string) *event.Frame {
+	return &event.Frame{Raw: []byte(ev), Data: []byte(ev[6 : len(ev)-2]), Canonical: true}
 }
 
 // frameAll passes the frames of sc through st until sc ends, at the end
 // of its input or on an error.
-func frameAll(tb testing.TB, sc *Scanner, st *Stream) {
+func frameAll(tb testing.TB, sc *event.Scanner, st *event.Stream) {
 	tb.Helper()
-	var f Frame
+	var f event.Frame
 	for {
-		if err := sc.next(&f); err != nil {
+		if err := sc.NextInto(&f); err != nil {
 			return
 		}
-		if err := st.frame(&f); err != nil {
+		if err := st.Frame(&f); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -49,76 +47,6 @@ func benchStream(n int, frame string) []byte {
 	}
 	b.WriteString(`data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}` + "\n\n")
 	return b.Bytes()
-}
-
-func BenchmarkScanner(b *testing.B) {
-	for _, tc := range []struct{ name, frame string }{
-		{"canonical", contentEvent},
-		{"crlf", strings.ReplaceAll(contentEvent, "\n", "\r\n")},
-	} {
-		in := benchStream(1000, tc.frame)
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(in)))
-			r := bytes.NewReader(in)
-			for b.Loop() {
-				r.Reset(in)
-				sc := NewScanner(r, 0)
-				for {
-					if _, err := sc.Next(); err != nil {
-						break
-					}
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkStreamPassThrough is the relay's per-event path without the
-// network: scan, decide, write.
-func BenchmarkStreamPassThrough(b *testing.B) {
-	in := benchStream(1000, contentEvent)
-	t := &Translator{}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	r := bytes.NewReader(in)
-	w := bufio.NewWriter(io.Discard)
-	for b.Loop() {
-		r.Reset(in)
-		st := t.NewStream(negotiate.Current, negotiate.Version{}, w)
-		sc := NewScanner(r, 0)
-		sc.BeforeRead = func() { w.Flush() }
-		frameAll(b, sc, st)
-		st.Close()
-	}
-}
-
-func TestStreamPassThroughWritesInputUnchanged(t *testing.T) {
-	in := benchStream(10, contentEvent)
-	out, st := replayStream(t, in, negotiate.Current, negotiate.Version{})
-	if !bytes.Equal(out, in) || st.Events != 12 || st.InRun || st.Terminal != "RUN_FINISHED" || st.Plan().Translate {
-		t.Fatalf("out %q, stream %+v", out, st)
-	}
-}
-
-func TestStreamFailWritesRunErrorWhenOwed(t *testing.T) {
-	var out bytes.Buffer
-	w := bufio.NewWriter(&out)
-	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Current, w)
-	if !st.Owed() {
-		t.Fatal("a stream with no run yet owes its consumer a terminal event")
-	}
-	st.Frame(canonicalFrame(contentEvent))
-	wrote, err := st.Fail("the producer's stream \"broke\"\n", "upstream_broken")
-	w.Flush()
-	want := contentEvent + `data: {"type":"RUN_ERROR","message":"agui-relay: the producer's stream \"broke\"\n","code":"upstream_broken"}` + "\n\n"
-	if !wrote || err != nil || out.String() != want || st.Terminal != "RUN_ERROR" {
-		t.Fatalf("wrote %v, %v:\n got %q\nwant %q", wrote, err, out.String(), want)
-	}
-	// After a terminal event nothing is owed.
-	if wrote, _ := st.Fail("again", "x"); wrote {
-		t.Error("a second RUN_ERROR was written")
-	}
 }
 
 func TestObserverLogsLossyTranslations(t *testing.T) {
@@ -153,59 +81,12 @@ func TestObserverLogsLossyTranslations(t *testing.T) {
 	}
 }
 
-// A legacy consumer's stream carries translation state across runs: a run
-// that starts after a RUN_ERROR is dropped for consumers older than 0.0.59,
-// which needs the stream's state on every run.
-func TestStreamCarriesStateAcrossRuns(t *testing.T) {
-	in := `data: {"type":"RUN_STARTED","threadId":"t","runId":"r1","protocolVersion":"1.0"}` + "\n\n" +
-		`data: {"type":"RUN_ERROR","message":"boom"}` + "\n\n" +
-		`data: {"type":"RUN_STARTED","threadId":"t","runId":"r2","protocolVersion":"1.0"}` + "\n\n" +
-		`data: {"type":"RUN_FINISHED","threadId":"t","runId":"r2"}` + "\n\n"
-	out := string(replay(t, []byte(in), negotiate.MustParse("0.0.58"), negotiate.Version{}))
-	if strings.Contains(out, `"r2"`) || !strings.Contains(out, "RUN_ERROR") {
-		t.Fatalf("stream for 0.0.58: %q", out)
-	}
-}
-
-// BenchmarkStreamTranslated is BenchmarkStreamPassThrough for a run the
-// relay translates: a 1.0 stream for a 0.0.45 consumer, and a stream that
-// declares nothing (a legacy producer) for a 1.0 consumer. Content events
-// no step wants should cost about what they cost untranslated.
-func BenchmarkStreamTranslated(b *testing.B) {
-	legacy := bytes.Replace(benchStream(1000, contentEvent), []byte(`,"protocolVersion":"1.0"`), nil, 1)
-	for _, tc := range []struct {
-		name     string
-		consumer negotiate.Version
-		in       []byte
-	}{
-		{"1.0-to-0.0.45", negotiate.MustParse("0.0.45"), benchStream(1000, contentEvent)},
-		{"legacy-to-1.0", negotiate.Current, legacy},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			t := &Translator{}
-			b.ReportAllocs()
-			b.SetBytes(int64(len(tc.in)))
-			r := bytes.NewReader(tc.in)
-			w := bufio.NewWriter(io.Discard)
-			for b.Loop() {
-				r.Reset(tc.in)
-				st := t.NewStream(tc.consumer, negotiate.Version{}, w)
-				frameAll(b, NewScanner(r, 0), st)
-				if !st.Plan().Translate {
-					b.Fatal("the run was not translated")
-				}
-				st.Close()
-			}
-		})
-	}
-}
-
 // BenchmarkPumpPassThrough is BenchmarkStreamPassThrough with the writer a
 // stream really has: the consumer's chunked writer, flushed whenever the
 // scanner is about to read.
 func BenchmarkPumpPassThrough(b *testing.B) {
 	in := benchStream(1000, contentEvent)
-	t := &Translator{}
+	t := &event.Translator{}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	r := bytes.NewReader(in)
@@ -215,7 +96,7 @@ func BenchmarkPumpPassThrough(b *testing.B) {
 		c.wrote.Reset()
 		cw := newConsumerWriter(c, true, time.Minute)
 		st := t.NewStream(negotiate.Current, negotiate.Version{}, cw)
-		sc := NewScanner(r, 0)
+		sc := event.NewScanner(r, 0)
 		sc.BeforeRead = func() { cw.Flush() }
 		frameAll(b, sc, st)
 		if err := cw.End(); err != nil {

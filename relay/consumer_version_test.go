@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -98,7 +99,7 @@ func TestConsumerVersionIsLearnt(t *testing.T) {
 // included, arrives byte for byte, and the lossy step warns.
 func TestUndeclaredConsumerInputIsUpgraded(t *testing.T) {
 	got := make(chan string, 1)
-	h := newHarness(t, bodiesTo(got), func(r *Relay) { r.Translator = &Translator{Observer: &Observer{Log: r.Log}} })
+	h := newHarness(t, bodiesTo(got), func(r *Relay) { r.Translator = &event.Translator{Observer: &Observer{Log: r.Log}} })
 	const props = `{"n":null,"k":[1,"\u00e9",null] }`
 	in := `{"threadId":"t1","runId":"r1","state":null,"messages":[{"id":"u1","role":"user","content":[` +
 		`{"type":"binary","mimeType":"image/png","url":"https://example.test/a.png"},` +

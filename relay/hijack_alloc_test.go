@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -34,7 +35,7 @@ func TestPassThroughToConnectionDoesNotAllocate(t *testing.T) {
 }
 
 func passThroughDoesNotAllocate(t *testing.T, cw *consumerWriter, reset func()) {
-	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, cw)
+	st := (&event.Translator{}).NewStream(negotiate.Current, negotiate.Version{}, cw)
 	startRun(t, st)
 	f := canonicalFrame(contentEvent)
 	if n := testing.AllocsPerRun(1000, func() {
@@ -47,5 +48,13 @@ func passThroughDoesNotAllocate(t *testing.T, cw *consumerWriter, reset func()) 
 		reset()
 	}); n != 0 {
 		t.Fatalf("%v allocations per event", n)
+	}
+}
+
+// startRun passes a canonical RUN_STARTED through st, as a stream begins.
+func startRun(t *testing.T, st *event.Stream) {
+	t.Helper()
+	if err := st.Frame(canonicalFrame(`data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n")); err != nil {
+		t.Fatal(err)
 	}
 }

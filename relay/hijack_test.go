@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -389,54 +388,6 @@ func TestConsumerWriterArmsDeadlineSparingly(t *testing.T) {
 	w.Flush()
 	if time.Until(c.deadline) < 59*time.Minute || c.wrote.String() != "abc" {
 		t.Errorf("deadline %v, wrote %q", c.deadline, c.wrote.String())
-	}
-}
-
-// writesReader returns its chunks one per Read, as a producer's socket does
-// with its writes.
-type writesReader struct{ chunks []string }
-
-func (r *writesReader) Read(p []byte) (int, error) {
-	if len(r.chunks) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, r.chunks[0])
-	if n == len(r.chunks[0]) {
-		r.chunks = r.chunks[1:]
-	} else {
-		r.chunks[0] = r.chunks[0][n:]
-	}
-	return n, nil
-}
-
-// The scanner starts small, grows while reads fill it (a burst) and for a
-// large frame, and shrinks back once reads stay small; frames are the same
-// whatever its size.
-func TestScannerBufferGrowsAndShrinks(t *testing.T) {
-	burst := strings.Repeat(contentEvent, 2000) // ~230 KiB in one go
-	large := "data: {\"type\":\"CUSTOM\",\"value\":\"" + strings.Repeat("v", 100<<10) + "\"}\n\n"
-	var chunks []string
-	chunks = append(chunks, burst, large)
-	for range smallReadsToShrink + 2 {
-		chunks = append(chunks, contentEvent)
-	}
-	sc := NewScanner(&writesReader{chunks: slices.Clone(chunks)}, 0)
-	if len(sc.buf) != baseSize {
-		t.Fatalf("starts at %d bytes", len(sc.buf))
-	}
-	var sizes []int
-	got := rawFrames(t, sc, func() { sizes = append(sizes, len(sc.buf)) })
-	if got != strings.Join(chunks, "") {
-		t.Fatal("frames differ from the input")
-	}
-	if sizes[1500] != burstSize {
-		t.Errorf("during the burst the buffer is %d bytes, want %d", sizes[1500], burstSize)
-	}
-	if sizes[2000] < len(large) {
-		t.Errorf("the large frame was returned from a %d-byte buffer", sizes[2000])
-	}
-	if last := sizes[len(sizes)-1]; last != baseSize {
-		t.Errorf("after small reads the buffer is %d bytes, want %d", last, baseSize)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -38,8 +39,8 @@ type relayedStream struct {
 	resp *fasthttp.Response
 	rep  *RunReport
 
-	st  *Stream
-	sc  *Scanner
+	st  *event.Stream
+	sc  *event.Scanner
 	tap RunTap
 	sb  *streamBody // the body, when it can be polled (and so parked)
 
@@ -104,12 +105,12 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 			r.log.Warn(warning, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
 		}
 	}
-	p.sc = newIdleScanner(src, r.MaxFrame)
+	p.sc = event.NewIdleScanner(src, r.MaxFrame)
 	p.sc.BeforeRead = p.beforeRead
 	p.frames = p.nextFrames
 	if sb, ok := ub.body.(*streamBody); ok && sb.raw != nil {
 		p.sb = sb
-		p.sc.polled = true
+		p.sc.Polled = true
 		wake := p.wake
 		sb.onClose.Store(&wake)
 	}
@@ -133,17 +134,17 @@ func (p *relayedStream) beforeRead() {
 // nextFrames relays frames until the producer has nothing more for now
 // (false: wait for it) or the stream is over (true).
 func (p *relayedStream) nextFrames() bool {
-	var f Frame
+	var f event.Frame
 	for p.werr == nil {
-		err := p.sc.next(&f)
-		if err == errWouldBlock {
+		err := p.sc.NextInto(&f)
+		if err == event.ErrWouldBlock {
 			return !p.armParking()
 		}
 		if err != nil {
 			p.rerr = err
 			return true
 		}
-		p.werr = p.st.frame(&f)
+		p.werr = p.st.Frame(&f)
 		if p.st.Terminal != "" && !p.ended {
 			p.checkEnd()
 		}
@@ -293,8 +294,8 @@ func (p *relayedStream) finish() (kept bool) {
 		}
 	default:
 		if abort == nil {
-			if errors.Is(rerr, ErrFrameTooLarge) {
-				abort = &abortError{CodeFrameTooLarge, fmt.Sprintf("the producer sent an event larger than %d bytes (--max-frame)", p.sc.max)}
+			if errors.Is(rerr, event.ErrFrameTooLarge) {
+				abort = &abortError{CodeFrameTooLarge, fmt.Sprintf("the producer sent an event larger than %d bytes (--max-frame)", p.sc.MaxFrame())}
 			} else {
 				abort = &abortError{CodeUpstreamBroken, "the producer's stream broke"}
 			}
@@ -351,14 +352,14 @@ func (p *relayedStream) finish() (kept bool) {
 	return keep
 }
 
-// newCounts returns zeroed EventCounts, from those of ended runs when it
+// newCounts returns zeroed event.Counts, from those of ended runs when it
 // can.
-func (r *Relay) newCounts() *EventCounts {
-	if c, ok := r.counts.Get().(*EventCounts); ok {
-		*c = EventCounts{}
+func (r *Relay) newCounts() *event.Counts {
+	if c, ok := r.counts.Get().(*event.Counts); ok {
+		*c = event.Counts{}
 		return c
 	}
-	return &EventCounts{}
+	return &event.Counts{}
 }
 
 // releaseCounts takes a reported run's counts back for newCounts.

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -63,7 +64,7 @@ type Relay struct {
 	Client Doer
 	// Translator shapes event streams; nil means a Translator over the
 	// whole registry, with no observer.
-	Translator *Translator
+	Translator *event.Translator
 	// ConsumerVersion is what consumers that do not declare protocolVersion
 	// read. Zero is auto: such a consumer predates the field and reads as
 	// negotiate.NewestBeforeField (0.0.59); 1.0 reads it as current. A
@@ -132,9 +133,9 @@ type Relay struct {
 	memory     *memoryReleaser                 // counts streams with a goroutine; nil: the process's (processPoller.memory)
 	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
 	client     Doer
-	translator *Translator
+	translator *event.Translator
 	log        *zap.Logger
-	// counts holds the EventCounts of ended runs for the next (1.2 KiB a
+	// counts holds the event.Counts of ended runs for the next (1.2 KiB a
 	// tapped run; the report that carries them is borrowed by its taps
 	// and OnRun, so they come back once it has been reported).
 	counts sync.Pool
@@ -187,7 +188,7 @@ type RunReport struct {
 	// Counts are the events and bytes by type and direction, kept when the
 	// run is tapped and streamed; nil otherwise. They are borrowed as the
 	// report is: the relay takes them back once End and OnRun returned.
-	Counts *EventCounts
+	Counts *event.Counts
 	// Start and Duration time the run from the request.
 	Start    time.Time
 	Duration time.Duration
@@ -204,7 +205,7 @@ func (r *Relay) init() {
 	}
 	r.translator = r.Translator
 	if r.translator == nil {
-		r.translator = &Translator{}
+		r.translator = &event.Translator{}
 	}
 	r.log = r.Log
 	if r.log == nil {
@@ -312,7 +313,7 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap
 	}
 	// The input chain runs even when the versions match: activity messages
 	// never reach the producer. An input without them stays body itself.
-	out, run := translate.TranslateInputWith(r.translator.InputSteps(), plan, body, observerFor(r.translator.Observer, tap))
+	out, run := translate.TranslateInputWith(r.translator.InputSteps(), plan, body, event.ObserverFor(r.translator.Observer, tap))
 	run.Finish()
 	return out, nil
 }

@@ -117,37 +117,6 @@ func (m multiTap) End(rep *RunReport) {
 	}
 }
 
-// tapObserver is the observer of one run's translations when the run is
-// tapped: it reports to the shared observer (counts, warnings) and to the
-// tap.
-type tapObserver struct {
-	shared translate.Observer
-	tap    RunTap
-}
-
-func (o *tapObserver) Translated(step *translate.Step, shape string, from, to negotiate.Version) {
-	if o.shared != nil {
-		o.shared.Translated(step, shape, from, to)
-	}
-	o.tap.Translated(step, shape, from, to)
-}
-
-func (o *tapObserver) Warn(run *translate.Run, w translate.Warning) {
-	if o.shared != nil {
-		o.shared.Warn(run, w)
-	}
-	o.tap.Warned(w)
-}
-
-// observerFor returns the observer of a run's translations: shared, or
-// shared and tap when the run is tapped.
-func observerFor(shared translate.Observer, tap RunTap) translate.Observer {
-	if tap == nil {
-		return shared
-	}
-	return &tapObserver{shared: shared, tap: tap}
-}
-
 // tapReader shows the tap every chunk read from the producer.
 type tapReader struct {
 	r   io.Reader

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/valyala/fasthttp"
 )
 
@@ -157,7 +158,7 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 // read to its end, else closed.
 //
 // In polled mode (pollRead) reads happen inside a RawConn callback and
-// never block: a read that would returns errWouldBlock, and so does the
+// never block: a read that would returns event.ErrWouldBlock, and so does the
 // read after one that came back short, since the socket was drained then,
 // without asking the kernel (the runtime's poller, edge-triggered, will
 // report new data). That saves the read per event that only finds nothing.
@@ -188,9 +189,6 @@ const (
 	bodyInterrupted // closed during a read: the reader releases
 	bodyReleased
 )
-
-// errWouldBlock is a polled read's answer when nothing has arrived.
-var errWouldBlock = errors.New("would block")
 
 var errBodyClosed = errors.New("the producer's answer was closed")
 
@@ -234,11 +232,11 @@ func (b *streamBody) read(p []byte) (int, error) {
 		case b.fd >= 0:
 			if b.drained {
 				b.drained = false
-				return 0, errWouldBlock
+				return 0, event.ErrWouldBlock
 			}
 			n, err = readFD(b.fd, p)
 			if err == syscall.EAGAIN {
-				return 0, errWouldBlock
+				return 0, event.ErrWouldBlock
 			}
 			if n == 0 && err == nil {
 				err = io.EOF // read(2)'s end of the stream

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/event"
 )
 
 const finishedRun = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n" +
@@ -146,7 +148,7 @@ func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
 			for {
 				n, err := b.Read(buf)
 				switch {
-				case err == errWouldBlock:
+				case err == event.ErrWouldBlock:
 					wouldBlock++
 					return false
 				case err != nil:
@@ -273,7 +275,7 @@ func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
 		got := ""
 		_, err := b.pollRead(func() bool {
 			n, err := b.Read(buf)
-			if err == errWouldBlock {
+			if err == event.ErrWouldBlock {
 				return false
 			}
 			got = string(buf[:n])

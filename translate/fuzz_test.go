@@ -13,8 +13,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -68,7 +68,7 @@ func seedFiles(f *testing.F, section string, dirs ...string) [][]byte {
 	return seeds
 }
 
-// FuzzEventTranslation runs any byte stream through relay.Stream, as the
+// FuzzEventTranslation runs any byte stream through event.Stream, as the
 // live relay does, for any pair of versions. Properties: no panic; a
 // stream no run of which is translated comes out as it went in (re-framed
 // only where the framing was not canonical); no id the producer did not
@@ -213,11 +213,11 @@ func refusal(consumer negotiate.Version, src, ev []byte) bool {
 // passThrough is what the relay writes for a stream it does not translate:
 // every frame as it came when its framing is canonical, re-framed
 // otherwise, comments and fields included; a byte-order mark of its own
-// first when the output would begin with U+FEFF (relay.Stream), which the
+// first when the output would begin with U+FEFF (event.Stream), which the
 // consumer strips instead of the first frame's.
 func passThrough(t *testing.T, stream []byte) []byte {
 	var out []byte
-	sc := relay.NewScanner(bytes.NewReader(stream), 0)
+	sc := event.NewScanner(bytes.NewReader(stream), 0)
 	for {
 		f, err := sc.Next()
 		if errors.Is(err, io.EOF) {
@@ -231,7 +231,7 @@ func passThrough(t *testing.T, stream []byte) []byte {
 		case f.Canonical:
 			frame = f.Raw
 		case f.HasData():
-			frame = relay.AppendFrame(nil, f.Fields, f.Data)
+			frame = event.AppendFrame(nil, f.Fields, f.Data)
 		default:
 			frame = append(bytes.Clone(f.Fields), '\n')
 		}

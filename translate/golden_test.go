@@ -17,8 +17,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/translate"
 )
 
@@ -110,19 +110,19 @@ type relayed struct {
 	warnings []string
 }
 
-// relayStream runs input through relay.Stream exactly as the live relay
+// relayStream runs input through event.Stream exactly as the live relay
 // does, frame by frame, attributing what comes out to the frame that caused
 // it.
 func relayStream(t *testing.T, input []byte, consumer, producer negotiate.Version) relayed {
 	t.Helper()
 	var res relayed
 	obs := &collector{}
-	tr := &relay.Translator{Observer: obs}
+	tr := &event.Translator{Observer: obs}
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
 	st := tr.NewStream(consumer, producer, w)
 	st.OnPlan = func(p negotiate.Plan) { res.plans = append(res.plans, p) }
-	sc := relay.NewScanner(bytes.NewReader(input), 0)
+	sc := event.NewScanner(bytes.NewReader(input), 0)
 	for {
 		f, err := sc.Next()
 		if errors.Is(err, io.EOF) {
@@ -136,7 +136,7 @@ func relayStream(t *testing.T, input []byte, consumer, producer negotiate.Versio
 			data = bytes.Clone(f.Data)
 		}
 		before := buf.Len() + w.Buffered()
-		if err := st.Frame(f); err != nil {
+		if err := st.Frame(&f); err != nil {
 			t.Fatalf("frame: %v", err)
 		}
 		w.Flush()
@@ -153,7 +153,7 @@ func relayStream(t *testing.T, input []byte, consumer, producer negotiate.Versio
 // eventsOf splits emitted SSE into the events' data.
 func eventsOf(t *testing.T, b []byte) [][]byte {
 	var evs [][]byte
-	sc := relay.NewScanner(bytes.NewReader(b), 0)
+	sc := event.NewScanner(bytes.NewReader(b), 0)
 	for {
 		f, err := sc.Next()
 		if errors.Is(err, io.EOF) {
@@ -300,7 +300,7 @@ func joinInput(res relayed) string {
 	var b []byte
 	for _, d := range res.inputs {
 		if d != nil {
-			b = relay.AppendFrame(b, nil, d)
+			b = event.AppendFrame(b, nil, d)
 		}
 	}
 	return string(b)

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/agui-relay/agui-relay/bench/naive"
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 
 	"github.com/agui-relay/agui-relay/load"
 	"github.com/agui-relay/agui-relay/synth"
@@ -50,8 +50,8 @@ func consumer(t testing.TB, s string) negotiate.Version {
 	return v
 }
 
-func shapeRelay(t testing.TB, tr *relay.Translator, c negotiate.Version, in []byte, w *bufio.Writer) {
-	sc := relay.NewScanner(bytes.NewReader(in), 0)
+func shapeRelay(t testing.TB, tr *event.Translator, c negotiate.Version, in []byte, w *bufio.Writer) {
+	sc := event.NewScanner(bytes.NewReader(in), 0)
 	st := tr.NewStream(c, negotiate.Version{}, w)
 	for {
 		f, err := sc.Next()
@@ -61,7 +61,7 @@ func shapeRelay(t testing.TB, tr *relay.Translator, c negotiate.Version, in []by
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Frame(f); err != nil {
+		if err := st.Frame(&f); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestShapesKeepTheStamps(t *testing.T) {
 	for _, c := range shapeCases {
 		in, plan := recording(c.dialect, 1000)
 		for name, shape := range map[string]func(*bufio.Writer){
-			"agui-relay": func(w *bufio.Writer) { shapeRelay(t, &relay.Translator{}, consumer(t, c.consumer), in, w) },
+			"agui-relay": func(w *bufio.Writer) { shapeRelay(t, &event.Translator{}, consumer(t, c.consumer), in, w) },
 			"naive":      func(w *bufio.Writer) { shapeNaive(t, c.mode, in, w) },
 		} {
 			var out bytes.Buffer
@@ -110,7 +110,7 @@ func BenchmarkShape(b *testing.B) {
 		events := float64(len(plan.Kinds))
 		w := bufio.NewWriterSize(io.Discard, 32<<10)
 		b.Run(c.name+"/agui-relay", func(b *testing.B) {
-			tr := &relay.Translator{}
+			tr := &event.Translator{}
 			v := consumer(b, c.consumer)
 			b.SetBytes(int64(len(in)))
 			b.ReportAllocs()

@@ -1,4 +1,4 @@
-package relay
+package event
 
 import (
 	"sort"
@@ -21,9 +21,9 @@ func TestEventLabels(t *testing.T) {
 	}
 	var got []string
 	for i := range numKnownEventTypes {
-		got = append(got, EventLabel(i))
-		if eventIndex([]byte(EventLabel(i))) != i {
-			t.Errorf("%s: index %d, want %d", EventLabel(i), eventIndex([]byte(EventLabel(i))), i)
+		got = append(got, Label(i))
+		if eventIndex([]byte(Label(i))) != i {
+			t.Errorf("%s: index %d, want %d", Label(i), eventIndex([]byte(Label(i))), i)
 		}
 	}
 	sort.Strings(want)
@@ -36,7 +36,7 @@ func TestEventLabels(t *testing.T) {
 			t.Errorf("%q: %d, want %d", typ, eventIndex([]byte(typ)), i)
 		}
 	}
-	if eventIndex(nil) != evInvalid || EventLabel(evOther) != "other" || EventLabel(evInvalid) != "invalid" || EventLabel(evComment) != "comment" {
+	if eventIndex(nil) != evInvalid || Label(evOther) != "other" || Label(evInvalid) != "invalid" || Label(evComment) != "comment" {
 		t.Error("the extra labels")
 	}
 }

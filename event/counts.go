@@ -1,4 +1,4 @@
-package relay
+package event
 
 // Label values of the events direction.
 const (
@@ -6,40 +6,40 @@ const (
 	ToConsumer   = 1 // events and bytes written to the consumer
 )
 
-// Event type labels: the index of a type in a run's EventCounts.
+// Event type labels: the index of a type in a run's Counts.
 const (
 	numKnownEventTypes = 36
 	evOther            = numKnownEventTypes     // a type that is not below
 	evInvalid          = numKnownEventTypes + 1 // a data frame without a string type
 	evComment          = numKnownEventTypes + 2 // a frame without data
-	// NumEventLabels is the number of event type labels.
-	NumEventLabels = numKnownEventTypes + 3
+	// NumLabels is the number of event type labels.
+	NumLabels = numKnownEventTypes + 3
 )
 
-// EventLabel returns the label of an event type index.
-func EventLabel(i int) string { return eventLabels[i] }
+// Label returns the label of an event type index.
+func Label(i int) string { return eventLabels[i] }
 
-// EventCount is what a run relayed of one event type in one direction.
-type EventCount struct{ Events, Bytes int }
+// Count is what a run relayed of one event type in one direction.
+type Count struct{ Events, Bytes int }
 
-// EventCounts are a run's events and bytes by direction (FromProducer,
-// ToConsumer) and event type index (see EventLabel), kept by the Stream
-// when its Counts is set.
-type EventCounts struct {
-	By [2][NumEventLabels]EventCount
+// Counts are a run's events and bytes by direction (FromProducer,
+// ToConsumer) and event type index (see Label), kept by the Stream when
+// its Counts is set.
+type Counts struct {
+	By [2][NumLabels]Count
 }
 
 // Malformed counts the data frames read from the producer without a string
 // type.
-func (c *EventCounts) Malformed() int { return c.By[FromProducer][evInvalid].Events }
+func (c *Counts) Malformed() int { return c.By[FromProducer][evInvalid].Events }
 
 // Unrecognised counts the events read from the producer of a type no
 // version describes.
-func (c *EventCounts) Unrecognised() int { return c.By[FromProducer][evOther].Events }
+func (c *Counts) Unrecognised() int { return c.By[FromProducer][evOther].Events }
 
 // add counts one event of label index ti (eventIndex, or evComment), n
 // bytes, in direction dir.
-func (c *EventCounts) add(dir, ti, n int) {
+func (c *Counts) add(dir, ti, n int) {
 	e := &c.By[dir][ti]
 	e.Events++
 	e.Bytes += n
@@ -47,7 +47,7 @@ func (c *EventCounts) add(dir, ti, n int) {
 
 // eventLabels are the event type label values, by index: the 31 event
 // types of 1.0, the five THINKING_* types, then other, invalid, comment.
-var eventLabels = [NumEventLabels]string{
+var eventLabels = [NumLabels]string{
 	"ACTIVITY_DELTA",
 	"ACTIVITY_SNAPSHOT",
 	"CUSTOM",

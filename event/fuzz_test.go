@@ -1,4 +1,4 @@
-package relay
+package event
 
 import (
 	"bytes"
@@ -6,11 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // FuzzScannerFraming splits any byte stream into SSE frames (issue #7),
-// with a frame limit; FuzzScanner in sse_test.go checks the frames against
+// with a frame limit; FuzzScanner in scanner_test.go checks the frames against
 // a reference parser. Properties: no panic and no hang (the reader ends,
 // the scanner ends); the frames, and where a frame over the limit stops
 // the stream, do not depend on how the stream was cut into reads; a frame
@@ -19,7 +20,7 @@ import (
 // frames scans back to the same frames, all canonical; and no frame is
 // larger than the limit. Seeds: the repository's recorded streams. To fuzz:
 //
-//	go test -run '^$' -fuzz FuzzScannerFraming -fuzztime 60s ./relay/
+//	go test -run '^$' -fuzz FuzzScannerFraming -fuzztime 60s ./event/
 func FuzzScannerFraming(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "streams", "*.sse"))
 	for _, file := range files {
@@ -124,3 +125,17 @@ func (p *pieces) Read(b []byte) (int, error) {
 	p.b = p.b[k:]
 	return k, nil
 }
+
+// unusual is a stream with unusual but valid content, in canonical framing.
+var unusual = strings.Join([]string{
+	": keep-alive comment before anything\n\n",
+	`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n",
+	`data: {"type":"TEXT_MESSAGE_START","messageId":"m\u00e9","role":"assistant","zzUnknown":{"deep":[1,2,{"x":null}]}}` + "\n\n",
+	`data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m\u00e9","delta":"\ud83d\ude00 and 😀 and \u0000 and \\\" and 𝄞"}` + "\n\n",
+	": ping\n\n",
+	`data: {"type":"CUSTOM","name":"n","value":123456789012345678901234567890.5e-300,"big":-98765432109876543210}` + "\n\n",
+	`data: {"type":"FROM_THE_FUTURE","anything":{"goes":true},"timestamp":1e400}` + "\n\n",
+	"event: message\nid: 42\ndata: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\\u00e9\"}\n\n",
+	`data: {  "type" : "STATE_SNAPSHOT" , "snapshot" : { "k" : [ ] } }` + "\n\n",
+	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n",
+}, "")

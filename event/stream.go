@@ -1,4 +1,4 @@
-package relay
+package event
 
 import (
 	"io"
@@ -141,11 +141,11 @@ type Stream struct {
 	// OnPlan, when set, is called with each run's plan (for logs).
 	OnPlan func(negotiate.Plan)
 	// Tap, when set, sees every byte written and every translation of the
-	// stream (RunTap.Wrote, Translated, Warned).
-	Tap RunTap
+	// stream.
+	Tap Tap
 	// Counts, when set, counts the events and bytes read and written by
 	// event type.
-	Counts *EventCounts
+	Counts *Counts
 	// ProducerPython, when set, names the producer by its Python SDK
 	// release (the producer configured is then its PyProfile.Events): its
 	// runs are always translated (see negotiate.Peer.Python).
@@ -157,18 +157,20 @@ type Stream struct {
 
 // NewStream starts shaping a stream for a consumer reading consumer, from a
 // producer configured as producerConfigured (zero: learnt per run). Output
-// goes to w, which must copy what it keeps of each Write (the bytes are the
-// scanner's or the chain's: a bufio.Writer does, the relay's consumerWriter
-// too); the caller flushes.
+// goes to w, the stream's sink, which must copy what it keeps of each Write
+// (the bytes are the scanner's or the chain's: a bufio.Writer does, the
+// relay's consumer writer too); the caller flushes. A sink that also has
+// WriteBorrowed(p []byte) error is given the frames passed through without
+// a copy (see Frame).
 func (t *Translator) NewStream(consumer, producerConfigured negotiate.Version, w io.Writer) *Stream {
 	bw, _ := w.(borrower)
 	return &Stream{t: t, consumer: consumer, producer: producerConfigured, w: w, bw: bw}
 }
 
-// borrower is a writer that can take bytes without copying them, when the
-// caller leaves them unchanged until its next flush (consumerWriter: the
-// relay flushes before the scanner's buffer changes). Frame gives it the
-// frames it passes through as they came.
+// borrower is a sink that can take bytes without copying them, when the
+// caller leaves them unchanged until its next flush (the relay's consumer
+// writer: the relay flushes before the scanner's buffer changes). Frame
+// gives it the frames it passes through as they came.
 type borrower interface {
 	WriteBorrowed(p []byte) error
 }
@@ -176,15 +178,11 @@ type borrower interface {
 // Plan returns the decision for the current run.
 func (s *Stream) Plan() negotiate.Plan { return s.plan }
 
-// Frame handles one frame. The frame is borrowed: a frame that passes
+// Frame handles one frame, which the caller keeps (on its stack: see
+// Scanner.NextInto). The frame's bytes are borrowed: a frame that passes
 // through as it came may be written from its own bytes by the writer's next
 // flush (a borrower's), so they must stay unchanged until then.
-func (s *Stream) Frame(f Frame) error {
-	return s.frame(&f)
-}
-
-// frame is Frame for a frame the caller keeps (see Scanner.next).
-func (s *Stream) frame(f *Frame) error {
+func (s *Stream) Frame(f *Frame) error {
 	if !f.HasData() {
 		out := f.Raw
 		if !f.Canonical {
@@ -286,7 +284,7 @@ func (s *Stream) decide(peer negotiate.Peer) {
 	}
 	from := s.plan.Producer
 	if s.obs == nil {
-		s.obs = observerFor(s.t.Observer, s.Tap)
+		s.obs = ObserverFor(s.t.Observer, s.Tap)
 	}
 	run := translate.NewRun(translate.Events, from, s.consumer, s.obs)
 	run.Stream = &s.state
@@ -332,7 +330,7 @@ func (s *Stream) Fail(cause, code string) (bool, error) {
 	raw := AppendFrame(nil, nil, ev)
 	s.own = true
 	defer func() { s.own = false }()
-	return true, s.Frame(Frame{Raw: raw, Data: raw[len("data: ") : len(raw)-2], Canonical: true})
+	return true, s.Frame(&Frame{Raw: raw, Data: raw[len("data: ") : len(raw)-2], Canonical: true})
 }
 
 func (s *Stream) emit(ev []byte) {

@@ -1,4 +1,4 @@
-package relay
+package event
 
 import (
 	"bytes"
@@ -11,6 +11,11 @@ import (
 // ErrFrameTooLarge is returned by Scanner.Next when a frame grows past the
 // scanner's limit. The frame is refused, not buffered without end.
 var ErrFrameTooLarge = errors.New("relay: event frame exceeds the size limit")
+
+// ErrWouldBlock is a polled reader's answer when nothing has arrived (see
+// Scanner.Polled); Next returns it, having lost nothing, and is called
+// again once the reader has input.
+var ErrWouldBlock = errors.New("would block")
 
 // Frame is one server-sent-events frame: the lines up to a blank line.
 //
@@ -73,7 +78,7 @@ type Scanner struct {
 	grow       bool // the last read filled all the room it was given
 	smallReads int  // reads in a row that filled under a quarter of the buffer
 
-	// A scanner made by newIdleScanner holds no buffer while it waits for
+	// A scanner made by NewIdleScanner holds no buffer while it waits for
 	// input with nothing buffered: its base-size buffer goes back to
 	// scanPool and it waits in a one-byte read. pooled points at the
 	// buffer when it came from a pool (scanPool, burstPools).
@@ -81,10 +86,12 @@ type Scanner struct {
 	pooled      *[]byte
 	one         [1]byte
 
-	// polled: reads never block but return errWouldBlock (streamBody in
-	// polled mode), so waiting costs no read: the base buffer is taken for
-	// each read and goes back to the pool when the read finds nothing.
-	polled bool
+	// Polled, when set, says the reader never blocks but returns
+	// ErrWouldBlock when nothing has arrived (the relay's polled producer
+	// body), so waiting costs no read: the base buffer is taken for each
+	// read and goes back to the pool when the read finds nothing. Set it
+	// before the first Next.
+	Polled bool
 
 	// BeforeRead, when set, is called before every read from the underlying
 	// reader, that is whenever the scanner has no complete frame buffered and
@@ -169,10 +176,10 @@ func putBuf(pooled *[]byte) {
 	}
 }
 
-// newIdleScanner is NewScanner for a stream that may stay quiet for long:
+// NewIdleScanner is NewScanner for a stream that may stay quiet for long:
 // while it waits for input with nothing buffered it holds no buffer of its
 // own (see fillIdle). It allocates none until the first byte arrives.
-func newIdleScanner(r io.Reader, maxFrame int) *Scanner {
+func NewIdleScanner(r io.Reader, maxFrame int) *Scanner {
 	if maxFrame <= 0 {
 		maxFrame = 10 << 20
 	}
@@ -181,6 +188,9 @@ func newIdleScanner(r io.Reader, maxFrame int) *Scanner {
 	}
 	return &Scanner{r: r, max: maxFrame, base: baseSize, releaseIdle: true, cr: -1}
 }
+
+// MaxFrame returns the scanner's frame size limit (see NewScanner).
+func (s *Scanner) MaxFrame() int { return s.max }
 
 // Buffered returns how many received bytes are not yet returned as frames.
 func (s *Scanner) Buffered() int { return s.end - s.start }
@@ -191,14 +201,14 @@ func (s *Scanner) Buffered() int { return s.end - s.start }
 // reader's error is returned and an unfinished frame is dropped.
 func (s *Scanner) Next() (Frame, error) {
 	var f Frame
-	err := s.next(&f)
+	err := s.NextInto(&f)
 	return f, err
 }
 
-// next is Next writing the frame into *f, which the relay's loop keeps on
-// its stack: a Frame is ten words, and copying it out through two returns
-// cost as much as finding it.
-func (s *Scanner) next(f *Frame) error {
+// NextInto is Next writing the frame into *f, which the relay's loop keeps
+// on its stack: a Frame is ten words, and copying it out through two
+// returns costs as much as finding it. On an error *f is left unchanged.
+func (s *Scanner) NextInto(f *Frame) error {
 	for {
 		if !s.bomDone && (s.end-s.start >= 3 || s.readErr != nil) {
 			s.bomDone = true
@@ -238,7 +248,7 @@ func (s *Scanner) next(f *Frame) error {
 			// every frame, so only blank lines or a broken frame remain.
 			return s.readErr
 		}
-		if err := s.fill(); err == ErrFrameTooLarge || err == errWouldBlock {
+		if err := s.fill(); err == ErrFrameTooLarge || err == ErrWouldBlock {
 			return err
 		}
 	}
@@ -457,7 +467,7 @@ func (s *Scanner) fill() error {
 		return s.readErr
 	}
 	// Before the buffer's bytes move or change: what the caller wrote
-	// borrowed from them (consumerWriter.WriteBorrowed) goes out here.
+	// borrowed from them (a sink's WriteBorrowed) goes out here.
 	if s.BeforeRead != nil {
 		s.BeforeRead()
 	}
@@ -466,11 +476,11 @@ func (s *Scanner) fill() error {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
 	}
-	if s.polled && s.buf == nil {
+	if s.Polled && s.buf == nil {
 		s.buf, s.pooled = getBuf(baseSize)
 	}
 	// Nothing buffered at the base size, no burst: wait without a buffer.
-	idle := !s.polled && s.releaseIdle && s.end == 0 && len(s.buf) <= baseSize && !s.grow
+	idle := !s.Polled && s.releaseIdle && s.end == 0 && len(s.buf) <= baseSize && !s.grow
 	switch {
 	case idle:
 	case s.end == len(s.buf): // a frame larger than the buffer
@@ -489,7 +499,7 @@ func (s *Scanner) fill() error {
 	for tries := 0; ; tries++ {
 		room := len(s.buf) - s.end
 		n, err := s.r.Read(s.buf[s.end:])
-		if err == errWouldBlock {
+		if err == ErrWouldBlock {
 			if s.end == 0 && s.pooled != nil && len(s.buf) == baseSize {
 				scanPool.Put(s.pooled)
 				s.pooled, s.buf, s.grow = nil, nil, false

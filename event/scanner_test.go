@@ -1,8 +1,9 @@
-package relay
+package event
 
 import (
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -380,7 +381,7 @@ func TestStreamKeepsAFirstFrameThatStartsWithAMark(t *testing.T) {
 		var out strings.Builder
 		st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &out)
 		for _, f := range frames {
-			if err := st.Frame(f); err != nil {
+			if err := st.Frame(&f); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -397,5 +398,53 @@ func TestStreamKeepsAFirstFrameThatStartsWithAMark(t *testing.T) {
 				t.Errorf("frame %d read back as %+v, sent as %+v", i, again[i], frames[i])
 			}
 		}
+	}
+}
+
+// writesReader returns its chunks one per Read, as a producer's socket does
+// with its writes.
+type writesReader struct{ chunks []string }
+
+func (r *writesReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.chunks[0])
+	if n == len(r.chunks[0]) {
+		r.chunks = r.chunks[1:]
+	} else {
+		r.chunks[0] = r.chunks[0][n:]
+	}
+	return n, nil
+}
+
+// The scanner starts small, grows while reads fill it (a burst) and for a
+// large frame, and shrinks back once reads stay small; frames are the same
+// whatever its size.
+func TestScannerBufferGrowsAndShrinks(t *testing.T) {
+	burst := strings.Repeat(contentEvent, 2000) // ~230 KiB in one go
+	large := "data: {\"type\":\"CUSTOM\",\"value\":\"" + strings.Repeat("v", 100<<10) + "\"}\n\n"
+	var chunks []string
+	chunks = append(chunks, burst, large)
+	for range smallReadsToShrink + 2 {
+		chunks = append(chunks, contentEvent)
+	}
+	sc := NewScanner(&writesReader{chunks: slices.Clone(chunks)}, 0)
+	if len(sc.buf) != baseSize {
+		t.Fatalf("starts at %d bytes", len(sc.buf))
+	}
+	var sizes []int
+	got := rawFrames(t, sc, func() { sizes = append(sizes, len(sc.buf)) })
+	if got != strings.Join(chunks, "") {
+		t.Fatal("frames differ from the input")
+	}
+	if sizes[1500] != burstSize {
+		t.Errorf("during the burst the buffer is %d bytes, want %d", sizes[1500], burstSize)
+	}
+	if sizes[2000] < len(large) {
+		t.Errorf("the large frame was returned from a %d-byte buffer", sizes[2000])
+	}
+	if last := sizes[len(sizes)-1]; last != baseSize {
+		t.Errorf("after small reads the buffer is %d bytes, want %d", last, baseSize)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !race
 
-package relay
+package event
 
 import (
 	"bufio"
@@ -73,7 +73,7 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 func TestScannerBurstBuffersArePooled(t *testing.T) {
 	in := benchStream(2000, contentEvent) // about 250 KB: grows to burstSize
 	scan := func() {
-		sc := newIdleScanner(bytes.NewReader(in), 0)
+		sc := NewIdleScanner(bytes.NewReader(in), 0)
 		for {
 			if _, err := sc.Next(); err != nil {
 				break
