@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/agui-relay/agui-relay/event"
@@ -151,17 +152,40 @@ func TestUndeclaredConsumerInputIsUpgraded(t *testing.T) {
 	}
 }
 
-// TestUndeclaredMinimalInputIsJudgedAs0059: an undeclared consumer is
-// judged by the rules of the release it is read as, and the problem says so.
-func TestUndeclaredMinimalInputIsJudgedAs0059(t *testing.T) {
+// TestUndeclaredMinimalInputIsServed: an undeclared consumer is read as
+// 0.0.59, but the guess refuses nothing the current protocol accepts: an
+// input without tools and context (a hand-written client's) reaches the
+// producer, told "1.0", and its stream is shaped for 0.0.59.
+func TestUndeclaredMinimalInputIsServed(t *testing.T) {
 	contacted := make(chan string, 1)
 	h := newHarness(t, bodiesTo(contacted), nil)
 	resp := h.post("/agent", `{"threadId":"t1","runId":"r1","messages":[]}`)
+	readAll(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	select {
+	case b := <-contacted:
+		if pv := gjson.Get(b, "protocolVersion").String(); pv != "1.0" {
+			t.Errorf("the producer was told %q, want 1.0: %s", pv, b)
+		}
+	default:
+		t.Fatal("the producer was not contacted")
+	}
+}
+
+// TestUndeclaredMalformedInputIsJudgedAs0059: an undeclared input that the
+// current protocol refuses too is refused with every finding of 0.0.59's
+// rules, and the problem says why it was judged so.
+func TestUndeclaredMalformedInputIsJudgedAs0059(t *testing.T) {
+	contacted := make(chan string, 1)
+	h := newHarness(t, bodiesTo(contacted), nil)
+	resp := h.post("/agent", `{"threadId":"t1","runId":"r1","messages":[{"id":"u","role":"user","content":5}]}`)
 	if resp.StatusCode != 400 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	p := problemOf(t, resp)
-	if !strings.Contains(p.Detail, "judged as 0.0.59") || !strings.Contains(p.Detail, "does not declare") || len(p.Errors) != 2 {
+	if !strings.Contains(p.Detail, "judged as 0.0.59") || !strings.Contains(p.Detail, "does not declare") || len(p.Errors) != 3 {
 		t.Errorf("problem %+v", p)
 	}
 	select {

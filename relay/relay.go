@@ -485,7 +485,11 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 	if check == nil {
 		check = JudgeInput
 	}
-	if errs := check(cv, body); len(errs) > 0 {
+	if errs := check(cv, body); len(errs) > 0 && !(learnt == negotiate.Inferred && len(check(negotiate.Current, body)) == 0) {
+		// An inferred version is a guess at which release before the
+		// field the consumer is: it decides how the input and the stream
+		// are shaped, never refuses an input the current protocol accepts
+		// (a hand-written client that leaves out tools and context).
 		p := problemInput(errs)
 		if learnt == negotiate.Inferred {
 			p.Detail += "; judged as " + cv.String() + ", the newest release before protocolVersion, since the input does not declare one" +

@@ -480,8 +480,9 @@ func TestMalformedInputIs400(t *testing.T) {
 		// The judge reports in document order, missing members last.
 		{`{"runId":"r1","protocolVersion":"1.0","messages":{}}`, []string{"/messages", "/threadId"}},
 		// Undeclared, the consumer predates the field and is judged as
-		// 0.0.59, whose RunAgentInput requires tools and context.
-		{`{"threadId":"t","runId":"r","messages":[]}`, []string{"/tools", "/context"}},
+		// 0.0.59, whose RunAgentInput requires tools and context: listed
+		// beside what 1.0 refuses too.
+		{`{"threadId":"t","runId":"r","messages":{}}`, []string{"/messages", "/tools", "/context"}},
 		{`{"threadId":7,"runId":null,"messages":[],"protocolVersion":1}`, []string{"/threadId", "/runId", "/protocolVersion"}},
 		{`{"threadId":"t","runId":"r","messages":[],"protocolVersion":"0.0.30"}`, []string{"/protocolVersion"}},
 	}
