@@ -181,8 +181,8 @@ func TestWholeShortAnswerGoesOutInOneWrite(t *testing.T) {
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
 	want := 1
-	if raceEnabled {
-		// The race detector's build writes piece by piece (writevFD): the
+	if raceDetector {
+		// The race detector's build writes piece by piece (wire.WritevFD): the
 		// head, the size line, the events, the CRLF and end.
 		want = 4
 	}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"encoding/hex"
 
 	"github.com/valyala/fasthttp"
 )
@@ -57,9 +58,9 @@ func hasDotSegment(target []byte) bool {
 }
 
 func percentByte(hi, lo byte) (byte, bool) {
-	h, ok1 := hexDigit(hi)
-	l, ok2 := hexDigit(lo)
-	return h<<4 | l, ok1 && ok2
+	var b [1]byte
+	_, err := hex.Decode(b[:], []byte{hi, lo})
+	return b[0], err == nil
 }
 
 func problemDotSegment() *Problem {

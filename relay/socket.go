@@ -8,10 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/agui-relay/agui-relay/wire"
 )
 
 // socketConn is a TCP connection whose Read and Write make their system
-// calls raw (readFD, writevFD) inside the connection's RawConn calls: the
+// calls raw (wire.ReadFD, wire.WritevFD) inside the connection's RawConn calls: the
 // waiting, the deadlines and the close still go through Go's poller.
 //
 // Why: every system call made the ordinary way wakes the runtime's monitor
@@ -69,7 +71,7 @@ var errNoWait = errors.New("relay: read would wait")
 // reads; otherwise it returns c.
 func newSocketConn(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
-	if !ok || !canPoll {
+	if !ok || !wire.CanPoll {
 		return c
 	}
 	rc, err := tc.SyscallConn()
@@ -122,7 +124,7 @@ func (s *socketConn) Read(p []byte) (int, error) {
 }
 
 func (s *socketConn) readSome(fd uintptr) bool {
-	n, err := readFD(int(fd), s.rbuf)
+	n, err := wire.ReadFD(int(fd), s.rbuf)
 	if err == syscall.EAGAIN {
 		return false
 	}
@@ -158,7 +160,7 @@ func (s *socketConn) writeVec(a, b, c, d []byte) (int, error) {
 func (s *socketConn) writeSome(fd uintptr) bool {
 	total := len(s.wvec[0]) + len(s.wvec[1]) + len(s.wvec[2]) + len(s.wvec[3])
 	for s.wn < total {
-		n, err := writevFD(int(fd), &s.wvec, s.wn)
+		n, err := wire.WritevFD(int(fd), &s.wvec, s.wn)
 		s.writes++
 		if err == syscall.EAGAIN {
 			return false

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agui-relay/agui-relay/wire"
+
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/valyala/fasthttp"
 )
@@ -118,7 +120,7 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	}
 	b := &streamBody{
 		conn:    conn,
-		framing: newBodyFraming(resp.Header.ContentLength()),
+		framing: wire.NewFraming(resp.Header.ContentLength()),
 		br:      br,
 		release: func(reuse bool) {
 			if reuse {
@@ -165,7 +167,7 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 type streamBody struct {
 	conn          net.Conn
 	interrupt     net.Conn // conn, or the one it wraps: set deadlines from any goroutine
-	framing       bodyFraming
+	framing       wire.Framing
 	br            *bufio.Reader // fasthttp's reader, while it holds unread bytes
 	release       func(reuse bool)
 	releaseReader func(*bufio.Reader)
@@ -211,7 +213,7 @@ func (b *streamBody) Read(p []byte) (int, error) {
 }
 
 func (b *streamBody) read(p []byte) (int, error) {
-	if b.err == nil && b.framing.done {
+	if b.err == nil && b.framing.Done() {
 		b.err = io.EOF // an empty answer (Content-Length: 0)
 	}
 	if b.err != nil {
@@ -234,7 +236,7 @@ func (b *streamBody) read(p []byte) (int, error) {
 				b.drained = false
 				return 0, event.ErrWouldBlock
 			}
-			n, err = readFD(b.fd, p)
+			n, err = wire.ReadFD(b.fd, p)
 			if err == syscall.EAGAIN {
 				return 0, event.ErrWouldBlock
 			}
@@ -245,17 +247,17 @@ func (b *streamBody) read(p []byte) (int, error) {
 		default:
 			n, err = b.conn.Read(p)
 		}
-		w, derr := b.framing.decode(p[:n])
+		w, derr := b.framing.Decode(p[:n])
 		switch {
 		case derr != nil:
 			b.err = derr
-		case b.framing.overrun:
+		case b.framing.Overrun():
 			// Not the end: the cut-off event must not be completed.
-			b.err = errOverrun
-		case b.framing.done:
+			b.err = wire.ErrOverrun
+		case b.framing.Done():
 			b.err = io.EOF
 		case err == io.EOF:
-			b.err = b.framing.end()
+			b.err = b.framing.End()
 		case err != nil:
 			b.err = err
 		}
@@ -355,7 +357,7 @@ func (b *streamBody) CloseWithError(err error) error {
 				// Read to its end, the connection is at a clean boundary
 				// whatever the close is for (a consumer that hangs up just
 				// after the last byte must not cost it).
-				b.free(b.err == io.EOF && b.framing.done && !b.framing.extra && b.keepAlive)
+				b.free(b.err == io.EOF && b.framing.Done() && !b.framing.Extra() && b.keepAlive)
 				b.closed()
 				return nil
 			}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/wire"
+
 	"github.com/agui-relay/agui-relay/event"
 )
 
@@ -129,7 +131,7 @@ func polledBody(t *testing.T) (peer net.Conn, b *streamBody) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return peer, &streamBody{conn: c, interrupt: c, raw: raw, fd: -1, framing: newBodyFraming(-2), release: func(bool) {}}
+	return peer, &streamBody{conn: c, interrupt: c, raw: raw, fd: -1, framing: wire.NewFraming(-2), release: func(bool) {}}
 }
 
 // A polled read that came back short does not ask the kernel again: it

@@ -1,4 +1,4 @@
-package relay
+package wire
 
 import (
 	"bytes"
@@ -11,19 +11,19 @@ import (
 
 // decodeAll feeds wire to a framing in reads of the given sizes (cycled)
 // and returns the data, the first error and whether the body completed.
-func decodeAll(f bodyFraming, wire []byte, sizes []int) ([]byte, error, bool) {
+func decodeAll(f Framing, wire []byte, sizes []int) ([]byte, error, bool) {
 	var out []byte
 	for i, k := 0, 0; i < len(wire); k++ {
 		n := min(sizes[k%len(sizes)], len(wire)-i)
 		buf := append([]byte(nil), wire[i:i+n]...)
 		i += n
-		w, err := f.decode(buf)
+		w, err := f.Decode(buf)
 		out = append(out, buf[:w]...)
 		if err != nil {
-			return out, err, f.done
+			return out, err, f.Done()
 		}
 	}
-	return out, nil, f.done
+	return out, nil, f.Done()
 }
 
 // chunk encodes data in chunks of the given sizes, with an extension on
@@ -62,12 +62,12 @@ func TestChunkedDecodesAnySplit(t *testing.T) {
 		}
 		wire := chunkEncode(r, data, i%3 == 0)
 		sizes := []int{1 + r.IntN(7), 1 + r.IntN(64), 1 + r.IntN(3)}
-		got, err, done := decodeAll(newBodyFraming(-1), wire, sizes)
+		got, err, done := decodeAll(NewFraming(-1), wire, sizes)
 		if err != nil || !done || !bytes.Equal(got, data) {
 			t.Fatalf("case %d (reads %v): %v done=%v\nwire %q\ngot  %q\nwant %q", i, sizes, err, done, wire, got, data)
 		}
 		// Whatever follows the end is noted, not returned.
-		f := newBodyFraming(-1)
+		f := NewFraming(-1)
 		got, err, _ = decodeAll(f, append(wire, "HTTP/1.1 200 OK\r\n"...), []int{len(wire) + 100})
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("case %d with excess: %v %q", i, err, got)
@@ -91,34 +91,34 @@ func TestChunkedRefusesMalformedFraming(t *testing.T) {
 		"5\r" + strings.Repeat(";", 10),  // the CR not followed by LF
 		"5" + strings.Repeat(" ", 5<<10), // an endless size line
 	} {
-		_, err, _ := decodeAll(newBodyFraming(-1), []byte(wire), []int{3})
-		if err != errBadChunk {
-			t.Errorf("%.40q: err %v, want errBadChunk", wire, err)
+		_, err, _ := decodeAll(NewFraming(-1), []byte(wire), []int{3})
+		if err != ErrBadChunk {
+			t.Errorf("%.40q: err %v, want ErrBadChunk", wire, err)
 		}
 	}
 }
 
 func TestFramingByLengthAndClose(t *testing.T) {
-	got, err, done := decodeAll(newBodyFraming(5), []byte("helloEXTRA"), []int{3})
+	got, err, done := decodeAll(NewFraming(5), []byte("helloEXTRA"), []int{3})
 	if err != nil || !done || string(got) != "hello" {
 		t.Errorf("length: %q %v %v", got, err, done)
 	}
-	f := newBodyFraming(5)
-	if n, _ := f.decode([]byte("hello!")); n != 5 || !f.extra {
-		t.Errorf("length with excess: %d, extra %v", n, f.extra)
+	f := NewFraming(5)
+	if n, _ := f.Decode([]byte("hello!")); n != 5 || !f.Extra() {
+		t.Errorf("length with excess: %d, extra %v", n, f.Extra())
 	}
-	if f := newBodyFraming(0); !f.done {
+	if f := NewFraming(0); !f.Done() {
 		t.Error("an empty body is not done")
 	}
-	f = newBodyFraming(-2)
-	if n, _ := f.decode([]byte("anything")); n != 8 || f.end() != io.EOF {
-		t.Errorf("close-delimited: %d, end %v", n, f.end())
+	f = NewFraming(-2)
+	if n, _ := f.Decode([]byte("anything")); n != 8 || f.End() != io.EOF {
+		t.Errorf("close-delimited: %d, end %v", n, f.End())
 	}
 	for _, cl := range []int{-1, 5} {
-		f := newBodyFraming(cl)
-		f.decode([]byte("4\r\nab"[:min(4, 6)])) //nolint:errcheck
-		if f.end() != io.ErrUnexpectedEOF {
-			t.Errorf("content-length %d cut short: end %v", cl, f.end())
+		f := NewFraming(cl)
+		f.Decode([]byte("4\r\nab"[:min(4, 6)])) //nolint:errcheck
+		if f.End() != io.ErrUnexpectedEOF {
+			t.Errorf("content-length %d cut short: end %v", cl, f.End())
 		}
 	}
 }
@@ -131,10 +131,10 @@ func FuzzChunked(f *testing.F) {
 	f.Add([]byte("1;x\r\na\r\n0\r\nT: 1\r\n\r\n"), uint8(1))
 	f.Fuzz(func(t *testing.T, wire []byte, split uint8) {
 		size := int(split)%17 + 1
-		fr := newBodyFraming(-1)
+		fr := NewFraming(-1)
 		for i := 0; i < len(wire); i += size {
 			buf := append([]byte(nil), wire[i:min(i+size, len(wire))]...)
-			n, err := fr.decode(buf)
+			n, err := fr.Decode(buf)
 			if n < 0 || n > len(buf) {
 				t.Fatalf("decoded %d of %d bytes", n, len(buf))
 			}
@@ -142,8 +142,8 @@ func FuzzChunked(f *testing.F) {
 				return
 			}
 		}
-		whole, err1, done1 := decodeAll(newBodyFraming(-1), wire, []int{len(wire) + 1})
-		split1, err2, done2 := decodeAll(newBodyFraming(-1), wire, []int{size})
+		whole, err1, done1 := decodeAll(NewFraming(-1), wire, []int{len(wire) + 1})
+		split1, err2, done2 := decodeAll(NewFraming(-1), wire, []int{size})
 		if (err1 == nil) != (err2 == nil) || done1 != done2 || (err1 == nil && !bytes.Equal(whole, split1)) {
 			t.Fatalf("split %d changed the result: %q %v %v / %q %v %v", size, whole, err1, done1, split1, err2, done2)
 		}

@@ -1,4 +1,4 @@
-package relay
+package wire
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// bodyFraming removes the HTTP/1.1 framing of a producer's answer from the
+// Framing removes the HTTP/1.1 framing of a producer's answer from the
 // bytes read off the connection, in place: chunk size lines, the CRLF after
 // each chunk and the trailer go, the data stays. Reading the connection
 // straight into the Scanner's buffer and decoding there saves the copy
@@ -19,7 +19,7 @@ import (
 // optional whitespace, "1f ;ext") are ignored, whitespace after the size
 // without one ("1f ") is refused, and size lines and chunk ends must end
 // in CRLF (a bare LF is how request smuggling between proxies starts).
-type bodyFraming struct {
+type Framing struct {
 	mode  framingMode
 	left  int64 // data bytes still to come in this chunk, or of the Content-Length
 	state chunkState
@@ -33,7 +33,7 @@ type bodyFraming struct {
 	extra bool // bytes followed the end of the body
 	// overrun: data followed the end of a Content-Length body (not only
 	// blank lines, which broken servers leave): the length lied, and the
-	// answer is broken, not complete (streamBody.read).
+	// answer is broken, not complete.
 	overrun bool
 }
 
@@ -58,29 +58,30 @@ const (
 // a producer that sends an endless one is broken, not slow.
 const maxChunkLine = 4 << 10
 
-var errBadChunk = errors.New("malformed chunked encoding in the producer's answer")
+// ErrBadChunk is a chunked encoding that breaks RFC 9112's grammar.
+var ErrBadChunk = errors.New("malformed chunked encoding in the producer's answer")
 
-// errOverrun ends an answer whose producer sent more than its
+// ErrOverrun ends an answer whose producer sent more than its
 // Content-Length: the last event may be cut anywhere.
-var errOverrun = errors.New("the producer sent more bytes than its Content-Length")
+var ErrOverrun = errors.New("the producer sent more bytes than its Content-Length")
 
-// newBodyFraming returns the framing of an answer with the given
+// NewFraming returns the framing of an answer with the given
 // Content-Length as fasthttp reports it: -1 chunked, -2 until the
 // connection closes, else that many bytes.
-func newBodyFraming(contentLength int) bodyFraming {
+func NewFraming(contentLength int) Framing {
 	switch {
 	case contentLength == -1:
-		return bodyFraming{mode: framingChunked}
+		return Framing{mode: framingChunked}
 	case contentLength < 0:
-		return bodyFraming{mode: framingClose}
+		return Framing{mode: framingClose}
 	}
-	return bodyFraming{mode: framingLength, left: int64(contentLength), done: contentLength == 0}
+	return Framing{mode: framingLength, left: int64(contentLength), done: contentLength == 0}
 }
 
-// decode removes the framing from p, the bytes just read, and returns how
+// Decode removes the framing from p, the bytes just read, and returns how
 // many data bytes are now at the front of p. Bytes after the end of the
-// body are dropped and noted (extra).
-func (f *bodyFraming) decode(p []byte) (int, error) {
+// body are dropped and noted (Extra).
+func (f *Framing) Decode(p []byte) (int, error) {
 	switch f.mode {
 	case framingClose:
 		return len(p), nil
@@ -125,18 +126,18 @@ func (f *bodyFraming) decode(p []byte) (int, error) {
 			case c == '\n' && f.line == 1:
 				f.state, f.line = chunkSize, 0
 			default:
-				return w, errBadChunk
+				return w, ErrBadChunk
 			}
 		case chunkSize:
 			c := p[i]
 			i++
 			if f.line++; f.line > maxChunkLine {
-				return w, errBadChunk
+				return w, ErrBadChunk
 			}
 			switch {
 			case f.cr:
 				if c != '\n' {
-					return w, errBadChunk
+					return w, ErrBadChunk
 				}
 				if f.size == 0 {
 					f.state, f.line = chunkTrailer, 0
@@ -148,27 +149,27 @@ func (f *bodyFraming) decode(p []byte) (int, error) {
 				if f.ows && !f.ext {
 					// "1f \r\n": RFC 9112 allows whitespace after the
 					// size only before an extension's ';'.
-					return w, errBadChunk
+					return w, ErrBadChunk
 				}
 				f.cr = true
 			case c == '\n' || c == '\r':
-				return w, errBadChunk // a bare LF, or no size: smuggling-prone
+				return w, ErrBadChunk // a bare LF, or no size: smuggling-prone
 			case f.ext:
 				// an extension: ignored, as fasthttp does
 			case c == ' ' || c == '\t':
 				if !f.sized {
-					return w, errBadChunk
+					return w, ErrBadChunk
 				}
 				f.ows = true
 			case c == ';':
 				if !f.sized {
-					return w, errBadChunk
+					return w, ErrBadChunk
 				}
 				f.ext = true // after optional whitespace (BWS), as RFC 9112 allows
 			default:
 				d, ok := hexDigit(c)
 				if !ok || f.ows || f.size > (1<<62)>>4 {
-					return w, errBadChunk
+					return w, ErrBadChunk
 				}
 				f.size, f.sized = f.size<<4|int64(d), true
 			}
@@ -185,7 +186,7 @@ func (f *bodyFraming) decode(p []byte) (int, error) {
 				// the CR of what may be the empty line
 			default:
 				if f.line++; f.line > maxChunkLine {
-					return w, errBadChunk
+					return w, ErrBadChunk
 				}
 			}
 		}
@@ -193,15 +194,25 @@ func (f *bodyFraming) decode(p []byte) (int, error) {
 	return w, nil
 }
 
-// end reports the error for a connection that ended (io.EOF) now: none
+// End reports the error for a connection that ended (io.EOF) now: none
 // when the body is complete or ends with the connection, else a broken
 // answer.
-func (f *bodyFraming) end() error {
+func (f *Framing) End() error {
 	if f.done || f.mode == framingClose {
 		return io.EOF
 	}
 	return io.ErrUnexpectedEOF
 }
+
+// Done reports whether the body is complete.
+func (f *Framing) Done() bool { return f.done }
+
+// Extra reports whether bytes followed the end of the body.
+func (f *Framing) Extra() bool { return f.extra }
+
+// Overrun reports whether data, not only blank lines, followed the end of
+// a Content-Length body: the length lied.
+func (f *Framing) Overrun() bool { return f.overrun }
 
 func hexDigit(c byte) (byte, bool) {
 	switch {

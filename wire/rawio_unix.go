@@ -1,24 +1,24 @@
 //go:build unix
 
-package relay
+package wire
 
 import (
 	"syscall"
 	"unsafe"
 )
 
-// canPoll: the producer's connection can be read by descriptor
-// (streamBody's polled mode), and the consumer's written by one.
-const canPoll = true
+// CanPoll: sockets can be read and written by descriptor (ReadFD,
+// WritevFD), as the relay reads a producer and writes a consumer.
+const CanPoll = true
 
-// readFD reads the descriptor, retrying a read interrupted by a signal.
+// ReadFD reads the descriptor, retrying a read interrupted by a signal.
 //
 // The descriptor is a socket in non-blocking mode (every descriptor behind
 // a net.Conn is), so read(2) returns at once: it is made as a raw system
 // call, without the runtime's bookkeeping for calls that may block. That
 // bookkeeping wakes the runtime's monitor thread on every entry when the
 // process was idle, as it is between the events of a paced load.
-func readFD(fd int, p []byte) (int, error) {
+func ReadFD(fd int, p []byte) (int, error) {
 	return rawIO(syscall.SYS_READ, fd, p)
 }
 
@@ -58,13 +58,13 @@ func annotatedIO(call uintptr, fd int, p []byte) (int, error) {
 	}
 }
 
-// writevFD writes what is left of v after its first skip bytes to the
+// WritevFD writes what is left of v after its first skip bytes to the
 // descriptor, which is in non-blocking mode: it returns syscall.EAGAIN when
-// the socket's buffer is full. Raw, as readFD: one writev(2), or write(2)
+// the socket's buffer is full. Raw, as ReadFD: one writev(2), or write(2)
 // when a single piece is left (and under the race detector, whose
 // annotations only the syscall package's write carries). It returns the
 // bytes written by this call.
-func writevFD(fd int, v *[4][]byte, skip int) (int, error) {
+func WritevFD(fd int, v *[4][]byte, skip int) (int, error) {
 	var iov [4]syscall.Iovec
 	var first []byte
 	n := 0

@@ -1,6 +1,6 @@
 //go:build race
 
-package relay
+package wire
 
 // raceEnabled: under the race detector, socket reads and writes are made
 // through the syscall package, whose annotations tell the detector that a

@@ -1,6 +1,6 @@
 //go:build !race
 
-package relay
+package wire
 
 // raceEnabled: see race_on.go.
 const raceEnabled = false
