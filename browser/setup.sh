@@ -18,17 +18,4 @@ if [ ! -x "$chromium" ]; then
 	echo "browser/setup.sh: $chromium is missing: install Debian's chromium (apt-get install chromium, as root)" >&2
 	exit 1
 fi
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
-	fi
-fi
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	echo "browser/setup.sh: node and npm (Node.js 18+) are required" >&2
-	exit 1
-fi
-stamp=node_modules/.package-lock.json
-if [ -f "$stamp" ] && [ "$stamp" -nt package-lock.json ] && [ -d node_modules/playwright-core ]; then
-	exit 0
-fi
-npm ci --no-audit --no-fund
+exec ../scripts/npm-ci.sh . playwright-core
