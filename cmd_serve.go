@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/agui-relay/agui-relay/demo"
+	"github.com/agui-relay/agui-relay/internal/redact"
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/record"
@@ -329,7 +330,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		defer signal.Stop(hup)
 		go reloadOnSIGHUP(ctx, hup, c, shared, r, log)
 	} else {
-		fields = append(fields, zap.String("upstream", upstream))
+		fields = append(fields, zap.String("upstream", redact.URL(upstream)))
 	}
 	if at.demo != "" {
 		fields = append(fields, zap.Bool("demo", true), zap.String("demo_version", versionOr(c.demoVersion, "newest recorded")))

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/redact"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -290,7 +291,7 @@ func (p *relayedStream) finish() (kept bool) {
 		abort = nil
 		if st.Owed() {
 			r.log.Warn("the producer ended the stream without RUN_FINISHED or RUN_ERROR; relayed as it was",
-				zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
+				zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", redact.URL(rep.URL)))
 		}
 	default:
 		if abort == nil {
@@ -307,7 +308,7 @@ func (p *relayedStream) finish() (kept bool) {
 	}
 	if st.NotJSON > 0 {
 		r.log.Warn("the producer sent events that are not JSON; relayed untouched for the consumer to report",
-			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL))
+			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", redact.URL(rep.URL)))
 	}
 	if werr == nil {
 		werr = p.cw.End()

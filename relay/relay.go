@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/redact"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -412,14 +413,14 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		p := upstreamProblem(err)
-		r.log.Error("proxying to the producer", zap.String("url", uri), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.Error(err))
+		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.Error(err))
 		p.Write(ctx)
 		return
 	}
 	if resp.StatusCode() == fasthttp.StatusSwitchingProtocols {
 		fasthttp.ReleaseResponse(resp)
 		p := problemUpgrade()
-		r.log.Error("proxying to the producer", zap.String("url", uri), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.String("problem", p.Type))
+		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.String("problem", p.Type))
 		p.Write(ctx)
 		return
 	}
@@ -697,7 +698,7 @@ func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 		fields = append(fields, zap.Any("errors", p.Errors))
 	}
 	if rep.URL != "" {
-		fields = append(fields, zap.String("upstream", rep.URL))
+		fields = append(fields, zap.String("upstream", redact.URL(rep.URL)))
 	}
 	if p.Status >= 500 {
 		r.log.Error("run refused", fields...)
@@ -723,7 +724,7 @@ func (r *Relay) report(rep *RunReport) {
 	// a run that went well.
 	if ce := r.log.Check(level, msg); ce != nil {
 		fields := []zap.Field{
-			zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", rep.URL),
+			zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", redact.URL(rep.URL)),
 			zap.Int("status", rep.Status), zap.Int("events", rep.Events), zap.Int("bytes", rep.Bytes),
 			zap.Duration("duration", rep.Duration), zap.Stringer("consumer", rep.Consumer),
 			zap.Stringer("consumer_learnt", rep.ConsumerLearnt),
