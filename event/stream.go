@@ -153,6 +153,23 @@ type Stream struct {
 
 	obs translate.Observer // the runs' observer, made at the first decision
 	own bool               // the frame is the relay's own (Fail), not the producer's
+
+	// While a terminal event is shaped, the type of the last terminal
+	// event the chain emitted for it.
+	watchTerminal bool
+	emitted       string
+}
+
+// terminalType returns typ when it is a terminal event's type, as a
+// constant (no allocation), else "".
+func terminalType(typ []byte) string {
+	switch string(typ) {
+	case "RUN_FINISHED":
+		return "RUN_FINISHED"
+	case "RUN_ERROR":
+		return "RUN_ERROR"
+	}
+	return ""
 }
 
 // NewStream starts shaping a stream for a consumer reading consumer, from a
@@ -208,12 +225,23 @@ func (s *Stream) Frame(f *Frame) error {
 	} else if !s.decided {
 		s.decide(negotiate.Peer{Configured: s.producer, Python: s.ProducerPython})
 	}
+	terminal := terminalType(typ) // "" for any other event
 	shaped := false
 	if s.cr != nil && s.cr.ConcernsEvent(typ, f.Data) {
 		// The frame's fields go with what the chain emits for it.
 		held := s.fields
 		s.fields = f.Fields
-		switch s.cr.Shape(f.Data, typ) {
+		if terminal != "" {
+			// What the consumer is told: a step may make the producer's
+			// RUN_FINISHED a RUN_ERROR (a cancelled outcome, for 0.0.x).
+			s.emitted, s.watchTerminal = terminal, true
+		}
+		shapedAs := s.cr.Shape(f.Data, typ)
+		s.watchTerminal = false
+		if terminal != "" && shapedAs == translate.Shaped {
+			terminal = s.emitted
+		}
+		switch shapedAs {
 		case translate.Shaped:
 			shaped = true
 		case translate.NotJSON:
@@ -235,11 +263,11 @@ func (s *Stream) Frame(f *Frame) error {
 		s.countEvent(ti, len(s.scratch))
 		err = s.write(s.scratch)
 	}
-	if string(typ) == "RUN_FINISHED" || string(typ) == "RUN_ERROR" {
+	if terminal != "" {
 		if s.InRun {
-			s.endRun(string(typ))
+			s.endRun(terminal)
 		} else {
-			s.Terminal = string(typ) // a RUN_ERROR before any RUN_STARTED
+			s.Terminal = terminal // a RUN_ERROR before any RUN_STARTED
 		}
 	}
 	return err
@@ -336,8 +364,12 @@ func (s *Stream) Fail(cause, code string) (bool, error) {
 func (s *Stream) emit(ev []byte) {
 	s.scratch = AppendFrame(s.scratch[:0], s.fields, ev)
 	ti := 0
-	if s.Counts != nil { // the type is peeked only when it is counted
-		ti = eventIndex(translate.PeekType(ev))
+	if s.Counts != nil || s.watchTerminal { // the type is peeked only when it is needed
+		t := translate.PeekType(ev)
+		ti = eventIndex(t)
+		if tt := terminalType(t); s.watchTerminal && tt != "" {
+			s.emitted = tt
+		}
 	}
 	s.countEvent(ti, len(s.scratch))
 	s.fields = nil
