@@ -338,7 +338,7 @@ func dialSmallWindow(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
-		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+		err := c.Control(func(fd uintptr) { serr = setReceiveBuffer(fd, 64<<10) })
 		if err != nil {
 			return err
 		}
