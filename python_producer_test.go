@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/record"
@@ -130,7 +132,8 @@ func TestPythonProducerEndToEnd(t *testing.T) {
 
 	c := flagDefaults(t, "--upstream", agent.URL, "--producer-version", "ag-ui-protocol@0.1.10",
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
-	at := startServeLogged(t, c, zap.NewNop())
+	core, logs := observer.New(zapcore.InfoLevel)
+	at := startServeLogged(t, c, zap.New(core))
 	resp := postRun(t, "http://"+at.relay+"/", input)
 	stream, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -138,6 +141,10 @@ func TestPythonProducerEndToEnd(t *testing.T) {
 		t.Fatalf("through the relay: %d %s", resp.StatusCode, stream)
 	}
 	in := <-got
+	waitUntil(t, "the run's log line", func() bool { return logs.FilterMessage("run").Len() > 0 })
+	if line := logs.FilterMessage("run").All()[0].ContextMap(); line["producer_python"] != "ag-ui-protocol@0.1.10" {
+		t.Errorf("the run's line names the producer %v, producer_python %v; want ag-ui-protocol@0.1.10 beside the TypeScript release", line["producer"], line["producer_python"])
+	}
 	if string(in["state"]) != "{}" || string(in["forwardedProps"]) != `{"a":[1,null]}` || string(in["tools"]) != "[]" || string(in["context"]) != "[]" {
 		t.Errorf("the agent got state %s, forwardedProps %s, tools %s, context %s", in["state"], in["forwardedProps"], in["tools"], in["context"])
 	}
@@ -215,6 +222,9 @@ func TestPythonProducerRecordingReplays(t *testing.T) {
 			t.Fatalf("%s: exit %d %s", line, code, errOut)
 		}
 		return out
+	}
+	if meta.ProducerPython != "ag-ui-protocol@0.1.10" {
+		t.Errorf("meta.json producerPython %q, want ag-ui-protocol@0.1.10", meta.ProducerPython)
 	}
 	if !strings.Contains(meta.Replay["input"], "--to ag-ui-protocol@0.1.10") || !strings.Contains(meta.Replay["events"], "--from ag-ui-protocol@0.1.10") {
 		t.Errorf("replay commands %v", meta.Replay)

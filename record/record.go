@@ -264,6 +264,10 @@ type RecordingMeta struct {
 	ConsumerLearnt     string `json:"consumerLearnt,omitempty"`
 	Producer           string `json:"producer,omitempty"`
 	ProducerConfigured string `json:"producerConfigured,omitempty"`
+	// ProducerPython names a Python producer by its SDK release
+	// ("ag-ui-protocol@0.1.10"; Producer is then the TypeScript release its
+	// events match), "" for any other.
+	ProducerPython string `json:"producerPython,omitempty"`
 	// Input is the input plan: translated or not, from the consumer's
 	// version to the producer's.
 	Input *RecordedInputPlan `json:"input,omitempty"`
@@ -326,6 +330,9 @@ func (r *recording) meta(redacted bool) *RecordingMeta {
 		if !r.producerConfigured.IsZero() {
 			m.ProducerConfigured = r.producerConfigured.String()
 		}
+	}
+	if !rep.ProducerPython.IsZero() {
+		m.ProducerPython = rep.ProducerPython.Name()
 	}
 	if rep.Err != nil {
 		m.Error = rep.Err.Error()

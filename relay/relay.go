@@ -161,6 +161,10 @@ type RunReport struct {
 	// version the producer spoke on the last run of the stream (zero when it
 	// predates the protocolVersion field and was not configured).
 	Consumer, Producer negotiate.Version
+	// ProducerPython is the Relay's ProducerPython: the Python SDK release
+	// the producer is built on, whose events Producer names by the
+	// TypeScript release they match; zero for any other producer.
+	ProducerPython negotiate.PyRelease
 	// ConsumerLearnt says how Consumer was learnt: declared, configured or
 	// inferred (NotLearnt when the run was refused before).
 	ConsumerLearnt negotiate.Learnt
@@ -431,7 +435,7 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 // versions decided, the input translated), forward (the producer asked),
 // stream (its answer relayed).
 func (r *Relay) run(ctx *fasthttp.RequestCtx) {
-	rep := &RunReport{Route: r.Route, Start: time.Now()}
+	rep := &RunReport{Route: r.Route, ProducerPython: r.ProducerPython, Start: time.Now()}
 	in, plan, ok := r.admit(ctx, rep)
 	if !ok {
 		return
@@ -730,6 +734,9 @@ func (r *Relay) report(rep *RunReport) {
 			zap.Stringer("consumer_learnt", rep.ConsumerLearnt),
 			zap.String("producer", VersionLabel(rep.Producer)), zap.Bool("translated", rep.Translated),
 			zap.String("terminal", rep.Terminal),
+		}
+		if !rep.ProducerPython.IsZero() {
+			fields = append(fields, zap.String("producer_python", rep.ProducerPython.Name()))
 		}
 		if rep.Abort != "" {
 			fields = append(fields, zap.String("abort", rep.Abort))
