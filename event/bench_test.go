@@ -20,17 +20,18 @@ func canonicalFrame(event string) *Frame {
 	return &Frame{Raw: []byte(event), Data: []byte(event[6 : len(event)-2]), Canonical: true}
 }
 
-// frameAll passes the frames of sc through st until sc ends, at the end
-// of its input or on an error.
-func frameAll(tb testing.TB, sc *Scanner, st *Stream) {
+// pumpAll pumps src through st, as the relay does, until src ends (at the
+// end of its input or on an error).
+func pumpAll(tb testing.TB, st *Stream, src io.Reader) {
 	tb.Helper()
-	var f Frame
+	sc := NewScanner(nil, 0)
 	for {
-		if err := sc.NextInto(&f); err != nil {
-			return
+		rerr, werr := st.Pump(sc, src)
+		if werr != nil {
+			tb.Fatal(werr)
 		}
-		if err := st.Frame(&f); err != nil {
-			tb.Fatal(err)
+		if rerr != nil {
+			return
 		}
 	}
 }
@@ -80,9 +81,7 @@ func BenchmarkStreamPassThrough(b *testing.B) {
 	for b.Loop() {
 		r.Reset(in)
 		st := t.NewStream(negotiate.Current, negotiate.Version{}, w)
-		sc := NewScanner(r, 0)
-		sc.BeforeRead = func() { w.Flush() }
-		frameAll(b, sc, st)
+		pumpAll(b, st, r)
 		st.Close()
 	}
 }
@@ -152,7 +151,7 @@ func BenchmarkStreamTranslated(b *testing.B) {
 			for b.Loop() {
 				r.Reset(tc.in)
 				st := t.NewStream(tc.consumer, negotiate.Version{}, w)
-				frameAll(b, NewScanner(r, 0), st)
+				pumpAll(b, st, r)
 				if !st.Plan().Translate {
 					b.Fatal("the run was not translated")
 				}

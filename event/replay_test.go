@@ -34,7 +34,7 @@ func replayStreamWith(t *testing.T, tr *Translator, producer []byte, consumer, p
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
 	st := tr.NewStream(consumer, producerConfigured, w)
-	frameAll(t, NewScanner(bytes.NewReader(producer), 0), st)
+	pumpAll(t, st, bytes.NewReader(producer))
 	st.Close()
 	w.Flush()
 	return out.Bytes(), st

@@ -12,15 +12,16 @@ import (
 // scanner's limit. The frame is refused, not buffered without end.
 var ErrFrameTooLarge = errors.New("relay: event frame exceeds the size limit")
 
-// ErrWouldBlock is a polled reader's answer when nothing has arrived (see
-// Scanner.Polled); Next returns it, having lost nothing, and is called
-// again once the reader has input.
+// ErrWouldBlock is a polled source's answer when nothing has arrived (see
+// Scanner.Polled); Fill returns it, having lost nothing, and is called
+// again once the source has input.
 var ErrWouldBlock = errors.New("would block")
 
 // Frame is one server-sent-events frame: the lines up to a blank line.
 //
 // Every slice in a Frame is borrowed from the scanner's buffer: it is valid
-// until the next call to Scanner.Next, and a caller that keeps it must copy.
+// until the scanner next reads (Fill, or Next when it needs input), and a
+// caller that keeps it must copy.
 type Frame struct {
 	// Raw is the frame exactly as it arrived, terminators included.
 	Raw []byte
@@ -44,9 +45,16 @@ func (f *Frame) HasData() bool { return f.Data != nil }
 // line endings, a leading byte-order mark, comments, any field and multi-line
 // data, as the WHATWG event-stream format does.
 //
+// It is used in one of two ways. Passive (Stream.Pump does this): Scan
+// returns the frames of what is buffered, and when it has none, the caller
+// flushes whatever it wrote from their bytes and calls Fill, which reads
+// the source once; the buffer moves only inside Fill. Pulling (the
+// commands that scan a file): Next reads the reader given to NewScanner
+// whenever it needs input.
+//
 // A Scanner is not safe for concurrent use.
 type Scanner struct {
-	r   io.Reader
+	r   io.Reader // what Next reads; nil for a scanner used with Fill alone
 	max int
 
 	buf        []byte
@@ -64,7 +72,7 @@ type Scanner struct {
 	parses             int  // slowFrame calls, for tests
 
 	// cr is the offset in buf of the first CR at or after start, end when
-	// there is none; below start when not known (-1 after a fill), so that
+	// there is none; below start when not known (-1 after a Fill), so that
 	// fastFrame searches a burst for CRs once, not every frame for its own.
 	cr int
 
@@ -73,7 +81,7 @@ type Scanner struct {
 
 	// The buffer starts at base bytes, grows while reads fill it (a burst)
 	// up to burstSize, and for a frame up to the limit; it shrinks back to
-	// base once reads have stayed small for a while (see fill).
+	// base once reads have stayed small for a while (see Fill).
 	base       int
 	grow       bool // the last read filled all the room it was given
 	smallReads int  // reads in a row that filled under a quarter of the buffer
@@ -86,20 +94,12 @@ type Scanner struct {
 	pooled      *[]byte
 	one         [1]byte
 
-	// Polled, when set, says the reader never blocks but returns
+	// Polled, when set, says the source never blocks but returns
 	// ErrWouldBlock when nothing has arrived (the relay's polled producer
 	// body), so waiting costs no read: the base buffer is taken for each
 	// read and goes back to the pool when the read finds nothing. Set it
-	// before the first Next.
+	// before the first Fill.
 	Polled bool
-
-	// BeforeRead, when set, is called before every read from the underlying
-	// reader, that is whenever the scanner has no complete frame buffered and
-	// may block, and before the bytes of the frames it returned move or
-	// change. The relay flushes its writer there, so that no event waits for
-	// a later one, and so that frames written from the buffer unchanged
-	// (borrowed) go out while they are still there.
-	BeforeRead func()
 }
 
 // Scanner buffer sizes: every stream holds baseSize while it is quiet;
@@ -113,7 +113,8 @@ const (
 	smallReadsToShrink = 16
 )
 
-// NewScanner returns a scanner reading r that refuses frames larger than
+// NewScanner returns a scanner whose Next reads r (nil when the caller
+// fills it, see Fill) and that refuses frames larger than
 // maxFrame bytes (raw, terminators included, except the LF of the CRLF that
 // ends a frame: a CR ends it at once, and that LF may come in a later read,
 // so counting it would make the verdict depend on how the stream was cut).
@@ -195,63 +196,66 @@ func (s *Scanner) MaxFrame() int { return s.max }
 // Buffered returns how many received bytes are not yet returned as frames.
 func (s *Scanner) Buffered() int { return s.end - s.start }
 
-// Next returns the next frame. At the end of the stream it returns io.EOF;
-// a frame still open at a clean end of stream is returned first, complete
-// (the reference consumers deliver it too). When the stream breaks, the
-// reader's error is returned and an unfinished frame is dropped.
+// Next returns the next frame, reading the scanner's reader whenever it
+// needs input (see Scan for the end of the stream). Its frame is valid
+// until the next call.
 func (s *Scanner) Next() (Frame, error) {
 	var f Frame
-	err := s.NextInto(&f)
-	return f, err
-}
-
-// NextInto is Next writing the frame into *f, which the relay's loop keeps
-// on its stack: a Frame is ten words, and copying it out through two
-// returns costs as much as finding it. On an error *f is left unchanged.
-func (s *Scanner) NextInto(f *Frame) error {
 	for {
-		if !s.bomDone && (s.end-s.start >= 3 || s.readErr != nil) {
-			s.bomDone = true
-			if bytes.HasPrefix(s.buf[s.start:s.end], bom) {
-				s.advance(len(bom))
-			}
+		if ok, err := s.Scan(&f); ok || err != nil {
+			return f, err
 		}
-		if s.skipLF && s.end > s.start {
-			s.skipLF = false
-			if s.buf[s.start] == '\n' {
-				s.advance(1)
-			}
-		}
-		if s.bomDone {
-			fresh := s.lineStart == 0 && s.scanned == 0
-			if fresh && s.fastFrame(f) {
-				return nil
-			}
-			if s.readErr != nil || s.frameEnds() {
-				if !fresh && s.fastFrame(f) {
-					return nil
-				}
-				g, complete, err := s.slowFrame()
-				if complete {
-					*f = g
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-			} else if s.end-s.start > s.max {
-				return ErrFrameTooLarge
-			}
-		}
-		if s.readErr != nil {
-			// Nothing more will come; at a clean end slowFrame has returned
-			// every frame, so only blank lines or a broken frame remain.
-			return s.readErr
-		}
-		if err := s.fill(); err == ErrFrameTooLarge || err == ErrWouldBlock {
-			return err
+		if err := s.Fill(s.r); err != nil {
+			return Frame{}, err
 		}
 	}
+}
+
+// Scan looks for the next frame in what is buffered, without reading, and
+// writes it into *f. It reports true when it found one; false when the
+// buffer holds no complete frame, with err nil (Fill, then Scan again) or
+// why no frame will come: the source's end once every frame before it was
+// returned (io.EOF at a clean end, where a frame still open is returned
+// complete first, as the reference consumers deliver it; an unfinished
+// frame is dropped when the source broke), or ErrFrameTooLarge. On false
+// *f is left unchanged.
+func (s *Scanner) Scan(f *Frame) (bool, error) {
+	if !s.bomDone && (s.end-s.start >= 3 || s.readErr != nil) {
+		s.bomDone = true
+		if bytes.HasPrefix(s.buf[s.start:s.end], bom) {
+			s.advance(len(bom))
+		}
+	}
+	if s.skipLF && s.end > s.start {
+		s.skipLF = false
+		if s.buf[s.start] == '\n' {
+			s.advance(1)
+		}
+	}
+	if s.bomDone {
+		fresh := s.lineStart == 0 && s.scanned == 0
+		if fresh && s.fastFrame(f) {
+			return true, nil
+		}
+		if s.readErr != nil || s.frameEnds() {
+			if !fresh && s.fastFrame(f) {
+				return true, nil
+			}
+			g, complete, err := s.slowFrame()
+			if complete {
+				*f = g
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+		} else if s.end-s.start > s.max {
+			return false, ErrFrameTooLarge
+		}
+	}
+	// Nothing more will come after a read error; at a clean end slowFrame
+	// has returned every frame, so only blank lines or a broken frame remain.
+	return false, s.readErr
 }
 
 // advance consumes n bytes and restarts the search for a frame's end.
@@ -460,16 +464,16 @@ func (s *Scanner) checkSize(n int) error {
 	return nil
 }
 
-// fill reads more input, compacting or growing the buffer as needed. It
-// returns the read error once the buffer holds everything that will come.
-func (s *Scanner) fill() error {
+// Fill reads src once (retrying reads that return nothing), compacting,
+// growing or shrinking the buffer first as needed: every Frame returned
+// before is dead once it is called, since their bytes may move. It returns
+// ErrWouldBlock when a polled source has nothing yet, ErrFrameTooLarge when
+// a frame outgrew the limit; a read error (io.EOF included) is kept, and
+// Scan returns it once the frames read before it are out. After that Fill
+// does nothing.
+func (s *Scanner) Fill(src io.Reader) error {
 	if s.readErr != nil {
-		return s.readErr
-	}
-	// Before the buffer's bytes move or change: what the caller wrote
-	// borrowed from them (a sink's WriteBorrowed) goes out here.
-	if s.BeforeRead != nil {
-		s.BeforeRead()
+		return nil
 	}
 	s.cr = -1 // bytes move and arrive
 	if s.start > 0 {
@@ -494,11 +498,11 @@ func (s *Scanner) fill() error {
 		s.resize(s.base)
 	}
 	if idle {
-		return s.fillIdle()
+		return s.fillIdle(src)
 	}
 	for tries := 0; ; tries++ {
 		room := len(s.buf) - s.end
-		n, err := s.r.Read(s.buf[s.end:])
+		n, err := src.Read(s.buf[s.end:])
 		if err == ErrWouldBlock {
 			if s.end == 0 && s.pooled != nil && len(s.buf) == baseSize {
 				scanPool.Put(s.pooled)
@@ -517,13 +521,13 @@ func (s *Scanner) fill() error {
 		}
 		if tries > 100 {
 			s.readErr = io.ErrNoProgress
-			return s.readErr
+			return nil
 		}
 	}
 }
 
 // sized notes how a read of n bytes filled the buffer (filled: all the room
-// it was given), for fill's decisions to grow or shrink it.
+// it was given), for Fill's decisions to grow or shrink it.
 func (s *Scanner) sized(n int, filled bool) {
 	s.grow = filled
 	if n < len(s.buf)/4 {
@@ -537,8 +541,8 @@ func (s *Scanner) sized(n int, filled bool) {
 // base-size buffer goes back to the pool for the wait, in a one-byte read,
 // and one comes from the pool for the rest of what has arrived (a second
 // read, which the producer's client answers from what it has buffered).
-// Every Frame returned before is dead by now: fill runs only inside Next.
-func (s *Scanner) fillIdle() error {
+// Every Frame returned before is dead by now (see Fill).
+func (s *Scanner) fillIdle(src io.Reader) error {
 	if s.pooled != nil {
 		putBuf(s.pooled)
 		s.pooled = nil
@@ -547,12 +551,12 @@ func (s *Scanner) fillIdle() error {
 	var n int
 	var err error
 	for tries := 0; ; tries++ {
-		if n, err = s.r.Read(s.one[:]); n > 0 || err != nil {
+		if n, err = src.Read(s.one[:]); n > 0 || err != nil {
 			break
 		}
 		if tries > 100 {
 			s.readErr = io.ErrNoProgress
-			return s.readErr
+			return nil
 		}
 	}
 	s.buf, s.pooled = getBuf(baseSize)
@@ -562,7 +566,7 @@ func (s *Scanner) fillIdle() error {
 		s.readErr = err
 		return nil
 	}
-	m, err := s.r.Read(s.buf[1:])
+	m, err := src.Read(s.buf[1:])
 	s.end += m
 	s.sized(n+m, m == len(s.buf)-1)
 	if err != nil {

@@ -174,35 +174,6 @@ func TestScannerDropsFrameCutByError(t *testing.T) {
 	}
 }
 
-func TestScannerBeforeReadFlushesBeforeBlocking(t *testing.T) {
-	pr, pw := io.Pipe()
-	sc := NewScanner(pr, 0)
-	reads := 0
-	sc.BeforeRead = func() { reads++ }
-	go func() {
-		pw.Write([]byte("data: 1\n\ndata: 2\n\n"))
-		pw.Write([]byte("data: 3\n\n"))
-		pw.Close()
-	}()
-	var n int
-	for {
-		_, err := sc.Next()
-		if err != nil {
-			break
-		}
-		n++
-		if n == 1 && reads != 1 {
-			t.Fatalf("reads before first frame = %d", reads)
-		}
-		if n == 2 && reads != 1 {
-			t.Fatalf("second frame was buffered, yet the scanner read again (%d)", reads)
-		}
-	}
-	if n != 3 {
-		t.Fatalf("frames = %d", n)
-	}
-}
-
 // splitReader returns its input in two reads, split at n.
 func splitReader(s string, n int) io.Reader {
 	return io.MultiReader(strings.NewReader(s[:n]), strings.NewReader(s[n:]))

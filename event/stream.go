@@ -113,6 +113,7 @@ type Stream struct {
 	producer negotiate.Version // configured (zero: learnt per run); declarations are read per run
 	w        io.Writer
 	bw       borrower // w, when it can take frames without copying them
+	fw       flusher  // w, when it buffers until a flush
 
 	plan    negotiate.Plan
 	decided bool
@@ -176,27 +177,77 @@ func terminalType(typ []byte) string {
 // producer configured as producerConfigured (zero: learnt per run). Output
 // goes to w, the stream's sink, which must copy what it keeps of each Write
 // (the bytes are the scanner's or the chain's: a bufio.Writer does, the
-// relay's consumer writer too); the caller flushes. A sink that also has
-// WriteBorrowed(p []byte) error is given the frames passed through without
-// a copy (see Frame).
+// relay's consumer writer too). A sink that also has Flush() error is
+// flushed by Pump before every read; one that has WriteBorrowed(p []byte)
+// error is given the frames passed through without a copy (see Frame).
 func (t *Translator) NewStream(consumer, producerConfigured negotiate.Version, w io.Writer) *Stream {
 	bw, _ := w.(borrower)
-	return &Stream{t: t, consumer: consumer, producer: producerConfigured, w: w, bw: bw}
+	fw, _ := w.(flusher)
+	return &Stream{t: t, consumer: consumer, producer: producerConfigured, w: w, bw: bw, fw: fw}
 }
 
 // borrower is a sink that can take bytes without copying them, when the
 // caller leaves them unchanged until its next flush (the relay's consumer
-// writer: the relay flushes before the scanner's buffer changes). Frame
-// gives it the frames it passes through as they came.
+// writer: Pump flushes before the scanner's buffer changes). Frame gives it
+// the frames it passes through as they came.
 type borrower interface {
 	WriteBorrowed(p []byte) error
+}
+
+// flusher is a sink that buffers what it is given until Flush.
+type flusher interface {
+	Flush() error
+}
+
+// Pump relays frames from src through the stream to its sink: every frame
+// sc holds is shaped or passed on (Frame), then the sink is flushed and sc
+// reads src once more (Fill), and so on. The flush comes before each read,
+// that is whenever the stream could wait: events that arrived together go
+// out together, none waits for a later one, and the frames the sink took
+// borrowed go out before the read moves the scanner's bytes. A flush that
+// blocks on a slow consumer slows the reading of the producer too.
+//
+// Pump returns what stopped it: readErr is src's (ErrWouldBlock when a
+// polled src has nothing for now: call Pump again once it has; io.EOF at
+// its end; ErrFrameTooLarge), writeErr the sink's (the stream is over).
+// Both are nil after a frame that ended a run (Terminal is set then): the
+// caller may decide the stream's end, and call Pump again to go on.
+func (s *Stream) Pump(sc *Scanner, src io.Reader) (readErr, writeErr error) {
+	var f Frame // on the stack: Scan writes the frame into it
+	for {
+		ok, err := sc.Scan(&f)
+		if err != nil {
+			return err, nil
+		}
+		if ok {
+			open := s.Terminal == ""
+			if err := s.Frame(&f); err != nil {
+				return nil, err
+			}
+			if open && s.Terminal != "" {
+				return nil, nil // a run ended
+			}
+			continue
+		}
+		if s.fw != nil {
+			if err := s.fw.Flush(); err != nil {
+				return nil, err
+			}
+			if s.Tap != nil {
+				s.Tap.Flushed(s.Events)
+			}
+		}
+		if err := sc.Fill(src); err != nil {
+			return err, nil
+		}
+	}
 }
 
 // Plan returns the decision for the current run.
 func (s *Stream) Plan() negotiate.Plan { return s.plan }
 
 // Frame handles one frame, which the caller keeps (on its stack: see
-// Scanner.NextInto). The frame's bytes are borrowed: a frame that passes
+// Pump). The frame's bytes are borrowed: a frame that passes
 // through as it came may be written from its own bytes by the writer's next
 // flush (a borrower's), so they must stay unchanged until then.
 func (s *Stream) Frame(f *Frame) error {

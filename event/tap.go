@@ -11,6 +11,9 @@ import (
 type Tap interface {
 	// Wrote is called with each chunk written to the sink.
 	Wrote(p []byte)
+	// Flushed says Pump flushed the sink; events is how many events were
+	// written so far.
+	Flushed(events int)
 	// Translated says a translation step rewrote shape.
 	Translated(step *translate.Step, shape string, from, to negotiate.Version)
 	// Warned is a lossy translation, as the observer reports it (once per

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"io"
 	"testing"
 	"time"
 
@@ -24,17 +25,18 @@ func canonicalFrame(ev string) *event.Frame {
 	return &event.Frame{Raw: []byte(ev), Data: []byte(ev[6 : len(ev)-2]), Canonical: true}
 }
 
-// frameAll passes the frames of sc through st until sc ends, at the end
-// of its input or on an error.
-func frameAll(tb testing.TB, sc *event.Scanner, st *event.Stream) {
+// pumpAll pumps src through st, as a stream does, until src ends (at the
+// end of its input or on an error).
+func pumpAll(tb testing.TB, st *event.Stream, src io.Reader) {
 	tb.Helper()
-	var f event.Frame
+	sc := event.NewScanner(nil, 0)
 	for {
-		if err := sc.NextInto(&f); err != nil {
-			return
+		rerr, werr := st.Pump(sc, src)
+		if werr != nil {
+			tb.Fatal(werr)
 		}
-		if err := st.Frame(&f); err != nil {
-			tb.Fatal(err)
+		if rerr != nil {
+			return
 		}
 	}
 }
@@ -82,8 +84,8 @@ func TestObserverLogsLossyTranslations(t *testing.T) {
 }
 
 // BenchmarkPumpPassThrough is BenchmarkStreamPassThrough with the writer a
-// stream really has: the consumer's chunked writer, flushed whenever the
-// scanner is about to read.
+// stream really has: the consumer's chunked writer, flushed by Pump before
+// each read.
 func BenchmarkPumpPassThrough(b *testing.B) {
 	in := benchStream(1000, contentEvent)
 	t := &event.Translator{}
@@ -96,9 +98,7 @@ func BenchmarkPumpPassThrough(b *testing.B) {
 		c.wrote.Reset()
 		cw := newConsumerWriter(c, true, time.Minute)
 		st := t.NewStream(negotiate.Current, negotiate.Version{}, cw)
-		sc := event.NewScanner(r, 0)
-		sc.BeforeRead = func() { cw.Flush() }
-		frameAll(b, sc, st)
+		pumpAll(b, st, r)
 		if err := cw.End(); err != nil {
 			b.Fatal(err)
 		}

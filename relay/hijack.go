@@ -184,6 +184,10 @@ type consumerWriter struct {
 	// head is the answer's status line and headers until they are written,
 	// by the first flush (or write); the caller leaves it unchanged.
 	head []byte
+	// holdHead makes the first flush with only the head pending write
+	// nothing: the producer's first events are buffered already (they came
+	// with its head) and the head goes out with them.
+	holdHead bool
 
 	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
 	err error
@@ -262,8 +266,7 @@ func (w *consumerWriter) Write(p []byte) (int, error) {
 }
 
 // WriteBorrowed is Write for bytes the caller leaves unchanged until the
-// next flush (the scanner's buffer: it calls BeforeRead, which flushes,
-// before its bytes move). Frames that lie end to end there, as a burst of
+// next flush (the scanner's buffer: Pump flushes before its bytes move). Frames that lie end to end there, as a burst of
 // frames passed through does, go out from where they are in one chunk,
 // with no copy into the pending buffer.
 func (w *consumerWriter) WriteBorrowed(p []byte) error {
@@ -300,13 +303,14 @@ func (w *consumerWriter) adopt() {
 	w.span = nil
 }
 
-// onlyHead reports whether the head is all that is pending.
-func (w *consumerWriter) onlyHead() bool {
-	return w.head != nil && w.buf == nil && w.span == nil && w.err == nil
-}
-
-// Flush writes what is pending, as one chunk.
+// Flush writes what is pending, as one chunk (see holdHead).
 func (w *consumerWriter) Flush() error {
+	if w.holdHead {
+		w.holdHead = false
+		if w.head != nil && w.buf == nil && w.span == nil && w.err == nil {
+			return nil
+		}
+	}
 	return w.flush(false)
 }
 

@@ -18,14 +18,9 @@ import (
 )
 
 // relayedStream copies one run's event stream from the producer to the consumer,
-// one frame at a time through a Stream. It owns resp and cw, and closes the
-// consumer's connection when it is done.
-//
-// Flushing: the writer is flushed exactly when the scanner is about to read
-// from the producer, that is whenever the relay could block. Events the
-// producer sent together go out together; none waits for a later one.
-// Backpressure: a flush is a blocking write to the consumer's socket, so a
-// slow consumer slows the reading of the producer instead of growing memory.
+// one frame at a time through a Stream (event.Stream.Pump: frames, flush,
+// read). It owns resp and cw, and closes the consumer's connection when it
+// is done.
 //
 // Parking: a polled stream (see streamBody.pollRead) on which the producer
 // has sent nothing for parkAfter gives up its goroutine. Its connection is
@@ -42,16 +37,16 @@ type relayedStream struct {
 
 	st  *event.Stream
 	sc  *event.Scanner
+	src producerReader
 	tap RunTap
 	sb  *streamBody // the body, when it can be polled (and so parked)
 
 	werr, rerr error
-	frames     func() bool // pump's loop body, made once (it escapes into pollRead)
+	step       func() bool // p.pumpSome, made once (it escapes into pollRead)
 
 	parkAfter time.Duration
 	parker    parker
 	memory    *memoryReleaser
-	now       time.Time   // the clock at the last beforeRead: the wait that may follow starts then
 	deadline  time.Time   // the read deadline that ends a wait by parking
 	parked    atomic.Bool // waiting in the poller with no goroutine
 	noPark    bool        // parking failed (no poller): wait in the goroutine
@@ -95,62 +90,69 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, cw)
 	p.st.ProducerPython = r.ProducerPython
 	p.tap = rep.tap
-	var src io.Reader = ub
+	p.src = producerReader{ub: ub}
 	if p.tap != nil {
 		p.tap.Streaming(rep.Consumer, r.ProducerVersion)
 		p.st.Tap, p.st.Counts = p.tap, r.newCounts()
-		src = tapReader{ub, p.tap}
+		p.src.tap = p.tap
 	}
 	p.st.OnPlan = func(plan negotiate.Plan) {
 		for _, warning := range plan.Warnings {
 			r.log.Warn(warning, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
 		}
 	}
-	p.sc = event.NewIdleScanner(src, r.MaxFrame)
-	p.sc.BeforeRead = p.beforeRead
-	p.frames = p.nextFrames
+	p.sc = event.NewIdleScanner(nil, r.MaxFrame)
+	p.step = p.pumpSome
 	if sb, ok := ub.body.(*streamBody); ok && sb.raw != nil {
 		p.sb = sb
 		p.sc.Polled = true
+		// The events the producer sent with its head are buffered already:
+		// the answer's head waits for them, to go out in the same write.
+		cw.holdHead = sb.buffered()
 		wake := p.wake
 		sb.onClose.Store(&wake)
 	}
 	return p.run()
 }
 
-func (p *relayedStream) beforeRead() {
-	// The answer's head alone waits for the events the producer sent with
-	// its own head, when they are buffered already: the read cannot block.
-	if p.werr == nil && !(p.cw.onlyHead() && p.sb != nil && p.sb.buffered()) {
-		if p.werr = p.cw.Flush(); p.werr != nil {
-			p.ub.cancel(errConsumerGone)
-		} else if p.tap != nil {
-			p.tap.Flushed(p.st.Events)
-		}
-	}
-	p.now = time.Now()
-	p.ub.touch(p.now)
-}
-
-// nextFrames relays frames until the producer has nothing more for now
-// (false: wait for it) or the stream is over (true).
-func (p *relayedStream) nextFrames() bool {
-	var f event.Frame
-	for p.werr == nil {
-		err := p.sc.NextInto(&f)
-		if err == event.ErrWouldBlock {
+// pumpSome relays what the producer has sent: it reports false when the
+// producer has nothing more for now (wait for it, then call it again),
+// true when the stream is over.
+func (p *relayedStream) pumpSome() bool {
+	for {
+		rerr, werr := p.st.Pump(p.sc, &p.src)
+		switch {
+		case werr != nil:
+			p.werr = werr
+			return true
+		case rerr == event.ErrWouldBlock:
 			return !p.armParking()
-		}
-		if err != nil {
-			p.rerr = err
+		case rerr != nil:
+			p.rerr = rerr
 			return true
 		}
-		p.werr = p.st.Frame(&f)
-		if p.st.Terminal != "" && !p.ended {
+		if !p.ended { // a run ended
 			p.checkEnd()
 		}
 	}
-	return true
+}
+
+// producerReader is the stream's source: the producer's answer, each read
+// noted for the idle timeout (touch) and shown to the tap.
+type producerReader struct {
+	ub  *upstreamBody
+	tap RunTap
+	now time.Time // the clock at the last read: a wait that follows starts then
+}
+
+func (r *producerReader) Read(p []byte) (int, error) {
+	r.now = time.Now()
+	r.ub.touch(r.now)
+	n, err := r.ub.Read(p)
+	if n > 0 && r.tap != nil {
+		r.tap.Read(p[:n])
+	}
+	return n, err
 }
 
 // runEndGrace is how long the producer has, after the terminal event of
@@ -182,16 +184,16 @@ func (p *relayedStream) checkEnd() {
 }
 
 // armParking moves the read deadline that ends the coming wait in parking
-// to parkAfter from the read that would block (p.now, read by beforeRead
-// just before it), when it is under half of that away (a timer update
-// every parkAfter/2, not one per wait). It reports false when the body was
-// closed meanwhile: the stream must not wait then.
+// to parkAfter from the read that would block (p.src.now), when it is under
+// half of that away (a timer update every parkAfter/2, not one per wait).
+// It reports false when the body was closed meanwhile: the stream must not
+// wait then.
 func (p *relayedStream) armParking() bool {
 	if p.noPark {
 		return p.sb.state.Load() == bodyReading
 	}
-	if p.deadline.Sub(p.now) < p.parkAfter/2 {
-		p.deadline = p.now.Add(p.parkAfter)
+	if now := p.src.now; p.deadline.Sub(now) < p.parkAfter/2 {
+		p.deadline = now.Add(p.parkAfter)
 		p.sb.interrupt.SetReadDeadline(p.deadline) //nolint:errcheck // no deadline: the stream just does not park
 	}
 	return p.sb.state.Load() == bodyReading
@@ -201,13 +203,13 @@ func (p *relayedStream) armParking() bool {
 // with the connection kept (see finish).
 func (p *relayedStream) run() (kept bool) {
 	if p.sb == nil {
-		p.frames()
+		p.pumpSome()
 		return p.finish()
 	}
 	for {
-		polled, err := p.sb.pollRead(p.frames)
+		polled, err := p.sb.pollRead(p.step)
 		if !polled {
-			p.frames() // closed before it could be polled: reads now say so
+			p.pumpSome() // closed before it could be polled: reads now say so
 			break
 		}
 		if err == nil || p.rerr != nil || p.werr != nil {

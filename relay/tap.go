@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"io"
-
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -115,18 +113,4 @@ func (m multiTap) End(rep *RunReport) {
 	for _, t := range m {
 		t.End(rep)
 	}
-}
-
-// tapReader shows the tap every chunk read from the producer.
-type tapReader struct {
-	r   io.Reader
-	tap RunTap
-}
-
-func (t tapReader) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if n > 0 {
-		t.tap.Read(p[:n])
-	}
-	return n, err
 }

@@ -1,0 +1,193 @@
+package event
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+)
+
+// opLog is a sink and a source that log what Pump does to them, in order:
+// "r" a read, "w" a write, "f" a flush.
+type opLog struct {
+	ops    strings.Builder
+	chunks []string
+	out    bytes.Buffer
+}
+
+func (l *opLog) Read(p []byte) (int, error) {
+	l.ops.WriteString("r")
+	if len(l.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, l.chunks[0])
+	l.chunks = l.chunks[1:]
+	return n, nil
+}
+
+func (l *opLog) Write(p []byte) (int, error) {
+	l.ops.WriteString("w")
+	return l.out.Write(p)
+}
+
+func (l *opLog) Flush() error {
+	l.ops.WriteString("f")
+	return nil
+}
+
+// Pump flushes before every read and at no other time: the frames that
+// arrived in one read are written one after the other, then flushed
+// together, before the next read.
+func TestPumpFlushesBeforeEveryRead(t *testing.T) {
+	l := &opLog{chunks: []string{"data: 1\n\ndata: 2\n\n", "data: 3\n\n"}}
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, l)
+	rerr, werr := st.Pump(NewScanner(nil, 0), l)
+	if rerr != io.EOF || werr != nil {
+		t.Fatalf("Pump returned %v, %v; want io.EOF, nil", rerr, werr)
+	}
+	if got, want := l.ops.String(), "frwwfrwfr"; got != want {
+		t.Errorf("operations %q, want %q", got, want)
+	}
+	if l.out.String() != "data: 1\n\ndata: 2\n\ndata: 3\n\n" {
+		t.Errorf("wrote %q", l.out.String())
+	}
+}
+
+// borrowingSink takes frames borrowed, as the relay's consumer writer does,
+// and checks at each flush that their bytes are still what it was given.
+type borrowingSink struct {
+	t        *testing.T
+	borrowed [][]byte // the slices taken since the last flush
+	copies   []string // what they held when taken
+	out      strings.Builder
+}
+
+func (s *borrowingSink) Write(p []byte) (int, error) {
+	s.out.Write(p)
+	return len(p), nil
+}
+
+func (s *borrowingSink) WriteBorrowed(p []byte) error {
+	s.borrowed = append(s.borrowed, p)
+	s.copies = append(s.copies, string(p))
+	return nil
+}
+
+func (s *borrowingSink) Flush() error {
+	for i, p := range s.borrowed {
+		if string(p) != s.copies[i] {
+			s.t.Errorf("a borrowed frame changed before the flush: %q, taken as %q", p, s.copies[i])
+		}
+		s.out.Write(p)
+	}
+	s.borrowed, s.copies = s.borrowed[:0], s.copies[:0]
+	return nil
+}
+
+// Frames passed through are written from the scanner's buffer: Pump must
+// flush them before a read moves its bytes. Reads of half the room make
+// most Fills move what is left to the buffer's start.
+func TestPumpFlushesBorrowedFramesBeforeTheBufferMoves(t *testing.T) {
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"%d\"}\n\n", i)
+	}
+	in := b.String()
+	s := &borrowingSink{t: t}
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, s)
+	pumpAll(t, st, iotest.HalfReader(strings.NewReader(in)))
+	s.Flush() //nolint:errcheck // never fails
+	if s.out.String() != in {
+		t.Errorf("wrote %q\nwant %q", s.out.String(), in)
+	}
+}
+
+// Pump returns, both errors nil, after the frame that ends a run, and goes
+// on where it stopped when called again.
+func TestPumpPausesAtTheEndOfARun(t *testing.T) {
+	l := &opLog{chunks: []string{runStarted + runFinished + contentEvent}}
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, l)
+	sc := NewScanner(nil, 0)
+	if rerr, werr := st.Pump(sc, l); rerr != nil || werr != nil || st.Terminal != "RUN_FINISHED" || st.Events != 2 {
+		t.Fatalf("first Pump: %v, %v, terminal %q, %d events", rerr, werr, st.Terminal, st.Events)
+	}
+	if rerr, werr := st.Pump(sc, l); rerr != io.EOF || werr != nil || st.Events != 3 {
+		t.Fatalf("second Pump: %v, %v, %d events", rerr, werr, st.Events)
+	}
+	if l.out.String() != runStarted+runFinished+contentEvent {
+		t.Errorf("wrote %q", l.out.String())
+	}
+}
+
+// politeSource is a polled source: ErrWouldBlock whenever it has nothing.
+type politeSource struct{ pending []string }
+
+func (p *politeSource) Read(b []byte) (int, error) {
+	if len(p.pending) == 0 {
+		return 0, ErrWouldBlock
+	}
+	n := copy(b, p.pending[0])
+	p.pending = p.pending[1:]
+	return n, nil
+}
+
+// A polled source that has nothing makes Pump return ErrWouldBlock, having
+// flushed what came before and lost nothing: called again once the
+// source has input, it goes on, a frame split across the wait whole.
+func TestPumpReturnsWhenAPolledSourceWouldBlock(t *testing.T) {
+	src := &politeSource{pending: []string{contentEvent + contentEvent[:20]}}
+	var out bytes.Buffer
+	l := &opLog{}
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &flushCounter{Writer: &out, log: l})
+	sc := NewIdleScanner(nil, 0)
+	sc.Polled = true
+	if rerr, werr := st.Pump(sc, src); rerr != ErrWouldBlock || werr != nil {
+		t.Fatalf("Pump returned %v, %v; want ErrWouldBlock", rerr, werr)
+	}
+	if out.String() != contentEvent || l.ops.String() != "ff" {
+		t.Fatalf("before the wait: wrote %q, flushes %q", out.String(), l.ops.String())
+	}
+	src.pending = []string{contentEvent[20:]}
+	if rerr, _ := st.Pump(sc, src); rerr != ErrWouldBlock || out.String() != contentEvent+contentEvent {
+		t.Fatalf("after the wait: %v, wrote %q", rerr, out.String())
+	}
+	if sc.buf != nil {
+		t.Error("the scanner holds a buffer while it waits with nothing buffered")
+	}
+}
+
+// flushCounter is a sink that logs its flushes.
+type flushCounter struct {
+	io.Writer
+	log *opLog
+}
+
+func (f *flushCounter) Flush() error { return f.log.Flush() }
+
+// failingSink fails every flush.
+type failingSink struct{ bytes.Buffer }
+
+var errSinkGone = errors.New("the consumer is gone")
+
+func (*failingSink) Flush() error { return errSinkGone }
+
+// What stops Pump says which side it came from: the sink's error as
+// writeErr, the source's as readErr.
+func TestPumpTellsTheSinksErrorFromTheSources(t *testing.T) {
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &failingSink{})
+	if rerr, werr := st.Pump(NewScanner(nil, 0), strings.NewReader(contentEvent)); rerr != nil || werr != errSinkGone {
+		t.Errorf("a failed flush: %v, %v", rerr, werr)
+	}
+	broken := errors.New("connection reset")
+	var out bytes.Buffer
+	st = (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &out)
+	src := io.MultiReader(strings.NewReader(contentEvent), iotest.ErrReader(broken))
+	if rerr, werr := st.Pump(NewScanner(nil, 0), src); rerr != broken || werr != nil || out.String() != contentEvent {
+		t.Errorf("a broken source: %v, %v, wrote %q", rerr, werr, out.String())
+	}
+}
