@@ -12,6 +12,7 @@ import (
 // forwardedProps.demo:
 //
 //	/run?dialect=1.0&events=1000&rate=0&delta=64&tools=0&reasoning=0
+//	/run?dialect=1.0&events=40004&rate=0&text=1&subagent=10
 type RunParams struct {
 	Dialect Dialect
 	Events  int     // events per run, RUN_STARTED and RUN_FINISHED included
@@ -56,6 +57,12 @@ func (p RunParams) Query() string {
 	if p.NoReasoning {
 		q.Set("reasoning", "0")
 	}
+	if p.TextOnly {
+		q.Set("text", "1")
+	}
+	if p.SubagentEvery > 0 {
+		q.Set("subagent", strconv.Itoa(p.SubagentEvery))
+	}
 	return q.Encode()
 }
 
@@ -73,7 +80,7 @@ func ParseRunParams(target string) (RunParams, error) {
 }
 
 // ParamsFrom reads the parameters by key (dialect, events, rate, idle,
-// delta, tools, reasoning) from get, which returns "" for a key not given.
+// delta, tools, reasoning, text, subagent) from get, which returns "" for a key not given.
 // A value out of range or not a number is an error naming the key.
 func ParamsFrom(get func(key string) string) (RunParams, error) {
 	p := RunParams{Dialect: ParseDialect(get("dialect")), Events: DefaultEvents}
@@ -93,6 +100,11 @@ func ParamsFrom(get func(key string) string) (RunParams, error) {
 			return p, fmt.Errorf("delta: %q is not a length in bytes from 0 to %d", v, MaxDelta)
 		}
 	}
+	if v := get("subagent"); v != "" {
+		if p.SubagentEvery, err = strconv.Atoi(v); err != nil || p.SubagentEvery < 0 || p.SubagentEvery > MaxEvents {
+			return p, fmt.Errorf("subagent: %q is not a whole number of events from 0 to %d", v, MaxEvents)
+		}
+	}
 	flag := func(key string, dst *bool, invert bool) error {
 		switch v := get(key); v {
 		case "":
@@ -105,7 +117,7 @@ func ParamsFrom(get func(key string) string) (RunParams, error) {
 		}
 		return nil
 	}
-	for _, e := range []error{flag("idle", &p.Idle, false), flag("tools", &p.NoTools, true), flag("reasoning", &p.NoReasoning, true)} {
+	for _, e := range []error{flag("idle", &p.Idle, false), flag("tools", &p.NoTools, true), flag("reasoning", &p.NoReasoning, true), flag("text", &p.TextOnly, false)} {
 		if e != nil {
 			return p, e
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,8 +36,7 @@ type Producer struct {
 	// IdleOpen counts idle runs waiting for release.
 	IdleOpen atomic.Int64
 
-	planMu sync.Mutex
-	plans  map[planKey]Plan
+	plans planCache
 
 	pacerOnce sync.Once
 	pc        *pacer
@@ -57,6 +57,27 @@ type planKey struct {
 	m Mix
 }
 
+// planCache holds the plans asked for so far; the zero value is ready.
+type planCache struct {
+	mu    sync.Mutex
+	plans map[planKey]Plan
+}
+
+func (c *planCache) get(d Dialect, events int, m Mix) Plan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := planKey{d, events, m}
+	pl, ok := c.plans[k]
+	if !ok {
+		if c.plans == nil {
+			c.plans = map[planKey]Plan{}
+		}
+		pl = NewMixedPlan(d, events, m)
+		c.plans[k] = pl
+	}
+	return pl
+}
+
 // StartProducer listens on addr (e.g. "127.0.0.1:0") and serves.
 func StartProducer(addr string) (*Producer, error) {
 	ln, err := net.Listen("tcp", addr)
@@ -64,7 +85,7 @@ func StartProducer(addr string) (*Producer, error) {
 		return nil, err
 	}
 	p := &Producer{ln: ln, FlushBytes: 16 << 10, release: make(chan struct{}),
-		conns: map[net.Conn]struct{}{}, plans: map[planKey]Plan{}}
+		conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -74,17 +95,7 @@ func StartProducer(addr string) (*Producer, error) {
 func (p *Producer) Addr() string { return p.ln.Addr().String() }
 
 // Plan returns the (cached) plan for a dialect, length and mix.
-func (p *Producer) Plan(d Dialect, events int, m Mix) Plan {
-	p.planMu.Lock()
-	defer p.planMu.Unlock()
-	k := planKey{d, events, m}
-	pl, ok := p.plans[k]
-	if !ok {
-		pl = NewMixedPlan(d, events, m)
-		p.plans[k] = pl
-	}
-	return pl
-}
+func (p *Producer) Plan(d Dialect, events int, m Mix) Plan { return p.plans.get(d, events, m) }
 
 // ReleaseIdle ends every idle run open now with RUN_FINISHED.
 func (p *Producer) ReleaseIdle() {
@@ -165,7 +176,7 @@ func (p *Producer) serve(c net.Conn) {
 			}
 			continue
 		}
-		rp, err := ParseRunParams(req.target)
+		rp, err := ParseRunParams(req.paramsTarget())
 		if err != nil {
 			msg := err.Error()
 			cw.writeRaw([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: " + strconv.Itoa(len(msg)) + "\r\n\r\n" + msg))
@@ -314,6 +325,25 @@ type request struct {
 	method, target string
 	close          bool
 	runID          string
+	bodyQuery      string // forwardedProps.aguibench (BodyParamsKey)
+}
+
+// BodyParamsKey names the string member of a RunAgentInput's
+// forwardedProps that carries a run's parameters as a query string
+// ("dialect=1.0&events=1000&rate=0"), for proxies that post every run to
+// one fixed URL (the CopilotKit runtime's HttpAgent). The producers read
+// it when the request's target has no query.
+const BodyParamsKey = "aguibench"
+
+// paramsTarget is the target the run's parameters are read from: the
+// request's, or, when it has no query, its body's BodyParamsKey.
+func (r request) paramsTarget() string { return paramsTarget(r.target, r.bodyQuery) }
+
+func paramsTarget(target, bodyQuery string) string {
+	if bodyQuery == "" || strings.Contains(target, "?") {
+		return target
+	}
+	return "/run?" + bodyQuery
 }
 
 var errBadRequest = errors.New("malformed request")
@@ -368,6 +398,7 @@ func readRequest(br *bufio.Reader) (request, error) {
 		return r, err
 	}
 	r.runID = jsonStringField(body, "runId")
+	r.bodyQuery = jsonStringField(body, BodyParamsKey)
 	return r, nil
 }
 

@@ -75,6 +75,9 @@ const (
 	KSubTextEnd
 	KSubFinish
 	KRunFinished
+	// KTaggedContent is a TEXT_MESSAGE_CONTENT of the run's own message
+	// tagged with the current subagent's subagentRunId (TextOnly plans).
+	KTaggedContent
 )
 
 // Stamped reports whether events of kind k carry a stamp (sequence number
@@ -84,7 +87,7 @@ const (
 // translation may drop, rename into several or invent are not stamped.
 func (k Kind) Stamped() bool {
 	switch k {
-	case KTextContent, KReasonContent, KThinkContent, KToolArgs, KStateDelta, KStateSnapshot:
+	case KTextContent, KTaggedContent, KReasonContent, KThinkContent, KToolArgs, KStateDelta, KStateSnapshot:
 		return true
 	}
 	return false
@@ -101,6 +104,17 @@ type Plan struct {
 type Mix struct {
 	NoTools     bool // no tool calls (TOOL_CALL_*)
 	NoReasoning bool // no reasoning (REASONING_* or THINKING_*)
+	// TextOnly makes the run one text message and nothing else:
+	// RUN_STARTED, TEXT_MESSAGE_START, the content deltas,
+	// TEXT_MESSAGE_END, RUN_FINISHED (the second saturation workload of
+	// bench/README).
+	TextOnly bool
+	// SubagentEvery, with TextOnly, puts the message inside a
+	// SUBAGENT_STARTED/SUBAGENT_FINISHED pair and tags every n-th content
+	// delta with the subagent's subagentRunId (a translation for a consumer
+	// without subagents drops the pair and removes the tags; the deltas
+	// keep their stamps). 0 is none.
+	SubagentEvery int
 }
 
 // NewPlan returns the plan of a run of about events events (at least the
@@ -114,6 +128,9 @@ func NewPlan(d Dialect, events int) Plan { return NewMixedPlan(d, events, Mix{})
 func NewMixedPlan(d Dialect, events int, m Mix) Plan {
 	ks := []Kind{KRunStarted}
 	body := events - 2
+	if m.TextOnly {
+		return textOnlyPlan(body, m.SubagentEvery)
+	}
 	if d == DialectThinking {
 		if body > 4 {
 			ks = append(ks, KThinkStart, KThinkMsgStart)
@@ -182,6 +199,36 @@ func NewMixedPlan(d Dialect, events int, m Mix) Plan {
 	}
 	if len(ks)-1 > body {
 		ks = trimPlan(ks, body+1)
+	}
+	return finishPlan(append(ks, KRunFinished))
+}
+
+// textOnlyPlan is a run of one text message of n-2 content deltas (n-4
+// inside a subagent pair), every-th one tagged with the subagent when
+// every > 0; a body too short for the blocks is the bare run.
+func textOnlyPlan(n, every int) Plan {
+	ks := []Kind{KRunStarted}
+	content := n - 2
+	if every > 0 {
+		content -= 2
+	}
+	if content < 1 {
+		return finishPlan(append(ks, KRunFinished))
+	}
+	if every > 0 {
+		ks = append(ks, KSubStart)
+	}
+	ks = append(ks, KTextStart)
+	for i := 1; i <= content; i++ {
+		if every > 0 && i%every == 0 {
+			ks = append(ks, KTaggedContent)
+		} else {
+			ks = append(ks, KTextContent)
+		}
+	}
+	ks = append(ks, KTextEnd)
+	if every > 0 {
+		ks = append(ks, KSubFinish)
 	}
 	return finishPlan(append(ks, KRunFinished))
 }
@@ -316,6 +363,13 @@ func (w *RunWriter) appendEvent(b []byte, k Kind, now int64) []byte {
 		b = append(b, `",`...)
 		b = w.delta(b, now)
 		return append(b, '}')
+	case KTaggedContent:
+		// Its tag is removed by a translation, its delta kept: stamped.
+		b = append(b, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"`...)
+		b = w.id(b, "msg-")
+		b = append(b, `",`...)
+		b = w.delta(b, now)
+		return w.sub(b, true)
 	case KSubTextContent:
 		// Attributed to a subagent: a translation may strip or drop it, so
 		// it carries no stamp.

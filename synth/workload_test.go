@@ -2,6 +2,7 @@ package synth
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -70,13 +71,89 @@ func TestPlansAreWellFormed(t *testing.T) {
 }
 
 func TestRunParamsRoundTrip(t *testing.T) {
-	for _, p := range []RunParams{{Dialect: DialectLegacy, Events: 100, Rate: 20}, {Dialect: Dialect10, Idle: true, Events: 2}, {Dialect: DialectThinking, Events: 7, Rate: 0.5}} {
+	for _, p := range []RunParams{{Dialect: DialectLegacy, Events: 100, Rate: 20}, {Dialect: Dialect10, Idle: true, Events: 2}, {Dialect: DialectThinking, Events: 7, Rate: 0.5},
+		{Dialect: Dialect10, Events: 40006, Mix: Mix{TextOnly: true, SubagentEvery: 10}}} {
 		got, err := ParseRunParams(p.Path())
 		if err != nil || got != p {
 			t.Errorf("ParseRunParams(%q) = %+v, %v; want %+v", p.Path(), got, err, p)
 		}
 	}
-	if _, err := ParseRunParams("/run?events=x"); err == nil {
-		t.Error("bad events accepted")
+	for _, bad := range []string{"/run?events=x", "/run?subagent=-1", "/run?text=yes"} {
+		if _, err := ParseRunParams(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// A text-only run is one message of content deltas, each stamped; with
+// SubagentEvery the message sits inside one subagent pair and every n-th
+// delta carries that subagent's id, and nothing else does.
+func TestTextOnlyPlan(t *testing.T) {
+	for _, tc := range []struct{ events, every, content, tagged int }{
+		{40004, 0, 40000, 0}, {40006, 10, 40000, 4000}, {9, 0, 5, 0}, {11, 10, 5, 0}, {25, 10, 19, 1}, {3, 0, 0, 0},
+	} {
+		plan := NewMixedPlan(Dialect10, tc.events, Mix{TextOnly: true, SubagentEvery: tc.every})
+		if tc.content > 0 && len(plan.Kinds) != tc.events {
+			t.Errorf("%+v: %d events", tc, len(plan.Kinds))
+		}
+		if plan.Stamped != tc.content {
+			t.Errorf("%+v: %d stamped, want every content delta", tc, plan.Stamped)
+		}
+		w := RunWriter{D: Dialect10, RunID: "r", Thread: "t"}
+		var types []string
+		content, tagged, sub := 0, 0, ""
+		for i, k := range plan.Kinds {
+			var ev struct {
+				SubagentRunID string `json:"subagentRunId"`
+			}
+			b := w.appendEvent(nil, k, int64(i))
+			if err := json.Unmarshal(b, &ev); err != nil {
+				t.Fatalf("%s: %v", b, err)
+			}
+			var m map[string]any
+			json.Unmarshal(b, &m)
+			typ := m["type"].(string)
+			types = append(types, typ)
+			switch {
+			case typ == "SUBAGENT_STARTED":
+				sub = ev.SubagentRunID
+			case typ == "TEXT_MESSAGE_CONTENT":
+				content++
+				if _, _, ok := ParseStamp(b); !ok {
+					t.Errorf("unstamped delta %s", b)
+				}
+				if ev.SubagentRunID != "" {
+					tagged++
+					if ev.SubagentRunID != sub || content%tc.every != 0 {
+						t.Errorf("delta %d tagged %q (subagent %q): %s", content, ev.SubagentRunID, sub, b)
+					}
+				}
+			case ev.SubagentRunID != "" && typ != "SUBAGENT_FINISHED":
+				t.Errorf("%s tagged: %s", typ, b)
+			}
+		}
+		if content != tc.content || tagged != tc.tagged {
+			t.Errorf("%+v: %d deltas, %d tagged", tc, content, tagged)
+		}
+		want := []string{"RUN_STARTED"}
+		if tc.content > 0 {
+			if tc.every > 0 {
+				want = append(want, "SUBAGENT_STARTED")
+			}
+			want = append(want, "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT")
+		}
+		if strings.Join(types[:len(want)], ",") != strings.Join(want, ",") {
+			t.Errorf("%+v: starts %v", tc, types[:len(want)])
+		}
+		end := []string{"RUN_FINISHED"}
+		if tc.content > 0 {
+			end = []string{"TEXT_MESSAGE_END", "RUN_FINISHED"}
+			if tc.every > 0 {
+				end = []string{"TEXT_MESSAGE_END", "SUBAGENT_FINISHED", "RUN_FINISHED"}
+			}
+		}
+		if got := types[len(types)-len(end):]; strings.Join(got, ",") != strings.Join(end, ",") {
+			t.Errorf("%+v: ends %v", tc, got)
+		}
 	}
 }
