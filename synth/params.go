@@ -57,6 +57,12 @@ func (p RunParams) Query() string {
 	if p.NoReasoning {
 		q.Set("reasoning", "0")
 	}
+	if p.NoSubagents {
+		q.Set("subagents", "0")
+	}
+	if p.NoState {
+		q.Set("state", "0")
+	}
 	if p.TextOnly {
 		q.Set("text", "1")
 	}
@@ -80,7 +86,7 @@ func ParseRunParams(target string) (RunParams, error) {
 }
 
 // ParamsFrom reads the parameters by key (dialect, events, rate, idle,
-// delta, tools, reasoning, text, subagent) from get, which returns "" for a key not given.
+// delta, tools, reasoning, subagents, state, text, subagent) from get, which returns "" for a key not given.
 // A value out of range or not a number is an error naming the key.
 func ParamsFrom(get func(key string) string) (RunParams, error) {
 	p := RunParams{Dialect: ParseDialect(get("dialect")), Events: DefaultEvents}
@@ -117,7 +123,7 @@ func ParamsFrom(get func(key string) string) (RunParams, error) {
 		}
 		return nil
 	}
-	for _, e := range []error{flag("idle", &p.Idle, false), flag("tools", &p.NoTools, true), flag("reasoning", &p.NoReasoning, true), flag("text", &p.TextOnly, false)} {
+	for _, e := range []error{flag("idle", &p.Idle, false), flag("tools", &p.NoTools, true), flag("reasoning", &p.NoReasoning, true), flag("subagents", &p.NoSubagents, true), flag("state", &p.NoState, true), flag("text", &p.TextOnly, false)} {
 		if e != nil {
 			return p, e
 		}

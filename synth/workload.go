@@ -104,6 +104,8 @@ type Plan struct {
 type Mix struct {
 	NoTools     bool // no tool calls (TOOL_CALL_*)
 	NoReasoning bool // no reasoning (REASONING_* or THINKING_*)
+	NoSubagents bool // no subagents (SUBAGENT_* and the events they tag)
+	NoState     bool // no STATE_DELTA or STATE_SNAPSHOT
 	// TextOnly makes the run one text message and nothing else:
 	// RUN_STARTED, TEXT_MESSAGE_START, the content deltas,
 	// TEXT_MESSAGE_END, RUN_FINISHED (the second saturation workload of
@@ -187,13 +189,17 @@ func NewMixedPlan(d Dialect, events int, m Mix) Plan {
 		if !m.NoTools {
 			tool(5)
 		}
-		ks = append(ks, KStateDelta)
-		text(30)
-		ks = append(ks, KStateDelta)
-		if cycle%2 == 1 {
-			ks = append(ks, KStateSnapshot)
+		if !m.NoState {
+			ks = append(ks, KStateDelta)
 		}
-		if d == Dialect10 && cycle%4 == 3 {
+		text(30)
+		if !m.NoState {
+			ks = append(ks, KStateDelta)
+			if cycle%2 == 1 {
+				ks = append(ks, KStateSnapshot)
+			}
+		}
+		if d == Dialect10 && cycle%4 == 3 && !m.NoSubagents {
 			sub(5)
 		}
 	}

@@ -72,7 +72,8 @@ func TestPlansAreWellFormed(t *testing.T) {
 
 func TestRunParamsRoundTrip(t *testing.T) {
 	for _, p := range []RunParams{{Dialect: DialectLegacy, Events: 100, Rate: 20}, {Dialect: Dialect10, Idle: true, Events: 2}, {Dialect: DialectThinking, Events: 7, Rate: 0.5},
-		{Dialect: Dialect10, Events: 40006, Mix: Mix{TextOnly: true, SubagentEvery: 10}}} {
+		{Dialect: Dialect10, Events: 40006, Mix: Mix{TextOnly: true, SubagentEvery: 10}},
+		{Dialect: Dialect10, Events: 1000, Mix: Mix{NoTools: true, NoSubagents: true, NoState: true}}} {
 		got, err := ParseRunParams(p.Path())
 		if err != nil || got != p {
 			t.Errorf("ParseRunParams(%q) = %+v, %v; want %+v", p.Path(), got, err, p)
@@ -155,5 +156,20 @@ func TestTextOnlyPlan(t *testing.T) {
 		if got := types[len(types)-len(end):]; strings.Join(got, ",") != strings.Join(end, ",") {
 			t.Errorf("%+v: ends %v", tc, got)
 		}
+	}
+}
+
+// A mix without subagents, tools or state has none of their events.
+func TestMixLeavesOut(t *testing.T) {
+	plan := NewMixedPlan(Dialect10, 3000, Mix{NoTools: true, NoSubagents: true, NoState: true})
+	for _, k := range plan.Kinds {
+		switch k {
+		case KSubStart, KSubTextStart, KSubTextContent, KSubTextEnd, KSubFinish, KToolStart, KToolArgs, KToolEnd, KToolResult, KStateDelta, KStateSnapshot:
+			t.Fatalf("kind %d in a mix without it", k)
+		}
+	}
+	full := NewPlan(Dialect10, 3000)
+	if len(full.Kinds) == len(plan.Kinds) && full.Stamped == plan.Stamped {
+		t.Error("the full plan is the same")
 	}
 }

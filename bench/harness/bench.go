@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,6 +91,10 @@ const (
 	phIdle
 )
 
+// ckMix is what the CopilotKit runtime's client can read of the 1.0
+// workload.
+var ckMix = synth.Mix{NoTools: true, NoSubagents: true, NoState: true}
+
 type caseSpec struct {
 	Case
 	phases int
@@ -102,6 +107,8 @@ func specs() []caseSpec {
 		{Case{Name: "direct", Proxy: ProxyNone, Dialect: synth.Dialect10, Exact: true}, phSat | phPaced},
 		{Case{Name: "agui-relay", Proxy: ProxyRelay, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
 		{Case{Name: "nginx", Proxy: ProxyNginx, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "haproxy", Proxy: ProxyHAProxy, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "caddy", Proxy: ProxyCaddy, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
 		// One P, as nginx has one worker: what the relay costs and how long
 		// events wait in it without the runtime handing goroutines between
 		// threads (bench/README "Latency").
@@ -112,6 +119,15 @@ func specs() []caseSpec {
 		{Case{Name: "tcpcopy", Proxy: ProxyTCPCopy, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, phSat | phPaced},
 		{Case{Name: "httputil", Proxy: ProxyHTTPUtil, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
 		{Case{Name: "naive", Proxy: ProxyNaive, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
+		// The CopilotKit runtime parses every event with the @ag-ui/client
+		// it bundles (0.0.59), which rejects a 1.0 TOOL_CALL_RESULT's
+		// content parts and SUBAGENT_*, and its in-memory runner replays
+		// each run's STATE_DELTAs onto an empty state (not the input's),
+		// where the producer's patches do not apply and the process dies:
+		// its runs leave tool calls, subagents and state out, and so do
+		// those of the relay it is compared with.
+		{Case{Name: "copilotkit", Proxy: ProxyCopilotKit, Dialect: synth.Dialect10, Mix: ckMix, Exact: true, Baseline: "direct"}, all},
+		{Case{Name: "agui-relay (copilotkit's runs)", Proxy: ProxyRelay, Dialect: synth.Dialect10, Mix: ckMix, Exact: true, Baseline: "direct"}, phSat | phPaced},
 		{Case{Name: "agui-relay 1.0→0.0.45", Proxy: ProxyRelay, Dialect: synth.Dialect10, Args: []string{"--consumer-version", "0.0.45"}, Baseline: "direct"}, all},
 		{Case{Name: "naive 1.0→0.0.45", Proxy: ProxyNaive, Dialect: synth.Dialect10, Args: []string{"--translate", "down"}, Baseline: "direct"}, phSat | phPaced},
 		{Case{Name: "direct legacy", Proxy: ProxyNone, Dialect: synth.DialectLegacy, Exact: true}, phSat | phPaced},
@@ -183,8 +199,11 @@ type Machine struct {
 
 // Versions records what was compared.
 type Versions struct {
-	Relay string `json:"agui_relay"`
-	Nginx string `json:"nginx"`
+	Relay      string `json:"agui_relay"`
+	Nginx      string `json:"nginx"`
+	HAProxy    string `json:"haproxy,omitempty"`
+	Caddy      string `json:"caddy,omitempty"`
+	CopilotKit string `json:"copilotkit_runtime,omitempty"`
 }
 
 func (c Config) logf(format string, args ...any) {
@@ -232,7 +251,8 @@ func Run(cfg Config) (*Report, error) {
 		}
 	}
 	bin, buildErrs := build(cfg, work)
-	rep.Versions = Versions{Relay: relayVersion(cfg.Repo), Nginx: nginxVersion(bin.Nginx)}
+	rep.Versions = Versions{Relay: relayVersion(cfg.Repo), Nginx: nginxVersion(bin.Nginx),
+		HAProxy: proxyVersion(bin.HAProxy, "-v"), Caddy: proxyVersion(bin.Caddy, "version"), CopilotKit: copilotKitVersion(bin.CopilotKit)}
 
 	prod, err := synth.StartProducer("127.0.0.1:0")
 	if err != nil {
@@ -299,16 +319,16 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *synth.Producer, work s
 			cfg.logf("   error: %v", err)
 			return
 		}
-		if err := probe(proc.Addr, sp.Case); err != nil {
+		if err := probe(proc, sp.Case); err != nil {
 			cr.Error = "probe run: " + err.Error()
 			cfg.logf("   error: %s; proxy log: %s", cr.Error, proc.Log())
 			proc.Stop()
 			return
 		}
 		if sp.phases&phSat != 0 {
-			plan := prod.Plan(sp.Dialect, cfg.SatEvents, synth.Mix{})
+			plan := prod.Plan(sp.Dialect, cfg.SatEvents, sp.Mix)
 			for _, n := range cfg.SatLevels {
-				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents},
+				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents, Mix: sp.Mix},
 					Warmup: cfg.SatWarmup, Measure: cfg.SatMeasure, Exact: sp.Exact})
 				cfg.logf("   saturation %5d streams: %9.0f ev/s %7.1f MB/s  cpu %6.3f s/Mev  runs ok %d bad %d failed %d %s",
 					n, r.EventsPerSec, r.BytesPerSec/1e6, r.CPUPerMEvents, r.RunsOK, r.RunsBad, r.RunsFailed, r.FirstError)
@@ -317,9 +337,9 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *synth.Producer, work s
 		}
 		if sp.phases&phPaced != 0 {
 			ev := pacedEvents(cfg)
-			plan := prod.Plan(sp.Dialect, ev, synth.Mix{})
+			plan := prod.Plan(sp.Dialect, ev, sp.Mix)
 			for _, n := range cfg.PacedLevels {
-				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
+				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate, Mix: sp.Mix},
 					Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact})
 				cfg.logf("   paced %5d×%g ev/s: %8.0f ev/s  p50 %7.0f µs p99 %7.0f µs p999 %7.0f µs  cpu %6.3f s/Mev  runs ok %d bad %d failed %d %s",
 					n, cfg.PacedRate, r.EventsPerSec, r.P50, r.P99, r.P999, r.CPUPerMEvents, r.RunsOK, r.RunsBad, r.RunsFailed, r.FirstError)
@@ -436,13 +456,13 @@ func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *synth.Producer) {
 		cfg.logf("   profile: %s.txt", base)
 	}
 	if sp.phases&phSat != 0 {
-		run("saturation", Load{Streams: cfg.RefSat, Params: synth.RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents},
-			Warmup: cfg.SatWarmup, Measure: cfg.SatMeasure, Exact: sp.Exact}, prod.Plan(sp.Dialect, cfg.SatEvents, synth.Mix{}))
+		run("saturation", Load{Streams: cfg.RefSat, Params: synth.RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents, Mix: sp.Mix},
+			Warmup: cfg.SatWarmup, Measure: cfg.SatMeasure, Exact: sp.Exact}, prod.Plan(sp.Dialect, cfg.SatEvents, sp.Mix))
 	}
 	if sp.phases&phPaced != 0 {
 		ev := pacedEvents(cfg)
-		run("paced", Load{Streams: cfg.RefPaced, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
-			Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact}, prod.Plan(sp.Dialect, ev, synth.Mix{}))
+		run("paced", Load{Streams: cfg.RefPaced, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate, Mix: sp.Mix},
+			Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact}, prod.Plan(sp.Dialect, ev, sp.Mix))
 	}
 }
 
@@ -479,10 +499,10 @@ func savePprof(cfg Config, admin, path, file string) bool {
 }
 
 // probe runs one short run through the proxy and checks it.
-func probe(addr string, c Case) error {
-	plan := synth.NewPlan(c.Dialect, 300)
+func probe(proc *Proc, c Case) error {
+	plan := synth.NewMixedPlan(c.Dialect, 300, c.Mix)
 	chk := synth.NewRunCheck(plan, c.Exact)
-	err := runOnce(addr, synth.RunParams{Dialect: c.Dialect, Events: 300}, Input("probe"), load.Timeouts{Connect: 10 * time.Second, Idle: 10 * time.Second},
+	err := runOnce(proc, synth.RunParams{Dialect: c.Dialect, Events: 300, Mix: c.Mix}, "probe", load.Timeouts{Connect: 10 * time.Second, Idle: 10 * time.Second},
 		func(d []byte) { chk.Event(d) })
 	if err != nil {
 		return err
@@ -586,7 +606,17 @@ func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 	if err != nil {
 		errs[ProxyNginx] = err.Error()
 	}
-	cfg.logf("built agui-relay, tcpcopy, httputilproxy, naiverelay in %s; nginx: %s", work, bin.Nginx)
+	if bin.HAProxy, err = findPackaged(cfg, "haproxy", "/usr/sbin/haproxy"); err != nil {
+		errs[ProxyHAProxy] = err.Error()
+	}
+	if bin.Caddy, err = findPackaged(cfg, "caddy", "/usr/bin/caddy"); err != nil {
+		errs[ProxyCaddy] = err.Error()
+	}
+	if bin.Node, bin.CopilotKit, err = findCopilotKit(cfg); err != nil {
+		errs[ProxyCopilotKit] = err.Error()
+	}
+	cfg.logf("built agui-relay, tcpcopy, httputilproxy, naiverelay in %s; nginx: %s, haproxy: %s, caddy: %s, copilotkit: %s",
+		work, bin.Nginx, bin.HAProxy, bin.Caddy, bin.CopilotKit)
 	return bin, errs
 }
 
@@ -628,6 +658,55 @@ func findPackaged(cfg Config, pkg, path string, elsewhere ...string) (string, er
 		return "", fmt.Errorf("installing %s: %v: %.500s", pkg, err, b)
 	}
 	return exec.LookPath(path)
+}
+
+// findCopilotKit returns node and the CopilotKit runtime's script, with
+// the runtime's Node packages installed from bench/copilotkit's lock file
+// (scripts/npm-ci.sh) when setup allows it.
+func findCopilotKit(cfg Config) (node, script string, err error) {
+	dir := filepath.Join(cfg.Repo, "bench", "copilotkit")
+	script = filepath.Join(dir, "runtime.js")
+	installed := func() bool {
+		_, err := os.Stat(filepath.Join(dir, "node_modules", "@copilotkit", "runtime", "package.json"))
+		return err == nil
+	}
+	if cfg.Setup {
+		cmd := exec.Command(filepath.Join(cfg.Repo, "scripts", "npm-ci.sh"), dir, "@copilotkit/runtime")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("installing bench/copilotkit's Node packages: %v: %.500s", err, b)
+		}
+	}
+	if node, err = exec.LookPath("node"); err != nil {
+		return "", "", fmt.Errorf("node not found (run with --setup to install it and bench/copilotkit's packages)")
+	}
+	if !installed() {
+		return "", "", fmt.Errorf("bench/copilotkit's Node packages are not installed (run with --setup, or scripts/npm-ci.sh bench/copilotkit @copilotkit/runtime)")
+	}
+	return node, script, nil
+}
+
+// proxyVersion is what a packaged proxy says of its version.
+func proxyVersion(path string, args ...string) string {
+	if path == "" {
+		return ""
+	}
+	b, _ := exec.Command(path, args...).CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(line)
+}
+
+// copilotKitVersion is the installed @copilotkit/runtime's version.
+func copilotKitVersion(script string) string {
+	if script == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(script), "node_modules", "@copilotkit", "runtime", "package.json"))
+	if err != nil {
+		return ""
+	}
+	var pkg struct{ Version string }
+	json.Unmarshal(b, &pkg)
+	return pkg.Version
 }
 
 func nginxVersion(path string) string {

@@ -355,7 +355,7 @@ func captureCase(cfg Config, sp caseSpec, proc *Proc, prod *synth.Producer, work
 	defer removeQuietly(file)
 	var capErr error
 	ev := pacedEvents(cfg)
-	load := Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate},
+	load := Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate, Mix: sp.Mix},
 		Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact,
 		During: func() func() {
 			c, err := StartCapture(cfg.tcpdump, file, inPort, outPort)
@@ -365,7 +365,7 @@ func captureCase(cfg Config, sp caseSpec, proc *Proc, prod *synth.Producer, work
 			}
 			return func() { res.Dropped, capErr = c.Stop() }
 		}}
-	res.Phase = RunLoad(proc.Addr, proc, prod.Plan(sp.Dialect, ev, synth.Mix{}), load)
+	res.Phase = RunLoad(proc.Addr, proc, prod.Plan(sp.Dialect, ev, sp.Mix), load)
 	if capErr != nil {
 		res.Error = capErr.Error()
 		return res

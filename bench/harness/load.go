@@ -78,8 +78,9 @@ func RunLoad(addr string, proc *Proc, plan synth.Plan, ld Load) PhaseResult {
 	}
 	var inspectors []*stampInspector
 	var mu sync.Mutex
+	url, input := runRequest(addr, proc, ld.Params, "r")
 	r, err := load.Start(context.Background(), load.Config{
-		URL: "http://" + addr + ld.Params.Path(), Inputs: [][]byte{Input("r")}, Concurrency: ld.Streams, Ramp: ramp,
+		URL: url, Inputs: [][]byte{input}, Concurrency: ld.Streams, Ramp: ramp,
 		Timeouts: load.Timeouts{Connect: 10 * time.Second, Headers: 30 * time.Second, Idle: 30 * time.Second},
 		Interval: time.Hour,
 		Inspect: func(slot int) load.Inspector {
@@ -198,9 +199,20 @@ func (s *stampInspector) End(err error) error {
 	return nil
 }
 
-// runOnce makes one run of p against addr and hands each event to onEvent.
-func runOnce(addr string, p synth.RunParams, input []byte, t load.Timeouts, onEvent func([]byte)) error {
-	c, err := load.NewClient("http://"+addr+p.Path(), nil, t)
+// runRequest is the URL a run of rp goes to through proc (at addr, the
+// proxy's or the producer's) and the input posted with it: the parameters
+// in the query, or, for a proxy with a fixed route, in the input.
+func runRequest(addr string, proc *Proc, rp synth.RunParams, runID string) (string, []byte) {
+	if proc != nil && proc.RunPath != "" {
+		return "http://" + addr + proc.RunPath, InputParams(runID, rp.Query())
+	}
+	return "http://" + addr + rp.Path(), Input(runID)
+}
+
+// runOnce makes one run of p through proc and hands each event to onEvent.
+func runOnce(proc *Proc, p synth.RunParams, runID string, t load.Timeouts, onEvent func([]byte)) error {
+	url, input := runRequest(proc.Addr, proc, p, runID)
+	c, err := load.NewClient(url, nil, t)
 	if err != nil {
 		return err
 	}
@@ -259,12 +271,12 @@ func IdleMemoryHook(proc *Proc, prod *synth.Producer, d synth.Dialect, n int, li
 	// brings the collector's own metadata, about 1 MB) is then in the
 	// baseline, not charged to the streams.
 	for i := 0; i < 3; i++ {
-		runOnce(proc.Addr, synth.RunParams{Dialect: d, Events: 50}, Input("warm"), load.Timeouts{Connect: 10 * time.Second, Idle: 10 * time.Second}, func([]byte) {})
+		runOnce(proc, synth.RunParams{Dialect: d, Events: 50}, "warm", load.Timeouts{Connect: 10 * time.Second, Idle: 10 * time.Second}, func([]byte) {})
 	}
 	time.Sleep(idleSettle)
 	res.BaseRSSKiB = proc.Sample().RSSKiB
 
-	url := "http://" + proc.Addr + synth.RunParams{Dialect: d, Idle: true}.Path()
+	idle := synth.RunParams{Dialect: d, Idle: true}
 	var (
 		opened, finished sync.WaitGroup
 		nOpen, nDone     atomic.Int64
@@ -284,6 +296,7 @@ launch:
 		case <-deadline:
 			break launch
 		}
+		url, input := runRequest(proc.Addr, proc, idle, "idle-"+strconv.Itoa(i))
 		c, err := load.NewClient(url, nil, load.Timeouts{Connect: limit, Idle: limit + time.Minute})
 		if err != nil {
 			setErr(err.Error())
@@ -295,7 +308,7 @@ launch:
 		started++
 		opened.Add(1)
 		finished.Add(1)
-		go func(i int) {
+		go func(input []byte) {
 			defer finished.Done()
 			once := sync.Once{}
 			markOpen := func() { once.Do(func() { opened.Done(); <-sem }) }
@@ -308,7 +321,7 @@ launch:
 					markOpen()
 				}
 			}}
-			err := c.Run(context.Background(), Input("idle-"+strconv.Itoa(i)), func(load.Response) {}, sp.Write)
+			err := c.Run(context.Background(), input, func(load.Response) {}, sp.Write)
 			if err == nil {
 				err = chk.Err()
 			}
@@ -317,7 +330,7 @@ launch:
 				return
 			}
 			nDone.Add(1)
-		}(i)
+		}(input)
 	}
 	allOpen := started == n && waitTimeout(&opened, limit)
 	res.OpenSeconds = time.Since(start).Seconds()

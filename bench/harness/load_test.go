@@ -52,12 +52,12 @@ func TestIdleStreamsOpenAndFinish(t *testing.T) {
 // A run the producer refuses is an error naming its status and reason.
 func TestRunOnceReportsHTTPErrors(t *testing.T) {
 	p := testProducer(t)
-	err := runOnce(p.Addr(), synth.RunParams{Events: 1}, Input("r"), load.Timeouts{Idle: 5 * time.Second}, func([]byte) {})
+	err := runOnce(&Proc{Addr: p.Addr()}, synth.RunParams{Events: 1}, "r", load.Timeouts{Idle: 5 * time.Second}, func([]byte) {})
 	if err == nil || !strings.Contains(err.Error(), "http 400") || !strings.Contains(err.Error(), "events") {
 		t.Errorf("err %v", err)
 	}
 	n := 0
-	if err := runOnce(p.Addr(), synth.RunParams{Events: 10}, Input("r"), load.Timeouts{Idle: 5 * time.Second}, func([]byte) { n++ }); err != nil || n != len(synth.NewPlan(synth.Dialect10, 10).Kinds) {
+	if err := runOnce(&Proc{Addr: p.Addr()}, synth.RunParams{Events: 10}, "r", load.Timeouts{Idle: 5 * time.Second}, func([]byte) { n++ }); err != nil || n != len(synth.NewPlan(synth.Dialect10, 10).Kinds) {
 		t.Errorf("second run: %v, %d events", err, n)
 	}
 }

@@ -219,7 +219,11 @@ func (r *Report) Markdown(command string) string {
 	w("Command: `%s`  \n", command)
 	w("Taken %s, %.0f s. Machine: %s, %d cores, %.0f GiB, Linux %s, %s; load average at start %.2f.  \n",
 		r.Started.Format("2006-01-02 15:04 MST"), r.Seconds, r.Machine.CPU, r.Machine.Cores, r.Machine.MemGiB, r.Machine.Kernel, r.Machine.Go, r.Machine.LoadAvg0)
-	w("agui-relay at `%s`; nginx %s (1 worker, proxy_buffering off).  \n", r.Versions.Relay, r.Versions.Nginx)
+	w("agui-relay at `%s`; nginx %s (1 worker, proxy_buffering off)", r.Versions.Relay, r.Versions.Nginx)
+	if v := r.Versions; v.HAProxy != "" || v.Caddy != "" || v.CopilotKit != "" {
+		w("; %s (1 thread); Caddy %s (flush_interval -1); @copilotkit/runtime %s (in-memory runner, one HttpAgent)", v.HAProxy, v.Caddy, v.CopilotKit)
+	}
+	w(".  \n")
 	if r.Config.Pinned != "" {
 		w("Pinned: %s.  \n", r.Config.Pinned)
 	} else {

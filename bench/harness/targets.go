@@ -27,6 +27,12 @@ const (
 	ProxyHTTPUtil Proxy = "httputil"
 	ProxyNaive    Proxy = "naive"
 	ProxyTCPCopy  Proxy = "tcpcopy"
+	ProxyHAProxy  Proxy = "haproxy"
+	ProxyCaddy    Proxy = "caddy"
+	// ProxyCopilotKit is the CopilotKit runtime (bench/copilotkit), a
+	// Node process; its route is fixed, so a run's parameters travel in
+	// the input (Proc.ParamsInInput).
+	ProxyCopilotKit Proxy = "copilotkit"
 )
 
 // Case is one row of the comparison: a workload through a proxy.
@@ -34,6 +40,9 @@ type Case struct {
 	Name    string
 	Proxy   Proxy
 	Dialect synth.Dialect
+	// Mix leaves blocks out of the case's runs (a proxy that cannot read
+	// some shapes).
+	Mix synth.Mix
 	// Args are extra arguments for the proxy (relay versions, naive mode).
 	Args []string
 	// Exact asks the checker for the exact event count: true when nothing
@@ -47,7 +56,9 @@ type Case struct {
 
 // Binaries are the programs the cases run.
 type Binaries struct {
-	Relay, HTTPUtil, Naive, TCPCopy, Nginx string
+	Relay, HTTPUtil, Naive, TCPCopy, Nginx, HAProxy, Caddy string
+	// Node runs CopilotKit, the script bench/copilotkit/runtime.js.
+	Node, CopilotKit string
 	// RelayArgs go to every agui-relay serve.
 	RelayArgs []string
 	// Pin, when set, is the CPU list the proxies run on (taskset -c).
@@ -58,11 +69,15 @@ type Binaries struct {
 type Proc struct {
 	Addr  string
 	Admin string
-	Pid   int
-	cmd   *exec.Cmd
-	dir   string
-	log   *os.File
-	Label string // version and settings, for the report
+	// RunPath, when set, is the path every run is posted to; the run's
+	// parameters then go in the input's forwardedProps
+	// (synth.BodyParamsKey) rather than in the query.
+	RunPath string
+	Pid     int
+	cmd     *exec.Cmd
+	dir     string
+	log     *os.File
+	Label   string // version and settings, for the report
 }
 
 // FreePorts returns n loopback addresses that were free a moment ago, all
@@ -115,6 +130,25 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 		cmd = exec.Command(bin.Naive, append([]string{"--listen", addr, "--upstream", "http://" + upstream}, c.Args...)...)
 	case ProxyTCPCopy:
 		cmd = exec.Command(bin.TCPCopy, "--listen", addr, "--upstream", "http://"+upstream)
+	case ProxyHAProxy:
+		conf := filepath.Join(dir, "haproxy.cfg")
+		if err := os.WriteFile(conf, []byte(HAProxyConfig(addr, upstream, FileLimit())), 0o644); err != nil {
+			return nil, err
+		}
+		// -db: in the foreground, as a child of the bench.
+		cmd = exec.Command(bin.HAProxy, "-db", "-f", conf)
+	case ProxyCaddy:
+		conf := filepath.Join(dir, "caddy.json")
+		if err := os.WriteFile(conf, []byte(CaddyConfig(addr, upstream)), 0o644); err != nil {
+			return nil, err
+		}
+		cmd = exec.Command(bin.Caddy, "run", "--config", conf)
+		// Caddy keeps its state under the user's directories: here, the
+		// case's own.
+		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+	case ProxyCopilotKit:
+		p.RunPath = CopilotKitRunPath
+		cmd = exec.Command(bin.Node, bin.CopilotKit, addr, upstream)
 	case ProxyNginx:
 		conf := filepath.Join(dir, "nginx.conf")
 		if err := os.WriteFile(conf, []byte(NginxConfig(dir, addr, upstream, FileLimit())), 0o644); err != nil {
@@ -132,8 +166,11 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
-	if extra := os.Getenv("AGUIBENCH_PROXY_ENV"); extra != "" && c.Proxy != ProxyNginx {
-		cmd.Env = append(os.Environ(), strings.Fields(extra)...)
+	if extra := os.Getenv("AGUIBENCH_PROXY_ENV"); extra != "" && goProxy(c.Proxy) {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, strings.Fields(extra)...)
 	}
 	if len(c.Env) > 0 {
 		if cmd.Env == nil {
@@ -241,6 +278,98 @@ func (p *Proc) Stop() {
 	if p.log != nil {
 		p.log.Close()
 	}
+}
+
+// goProxy reports whether p is written in Go (AGUIBENCH_PROXY_ENV applies).
+func goProxy(p Proxy) bool {
+	switch p {
+	case ProxyNginx, ProxyHAProxy, ProxyCopilotKit, ProxyNone:
+		return false
+	}
+	return true
+}
+
+// CopilotKitRunPath is where the CopilotKit runtime (bench/copilotkit)
+// takes a run of its one agent: its node listener's base path, then
+// agent/<id>/run.
+const CopilotKitRunPath = "/api/copilotkit/agent/default/run"
+
+// HAProxyConfig is the HAProxy configuration the bench runs: one thread
+// (as nginx runs one worker), HTTP mode so that it parses what it
+// forwards as nginx does, keep-alive on both sides with idle producer
+// connections reused by any request (http-reuse always) and kept two
+// minutes, no request buffering (option http-buffer-request stays off;
+// HAProxy never buffers a response beyond what one read brings),
+// http-no-delay so that each part of a response is sent as it arrives
+// rather than held for more, and timeouts long enough for idle streams.
+func HAProxyConfig(listen, upstream string, files uint64) string {
+	conns := uint64(1000)
+	if files > 400 {
+		conns = (files - 200) / 2 // two sockets per stream
+	}
+	r := strings.NewReplacer("LISTEN", listen, "UPSTREAM", upstream, "CONNS", strconv.FormatUint(conns, 10))
+	return r.Replace(`global
+    nbthread 1
+    maxconn CONNS
+    tune.bufsize 16384
+
+defaults
+    mode http
+    option http-keep-alive
+    option http-no-delay
+    http-reuse always
+    maxconn CONNS
+    timeout connect 10s
+    timeout client 3600s
+    timeout server 3600s
+    timeout http-request 30s
+    timeout http-keep-alive 120s
+
+frontend bench
+    bind LISTEN backlog 4096
+    default_backend producer
+
+backend producer
+    server producer UPSTREAM pool-purge-delay 120s
+`)
+}
+
+// CaddyConfig is the Caddy configuration the bench runs (JSON, Caddy's
+// native form): one reverse_proxy to the producer that flushes every write
+// at once (flush_interval -1), HTTP/1.1 to the producer with up to 2,048
+// idle kept connections for two minutes, no buffering of responses, no
+// admin endpoint (each case runs its own Caddy), no automatic HTTPS,
+// errors only in the log. The request (the RunAgentInput, a few hundred
+// bytes) is read whole before it is forwarded (buffer_requests), as the
+// bench's net/http baselines do: streamed from the consumer's connection,
+// net/http's Transport may find the server's request body closed after
+// the answer has begun, and then closes the producer's connection inside
+// the answer (a few runs in every quick run cut after their first event;
+// bench/README, Caveats).
+func CaddyConfig(listen, upstream string) string {
+	r := strings.NewReplacer("LISTEN", listen, "UPSTREAM", upstream)
+	return r.Replace(`{
+  "admin": {"disabled": true, "config": {"persist": false}},
+  "logging": {"logs": {"default": {"level": "ERROR"}}},
+  "apps": {"http": {"servers": {"bench": {
+    "listen": ["LISTEN"],
+    "automatic_https": {"disable": true},
+    "idle_timeout": "120s",
+    "routes": [{"handle": [{
+      "handler": "reverse_proxy",
+      "upstreams": [{"dial": "UPSTREAM"}],
+      "flush_interval": -1,
+      "buffer_requests": true,
+      "transport": {
+        "protocol": "http",
+        "versions": ["1.1"],
+        "dial_timeout": "10s",
+        "keep_alive": {"enabled": true, "max_idle_conns_per_host": 2048, "idle_timeout": "120s"}
+      }
+    }]}]
+  }}}}
+}
+`)
 }
 
 // NginxConfig is the nginx configuration the bench runs: one worker (to
