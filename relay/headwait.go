@@ -9,6 +9,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
+// interruptNow is a deadline long past: it wakes a blocked read or write.
+var interruptNow = time.Unix(1, 0)
+
 // headWait cancels a request to the producer whose consumer hangs up before
 // the producer's answer has a head: the agent may think for minutes
 // (--first-byte-timeout) before it answers, and the connection it holds

@@ -15,6 +15,7 @@ import (
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/redact"
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/wire"
 )
 
 // relayedStream copies one run's event stream from the producer to the consumer,
@@ -22,7 +23,7 @@ import (
 // read). It owns resp and cw, and closes the consumer's connection when it
 // is done.
 //
-// Parking: a polled stream (see streamBody.pollRead) on which the producer
+// Parking: a polled stream (see wire.Body.Poll) on which the producer
 // has sent nothing for parkAfter gives up its goroutine. Its connection is
 // registered with the process's poller (processPoller, hangup_linux.go) and a new
 // goroutine takes the stream up when bytes arrive or the run is cancelled.
@@ -39,10 +40,10 @@ type relayedStream struct {
 	sc  *event.Scanner
 	src producerReader
 	tap RunTap
-	sb  *streamBody // the body, when it can be polled (and so parked)
+	sb  *wire.Body // the body, when it can be polled (and so parked)
 
 	werr, rerr error
-	step       func() bool // p.pumpSome, made once (it escapes into pollRead)
+	step       func() bool // p.pumpSome, made once (it escapes into wire.Body.Poll)
 
 	parkAfter time.Duration
 	parker    parker
@@ -103,14 +104,13 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 	}
 	p.sc = event.NewIdleScanner(nil, r.MaxFrame)
 	p.step = p.pumpSome
-	if sb, ok := ub.body.(*streamBody); ok && sb.raw != nil {
+	if sb, ok := ub.body.(*wire.Body); ok && sb.Polled() {
 		p.sb = sb
 		p.sc.Polled = true
 		// The events the producer sent with its head are buffered already:
 		// the answer's head waits for them, to go out in the same write.
-		cw.holdHead = sb.buffered()
-		wake := p.wake
-		sb.onClose.Store(&wake)
+		cw.holdHead = sb.Buffered()
+		sb.OnClose(p.wake)
 	}
 	return p.run()
 }
@@ -152,6 +152,9 @@ func (r *producerReader) Read(p []byte) (int, error) {
 	if n > 0 && r.tap != nil {
 		r.tap.Read(p[:n])
 	}
+	if err == wire.ErrWouldBlock {
+		err = event.ErrWouldBlock // the same answer, in the event layer's word
+	}
 	return n, err
 }
 
@@ -190,13 +193,13 @@ func (p *relayedStream) checkEnd() {
 // wait then.
 func (p *relayedStream) armParking() bool {
 	if p.noPark {
-		return p.sb.state.Load() == bodyReading
+		return p.sb.Open()
 	}
 	if now := p.src.now; p.deadline.Sub(now) < p.parkAfter/2 {
 		p.deadline = now.Add(p.parkAfter)
-		p.sb.interrupt.SetReadDeadline(p.deadline) //nolint:errcheck // no deadline: the stream just does not park
+		p.sb.SetReadDeadline(p.deadline) //nolint:errcheck // no deadline: the stream just does not park
 	}
-	return p.sb.state.Load() == bodyReading
+	return p.sb.Open()
 }
 
 // run relays until the stream ends or parks, and reports whether it ended
@@ -207,7 +210,7 @@ func (p *relayedStream) run() (kept bool) {
 		return p.finish()
 	}
 	for {
-		polled, err := p.sb.pollRead(p.step)
+		polled, err := p.sb.Poll(p.step)
 		if !polled {
 			p.pumpSome() // closed before it could be polled: reads now say so
 			break
@@ -215,7 +218,7 @@ func (p *relayedStream) run() (kept bool) {
 		if err == nil || p.rerr != nil || p.werr != nil {
 			break
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.state.Load() == bodyIdle {
+		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.Open() {
 			if p.park() {
 				p.memory.leave()
 				return false // a new goroutine takes the stream up (wake)
@@ -233,20 +236,20 @@ func (p *relayedStream) run() (kept bool) {
 // when the goroutine may end: wake runs the stream on from a new one.
 func (p *relayedStream) park() bool {
 	p.deadline = time.Time{}
-	if p.sb.interrupt.SetReadDeadline(p.deadline) != nil {
+	if p.sb.SetReadDeadline(p.deadline) != nil {
 		return false
 	}
 	// The token is published (parked's store) before any wake can read it.
 	p.token = p.parker.reserve(p.wake)
 	p.parked.Store(true)
-	if !p.parker.parkRead(p.sb.raw, p.token) {
+	if !p.parker.parkRead(p.sb.RawConn(), p.token) {
 		if !p.parked.CompareAndSwap(true, false) {
 			return true // a close woke the stream already
 		}
-		p.parker.unpark(p.sb.raw, p.token)
+		p.parker.unpark(p.sb.RawConn(), p.token)
 		return false
 	}
-	if p.sb.state.Load() != bodyIdle {
+	if !p.sb.Open() {
 		p.wake() // closed while parking: its wake may have come too early
 	}
 	return true
@@ -262,7 +265,7 @@ func (p *relayedStream) wake() {
 
 func (p *relayedStream) resume() {
 	p.memory.enter()
-	p.parker.unpark(p.sb.raw, p.token)
+	p.parker.unpark(p.sb.RawConn(), p.token)
 	if p.run() {
 		if st, ok := nextStream(p.cw.conn, p.cw.srv); ok {
 			st.serveConnection()
@@ -342,7 +345,7 @@ func (p *relayedStream) finish() (kept bool) {
 	rep.Producer, rep.Translated = plan.Producer, plan.Translate
 	if abort != nil {
 		rep.Abort = abort.Code
-		if !errors.Is(rerr, errBodyClosed) { // the relay's own close: the abort says why
+		if !errors.Is(rerr, wire.ErrBodyClosed) { // the relay's own close: the abort says why
 			rep.Err = rerr
 		}
 		if abort == errConsumerGone && werr != nil {

@@ -22,7 +22,7 @@ import (
 // each run's few ordinary calls (reading the request, writing it on,
 // reading the answer's head) would wake it. socketConn makes a run's whole path
 // raw: the producer's connections (dialer; the answer's body is read by
-// descriptor in streamBody's polled mode) and the consumers' (Listener, and
+// descriptor in wire.Body's polled mode) and the consumers' (Listener, and
 // consumerWriter for a connection served without it).
 //
 // Reads are serialized among themselves, and writes among themselves, as

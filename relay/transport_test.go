@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -13,10 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/agui-relay/agui-relay/wire"
-
-	"github.com/agui-relay/agui-relay/event"
 )
 
 const finishedRun = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n" +
@@ -108,77 +103,6 @@ func TestBrokenChunkFramingEndsWithRunError(t *testing.T) {
 	}
 }
 
-// polledBody returns a close-delimited body read in polled mode from one
-// end of a loopback TCP connection, and the other end to write to.
-func polledBody(t *testing.T) (peer net.Conn, b *streamBody) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	peer, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { peer.Close() })
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	raw, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return peer, &streamBody{conn: c, interrupt: c, raw: raw, fd: -1, framing: wire.NewFraming(-2), release: func(bool) {}}
-}
-
-// A polled read that came back short does not ask the kernel again: it
-// waits for the poller. Data that arrives in between must still wake it
-// (the poller is edge-triggered; the readiness it records is kept inside
-// one RawConn read).
-func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
-	peer, b := polledBody(t)
-	peer.Write([]byte("one")) //nolint:errcheck
-	var got []string
-	wouldBlock := 0
-	buf := make([]byte, 64)
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.pollRead(func() bool {
-			for {
-				n, err := b.Read(buf)
-				switch {
-				case err == event.ErrWouldBlock:
-					wouldBlock++
-					return false
-				case err != nil:
-					return true
-				}
-				got = append(got, string(buf[:n]))
-				if len(got) == 1 {
-					// More arrives after the short read, before the wait.
-					peer.Write([]byte("two")) //nolint:errcheck
-					waitReadable(t, b.fd)
-				}
-				if len(got) == 2 {
-					return true
-				}
-			}
-		})
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil || strings.Join(got, "|") != "one|two" || wouldBlock == 0 {
-			t.Errorf("reads %q, %d would-blocks, err %v", got, wouldBlock, err)
-		}
-	case <-time.After(liveness):
-		t.Fatal("the data sent after a short read never woke the reader")
-	}
-}
-
 // goroutinesIn counts the goroutines whose stack mentions fn.
 func goroutinesIn(fn string) int {
 	buf := make([]byte, 1<<20)
@@ -239,7 +163,7 @@ func quietStream(t *testing.T, pk parker) {
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	if pk == nil {
 		deadline := time.Now().Add(liveness)
-		for goroutinesIn("(*streamBody).pollRead") > 0 {
+		for goroutinesIn("wire.(*Body).Poll") > 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("the quiet stream still holds a goroutine reading the producer")
 			}
@@ -253,7 +177,7 @@ func quietStream(t *testing.T, pk parker) {
 			t.Fatal("the quiet stream never tried to park")
 		}
 		waitFor(t, "the stream reading the producer in its goroutine again", func() bool {
-			return goroutinesIn("(*streamBody).pollRead") > 0
+			return goroutinesIn("wire.(*Body).Poll") > 0
 		})
 	}
 	release()
@@ -264,35 +188,5 @@ func quietStream(t *testing.T, pk parker) {
 	}
 	if rep := h.report(); rep.Abort != "" || rep.Events != 4 {
 		t.Errorf("report: abort %q, %d events", rep.Abort, rep.Events)
-	}
-}
-
-// A new polled read (a stream taken up again after parking) asks the kernel
-// first even when the last read of the previous one came back short: the
-// data that arrived in between left no edge for the poller to report.
-func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
-	peer, b := polledBody(t)
-	buf := make([]byte, 64)
-	readOne := func() (string, error) {
-		got := ""
-		_, err := b.pollRead(func() bool {
-			n, err := b.Read(buf)
-			if err == event.ErrWouldBlock {
-				return false
-			}
-			got = string(buf[:n])
-			return true
-		})
-		return got, err
-	}
-	peer.Write([]byte("one")) //nolint:errcheck
-	if got, err := readOne(); got != "one" || err != nil {
-		t.Fatalf("first poll: %q, %v", got, err)
-	}
-	peer.Write([]byte("two"))                               //nolint:errcheck
-	waitConnReadable(t, b.raw)                              // arrived before the next poll starts
-	b.conn.SetReadDeadline(time.Now().Add(2 * time.Second)) //nolint:errcheck
-	if got, err := readOne(); got != "two" || err != nil {
-		t.Fatalf("second poll: %q, %v (the waiting data was not read)", got, err)
 	}
 }
