@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +62,10 @@ type Config struct {
 	// do not change them.
 	Capture bool
 	tcpdump string
+	// Workloads are what the run takes (Workloads(); none: the bench's
+	// own), Second the size of those beside it.
+	Workloads []string
+	Second    SecondConfig
 	// Repo is the module root (where agui-relay is built from).
 	Repo   string
 	OutDir string
@@ -73,7 +78,7 @@ func QuickConfig() Config {
 	return Config{Mode: "quick",
 		SatLevels: []int{4}, RefSat: 4, SatEvents: 300, SatWarmup: 200 * time.Millisecond, SatMeasure: 800 * time.Millisecond,
 		PacedLevels: []int{20}, RefPaced: 20, PacedRate: 50, PacedRunSec: 0.5, PacedWarmup: 300 * time.Millisecond, PacedMeasur: time.Second,
-		IdleLevels: []int{20}, IdleLimit: 20 * time.Second}
+		IdleLevels: []int{20}, IdleLimit: 20 * time.Second, Second: QuickSecond()}
 }
 
 // FullConfig takes the figures the README quotes.
@@ -81,7 +86,7 @@ func FullConfig() Config {
 	return Config{Mode: "full",
 		SatLevels: []int{1, 10, 100, 1000}, RefSat: 100, SatEvents: 1000, SatWarmup: 500 * time.Millisecond, SatMeasure: 2 * time.Second,
 		PacedLevels: []int{100, 1000, 2000}, RefPaced: 1000, PacedRate: 20, PacedRunSec: 5, PacedWarmup: 1500 * time.Millisecond, PacedMeasur: 4 * time.Second,
-		IdleLevels: []int{100, 1000, 10000}, IdleLimit: 60 * time.Second, Capture: true}
+		IdleLevels: []int{100, 1000, 10000}, IdleLimit: 60 * time.Second, Capture: true, Second: FullSecond()}
 }
 
 // Phases a case takes part in.
@@ -159,14 +164,19 @@ type CaseResult struct {
 
 // Report is the whole run.
 type Report struct {
-	Mode     string       `json:"mode"`
-	Started  time.Time    `json:"started"`
-	Seconds  float64      `json:"seconds"`
-	Machine  Machine      `json:"machine"`
-	Config   ConfigInfo   `json:"config"`
-	Cases    []CaseResult `json:"cases"`
-	Command  string       `json:"command"`
-	Versions Versions     `json:"versions"`
+	Mode    string       `json:"mode"`
+	Started time.Time    `json:"started"`
+	Seconds float64      `json:"seconds"`
+	Machine Machine      `json:"machine"`
+	Config  ConfigInfo   `json:"config"`
+	Cases   []CaseResult `json:"cases"`
+	// Workloads are those the run took; Second and SecondConfig the
+	// results and size of those beside the bench's own.
+	Workloads    []string       `json:"workloads,omitempty"`
+	Second       []SecondResult `json:"second,omitempty"`
+	SecondConfig *SecondConfig  `json:"second_config,omitempty"`
+	Command      string         `json:"command"`
+	Versions     Versions       `json:"versions"`
 }
 
 // ConfigInfo is the part of Config worth recording.
@@ -272,8 +282,12 @@ func Run(cfg Config) (*Report, error) {
 	}
 	cfg.logf("producer on %s; GOMAXPROCS %d; load %.2f", prod.Addr(), runtime.GOMAXPROCS(0), LoadAvg())
 
+	if len(cfg.Workloads) == 0 {
+		cfg.Workloads = []string{WorkloadBench}
+	}
+	rep.Workloads = cfg.Workloads
 	for _, sp := range specs() {
-		if !selected(cfg.Only, sp.Name) {
+		if !selected(cfg.Only, sp.Name) || !slices.Contains(cfg.Workloads, WorkloadBench) {
 			continue
 		}
 		cr := CaseResult{Case: sp.Case, Name: sp.Name, Proxy: sp.Proxy, Dialect: sp.Dialect.String(), Args: sp.Args}
@@ -285,6 +299,13 @@ func Run(cfg Config) (*Report, error) {
 		}
 		runCase(cfg, sp, bin, prod, work, &cr)
 		rep.Cases = append(rep.Cases, cr)
+	}
+	if slices.ContainsFunc(cfg.Workloads, func(w string) bool { return w != WorkloadBench }) {
+		sc := cfg.Second
+		rep.SecondConfig = &sc
+		if rep.Second, err = runSecond(cfg, bin, buildErrs, work); err != nil {
+			return nil, err
+		}
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil

@@ -149,14 +149,19 @@ func RunLoad(addr string, proc *Proc, plan synth.Plan, ld Load) PhaseResult {
 	h := hist.Snapshot()
 	res.LatencyN = h.Count()
 	res.P50, res.P99, res.P999, res.Mean, res.MaxLatency = h.Micros()
-	res.RunsOK = lr.Complete
-	res.RunsBad = lr.Errors[load.KindIncomplete]
-	res.RunsFailed = lr.Failed() - res.RunsBad
-	for _, k := range lr.ErrorKinds() {
-		res.FirstError = lr.Examples[k]
-		break
-	}
+	res.RunsOK, res.RunsBad, res.RunsFailed, res.FirstError = runCounts(lr)
 	return res
+}
+
+// runCounts is what a load's runs came to: complete, incomplete (the
+// stamps' verdict), failed otherwise, and an example of the most frequent
+// error.
+func runCounts(lr *load.Result) (ok, bad, failed int64, example string) {
+	ok, bad = lr.Complete, lr.Errors[load.KindIncomplete]
+	if ks := lr.ErrorKinds(); len(ks) > 0 {
+		example = lr.Examples[ks[0]]
+	}
+	return ok, bad, lr.Failed() - bad, example
 }
 
 // stampInspector judges the runs of one slot by their stamps (synth's

@@ -41,3 +41,29 @@ func TestNginxConfig(t *testing.T) {
 		}
 	}
 }
+
+// The tree's time on a CPU is read at the scheduler's resolution and
+// grows with work this process does.
+func TestTreeRunNanos(t *testing.T) {
+	if ns, err := parseSchedstat([]byte("313293641 324862108 846\n")); err != nil || ns != 313293641 {
+		t.Errorf("parseSchedstat: %d, %v", ns, err)
+	}
+	if _, err := parseSchedstat([]byte("1 2\n")); err == nil {
+		t.Error("a short line parsed")
+	}
+	a, err := TreeRunNanos(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for i := 0; i < 20_000_000; i++ {
+		x += i % 7
+	}
+	b, err := TreeRunNanos(os.Getpid())
+	if err != nil || b <= a || x == 0 {
+		t.Errorf("%d then %d (%v)", a, b, err)
+	}
+	if _, err := TreeRunNanos(1 << 30); err == nil {
+		t.Error("a process that is not there")
+	}
+}

@@ -74,7 +74,7 @@ func (r *Report) Problems() []string {
 			}
 		}
 	}
-	return out
+	return append(out, r.secondProblems()...)
 }
 
 // Goal is one of issue #6's targets and what this run measured for it.
@@ -333,6 +333,11 @@ func (r *Report) Markdown(command string) string {
 	for _, g := range r.Goals() {
 		w("| %s | %s | %s |\n", g.Goal, g.Measured, g.Met)
 	}
+	w("\n## Goals (issue #23)\n\nMedians over the rounds of the workloads beside the bench's own (below), each round's in brackets.\n\n| goal | measured | |\n|---|---|---|\n")
+	for _, g := range r.Goals23() {
+		w("| %s | %s | %s |\n", g.Goal, g.Measured, g.Met)
+	}
+	r.secondSection(w)
 
 	w("\n## Throughput against concurrency (saturation)\n\n![throughput](throughput.svg)\n\n")
 	levelTable(w, r.Cases, r.Config.SatLevels, " %d streams ev/s | CPU s/M ev |", "---:|---:|",

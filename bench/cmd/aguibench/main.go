@@ -38,6 +38,15 @@ func main() {
 	replot := flag.String("replot", "", "rewrite report.md and the plots of an earlier run's directory from its results.json, then exit")
 	pin := flag.Bool("pin", false, "run the proxy on the last CPU and the producer and load generator on the others")
 	profile := flag.Bool("profile", false, "after the measured windows, profile each proxy with perf (into <out>/profiles)")
+	workloads := flag.String("workloads", "bench", "comma-separated workloads: bench (the bench's own phases per case), long (concurrent runs of one long message), runs (the cost of a run), first (time to first event at rates of new runs), or all")
+	rounds := flag.Int("rounds", 0, "alternating rounds of the long, runs and first workloads (default 3; --quick 1)")
+	longStreams := flag.Int("long-streams", 0, "concurrent runs of the long workload (default 40)")
+	longEvents := flag.Int("long-events", 0, "content deltas per run of the long workload (default 40000)")
+	runWorkers := flag.Int("run-workers", 0, "workers of the runs workload (default 40)")
+	runsPer := flag.Int("runs-per-worker", 0, "runs each worker of the runs workload makes (default 1500)")
+	runEvents := flag.Int("run-events", 0, "content deltas per run of the runs and first workloads (default 5)")
+	firstRates := flag.String("first-rates", "", "new runs per second of the first workload, e.g. 100,1000 (the default)")
+	firstSecs := flag.Float64("first-seconds", 0, "measured seconds per rate of the first workload (default 10)")
 	flag.Parse()
 	if *replot != "" {
 		rep, err := harness.LoadReport(*replot)
@@ -83,6 +92,14 @@ func main() {
 			*o.ref = ns[len(ns)-1]
 		}
 	}
+	if err := secondFlags(&cfg, *workloads, *firstRates, *firstSecs, []struct {
+		v   int
+		dst *int
+	}{{*rounds, &cfg.Second.Rounds}, {*longStreams, &cfg.Second.LongStreams}, {*longEvents, &cfg.Second.LongEvents},
+		{*runWorkers, &cfg.Second.RunWorkers}, {*runsPer, &cfg.Second.RunsPerWorker}, {*runEvents, &cfg.Second.RunEvents}}); err != nil {
+		fmt.Fprintln(os.Stderr, "aguibench:", err)
+		os.Exit(2)
+	}
 	cfg.Setup = *setup
 	cfg.Profile = *profile
 	cfg.Capture = cfg.Capture && *capture
@@ -124,6 +141,54 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// secondFlags applies the workload flags to cfg: the workloads by name
+// (all: every one) and the sizes of those beside the bench's own, where
+// given (counts of 0 keep the mode's default).
+func secondFlags(cfg *harness.Config, workloads, rates string, secs float64, counts []struct {
+	v   int
+	dst *int
+}) error {
+	cfg.Workloads = nil
+	for _, w := range strings.Split(workloads, ",") {
+		w = strings.TrimSpace(w)
+		switch {
+		case w == "all":
+			cfg.Workloads = harness.Workloads()
+		case slices.Contains(harness.Workloads(), w):
+			if !slices.Contains(cfg.Workloads, w) {
+				cfg.Workloads = append(cfg.Workloads, w)
+			}
+		default:
+			return fmt.Errorf("unknown workload %q (want %s or all)", w, strings.Join(harness.Workloads(), ", "))
+		}
+	}
+	for _, c := range counts {
+		if c.v < 0 {
+			return fmt.Errorf("a workload's count must be positive, not %d", c.v)
+		}
+		if c.v > 0 {
+			*c.dst = c.v
+		}
+	}
+	if secs < 0 {
+		return fmt.Errorf("--first-seconds must be positive")
+	}
+	if secs > 0 {
+		cfg.Second.FirstSeconds = secs
+	}
+	if rates != "" {
+		cfg.Second.FirstRates = nil
+		for _, f := range strings.Split(rates, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || v <= 0 {
+				return fmt.Errorf("bad rate %q", f)
+			}
+			cfg.Second.FirstRates = append(cfg.Second.FirstRates, v)
+		}
+	}
+	return nil
 }
 
 // repoRoot is the module root, where agui-relay is built from.
