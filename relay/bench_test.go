@@ -92,12 +92,12 @@ func BenchmarkPumpPassThrough(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	r := bytes.NewReader(in)
-	c := &stuckConn{}
+	c := &memConn{}
 	for b.Loop() {
 		r.Reset(in)
 		c.wrote.Reset()
 		cw := newConsumerWriter(c, true, time.Minute)
-		st := t.NewStream(negotiate.Current, negotiate.Version{}, cw)
+		st := t.NewStream(negotiate.Current, negotiate.Version{}, &cw.ChunkWriter)
 		pumpAll(b, st, r)
 		if err := cw.End(); err != nil {
 			b.Fatal(err)

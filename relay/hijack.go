@@ -2,12 +2,10 @@ package relay
 
 import (
 	"context"
-	"io"
 	"net"
-	"strconv"
-	"sync"
 	"time"
 
+	"github.com/agui-relay/agui-relay/wire"
 	"github.com/valyala/fasthttp"
 )
 
@@ -165,37 +163,21 @@ func (st hijackedStream) run() (kept bool) {
 	}
 	// The head goes out with the first flush, in the same write as the
 	// first events when they came with the producer's head.
-	w.head = head
+	w.SetHead(head)
 	return r.pump(w, ub, st.resp, st.rep)
 }
 
-// consumerWriter writes a stream's answer to the consumer's connection:
-// the head, then the body in HTTP/1.1 chunks when chunked. What is written
-// between two flushes goes out as one chunk in one write, with the head
-// when it has not gone yet and the body's end when it is the last. It
-// holds a buffer only between a write and the flush that follows (a pooled
-// one), so an idle stream holds none. It is used by one goroutine.
+// consumerWriter writes a stream's answer to the consumer's connection
+// (wire.ChunkWriter: the head, then the chunks) and holds what the relay
+// keeps of that connection: its hangup watch and its hand-back to the
+// server for the consumer's next request. It is used by one goroutine.
 type consumerWriter struct {
-	conn     net.Conn
-	chunked  bool
-	timeout  time.Duration
-	deadline time.Time // the write deadline set last
-
-	// head is the answer's status line and headers until they are written,
-	// by the first flush (or write); the caller leaves it unchanged.
-	head []byte
-	// holdHead makes the first flush with only the head pending write
-	// nothing: the producer's first events are buffered already (they came
-	// with its head) and the head goes out with them.
-	holdHead bool
-
-	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
-	err error
-
-	// span is what WriteBorrowed took without a copy: frames lying end to
-	// end in the caller's buffer, written from there by the next flush.
-	// Set only while buf is nil.
-	span []byte
+	wire.ChunkWriter
+	conn net.Conn
+	// out is what the answer is written to: a socketConn (raw system
+	// calls, a chunk written from where its bytes lie in one writev) for
+	// TCP, else conn itself.
+	out net.Conn
 
 	hangup  int32 // the registration with processPoller, when watched
 	watched bool
@@ -205,119 +187,17 @@ type consumerWriter struct {
 	// that may close the connection when it returns.
 	holds bool
 
-	// out writes to conn: a socketConn (raw system calls) for TCP, else
-	// conn itself (newConsumerWriter). vec is out when it is a socketConn:
-	// it writes the head and a chunk from where their bytes lie in one
-	// system call (writeVec); nil otherwise.
-	out io.Writer
-	vec *socketConn
-
-	// A chunk written from where its bytes lie: its size line, and its CRLF
-	// followed by the body's last chunk (a chunk's tail is end[:2], the
-	// last one's all of end).
-	sizeLine [16]byte
-	end      [len("\r\n0\r\n\r\n")]byte
-
 	// srv, when set, takes the connection back after a stream that ended
 	// well (keep-alive, see respond), unless shutdown is closed by then.
 	srv      *fasthttp.Server
 	shutdown <-chan struct{}
 }
 
-const (
-	// chunkRoom is kept free before the pending bytes for the chunk's
-	// size line: up to 8 hex digits and CRLF.
-	chunkRoom = 10
-	// maxPending is the most a writer buffers before it writes out
-	// without waiting for a flush.
-	maxPending = 32 << 10
-)
-
-var pendingPool = sync.Pool{New: func() any {
-	b := make([]byte, chunkRoom, chunkRoom+maxPending+len("\r\n0\r\n\r\n"))
-	return &b
-}}
-
-// Write buffers p for the next flush.
-func (w *consumerWriter) Write(p []byte) (int, error) {
-	if w.err != nil {
-		return 0, w.err
-	}
-	if w.span != nil {
-		w.adopt()
-	}
-	if w.buf != nil && len(*w.buf)-chunkRoom+len(p) > maxPending {
-		if err := w.Flush(); err != nil {
-			return 0, err
-		}
-	}
-	if len(p) > maxPending {
-		// A large event goes out as its own chunk, from where it is.
-		if err := w.write(p, false); err != nil {
-			return 0, err
-		}
-		return len(p), nil
-	}
-	if w.buf == nil {
-		w.buf = pendingPool.Get().(*[]byte)
-	}
-	*w.buf = append(*w.buf, p...)
-	return len(p), nil
-}
-
-// WriteBorrowed is Write for bytes the caller leaves unchanged until the
-// next flush (the scanner's buffer: Pump flushes before its bytes move). Frames that lie end to end there, as a burst of
-// frames passed through does, go out from where they are in one chunk,
-// with no copy into the pending buffer.
-func (w *consumerWriter) WriteBorrowed(p []byte) error {
-	n := len(w.span)
-	switch {
-	case w.err != nil:
-		return w.err
-	case w.buf != nil || len(p) == 0 || len(p) > maxPending || w.vec == nil:
-		// Copied: behind copied bytes, too large to hold, or on a
-		// connection that cannot write a chunk from two places at once.
-	case n == 0:
-		w.span = p
-		return nil
-	case n+len(p) <= cap(w.span) && &w.span[:n+1][n] == &p[0]:
-		if n+len(p) > maxPending {
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			w.span = p
-			return nil
-		}
-		w.span = w.span[:n+len(p)]
-		return nil
-	}
-	_, err := w.Write(p)
-	return err
-}
-
-// adopt copies the span into the pending buffer, for bytes that must
-// follow it there.
-func (w *consumerWriter) adopt() {
-	w.buf = pendingPool.Get().(*[]byte)
-	*w.buf = append(*w.buf, w.span...)
-	w.span = nil
-}
-
-// Flush writes what is pending, as one chunk (see holdHead).
-func (w *consumerWriter) Flush() error {
-	if w.holdHead {
-		w.holdHead = false
-		if w.head != nil && w.buf == nil && w.span == nil && w.err == nil {
-			return nil
-		}
-	}
-	return w.flush(false)
-}
-
-// End writes what is pending and the end of the body (the last chunk),
-// unless writing failed before.
-func (w *consumerWriter) End() error {
-	return w.flush(true)
+// newConsumerWriter returns the writer of a stream's answer to conn.
+func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
+	w := &consumerWriter{conn: conn, out: newSocketConn(conn)}
+	w.Init(conn, w.out, chunked, timeout)
+	return w
 }
 
 // handBack ends the stream's hold on the connection for the server to
@@ -326,13 +206,13 @@ func (w *consumerWriter) End() error {
 // cannot be undone) it closes the connection instead. Call it only once
 // the whole answer is written.
 func (w *consumerWriter) handBack() bool {
-	w.release()
+	w.Release()
 	select {
 	case <-w.shutdown:
 		w.srv = nil
 	default:
 	}
-	if w.srv == nil || !w.watched || w.err != nil {
+	if w.srv == nil || !w.watched || w.Err() != nil {
 		w.Close() //nolint:errcheck // nothing more to send
 		return false
 	}
@@ -351,127 +231,12 @@ func (w *consumerWriter) handBack() bool {
 // Close closes the connection, which ends the watcher too (or ends its
 // registration with the shared one).
 func (w *consumerWriter) Close() error {
-	w.release()
+	w.Release()
 	if w.watched {
 		w.watched = false
 		processPoller.unwatch(w.conn, w.hangup)
 	}
 	return w.conn.Close()
-}
-
-func (w *consumerWriter) flush(last bool) error {
-	if w.err != nil {
-		w.release()
-		return w.err
-	}
-	if w.span != nil {
-		span := w.span
-		w.span = nil
-		return w.write(span, last)
-	}
-	if w.buf == nil {
-		switch {
-		case last && w.chunked:
-			return w.emit(w.end[2:], nil, nil) // the last chunk alone
-		case w.head != nil:
-			return w.emit(nil, nil, nil)
-		}
-		return nil
-	}
-	b := *w.buf
-	out := b[chunkRoom:]
-	if w.chunked {
-		start := chunkRoom
-		if n := len(b) - chunkRoom; n > 0 {
-			var size [16]byte
-			line := append(strconv.AppendUint(size[:0], uint64(n), 16), '\r', '\n')
-			start -= len(line)
-			copy(b[start:], line)
-			b = append(b, '\r', '\n')
-		}
-		if last {
-			b = append(b, "0\r\n\r\n"...)
-		}
-		out = b[start:]
-	}
-	err := w.emit(out, nil, nil)
-	*w.buf = b[:chunkRoom]
-	w.release()
-	return err
-}
-
-func (w *consumerWriter) release() {
-	w.span = nil
-	if w.buf != nil {
-		*w.buf = (*w.buf)[:chunkRoom]
-		pendingPool.Put(w.buf)
-		w.buf = nil
-	}
-}
-
-// write writes p as one chunk of its own (nothing else is pending but the
-// head), followed by the body's end when last.
-func (w *consumerWriter) write(p []byte, last bool) error {
-	if !w.chunked {
-		return w.emit(p, nil, nil)
-	}
-	line := append(strconv.AppendUint(w.sizeLine[:0], uint64(len(p)), 16), '\r', '\n')
-	tail := w.end[:2]
-	if last {
-		tail = w.end[:]
-	}
-	return w.emit(line, p, tail)
-}
-
-// emit writes the head when it is still to go, then a, b and c, within the
-// write deadline: in one system call on a socketConn.
-func (w *consumerWriter) emit(a, b, c []byte) error {
-	if err := w.arm(); err != nil {
-		return err
-	}
-	head := w.head
-	w.head = nil
-	if w.vec != nil {
-		_, err := w.vec.writeVec(head, a, b, c)
-		return w.fail(err)
-	}
-	for _, p := range [...][]byte{head, a, b, c} {
-		if len(p) == 0 {
-			continue
-		}
-		if _, err := w.out.Write(p); err != nil {
-			return w.fail(err)
-		}
-	}
-	return nil
-}
-
-// newConsumerWriter returns the writer of a stream's answer to conn.
-func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
-	w := &consumerWriter{conn: conn, out: newSocketConn(conn), chunked: chunked, timeout: timeout}
-	copy(w.end[:], "\r\n0\r\n\r\n")
-	w.vec, _ = w.out.(*socketConn)
-	return w
-}
-
-// arm moves the write deadline to timeout from now, when it is less than
-// seven eighths of that away: a consumer that reads nothing for about the
-// timeout is given up, at the cost of a timer update every timeout/8 rather
-// than on every write.
-func (w *consumerWriter) arm() error {
-	now := time.Now()
-	if w.deadline.Sub(now) > w.timeout-w.timeout/8 {
-		return nil
-	}
-	w.deadline = now.Add(w.timeout)
-	return w.fail(w.conn.SetWriteDeadline(w.deadline))
-}
-
-func (w *consumerWriter) fail(err error) error {
-	if err != nil && w.err == nil {
-		w.err = err
-	}
-	return err
 }
 
 // AwaitRuns waits until active (Relay.Active or Router.Active) reports no

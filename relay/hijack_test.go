@@ -292,103 +292,18 @@ func TestAwaitRunsWaitsForStreams(t *testing.T) {
 	}
 }
 
-// stuckConn is a consumer connection that takes no bytes: writes block
-// until their deadline.
-type stuckConn struct {
+// memConn is a consumer connection in memory: it keeps what is written.
+type memConn struct {
 	net.Conn // nil: only the methods below are used
-	deadline time.Time
 	writes   int
 	wrote    bytes.Buffer
-	stuck    bool
 }
 
-func (c *stuckConn) SetWriteDeadline(t time.Time) error { c.deadline = t; return nil }
-func (c *stuckConn) Close() error                       { return nil }
-func (c *stuckConn) Write(p []byte) (int, error) {
+func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
+func (c *memConn) Close() error                     { return nil }
+func (c *memConn) Write(p []byte) (int, error) {
 	c.writes++
-	if c.stuck {
-		time.Sleep(time.Until(c.deadline))
-		return 0, timeoutError{}
-	}
 	return c.wrote.Write(p)
-}
-
-type timeoutError struct{}
-
-func (timeoutError) Error() string   { return "i/o timeout" }
-func (timeoutError) Timeout() bool   { return true }
-func (timeoutError) Temporary() bool { return true }
-
-// What is written between two flushes goes out as one chunk in one write;
-// an event larger than the most the writer buffers goes out as a chunk of
-// its own; End writes the last chunk.
-func TestConsumerWriterChunks(t *testing.T) {
-	c := &stuckConn{}
-	w := newConsumerWriter(c, true, time.Minute)
-	io.WriteString(w, "data: a\n\n")
-	io.WriteString(w, "data: bc\n\n")
-	if c.writes != 0 {
-		t.Fatal("wrote before the flush")
-	}
-	if err := w.Flush(); err != nil || c.writes != 1 || c.wrote.String() != "13\r\ndata: a\n\ndata: bc\n\n\r\n" {
-		t.Fatalf("%d writes %q, %v", c.writes, c.wrote.String(), err)
-	}
-	if err := w.Flush(); err != nil || c.writes != 1 || w.buf != nil {
-		t.Fatalf("an empty flush wrote (%d writes, %v) or kept a buffer", c.writes, err)
-	}
-	c.wrote.Reset()
-	big := strings.Repeat("x", maxPending+1)
-	io.WriteString(w, "data: a\n\n")
-	io.WriteString(w, big)
-	if err := w.End(); err != nil {
-		t.Fatal(err)
-	}
-	want := "9\r\ndata: a\n\n\r\n" + fmt.Sprintf("%x\r\n", len(big)) + big + "\r\n" + "0\r\n\r\n"
-	if c.wrote.String() != want {
-		t.Errorf("got %q…", c.wrote.String()[:min(40, c.wrote.Len())])
-	}
-}
-
-// A consumer that takes nothing for the write timeout is given up: the
-// flush fails, and so does every write after it.
-func TestConsumerWriterGivesUpOnStuckConsumer(t *testing.T) {
-	c := &stuckConn{stuck: true}
-	w := newConsumerWriter(c, true, 20*time.Millisecond)
-	io.WriteString(w, contentEvent)
-	err := w.Flush()
-	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() || c.deadline.IsZero() {
-		t.Fatalf("flush to a stuck consumer: %v (deadline %v)", err, c.deadline)
-	}
-	if _, err := io.WriteString(w, contentEvent); err == nil {
-		t.Error("a write after the failure succeeded")
-	}
-	if err := w.End(); err == nil || w.buf != nil {
-		t.Errorf("End after the failure: %v, buffer kept %v", err, w.buf != nil)
-	}
-}
-
-// The write deadline moves forward with the writes, but not on every one.
-func TestConsumerWriterArmsDeadlineSparingly(t *testing.T) {
-	c := &stuckConn{}
-	w := newConsumerWriter(c, false, time.Hour)
-	io.WriteString(w, "a")
-	w.Flush()
-	first := c.deadline
-	if time.Until(first) < 59*time.Minute {
-		t.Fatalf("deadline %v", first)
-	}
-	io.WriteString(w, "b")
-	w.Flush()
-	if c.deadline != first {
-		t.Error("the deadline moved on a write within an eighth of the timeout")
-	}
-	w.deadline = time.Now().Add(time.Hour / 2) // as if half the timeout had passed
-	io.WriteString(w, "c")
-	w.Flush()
-	if time.Until(c.deadline) < 59*time.Minute || c.wrote.String() != "abc" {
-		t.Errorf("deadline %v, wrote %q", c.deadline, c.wrote.String())
-	}
 }
 
 // tcpPair returns the two ends of a loopback TCP connection.

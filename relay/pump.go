@@ -88,7 +88,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 	p.noPark = cw.holds
 	p.memory.enter()
 	// cw buffers what the Stream writes until the flush.
-	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, cw)
+	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, &cw.ChunkWriter)
 	p.st.ProducerPython = r.ProducerPython
 	p.tap = rep.tap
 	p.src = producerReader{ub: ub}
@@ -109,7 +109,9 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 		p.sc.Polled = true
 		// The events the producer sent with its head are buffered already:
 		// the answer's head waits for them, to go out in the same write.
-		cw.holdHead = sb.Buffered()
+		if sb.Buffered() {
+			cw.HoldHead()
+		}
 		sb.OnClose(p.wake)
 	}
 	return p.run()

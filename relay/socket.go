@@ -37,7 +37,7 @@ type socketConn struct {
 	rerr            error
 	readFn, writeFn func(fd uintptr) bool
 	wmu             sync.Mutex
-	wvec            [4][]byte // writeVec's pieces, held here so that they do not escape
+	wvec            [4][]byte // WriteVec's pieces, held here so that they do not escape
 	wn              int
 	werr            error
 	writes          int // write system calls made (under wmu): what tests count
@@ -133,15 +133,15 @@ func (s *socketConn) readSome(fd uintptr) bool {
 }
 
 func (s *socketConn) Write(p []byte) (int, error) {
-	return s.writeVec(p, nil, nil, nil)
+	return s.WriteVec(p, nil, nil, nil)
 }
 
-// writeVec writes a, b, c and d in that order, raw, with one writev(2)
+// WriteVec writes a, b, c and d in that order, raw, with one writev(2)
 // per attempt (one write(2) for a single piece): the answer's head when it
 // is still to go, a chunk's size line, its bytes from where they lie, its
 // CRLF (and the body's end). It returns what Write would for their
 // concatenation.
-func (s *socketConn) writeVec(a, b, c, d []byte) (int, error) {
+func (s *socketConn) WriteVec(a, b, c, d []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.wvec, s.wn, s.werr = [4][]byte{a, b, c, d}, 0, nil

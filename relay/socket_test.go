@@ -93,7 +93,7 @@ func TestSocketConnCarriesEverything(t *testing.T) {
 	}
 }
 
-// writeVec writes its four pieces whole and in order, also when the
+// WriteVec writes its four pieces whole and in order, also when the
 // socket's buffer fills in the middle of one (a write waits for room and
 // goes on where the last one stopped).
 func TestSocketConnWriteVecResumes(t *testing.T) {
@@ -112,7 +112,7 @@ func TestSocketConnWriteVecResumes(t *testing.T) {
 		got <- all
 	}()
 	for range 3 {
-		if n, err := a.writeVec(answer, head, body, tail); err != nil || n != len(answer)+len(head)+len(body)+len(tail) {
+		if n, err := a.WriteVec(answer, head, body, tail); err != nil || n != len(answer)+len(head)+len(body)+len(tail) {
 			t.Fatalf("wrote %d: %v", n, err)
 		}
 	}

@@ -1,8 +1,9 @@
 // Package wire is the relay's wire layer: what touches a socket below
 // HTTP. It holds the decoder of a producer's HTTP/1.1 body framing
 // (chunked, Content-Length or until close), decoding in place in the
-// caller's buffer, the producer's answer body read with it (Body), and the
-// raw reads and writes of a non-blocking socket's descriptor (ReadFD,
+// caller's buffer, a relayed stream's two ends (the producer's answer body
+// read with it, Body, and the consumer's chunked answer, ChunkWriter), and
+// the raw reads and writes of a non-blocking socket's descriptor (ReadFD,
 // WritevFD).
 //
 // It has no state of its own: a Framing is the caller's value, and the

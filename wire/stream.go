@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -314,4 +316,281 @@ func (b *Body) free(reuse bool) {
 func (b *Body) dropReader() {
 	b.opts.ReleaseReader(b.br)
 	b.br = nil
+}
+
+// ChunkWriter writes a stream's answer to the consumer's connection: the
+// head, then the body, in HTTP/1.1 chunks when chunked (else as it is, for
+// a consumer that reads to the connection's end). What is written between
+// two flushes goes out as one chunk in one write, with the head when it has
+// not gone yet and the body's end when it is the last. It holds a buffer
+// only between a write and the flush that follows (a pooled one), so an
+// idle stream holds none. It is used by one goroutine.
+//
+// Frames taken borrowed (WriteBorrowed) that lie end to end in the caller's
+// buffer are written from there by the next flush, with their chunk's size
+// line and CRLF, in one call when the connection writes pieces at once
+// (VecWriter: one writev(2) on a wire.Conn).
+type ChunkWriter struct {
+	conn     net.Conn // for the write deadline
+	out      io.Writer
+	vec      VecWriter // out, when it writes pieces in one call; nil otherwise
+	chunked  bool
+	timeout  time.Duration
+	deadline time.Time // the write deadline set last
+
+	// head is the answer's status line and headers until they are written,
+	// by the first flush (or write); the caller leaves it unchanged.
+	head []byte
+	// holdHead makes the first flush with only the head pending write
+	// nothing (HoldHead).
+	holdHead bool
+
+	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
+	err error
+
+	// span is what WriteBorrowed took without a copy: frames lying end to
+	// end in the caller's buffer, written from there by the next flush.
+	// Set only while buf is nil.
+	span []byte
+
+	// A chunk written from where its bytes lie: its size line, and its CRLF
+	// followed by the body's last chunk (a chunk's tail is end[:2], the
+	// last one's all of end).
+	sizeLine [16]byte
+	end      [len("\r\n0\r\n\r\n")]byte
+}
+
+// VecWriter writes up to four pieces in that order as one write, returning
+// what Write would for their concatenation: a chunk's size line, its bytes
+// from where they lie and its CRLF, behind the answer's head.
+type VecWriter interface {
+	WriteVec(a, b, c, d []byte) (int, error)
+}
+
+const (
+	// chunkRoom is kept free before the pending bytes for the chunk's
+	// size line: up to 8 hex digits and CRLF.
+	chunkRoom = 10
+	// maxPending is the most a writer buffers before it writes out
+	// without waiting for a flush.
+	maxPending = 32 << 10
+)
+
+var pendingPool = sync.Pool{New: func() any {
+	b := make([]byte, chunkRoom, chunkRoom+maxPending+len("\r\n0\r\n\r\n"))
+	return &b
+}}
+
+// Init makes w the writer of an answer to out, chunked or not, each write
+// within timeout (the write deadline of conn, the connection under out).
+// A ChunkWriter is used in place: it is not copied.
+func (w *ChunkWriter) Init(conn net.Conn, out io.Writer, chunked bool, timeout time.Duration) {
+	*w = ChunkWriter{conn: conn, out: out, chunked: chunked, timeout: timeout}
+	w.vec, _ = out.(VecWriter)
+	copy(w.end[:], "\r\n0\r\n\r\n")
+}
+
+// SetHead has the answer's head (status line and headers) written with the
+// first flush, in the same write as the first events when they are there.
+// head is borrowed until then.
+func (w *ChunkWriter) SetHead(head []byte) { w.head = head }
+
+// HoldHead makes the first flush with only the head pending write nothing:
+// the producer's first events are buffered already (they came with its
+// head), and the head goes out with them.
+func (w *ChunkWriter) HoldHead() { w.holdHead = true }
+
+// Err returns the error that failed a write, nil when none has.
+func (w *ChunkWriter) Err() error { return w.err }
+
+// Write buffers p for the next flush.
+func (w *ChunkWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.span != nil {
+		w.adopt()
+	}
+	if w.buf != nil && len(*w.buf)-chunkRoom+len(p) > maxPending {
+		if err := w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	if len(p) > maxPending {
+		// A large event goes out as its own chunk, from where it is.
+		if err := w.write(p, false); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	if w.buf == nil {
+		w.buf = pendingPool.Get().(*[]byte)
+	}
+	*w.buf = append(*w.buf, p...)
+	return len(p), nil
+}
+
+// WriteBorrowed is Write for bytes the caller leaves unchanged until the
+// next flush (the scanner's buffer: Pump flushes before its bytes move).
+// Frames that lie end to end there, as a burst of frames passed through
+// does, go out from where they are in one chunk, with no copy into the
+// pending buffer.
+func (w *ChunkWriter) WriteBorrowed(p []byte) error {
+	n := len(w.span)
+	switch {
+	case w.err != nil:
+		return w.err
+	case w.buf != nil || len(p) == 0 || len(p) > maxPending || w.vec == nil:
+		// Copied: behind copied bytes, too large to hold, or on a
+		// connection that cannot write a chunk from two places at once.
+	case n == 0:
+		w.span = p
+		return nil
+	case n+len(p) <= cap(w.span) && &w.span[:n+1][n] == &p[0]:
+		if n+len(p) > maxPending {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			w.span = p
+			return nil
+		}
+		w.span = w.span[:n+len(p)]
+		return nil
+	}
+	_, err := w.Write(p)
+	return err
+}
+
+// adopt copies the span into the pending buffer, for bytes that must
+// follow it there.
+func (w *ChunkWriter) adopt() {
+	w.buf = pendingPool.Get().(*[]byte)
+	*w.buf = append(*w.buf, w.span...)
+	w.span = nil
+}
+
+// Flush writes what is pending, as one chunk (see HoldHead).
+func (w *ChunkWriter) Flush() error {
+	if w.holdHead {
+		w.holdHead = false
+		if w.head != nil && w.buf == nil && w.span == nil && w.err == nil {
+			return nil
+		}
+	}
+	return w.flush(false)
+}
+
+// End writes what is pending and the end of the body (the last chunk),
+// unless writing failed before.
+func (w *ChunkWriter) End() error {
+	return w.flush(true)
+}
+
+func (w *ChunkWriter) flush(last bool) error {
+	if w.err != nil {
+		w.Release()
+		return w.err
+	}
+	if w.span != nil {
+		span := w.span
+		w.span = nil
+		return w.write(span, last)
+	}
+	if w.buf == nil {
+		switch {
+		case last && w.chunked:
+			return w.emit(w.end[2:], nil, nil) // the last chunk alone
+		case w.head != nil:
+			return w.emit(nil, nil, nil)
+		}
+		return nil
+	}
+	b := *w.buf
+	out := b[chunkRoom:]
+	if w.chunked {
+		start := chunkRoom
+		if n := len(b) - chunkRoom; n > 0 {
+			var size [16]byte
+			line := append(strconv.AppendUint(size[:0], uint64(n), 16), '\r', '\n')
+			start -= len(line)
+			copy(b[start:], line)
+			b = append(b, '\r', '\n')
+		}
+		if last {
+			b = append(b, "0\r\n\r\n"...)
+		}
+		out = b[start:]
+	}
+	err := w.emit(out, nil, nil)
+	*w.buf = b[:chunkRoom]
+	w.Release()
+	return err
+}
+
+// Release drops what is pending unwritten and gives the pending buffer
+// back to its pool: at the end of a stream that will write no more.
+func (w *ChunkWriter) Release() {
+	w.span = nil
+	if w.buf != nil {
+		*w.buf = (*w.buf)[:chunkRoom]
+		pendingPool.Put(w.buf)
+		w.buf = nil
+	}
+}
+
+// write writes p as one chunk of its own (nothing else is pending but the
+// head), followed by the body's end when last.
+func (w *ChunkWriter) write(p []byte, last bool) error {
+	if !w.chunked {
+		return w.emit(p, nil, nil)
+	}
+	line := append(strconv.AppendUint(w.sizeLine[:0], uint64(len(p)), 16), '\r', '\n')
+	tail := w.end[:2]
+	if last {
+		tail = w.end[:]
+	}
+	return w.emit(line, p, tail)
+}
+
+// emit writes the head when it is still to go, then a, b and c, within the
+// write deadline: in one call on a VecWriter.
+func (w *ChunkWriter) emit(a, b, c []byte) error {
+	if err := w.arm(); err != nil {
+		return err
+	}
+	head := w.head
+	w.head = nil
+	if w.vec != nil {
+		_, err := w.vec.WriteVec(head, a, b, c)
+		return w.fail(err)
+	}
+	for _, p := range [...][]byte{head, a, b, c} {
+		if len(p) == 0 {
+			continue
+		}
+		if _, err := w.out.Write(p); err != nil {
+			return w.fail(err)
+		}
+	}
+	return nil
+}
+
+// arm moves the write deadline to timeout from now, when it is less than
+// seven eighths of that away: a consumer that reads nothing for about the
+// timeout is given up, at the cost of a timer update every timeout/8 rather
+// than on every write.
+func (w *ChunkWriter) arm() error {
+	now := time.Now()
+	if w.deadline.Sub(now) > w.timeout-w.timeout/8 {
+		return nil
+	}
+	w.deadline = now.Add(w.timeout)
+	return w.fail(w.conn.SetWriteDeadline(w.deadline))
+}
+
+func (w *ChunkWriter) fail(err error) error {
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return err
 }

@@ -2,8 +2,12 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http/httputil"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +180,269 @@ func TestBodyClosedMidAnswerIsNotReused(t *testing.T) {
 	}
 	if <-released {
 		t.Error("a body closed mid-answer was released for reuse")
+	}
+}
+
+// stuckConn is a consumer connection in memory: it takes every write,
+// unless stuck, when a write blocks until its deadline and fails.
+type stuckConn struct {
+	net.Conn // nil: only the methods below are used
+	deadline time.Time
+	writes   int
+	wrote    bytes.Buffer
+	stuck    bool
+}
+
+func (c *stuckConn) SetWriteDeadline(t time.Time) error { c.deadline = t; return nil }
+func (c *stuckConn) Write(p []byte) (int, error) {
+	c.writes++
+	if c.stuck {
+		time.Sleep(time.Until(c.deadline)) // a write blocked on a full socket until its deadline
+		return 0, timeoutError{}
+	}
+	return c.wrote.Write(p)
+}
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+
+// vecConn is a stuckConn that writes pieces in one call, as wire.Conn does
+// with one writev(2).
+type vecConn struct{ stuckConn }
+
+func (c *vecConn) WriteVec(a, b, x, d []byte) (int, error) {
+	c.writes++
+	n := 0
+	for _, p := range [][]byte{a, b, x, d} {
+		m, _ := c.wrote.Write(p)
+		n += m
+	}
+	return n, nil
+}
+
+func newChunkWriter(conn net.Conn, chunked bool, timeout time.Duration) *ChunkWriter {
+	w := new(ChunkWriter)
+	w.Init(conn, conn, chunked, timeout)
+	return w
+}
+
+// What is written between two flushes goes out as one chunk in one write;
+// an event larger than the most the writer buffers goes out as a chunk of
+// its own; End writes the last chunk.
+func TestChunkWriterChunks(t *testing.T) {
+	c := &stuckConn{}
+	w := newChunkWriter(c, true, time.Minute)
+	io.WriteString(w, "data: a\n\n")
+	io.WriteString(w, "data: bc\n\n")
+	if c.writes != 0 {
+		t.Fatal("wrote before the flush")
+	}
+	if err := w.Flush(); err != nil || c.writes != 1 || c.wrote.String() != "13\r\ndata: a\n\ndata: bc\n\n\r\n" {
+		t.Fatalf("%d writes %q, %v", c.writes, c.wrote.String(), err)
+	}
+	if err := w.Flush(); err != nil || c.writes != 1 || w.buf != nil {
+		t.Fatalf("an empty flush wrote (%d writes, %v) or kept a buffer", c.writes, err)
+	}
+	c.wrote.Reset()
+	big := strings.Repeat("x", maxPending+1)
+	io.WriteString(w, "data: a\n\n")
+	io.WriteString(w, big)
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	want := "9\r\ndata: a\n\n\r\n" + fmt.Sprintf("%x\r\n", len(big)) + big + "\r\n" + "0\r\n\r\n"
+	if c.wrote.String() != want {
+		t.Errorf("got %q…", c.wrote.String()[:min(40, c.wrote.Len())])
+	}
+}
+
+// The head goes out with the first flush, in the same write as what is
+// pending; held (HoldHead), a first flush with only the head writes
+// nothing, and the next one writes it.
+func TestChunkWriterHead(t *testing.T) {
+	c := &vecConn{}
+	w := newChunkWriter(c, true, time.Minute)
+	w.SetHead([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+	w.HoldHead()
+	if err := w.Flush(); err != nil || c.writes != 0 {
+		t.Fatalf("a held head alone: %d writes, %v", c.writes, err)
+	}
+	io.WriteString(w, "data: a\n\n")
+	if err := w.Flush(); err != nil || c.writes != 1 || c.wrote.String() != "HTTP/1.1 200 OK\r\n\r\n9\r\ndata: a\n\n\r\n" {
+		t.Fatalf("%d writes %q, %v", c.writes, c.wrote.String(), err)
+	}
+	c2 := &vecConn{}
+	w = newChunkWriter(c2, true, time.Minute)
+	w.SetHead([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+	if err := w.Flush(); err != nil || c2.wrote.String() != "HTTP/1.1 200 OK\r\n\r\n" {
+		t.Fatalf("a head not held: wrote %q, %v", c2.wrote.String(), err)
+	}
+}
+
+// A consumer that takes nothing for the write timeout is given up: the
+// flush fails, and so does every write after it.
+func TestChunkWriterGivesUpOnStuckConsumer(t *testing.T) {
+	c := &stuckConn{stuck: true}
+	w := newChunkWriter(c, true, 20*time.Millisecond)
+	io.WriteString(w, "data: a\n\n")
+	err := w.Flush()
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || c.deadline.IsZero() || w.Err() != err {
+		t.Fatalf("flush to a stuck consumer: %v (deadline %v, Err %v)", err, c.deadline, w.Err())
+	}
+	if _, err := io.WriteString(w, "data: b\n\n"); err == nil {
+		t.Error("a write after the failure succeeded")
+	}
+	if err := w.End(); err == nil || w.buf != nil {
+		t.Errorf("End after the failure: %v, buffer kept %v", err, w.buf != nil)
+	}
+}
+
+// The write deadline moves forward with the writes, but not on every one.
+func TestChunkWriterArmsDeadlineSparingly(t *testing.T) {
+	c := &stuckConn{}
+	w := newChunkWriter(c, false, time.Hour)
+	io.WriteString(w, "a")
+	w.Flush()
+	first := c.deadline
+	if time.Until(first) < 59*time.Minute {
+		t.Fatalf("deadline %v", first)
+	}
+	io.WriteString(w, "b")
+	w.Flush()
+	if c.deadline != first {
+		t.Error("the deadline moved on a write within an eighth of the timeout")
+	}
+	w.deadline = time.Now().Add(time.Hour / 2) // as if half the timeout had passed
+	io.WriteString(w, "c")
+	w.Flush()
+	if time.Until(c.deadline) < 59*time.Minute || c.wrote.String() != "abc" {
+		t.Errorf("deadline %v, wrote %q", c.deadline, c.wrote.String())
+	}
+}
+
+// readChunks reads a chunked body to its end and returns each chunk's
+// bytes, checking the framing, and that net/http's chunked reader reads
+// the same body.
+func readChunks(raw []byte) ([]string, error) {
+	br := bufio.NewReader(bytes.NewReader(raw))
+	var chunks []string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("chunk size line: %v (read %q)", err, raw)
+		}
+		var n int
+		if _, err := fmt.Sscanf(line, "%x\r\n", &n); err != nil {
+			return nil, fmt.Errorf("chunk size line %q: %v", line, err)
+		}
+		data := make([]byte, n+2)
+		if _, err := io.ReadFull(br, data); err != nil || string(data[n:]) != "\r\n" {
+			return nil, fmt.Errorf("chunk of %d: %q, %v", n, data, err)
+		}
+		if n == 0 {
+			break
+		}
+		chunks = append(chunks, string(data[:n]))
+	}
+	body, err := io.ReadAll(httputil.NewChunkedReader(bytes.NewReader(raw)))
+	if err != nil || string(body) != strings.Join(chunks, "") {
+		return nil, fmt.Errorf("net/http reads %q, %v; chunks %q", body, err, chunks)
+	}
+	return chunks, nil
+}
+
+// Frames written borrowed that lie end to end go out together from where
+// they are; bytes written after them, copied or borrowed from elsewhere,
+// follow them in order; a flush is one chunk, in one write. On a
+// connection that cannot write pieces at once they are copied, and go out
+// the same.
+func TestChunkWriterBorrowedFramesKeepTheirOrder(t *testing.T) {
+	for _, vec := range []bool{true, false} {
+		c := &vecConn{}
+		var conn net.Conn = c
+		if !vec {
+			conn = &c.stuckConn
+		}
+		w := newChunkWriter(conn, true, time.Minute)
+		buf := []byte("data: a\n\ndata: b\n\ndata: c\n\n")
+		a, b, x := buf[:9], buf[9:18], buf[18:27]
+		for _, p := range [][]byte{a, b} {
+			if err := w.WriteBorrowed(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if vec && len(w.span) != len(a)+len(b) {
+			t.Fatalf("two frames end to end held as %d bytes, want %d", len(w.span), len(a)+len(b))
+		}
+		w.Write([]byte(": copied\n\n")) //nolint:errcheck // checked by the flush
+		if err := w.WriteBorrowed(x); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range [][]byte{x, a} { // borrowed, but not end to end
+			if err := w.WriteBorrowed(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteBorrowed(b); err != nil { // held when the body ends
+			t.Fatal(err)
+		}
+		if err := w.End(); err != nil {
+			t.Fatal(err)
+		}
+		chunks, err := readChunks(c.wrote.Bytes())
+		want := []string{"data: a\n\ndata: b\n\n: copied\n\ndata: c\n\n", "data: c\n\ndata: a\n\n", "data: b\n\n"}
+		if err != nil || fmt.Sprint(chunks) != fmt.Sprint(want) {
+			t.Fatalf("vec %v: chunks %q, %v; want %q", vec, chunks, err, want)
+		}
+		if vec && c.writes != 3 {
+			t.Errorf("%d writes for three flushes", c.writes)
+		}
+	}
+}
+
+// A burst of frames end to end larger than the most a writer buffers goes
+// out in chunks no larger than that, whole and in order.
+func TestChunkWriterBorrowedBurstIsCut(t *testing.T) {
+	c := &vecConn{}
+	w := newChunkWriter(c, true, time.Minute)
+	var burst []byte
+	var frames [][2]int
+	for i := 0; len(burst) < 3*maxPending; i++ {
+		start := len(burst)
+		burst = fmt.Appendf(burst, "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"delta\":\"%d %s\"}\n\n", i, strings.Repeat("x", i%300))
+		frames = append(frames, [2]int{start, len(burst)})
+	}
+	for _, f := range frames {
+		if err := w.WriteBorrowed(burst[f[0]:f[1]]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := readChunks(c.wrote.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if len(c) > maxPending {
+			t.Fatalf("a chunk of %d bytes, over %d", len(c), maxPending)
+		}
+	}
+	if strings.Join(chunks, "") != string(burst) {
+		t.Fatal("the chunks do not add up to the burst")
+	}
+	if len(chunks) > 4 {
+		t.Fatalf("%d chunks for %d bytes end to end", len(chunks), len(burst))
 	}
 }
