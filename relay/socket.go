@@ -2,45 +2,23 @@ package relay
 
 import (
 	"errors"
-	"io"
 	"net"
-	"os"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/agui-relay/agui-relay/wire"
 )
 
-// socketConn is a TCP connection whose Read and Write make their system
-// calls raw (wire.ReadFD, wire.WritevFD) inside the connection's RawConn calls: the
-// waiting, the deadlines and the close still go through Go's poller.
+// socketConn is a consumer's or producer's connection read and written
+// raw (wire.Conn), with what the relay keeps per connection.
 //
-// Why: every system call made the ordinary way wakes the runtime's monitor
-// thread when the process was idle, and a woken monitor polls for a while.
-// A relay serving short runs back to back goes idle between them, and
-// each run's few ordinary calls (reading the request, writing it on,
-// reading the answer's head) would wake it. socketConn makes a run's whole path
-// raw: the producer's connections (dialer; the answer's body is read by
-// descriptor in wire.Body's polled mode) and the consumers' (Listener, and
-// consumerWriter for a connection served without it).
-//
-// Reads are serialized among themselves, and writes among themselves, as
-// on any net.Conn; a read and a write may run at once.
+// socketConn makes a run's whole path raw: the producer's connections
+// (dialer; the answer's body is read by descriptor in wire.Body's polled
+// mode) and the consumers' (Listener, and consumerWriter for a connection
+// served without it).
 type socketConn struct {
-	*net.TCPConn
-	rc syscall.RawConn
+	wire.Conn
 
-	rmu             sync.Mutex
-	rbuf            []byte
-	rn              int
-	rerr            error
-	readFn, writeFn func(fd uintptr) bool
-	wmu             sync.Mutex
-	wvec            [4][]byte // WriteVec's pieces, held here so that they do not escape
-	wn              int
-	werr            error
-	writes          int // write system calls made (under wmu): what tests count
 	// noWait makes Read answer errNoWait at once, without a system call
 	// or the poller: sentMore's question to the server's reader of the
 	// request, set and cleared by the one goroutine that reads then.
@@ -71,15 +49,13 @@ var errNoWait = errors.New("relay: read would wait")
 // reads; otherwise it returns c.
 func newSocketConn(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
-	if !ok || !wire.CanPoll {
+	if !ok {
 		return c
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
+	s := &socketConn{}
+	if s.Conn.Init(tc) != nil {
 		return c
 	}
-	s := &socketConn{TCPConn: tc, rc: rc}
-	s.readFn, s.writeFn = s.readSome, s.writeSome
 	return s
 }
 
@@ -93,29 +69,21 @@ func (s *socketConn) Close() error {
 	return s.TCPConn.Close()
 }
 
+// Read is wire.Conn's, but for a read told not to wait (noWait) and the
+// request head's bare LF (reqHead).
 func (s *socketConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	s.rmu.Lock()
-	defer s.rmu.Unlock()
 	if s.noWait {
 		return 0, errNoWait
 	}
 	if s.reqHead.bad {
 		return 0, errBareLF
 	}
-	s.rbuf, s.rn, s.rerr = p, 0, nil
-	err := s.rc.Read(s.readFn) // waits for input and honours the read deadline
-	n, rerr := s.rn, s.rerr
-	s.rbuf = nil
-	switch {
-	case err != nil:
-		return 0, s.opError("read", err)
-	case rerr != nil:
-		return 0, s.opError("read", os.NewSyscallError("read", rerr))
-	case n == 0:
-		return 0, io.EOF
+	n, err := s.Conn.Read(p)
+	if err != nil {
+		return 0, err
 	}
 	if s.reqHead.on && s.reqHead.scan(p[:n]) {
 		return 0, errBareLF // the request is refused: its bytes go unread
@@ -123,72 +91,12 @@ func (s *socketConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (s *socketConn) readSome(fd uintptr) bool {
-	n, err := wire.ReadFD(int(fd), s.rbuf)
-	if err == syscall.EAGAIN {
-		return false
-	}
-	s.rn, s.rerr = n, err
-	return true
-}
-
-func (s *socketConn) Write(p []byte) (int, error) {
-	return s.WriteVec(p, nil, nil, nil)
-}
-
-// WriteVec writes a, b, c and d in that order, raw, with one writev(2)
-// per attempt (one write(2) for a single piece): the answer's head when it
-// is still to go, a chunk's size line, its bytes from where they lie, its
-// CRLF (and the body's end). It returns what Write would for their
-// concatenation.
-func (s *socketConn) WriteVec(a, b, c, d []byte) (int, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.wvec, s.wn, s.werr = [4][]byte{a, b, c, d}, 0, nil
-	err := s.rc.Write(s.writeFn) // waits for room and honours the write deadline
-	n, werr := s.wn, s.werr
-	s.wvec = [4][]byte{}
-	switch {
-	case err != nil:
-		return n, s.opError("write", err)
-	case werr != nil:
-		return n, s.opError("write", os.NewSyscallError("write", werr))
-	}
-	return n, nil
-}
-
-func (s *socketConn) writeSome(fd uintptr) bool {
-	total := len(s.wvec[0]) + len(s.wvec[1]) + len(s.wvec[2]) + len(s.wvec[3])
-	for s.wn < total {
-		n, err := wire.WritevFD(int(fd), &s.wvec, s.wn)
-		s.writes++
-		if err == syscall.EAGAIN {
-			return false
-		}
-		if err != nil {
-			s.werr = err
-			return true
-		}
-		s.wn += n
-	}
-	return true
-}
-
-// opError reports err as net.Conn's Read and Write do: a *net.OpError
-// naming the operation (RawConn's own say "raw-read", "raw-write").
-func (s *socketConn) opError(op string, err error) error {
-	if oe, ok := err.(*net.OpError); ok {
-		err = oe.Err
-	}
-	return &net.OpError{Op: op, Net: "tcp", Source: s.LocalAddr(), Addr: s.RemoteAddr(), Err: err}
-}
-
 // rawConnOf returns conn's RawConn: the one a socketConn holds (asking its
 // TCPConn would make another per call), else the connection's own.
 func rawConnOf(conn net.Conn) (syscall.RawConn, error) {
 	switch c := conn.(type) {
 	case *socketConn:
-		return c.rc, nil
+		return c.RawConn(), nil
 	case syscall.Conn:
 		return c.SyscallConn()
 	}

@@ -3,15 +3,9 @@
 package relay
 
 import (
-	"bytes"
-	"errors"
 	"io"
 	"net"
-	"os"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // socketPair returns both ends of a loopback TCP connection, each read and
@@ -25,151 +19,6 @@ func socketPair(t *testing.T) (a, b *socketConn) {
 		t.Fatal("a TCP connection was not wrapped")
 	}
 	return a, b
-}
-
-// waitedForRoom makes s report, by closing the channel it returns, the
-// first time one of its writes finds the socket's buffer full and waits for
-// room.
-func waitedForRoom(s *socketConn) <-chan struct{} {
-	full := make(chan struct{})
-	var once sync.Once
-	write := s.writeFn
-	s.writeFn = func(fd uintptr) bool {
-		done := write(fd)
-		if !done {
-			once.Do(func() { close(full) })
-		}
-		return done
-	}
-	return full
-}
-
-// awaitFull waits until full is closed: a write waited for room. It gives up
-// with an error after liveness, so that a reader it holds back still reads
-// what the writer wrote.
-func awaitFull(t *testing.T, full <-chan struct{}) {
-	select {
-	case <-full:
-	case <-time.After(liveness):
-		t.Error("no write waited for room")
-	}
-}
-
-// What one end writes the other reads, whole and in order, also when the
-// reader is slower than the writer (writes wait for room, reads for input).
-func TestSocketConnCarriesEverything(t *testing.T) {
-	a, b := socketPair(t)
-	a.SetWriteBuffer(32 << 10) //nolint:errcheck
-	b.SetReadBuffer(32 << 10)  //nolint:errcheck
-	want := bytes.Repeat([]byte("data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"delta\":\"x\"}\n\n"), 40000)
-	full := waitedForRoom(a)
-	got := make(chan []byte, 1)
-	go func() {
-		awaitFull(t, full) // the buffers fill first
-		var buf bytes.Buffer
-		p := make([]byte, 777)
-		for {
-			n, err := b.Read(p)
-			buf.Write(p[:n])
-			if err != nil {
-				if err != io.EOF {
-					t.Errorf("read: %v", err)
-				}
-				break
-			}
-		}
-		got <- buf.Bytes()
-	}()
-	for rest := want; len(rest) > 0; {
-		n := min(len(rest), 5000)
-		if w, err := a.Write(rest[:n]); err != nil || w != n {
-			t.Fatalf("wrote %d of %d: %v", w, n, err)
-		}
-		rest = rest[n:]
-	}
-	a.CloseWrite() //nolint:errcheck // the reader's EOF
-	if g := <-got; !bytes.Equal(g, want) {
-		t.Fatalf("read %d bytes, want %d", len(g), len(want))
-	}
-}
-
-// WriteVec writes its four pieces whole and in order, also when the
-// socket's buffer fills in the middle of one (a write waits for room and
-// goes on where the last one stopped).
-func TestSocketConnWriteVecResumes(t *testing.T) {
-	a, b := socketPair(t)
-	a.SetWriteBuffer(32 << 10) //nolint:errcheck
-	b.SetReadBuffer(32 << 10)  //nolint:errcheck
-	answer, head, body, tail := []byte("HTTP/1.1 200 OK\r\n\r\n"), []byte("5dc0\r\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16), []byte("\r\n")
-	full := waitedForRoom(a)
-	got := make(chan []byte, 1)
-	go func() {
-		awaitFull(t, full) // the buffers fill first
-		all, err := io.ReadAll(b)
-		if err != nil {
-			t.Errorf("read: %v", err)
-		}
-		got <- all
-	}()
-	for range 3 {
-		if n, err := a.WriteVec(answer, head, body, tail); err != nil || n != len(answer)+len(head)+len(body)+len(tail) {
-			t.Fatalf("wrote %d: %v", n, err)
-		}
-	}
-	a.CloseWrite() //nolint:errcheck // the reader's EOF
-	want := bytes.Repeat(append(append(append(append([]byte{}, answer...), head...), body...), tail...), 3)
-	if g := <-got; !bytes.Equal(g, want) {
-		t.Fatalf("read %d bytes, want %d", len(g), len(want))
-	}
-}
-
-// Deadlines, the peer's reset and a local close are reported as a
-// net.Conn reports them.
-func TestSocketConnErrors(t *testing.T) {
-	a, b := socketPair(t)
-	a.SetReadDeadline(time.Now().Add(10 * time.Millisecond)) //nolint:errcheck
-	_, err := a.Read(make([]byte, 10))
-	var ne net.Error
-	var op *net.OpError
-	if !errors.As(err, &ne) || !ne.Timeout() || !errors.As(err, &op) || op.Op != "read" || !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("read past the deadline: %#v", err)
-	}
-	a.SetReadDeadline(time.Time{}) //nolint:errcheck
-
-	b.SetLinger(0) //nolint:errcheck // close with a reset
-	b.Close()
-	for i := 0; i < 100 && err == nil || i == 0; i++ {
-		_, err = a.Write([]byte("after the reset"))
-		time.Sleep(time.Millisecond)
-	}
-	if !errors.As(err, &op) || op.Op != "write" || !(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
-		t.Fatalf("write to a reset connection: %#v", err)
-	}
-
-	a.Close()
-	if _, err := a.Read(make([]byte, 10)); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("read after close: %v", err)
-	}
-	if _, err := a.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("write after close: %v", err)
-	}
-}
-
-// The peer's orderly close is io.EOF, and a read into nothing reads nothing.
-func TestSocketConnEOF(t *testing.T) {
-	a, b := socketPair(t)
-	if n, err := a.Read(nil); n != 0 || err != nil {
-		t.Fatalf("empty read: %d, %v", n, err)
-	}
-	b.Write([]byte("last")) //nolint:errcheck
-	b.Close()
-	got, err := io.ReadAll(a)
-	if string(got) != "last" || err != nil {
-		t.Fatalf("read %q, %v", got, err)
-	}
-	if _, err := a.Read(make([]byte, 1)); err != io.EOF {
-		t.Fatalf("read after the end: %v", err)
-	}
 }
 
 // The listener wraps what it accepts.

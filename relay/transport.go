@@ -129,7 +129,7 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 		o.Interrupt = fc.Conn
 		// The dialer's socketConn, where reads by descriptor work.
 		if sc, ok := fc.Conn.(*socketConn); ok {
-			o.Raw = sc.rc
+			o.Raw = sc.RawConn()
 		}
 	}
 	b := wire.NewBody(conn, resp.Header.ContentLength(), o)
