@@ -105,6 +105,36 @@ type caseSpec struct {
 	phases int
 }
 
+// levels are the stream counts of a phase (0 saturation, 1 paced, 2
+// idle) for the case: all, but for a slow proxy's case (mostStreams)
+// those up to its cap, or the cap alone when every level is over it.
+func (sp caseSpec) levels(all []int, phase int) []int {
+	most := mostStreams[sp.Name][phase]
+	if most == 0 {
+		return all
+	}
+	var out []int
+	for _, n := range all {
+		if n <= most {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		out = []int{most}
+	}
+	return out
+}
+
+// ckMost are the CopilotKit runtime's levels: about 7,000 events/s at
+// saturation and a core for 2,000 paced events/s on this machine, so that
+// at 100 streams a run of 1,000 events outlasts the window, and at 1,000
+// paced streams it falls behind for good.
+var ckMost = [3]int{10, 100, 1000}
+
+// mostStreams caps the levels of the cases named (saturation, paced,
+// idle), the relay's beside CopilotKit's so that both are measured alike.
+var mostStreams = map[string][3]int{"copilotkit": ckMost, "agui-relay (copilotkit's runs)": ckMost}
+
 // Cases are the comparison's rows, in report order.
 func specs() []caseSpec {
 	all := phSat | phPaced | phIdle
@@ -348,7 +378,7 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *synth.Producer, work s
 		}
 		if sp.phases&phSat != 0 {
 			plan := prod.Plan(sp.Dialect, cfg.SatEvents, sp.Mix)
-			for _, n := range cfg.SatLevels {
+			for _, n := range sp.levels(cfg.SatLevels, 0) {
 				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: cfg.SatEvents, Mix: sp.Mix},
 					Warmup: cfg.SatWarmup, Measure: cfg.SatMeasure, Exact: sp.Exact})
 				cfg.logf("   saturation %5d streams: %9.0f ev/s %7.1f MB/s  cpu %6.3f s/Mev  runs ok %d bad %d failed %d %s",
@@ -359,7 +389,7 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *synth.Producer, work s
 		if sp.phases&phPaced != 0 {
 			ev := pacedEvents(cfg)
 			plan := prod.Plan(sp.Dialect, ev, sp.Mix)
-			for _, n := range cfg.PacedLevels {
+			for _, n := range sp.levels(cfg.PacedLevels, 1) {
 				r := RunLoad(proc.Addr, proc, plan, Load{Streams: n, Params: synth.RunParams{Dialect: sp.Dialect, Events: ev, Rate: cfg.PacedRate, Mix: sp.Mix},
 					Warmup: cfg.PacedWarmup, Measure: cfg.PacedMeasur, Exact: sp.Exact})
 				cfg.logf("   paced %5d×%g ev/s: %8.0f ev/s  p50 %7.0f µs p99 %7.0f µs p999 %7.0f µs  cpu %6.3f s/Mev  runs ok %d bad %d failed %d %s",
@@ -370,7 +400,7 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *synth.Producer, work s
 		s := proc.Sample()
 		cr.PeakRSSKiB, cr.Threads, cr.Procs = s.HWMKiB, s.Threads, s.Procs
 		if cfg.tcpdump != "" && sp.phases&phPaced != 0 && sp.Proxy != ProxyNone {
-			for _, n := range cfg.PacedLevels {
+			for _, n := range sp.levels(cfg.PacedLevels, 1) {
 				if n <= cfg.RefPaced {
 					cr.Captures = append(cr.Captures, captureCase(cfg, sp, proc, prod, work, n))
 				}
@@ -385,7 +415,7 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *synth.Producer, work s
 		proc.Stop()
 	}
 	if sp.phases&phIdle != 0 && sp.Proxy != ProxyNone {
-		for _, n := range cfg.IdleLevels {
+		for _, n := range sp.levels(cfg.IdleLevels, 2) {
 			proc, err := StartProxy(sp.Case, bin, prod.Addr(), work)
 			if err != nil {
 				cr.Idle = append(cr.Idle, IdleResult{Streams: n, FirstError: err.Error()})

@@ -31,19 +31,33 @@ func phaseAt(ps []PhaseResult, streams int) *PhaseResult {
 	return nil
 }
 
-// sat and paced return a case's phase at the reference stream count.
+// sat and paced return a case's phase at the reference stream count, or,
+// for a case whose levels stop below it (a slow proxy's), at its highest.
 func (r *Report) sat(c *CaseResult) *PhaseResult {
 	if c == nil {
 		return nil
 	}
-	return phaseAt(c.Sat, r.Config.RefSat)
+	return refPhase(c.Sat, r.Config.RefSat)
 }
 
 func (r *Report) paced(c *CaseResult) *PhaseResult {
 	if c == nil {
 		return nil
 	}
-	return phaseAt(c.Paced, r.Config.RefPaced)
+	return refPhase(c.Paced, r.Config.RefPaced)
+}
+
+func refPhase(ps []PhaseResult, ref int) *PhaseResult {
+	if p := phaseAt(ps, ref); p != nil {
+		return p
+	}
+	var best *PhaseResult
+	for i := range ps {
+		if ps[i].Streams < ref && (best == nil || ps[i].Streams > best.Streams) {
+			best = &ps[i]
+		}
+	}
+	return best
 }
 
 // Problems lists every incomplete run: the one thing quick mode checks.
@@ -320,13 +334,21 @@ func (r *Report) Markdown(command string) string {
 		if c.PeakRSSKiB > 0 {
 			peak = fmt.Sprintf("%.1f", float64(c.PeakRSSKiB)/1024)
 		}
+		at := func(p *PhaseResult, ref int) string {
+			if p == nil || p.Streams == ref {
+				return ""
+			}
+			return fmt.Sprintf(" (%d streams)", p.Streams)
+		}
 		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name,
-			cell(s, func(p *PhaseResult) string { return fmt.Sprintf("%.0f", p.EventsPerSec) }),
+			cell(s, func(p *PhaseResult) string { return fmt.Sprintf("%.0f%s", p.EventsPerSec, at(p, r.Config.RefSat)) }),
 			ratio(eps(s), eps(ns)), vsDirect,
 			cell(s, func(p *PhaseResult) string { return fmt.Sprintf("%.1f", p.BytesPerSec/1e6) }),
 			num(cpu(s), 2), ratio(cpu(s), cpu(ns)),
 			num(cpu(p), 2), ratio(cpu(p), cpu(np)),
-			cell(p, func(p *PhaseResult) string { return fmt.Sprintf("%.0f / %.0f / %.0f", p.P50, p.P99, p.P999) }),
+			cell(p, func(p *PhaseResult) string {
+				return fmt.Sprintf("%.0f / %.0f / %.0f%s", p.P50, p.P99, p.P999, at(p, r.Config.RefPaced))
+			}),
 			added, peak, strings.Join(idle, " / "), complete)
 	}
 	w("\n## Goals (issue #6)\n\n| goal | measured | |\n|---|---|---|\n")

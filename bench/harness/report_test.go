@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,5 +127,35 @@ func TestMarkdownCapture(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// A case whose levels stop below the reference (CopilotKit's) is quoted
+// at its highest, and says so; its goal compares it with the relay on the
+// same runs at that level.
+func TestCappedCaseQuotedAtItsLevel(t *testing.T) {
+	r := fakeReport()
+	r.Cases = append(r.Cases,
+		CaseResult{Case: Case{Name: "copilotkit", Proxy: ProxyCopilotKit, Baseline: "direct"}, Name: "copilotkit", Proxy: ProxyCopilotKit,
+			Sat: []PhaseResult{{Streams: 1, EventsPerSec: 5000, CPUPerMEvents: 150, RunsOK: 3, Events: 1}, {Streams: 10, EventsPerSec: 7000, CPUPerMEvents: 120, RunsOK: 9, Events: 1}}},
+		CaseResult{Case: Case{Name: "agui-relay (copilotkit's runs)", Proxy: ProxyRelay, Baseline: "direct"}, Name: "agui-relay (copilotkit's runs)", Proxy: ProxyRelay,
+			Sat: []PhaseResult{{Streams: 10, EventsPerSec: 90000, CPUPerMEvents: 8, RunsOK: 9, Events: 1}}})
+	if md := r.Markdown("x"); !strings.Contains(md, "| copilotkit | 7000 (10 streams) |") {
+		t.Errorf("copilotkit row:\n%s", md)
+	}
+	for _, g := range r.Goals23() {
+		if strings.HasPrefix(g.Goal, "≥ 20×") && (g.Met != "missed" || !strings.Contains(g.Measured, "120.0 vs 8.00") || !strings.Contains(g.Measured, "15×")) {
+			t.Errorf("%s: %s %s", g.Goal, g.Met, g.Measured)
+		}
+	}
+	sp := caseSpec{Case: Case{Name: "copilotkit"}}
+	if got := sp.levels([]int{1, 10, 100, 1000}, 0); !slices.Equal(got, []int{1, 10}) {
+		t.Errorf("saturation levels %v", got)
+	}
+	if got := sp.levels([]int{2000}, 1); !slices.Equal(got, []int{100}) {
+		t.Errorf("paced levels %v", got)
+	}
+	if got := (caseSpec{Case: Case{Name: "nginx"}}).levels([]int{1, 10000}, 2); !slices.Equal(got, []int{1, 10000}) {
+		t.Errorf("nginx's idle levels %v", got)
 	}
 }
