@@ -30,6 +30,7 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/record"
 	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/wire"
 )
 
 // demoRecordings are the streams the embedded demo agent replays.
@@ -291,7 +292,11 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		defer recorder.Close() // after the shutdown below: the last runs are written
 		tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(mets.Tap(rep), recorder.Tap(rep)) }
 	}
-	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, named: c.config != ""}
+	// One poller for every route's relay, closed once their runs ended.
+	poller := wire.NewPoller()
+	defer poller.Close()
+	poller.ReleaseMemory()
+	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, named: c.config != "", poller: poller}
 	routes := c.routes
 	if c.config == "" {
 		routes = []routeConfig{defaultRoute(c, upstream)}

@@ -17,6 +17,7 @@ import (
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/wire"
 )
 
 // routeConfig is one route with every value resolved: the config file's,
@@ -358,6 +359,9 @@ type relayShared struct {
 	quiet bool                                  // --quiet-translation-warnings
 	tap   func(r *relay.RunReport) relay.RunTap // metrics and recording of every run; may be nil
 	named bool                                  // log lines carry the route's name (with --config)
+	// poller watches every route's consumers and parked streams, and
+	// releases memory when they are all quiet: one for the process.
+	poller *wire.Poller
 }
 
 // routeTable builds the relays of routes, each with its own client (so its
@@ -386,7 +390,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			RunTimeout:      rc.runTimeout,
 			Log:             rlog,
 			Tap:             sh.tap,
-			ReleaseMemory:   true,
+			Poller:          sh.poller,
 		}
 		if rc.stripPrefix && rc.prefix != "/" {
 			r.StripPrefix = rc.prefix

@@ -95,6 +95,7 @@ func rawRelay(t *testing.T, upstream string, onRun func(*RunReport), configure .
 		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.NewNop(),
 		OnRun:    onRun,
+		Poller:   testPoller(t),
 	}
 	for _, c := range configure {
 		c(r)

@@ -75,7 +75,7 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 // A stream that parks between events is taken up by a new goroutine, which
 // then carries the connection's next runs.
 func TestParkedStreamCarriesTheNextRun(t *testing.T) {
-	pk := signalParker{&processPoller, make(chan struct{}, 16)}
+	pk := signalParker{testPoller(t), make(chan struct{}, 16)}
 	upstream := rawProducer(t, func(c net.Conn) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents[:len(shortRunEvents)/2])) //nolint:errcheck
 		select {
@@ -118,8 +118,8 @@ type signalParker struct {
 	parked chan struct{}
 }
 
-func (p signalParker) parkRead(rc syscall.RawConn, token int32) bool {
-	ok := p.parker.parkRead(rc, token)
+func (p signalParker) ArmRead(rc syscall.RawConn, token int32) bool {
+	ok := p.parker.ArmRead(rc, token)
 	if ok {
 		select {
 		case p.parked <- struct{}{}:

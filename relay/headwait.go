@@ -103,19 +103,19 @@ func (h *headWait) detach() (gone bool) {
 // do sends req to the producer and waits for the head of its answer,
 // cancelling both when the consumer hangs up meanwhile (see headWait); gone
 // reports that it did. Without a watcher for the consumer's connection
-// (not Linux, a connection with no descriptor) or with a Doer other than
+// (no Poller, not Linux, a connection with no descriptor) or with a Doer other than
 // NewClient's, the wait goes on until the head or the first-byte timeout.
 func (r *Relay) do(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response) (gone bool, err error) {
 	conn := ctx.Conn()
 	hw := &headWait{}
-	token, watched := processPoller.watchFunc(conn, hw.hangup)
+	token, watched := watchHangup(r.Poller, conn, hw.hangup)
 	if watched {
 		req.SetUserValue(headWaitKey{}, hw)
 	}
 	err = r.client.Do(req, resp)
 	gone = hw.detach()
 	if watched {
-		processPoller.unwatch(conn, token)
+		unwatchHangup(r.Poller, conn, token)
 	}
 	return gone, err
 }

@@ -5,17 +5,18 @@ import (
 	"net"
 	"time"
 
-	"github.com/agui-relay/agui-relay/wire"
 	"github.com/valyala/fasthttp"
+
+	"github.com/agui-relay/agui-relay/wire"
 )
 
 // An event stream is answered on the consumer's connection itself, taken
 // over from the server once the run's handler returns (fasthttp's Hijack,
 // with no response of the server's): the goroutine that reads the producer
 // writes the status line, the headers and the chunked body to the socket.
-// One goroutine carries each stream, and the process's one hangup watcher
-// (hangup_linux.go; elsewhere a goroutine per stream, watchConsumer) notices
-// the consumer going away, where the server's own body
+// One goroutine carries each stream, and the Relay's Poller (hangup.go;
+// without one, a goroutine per stream, watchConsumer) notices the consumer
+// going away, where the server's own body
 // streaming would hand every block from the relay's goroutine to the
 // server's through a pipe (a copy and a wakeup per flush, and a third
 // goroutine and the server's read buffer held for the whole stream).
@@ -151,8 +152,8 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []b
 // consumer's next request (see serveConnection).
 func (st hijackedStream) run() (kept bool) {
 	r, w, head, ub := st.r, st.w, st.head, st.ub
-	if tok, ok := processPoller.watch(w.conn, ub); ok {
-		w.hangup, w.watched = tok, true
+	if tok, ok := watchHangup(r.Poller, w.conn, func() { ub.cancel(errConsumerGone) }); ok {
+		w.watcher, w.hangup, w.watched = r.Poller, tok, true
 	} else {
 		// The watching goroutine reads the connection: it would take the
 		// consumer's next request, so the connection is not kept.
@@ -179,7 +180,8 @@ type consumerWriter struct {
 	// TCP, else conn itself.
 	out net.Conn
 
-	hangup  int32 // the registration with processPoller, when watched
+	watcher *wire.Poller // the Relay's Poller, when it watches conn
+	hangup  int32        // the registration with watcher, when watched
 	watched bool
 
 	// holds keeps the stream on the goroutine that runs it to its end, not
@@ -217,7 +219,7 @@ func (w *consumerWriter) handBack() bool {
 		return false
 	}
 	w.watched = false
-	processPoller.unwatch(w.conn, w.hangup)
+	unwatchHangup(w.watcher, w.conn, w.hangup)
 	if w.conn.SetDeadline(time.Time{}) != nil {
 		w.conn.Close() //nolint:errcheck
 		return false
@@ -234,7 +236,7 @@ func (w *consumerWriter) Close() error {
 	w.Release()
 	if w.watched {
 		w.watched = false
-		processPoller.unwatch(w.conn, w.hangup)
+		unwatchHangup(w.watcher, w.conn, w.hangup)
 	}
 	return w.conn.Close()
 }

@@ -7,11 +7,14 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/wire"
 )
 
-// The shared watcher cancels the stream of a consumer that hangs up, and a
-// watch that has ended cancels nothing.
+// The Poller cancels the stream of a consumer that hangs up, and a watch
+// that has ended cancels nothing.
 func TestHangupWatcherCancels(t *testing.T) {
+	pl := testPoller(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -31,20 +34,20 @@ func TestHangupWatcherCancels(t *testing.T) {
 	gone := &fakeBody{}
 	s1, c1 := open()
 	u1 := newUpstreamBody(gone)
-	tok, ok := processPoller.watch(s1, u1)
+	tok, ok := watchUpstream(pl, s1, u1)
 	if !ok {
 		t.Fatal("the connection could not be watched")
 	}
 	stay := &fakeBody{}
 	s2, c2 := open()
 	u2 := newUpstreamBody(stay)
-	tok2, _ := processPoller.watch(s2, u2)
+	tok2, _ := watchUpstream(pl, s2, u2)
 	c2.Write([]byte("pipelined bytes wake nothing")) //nolint:errcheck
-	processPoller.unwatch(s2, tok2)
+	unwatchHangup(pl, s2, tok2)
 	c1.Close()
 	c2.Close()
 	awaitHangup(t, u1)
-	processPoller.unwatch(s1, tok)
+	unwatchHangup(pl, s1, tok)
 	s1.Close()
 	s2.Close()
 	if u2.why() != nil {
@@ -65,6 +68,15 @@ func awaitHangup(t *testing.T, u *upstreamBody) {
 	}
 }
 
+// watchUpstream watches conn's hangup as a stream does: cancelling u.
+func watchUpstream(pl *wire.Poller, conn net.Conn, u *upstreamBody) (int32, bool) {
+	return watchHangup(pl, conn, func() { u.cancel(errConsumerGone) })
+}
+
+// registered reports whether pl still holds token's registration, unfired
+// (leaving it the action of a kept connection between runs).
+func registered(pl *wire.Poller, token int32) bool { return pl.Rewatch(token, betweenRuns) }
+
 type fakeBody struct{}
 
 func (*fakeBody) Read([]byte) (int, error)   { return 0, io.EOF }
@@ -76,19 +88,20 @@ func (*fakeBody) CloseWithError(error) error { return nil }
 // (the same registration, no system call), a hangup between runs cancels
 // the next run at once, and closing the connection ends the registration.
 func TestHangupWatchKeptAcrossRuns(t *testing.T) {
+	pl := testPoller(t)
 	x, y := tcpPair(t)
 	sc, ok := newSocketConn(x).(*socketConn)
 	if !ok {
 		t.Fatal("not a socketConn")
 	}
 	first := newUpstreamBody(&fakeBody{})
-	tok, ok := processPoller.watch(sc, first)
+	tok, ok := watchUpstream(pl, sc, first)
 	if !ok {
 		t.Fatal("the connection could not be watched")
 	}
-	processPoller.unwatch(sc, tok) // the first run ends; the connection is kept
+	unwatchHangup(pl, sc, tok) // the first run ends; the connection is kept
 	second := newUpstreamBody(&fakeBody{})
-	tok2, _ := processPoller.watch(sc, second)
+	tok2, _ := watchUpstream(pl, sc, second)
 	if tok2 != tok {
 		t.Fatalf("the second run registered anew (%d, was %d)", tok2, tok)
 	}
@@ -97,17 +110,14 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 	if first.why() != nil {
 		t.Errorf("the ended run was cancelled: %v", first.why())
 	}
-	processPoller.unwatch(sc, tok2)
+	unwatchHangup(pl, sc, tok2)
 	third := newUpstreamBody(&fakeBody{})
-	processPoller.watch(sc, third)
+	watchUpstream(pl, sc, third)
 	if third.why() != errConsumerGone {
 		t.Errorf("a run after the hangup was not cancelled: %v", third.why())
 	}
 	sc.Close()
-	processPoller.mu.Lock()
-	_, left := processPoller.subs[tok]
-	processPoller.mu.Unlock()
-	if left || sc.hangup.Load() != 0 {
+	if registered(pl, tok) || sc.hangup.Load() != 0 {
 		t.Error("the closed connection's registration is left")
 	}
 }
@@ -115,24 +125,19 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 // A kept connection closed between runs, without a hangup, leaves no
 // registration behind either.
 func TestHangupWatchEndsWithTheConnection(t *testing.T) {
+	pl := testPoller(t)
 	x, _ := tcpPair(t)
 	sc := newSocketConn(x).(*socketConn)
-	tok, ok := processPoller.watch(sc, newUpstreamBody(&fakeBody{}))
+	tok, ok := watchUpstream(pl, sc, newUpstreamBody(&fakeBody{}))
 	if !ok {
 		t.Fatal("the connection could not be watched")
 	}
-	processPoller.unwatch(sc, tok)
-	processPoller.mu.Lock()
-	_, armed := processPoller.subs[tok]
-	processPoller.mu.Unlock()
-	if !armed {
+	unwatchHangup(pl, sc, tok)
+	if !registered(pl, tok) {
 		t.Fatal("the kept connection's registration ended with its run")
 	}
 	sc.Close()
-	processPoller.mu.Lock()
-	_, left := processPoller.subs[tok]
-	processPoller.mu.Unlock()
-	if left {
+	if registered(pl, tok) {
 		t.Error("the closed connection's registration is left")
 	}
 }

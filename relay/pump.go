@@ -25,8 +25,8 @@ import (
 //
 // Parking: a polled stream (see wire.Body.Poll) on which the producer
 // has sent nothing for parkAfter gives up its goroutine. Its connection is
-// registered with the process's poller (processPoller, hangup_linux.go) and a new
-// goroutine takes the stream up when bytes arrive or the run is cancelled.
+// registered with the Relay's Poller and a new goroutine takes the stream
+// up when bytes arrive or the run is cancelled.
 // An agent that thinks for minutes then costs its stream no goroutine
 // stack, which is most of what an idle stream held.
 type relayedStream struct {
@@ -46,28 +46,35 @@ type relayedStream struct {
 	step       func() bool // p.pumpSome, made once (it escapes into wire.Body.Poll)
 
 	parkAfter time.Duration
-	parker    parker
-	memory    *memoryReleaser
-	deadline  time.Time   // the read deadline that ends a wait by parking
-	parked    atomic.Bool // waiting in the poller with no goroutine
-	noPark    bool        // parking failed (no poller): wait in the goroutine
-	ended     bool        // the requested run ended: the stream ends within the grace (checkEnd)
-	token     int32       // the poller registration while parked
+	parker    parker        // nil: the stream does not park
+	streams   streamCounter // nil: not counted
+	deadline  time.Time     // the read deadline that ends a wait by parking
+	parked    atomic.Bool   // waiting in the poller with no goroutine
+	noPark    bool          // parking failed (no poller): wait in the goroutine
+	ended     bool          // the requested run ended: the stream ends within the grace (checkEnd)
+	token     int32         // the poller registration while parked
 }
 
 // parkAfter is how long a polled stream waits for the producer in its own
 // goroutine before it parks (Relay.parkAfter overrides it in tests).
 const parkAfter = time.Second
 
-// parker is where streams park: the process's poller (processPoller), or in
-// tests one that cannot park.
+// parker is where streams park: the Relay's Poller, or in tests one that
+// cannot park or tells when a stream parked.
 type parker interface {
-	// reserve returns a token whose event will call wake.
-	reserve(wake func()) int32
-	// parkRead arms token to fire once rc has input; false when it cannot.
-	parkRead(rc syscall.RawConn, token int32) bool
-	// unpark ends the registration of token, fired or not.
-	unpark(rc syscall.RawConn, token int32)
+	// Reserve returns a token whose event will call wake.
+	Reserve(wake func()) int32
+	// ArmRead arms token to fire once rc has input; false when it cannot.
+	ArmRead(rc syscall.RawConn, token int32) bool
+	// Remove ends the registration of token, fired or not.
+	Remove(rc syscall.RawConn, token int32)
+}
+
+// streamCounter counts the streams that hold a goroutine: the Relay's
+// Poller, for its release of memory.
+type streamCounter interface {
+	Enter()
+	Leave()
 }
 
 // pump runs a stream from the stream's goroutine (see stream) and reports
@@ -75,18 +82,20 @@ type parker interface {
 // too when the stream parked (the goroutine that takes it up serves the
 // connection on).
 func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) (kept bool) {
-	p := &relayedStream{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, parker: &processPoller, memory: &processPoller.memory}
+	p := &relayedStream{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, parker: r.parker, streams: r.streams}
 	if r.parkAfter != 0 {
 		p.parkAfter = r.parkAfter
 	}
-	if r.parker != nil {
-		p.parker = r.parker
+	if r.Poller != nil {
+		if p.parker == nil {
+			p.parker = r.Poller
+		}
+		if p.streams == nil {
+			p.streams = r.Poller
+		}
 	}
-	if r.memory != nil {
-		p.memory = r.memory
-	}
-	p.noPark = cw.holds
-	p.memory.enter()
+	p.noPark = cw.holds || p.parker == nil
+	p.enter()
 	// cw buffers what the Stream writes until the flush.
 	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, &cw.ChunkWriter)
 	p.st.ProducerPython = r.ProducerPython
@@ -222,7 +231,7 @@ func (p *relayedStream) run() (kept bool) {
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.Open() {
 			if p.park() {
-				p.memory.leave()
+				p.leave()
 				return false // a new goroutine takes the stream up (wake)
 			}
 			p.noPark = true // no poller here: wait on in this goroutine
@@ -242,13 +251,13 @@ func (p *relayedStream) park() bool {
 		return false
 	}
 	// The token is published (parked's store) before any wake can read it.
-	p.token = p.parker.reserve(p.wake)
+	p.token = p.parker.Reserve(p.wake)
 	p.parked.Store(true)
-	if !p.parker.parkRead(p.sb.RawConn(), p.token) {
+	if !p.parker.ArmRead(p.sb.RawConn(), p.token) {
 		if !p.parked.CompareAndSwap(true, false) {
 			return true // a close woke the stream already
 		}
-		p.parker.unpark(p.sb.RawConn(), p.token)
+		p.parker.Remove(p.sb.RawConn(), p.token)
 		return false
 	}
 	if !p.sb.Open() {
@@ -266,8 +275,8 @@ func (p *relayedStream) wake() {
 }
 
 func (p *relayedStream) resume() {
-	p.memory.enter()
-	p.parker.unpark(p.sb.RawConn(), p.token)
+	p.enter()
+	p.parker.Remove(p.sb.RawConn(), p.token)
 	if p.run() {
 		if st, ok := nextStream(p.cw.conn, p.cw.srv); ok {
 			st.serveConnection()
@@ -356,8 +365,21 @@ func (p *relayedStream) finish() (kept bool) {
 	}
 	r.report(rep)
 	r.releaseCounts(rep)
-	p.memory.leave()
+	p.leave()
 	return keep
+}
+
+// enter and leave count the stream taking and giving up a goroutine.
+func (p *relayedStream) enter() {
+	if p.streams != nil {
+		p.streams.Enter()
+	}
+}
+
+func (p *relayedStream) leave() {
+	if p.streams != nil {
+		p.streams.Leave()
+	}
 }
 
 // newCounts returns zeroed event.Counts, from those of ended runs when it

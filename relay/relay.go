@@ -22,6 +22,7 @@ import (
 	"github.com/agui-relay/agui-relay/internal/redact"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
+	"github.com/agui-relay/agui-relay/wire"
 )
 
 // Relay relays AG-UI runs between consumers and one producer.
@@ -114,14 +115,16 @@ type Relay struct {
 	// preflights and puts the CORS headers on every answer (see CORS). nil:
 	// no CORS of the relay's; the producer's headers pass through.
 	CORS *CORS
-	// ReleaseMemory, when set, gives the heap's free memory back to the
-	// operating system whenever every stream of the process has been
-	// parked (or none open) for a second: two forced collections, paced so
-	// that they take about 1% of the time at most (see memory.go). The
-	// setting is the process's: once one Relay has it, the releases count
-	// every Relay's streams. Off, memory is left to the runtime's scavenger.
-	// The serve command sets it.
-	ReleaseMemory bool
+	// Poller, when set, watches the consumers' connections for a hangup
+	// and wakes the streams that parked: a stream whose producer has sent
+	// nothing for a second gives its goroutine up until the producer's
+	// next bytes. One Poller serves every Relay of a process (the serve
+	// command makes one; its Close comes after the runs ended); it counts
+	// their streams for its release of memory (wire.Poller.ReleaseMemory).
+	// nil: each stream keeps its goroutine, and a goroutine of its own
+	// watches the consumer, which then cannot keep its connection for a
+	// next request.
+	Poller *wire.Poller
 	// Tap, when set, is called when a run starts and returns what watches
 	// the run's material as it passes (metrics, recordings; see RunTap), or
 	// nil. The report is the run's, filled in as the run goes.
@@ -130,8 +133,8 @@ type Relay struct {
 	once       sync.Once
 	parkAfter  time.Duration                   // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
 	endGrace   time.Duration                   // the grace after the requested run's end (relayedStream.checkEnd); 0: runEndGrace
-	parker     parker                          // where streams park; nil: the process's poller
-	memory     *memoryReleaser                 // counts streams with a goroutine; nil: the process's (processPoller.memory)
+	parker     parker                          // where streams park; nil: Poller
+	streams    streamCounter                   // counts streams with a goroutine; nil: Poller
 	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
 	client     Doer
 	translator *event.Translator
@@ -217,10 +220,6 @@ func (r *Relay) init() {
 		r.log = zap.NewNop()
 	}
 	r.base = strings.TrimSuffix(r.Upstream, "/")
-	processPoller.start() // the process's consumer watcher, shared by every stream
-	if r.ReleaseMemory {
-		processPoller.memory.want()
-	}
 }
 
 func (r *Relay) maxBody() int {
@@ -325,10 +324,10 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap
 
 // Handle serves one request: a run, or anything else proxied unchanged
 // (with a CORS policy, a preflight is answered instead). It works on any
-// fasthttp.Server. On the one Server returns, a stream's connection is kept
-// for the consumer's next request and a quiet stream gives its goroutine up
-// (parks); on any other, a stream keeps the server's hijack goroutine to its
-// end and closes its connection (Connection: close).
+// fasthttp.Server. On the one Server returns, with a Poller, a stream's
+// connection is kept for the consumer's next request and a quiet stream
+// gives its goroutine up (parks); on any other, a stream keeps the server's
+// hijack goroutine to its end and closes its connection (Connection: close).
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	r.once.Do(r.init)
 	switch t := ctx.RequestURI(); {

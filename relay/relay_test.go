@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/wire"
 )
 
 // harness runs a test producer (net/http, so that the relay is tested
@@ -53,6 +54,7 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 		Upstream: h.producer.URL,
 		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.New(core),
+		Poller:   testPoller(t),
 		// Every pause of a producer over a millisecond parks its stream, so
 		// that the tests below exercise parked streams too (see pump.go).
 		parkAfter: time.Millisecond,
@@ -975,4 +977,12 @@ func TestRunTimeoutWithoutIdleTimeout(t *testing.T) {
 			t.Errorf("answer %v late: report abort %q, error %v", late, rep.Abort, rep.Err)
 		}
 	}
+}
+
+// testPoller returns a Poller, as serve gives every Relay, closed when the
+// test ends (after the servers that use it: cleanups run last first).
+func testPoller(tb testing.TB) *wire.Poller {
+	p := wire.NewPoller()
+	tb.Cleanup(func() { p.Close() })
+	return p
 }

@@ -114,6 +114,7 @@ func runSoak(t *testing.T, c soakConfig) soakResult {
 		Client: NewClient(ClientOptions{MaxConns: 2 * c.concurrent, MaxIdleConnDuration: 500 * time.Millisecond}),
 		Log:    zap.NewNop(),
 		OnRun:  func(*RunReport) { reported.Add(1) },
+		Poller: testPoller(t),
 	}
 	srv := r.Server()
 	// Idle fasthttp workers otherwise linger 10s before the goroutine

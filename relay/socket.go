@@ -30,9 +30,11 @@ type socketConn struct {
 	// bare LF (headscan.go); on only for accepted connections.
 	reqHead headScan
 
-	// hangup is the connection's registration with the hangup watcher
-	// (processPoller.watch), kept from its first run to its close; 0 when none.
-	hangup atomic.Int32
+	// hangup is the connection's registration with watcher, the Relay's
+	// Poller (watchHangup), kept from its first run to its close; 0 when
+	// none.
+	hangup  atomic.Int32
+	watcher *wire.Poller
 
 	// A kept connection's next stream, handed from the server's hijack
 	// goroutine to the goroutine that served the request (handover.go).
@@ -63,7 +65,7 @@ func newSocketConn(c net.Conn) net.Conn {
 // closes it.
 func (s *socketConn) Close() error {
 	if token := s.hangup.Swap(0); token != 0 {
-		processPoller.forget(token)
+		s.watcher.Forget(token)
 	}
 	s.closed.Store(true)
 	return s.TCPConn.Close()

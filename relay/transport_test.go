@@ -121,15 +121,15 @@ func TestQuietStreamParksAndResumes(t *testing.T) {
 // each attempt to park.
 type noParking struct{ attempts chan struct{} }
 
-func (noParking) reserve(func()) int32 { return 1 }
-func (p noParking) parkRead(syscall.RawConn, int32) bool {
+func (noParking) Reserve(func()) int32 { return 1 }
+func (p noParking) ArmRead(syscall.RawConn, int32) bool {
 	select {
 	case p.attempts <- struct{}{}:
 	default:
 	}
 	return false
 }
-func (noParking) unpark(syscall.RawConn, int32) {}
+func (noParking) Remove(syscall.RawConn, int32) {}
 
 // heldStream opens a run whose producer sends RUN_STARTED, then nothing
 // until release is called, then rest; it returns once the consumer has read

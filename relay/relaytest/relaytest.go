@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/wire"
 )
 
 // Liveness bounds every wait of a test for the relay.
@@ -68,10 +69,13 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 		producer = func(http.ResponseWriter, *http.Request) {}
 	}
 	h.Producer = httptest.NewServer(producer)
+	poller := wire.NewPoller() // as serve gives every Relay
+	t.Cleanup(func() { poller.Close() })
 	h.Relay = &relay.Relay{
 		Upstream: h.Producer.URL,
 		Client:   relay.NewClient(relay.ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.NewNop(),
+		Poller:   poller,
 		OnRun: func(rep *relay.RunReport) {
 			c := *rep
 			c.Counts = nil

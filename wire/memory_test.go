@@ -1,7 +1,6 @@
-package relay
+package wire
 
 import (
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,6 +42,14 @@ func (ft *fakeTimer) Reset(d time.Duration) bool {
 	defer ft.c.mu.Unlock()
 	was := ft.armed
 	ft.at, ft.armed = ft.c.t.Add(d), true
+	return was
+}
+
+func (ft *fakeTimer) Stop() bool {
+	ft.c.mu.Lock()
+	defer ft.c.mu.Unlock()
+	was := ft.armed
+	ft.armed = false
 	return was
 }
 
@@ -119,7 +126,7 @@ func wantReleases(t *testing.T, releases *atomic.Int32, want int32, when string)
 }
 
 // Memory is released only once no stream runs, and not again within the
-// gap however often the relay goes quiet.
+// gap however often the streams go quiet.
 func TestMemoryReleaserWaitsForEveryStream(t *testing.T) {
 	q, releases, clk := fakeReleaser(5*time.Millisecond, time.Hour)
 	q.enter()
@@ -175,7 +182,7 @@ func TestMemoryReleaserReleasesAfterTheGap(t *testing.T) {
 	wantReleases(t, releases, 2, "at the gap's end")
 }
 
-// The pause after a release grows with what the release took: a relay
+// The pause after a release grows with what the release took: a process
 // whose collections are slow releases less often.
 func TestMemoryReleaserPausesInProportionToTheRelease(t *testing.T) {
 	var releases atomic.Int32
@@ -235,7 +242,7 @@ func TestMemoryReleaserReleasesWhatCameDuringARelease(t *testing.T) {
 	wantReleases(t, &releases, 2, "after the pause")
 }
 
-// Nothing is released until a Relay wants it: streams coming and going
+// Nothing is released until it is asked for: streams coming and going
 // arm no timer.
 func TestMemoryReleaserReleasesOnlyWhenWanted(t *testing.T) {
 	var releases atomic.Int32
@@ -247,7 +254,7 @@ func TestMemoryReleaserReleasesOnlyWhenWanted(t *testing.T) {
 		clk.advance(time.Hour)
 	}
 	if clk.armed() {
-		t.Fatal("a release is armed that no Relay wants")
+		t.Fatal("a release is armed that was not asked for")
 	}
 	wantReleases(t, &releases, 0, "unwanted")
 	q.want()
@@ -257,22 +264,37 @@ func TestMemoryReleaserReleasesOnlyWhenWanted(t *testing.T) {
 	wantReleases(t, &releases, 1, "once wanted")
 }
 
-// A Relay wants the process's releases only when configured to.
-func TestRelayWantsMemoryReleasedOnlyWhenConfigured(t *testing.T) {
-	was := processPoller.memory.wanted.Swap(false) // the process's: as a fresh one has it
-	t.Cleanup(func() { processPoller.memory.wanted.Store(was) })
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
-			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
-	}, nil)
-	readAll(t, h.post("/agent", minimalInput))
-	h.report()
-	if processPoller.memory.wanted.Load() {
-		t.Fatal("a Relay without ReleaseMemory made the process release memory")
+// A new Poller counts streams but releases nothing until asked to.
+func TestPollerReleasesMemoryOnlyWhenAsked(t *testing.T) {
+	p := NewPoller()
+	defer p.Close()
+	if p.memory.wanted.Load() {
+		t.Fatal("a new Poller releases memory")
 	}
-	(&Relay{Upstream: "http://127.0.0.1:1", ReleaseMemory: true}).init()
-	if !processPoller.memory.wanted.Load() {
-		t.Fatal("a Relay with ReleaseMemory did not")
+	p.ReleaseMemory()
+	if !p.memory.wanted.Load() {
+		t.Fatal("ReleaseMemory did not make it release")
 	}
+}
+
+// A closed Poller releases nothing more: a release armed before its Close
+// is dropped.
+func TestClosedPollerReleasesNothing(t *testing.T) {
+	var releases atomic.Int32
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	p := NewPoller()
+	p.memory = memoryReleaser{after: time.Millisecond, gap: time.Millisecond, clock: clk, release: func() { releases.Add(1) }}
+	p.ReleaseMemory()
+	p.Enter()
+	p.Leave()
+	if !clk.armed() {
+		t.Fatal("no release armed once the only stream left")
+	}
+	p.Close()
+	clk.advance(time.Hour)
+	wantReleases(t, &releases, 0, "after Close")
+	p.Enter()
+	p.Leave()
+	clk.advance(time.Hour)
+	wantReleases(t, &releases, 0, "for a stream that left after Close")
 }

@@ -1,4 +1,4 @@
-package relay
+package wire
 
 import (
 	"cmp"
@@ -11,25 +11,23 @@ import (
 
 // memoryReleaser gives the heap's free memory back to the operating system
 // once no stream has had a goroutine for quietAfter: every stream open is
-// parked (its agent thinking, its user reading) or none is open.
+// parked (its agent thinking, its user reading) or none is open. A Poller
+// holds one, counting the streams of everything that uses it (Enter,
+// Leave); it releases only once asked to (Poller.ReleaseMemory).
 //
 // Why: what an idle relay holds beyond its streams' own few KiB is garbage
 // left by how they began (each run's input, request and state) and the
 // heap's room for its next cycle. The runtime's scavenger returns free pages only down to that
 // room, which is what a quiet relay needs least. A release is two forced
-// collections, whose cost grows with the live heap: a release is followed by a pause of
-// releaseGapFactor times what it took, and at least minReleaseGap, before
-// the next, so that a relay whose streams keep going quiet spends about 1%
-// of its time releasing at most, and a small one gives memory back each
-// time it goes quiet. Never while any stream relays.
-//
-// The process's memoryReleaser (processPoller.memory) counts the streams of every
-// Relay, and releases only once a Relay configured with ReleaseMemory
-// wants it (want): a process whose relays do not ask for it is never made
-// to collect.
+// collections, whose cost grows with the live heap: a release is followed
+// by a pause of releaseGapFactor times what it took, and at least
+// minReleaseGap, before the next, so that a process whose streams keep
+// going quiet spends about 1% of its time releasing at most, and a small
+// one gives memory back each time it goes quiet. Never while any stream
+// relays.
 type memoryReleaser struct {
 	running atomic.Int64 // streams with a goroutine: relaying, waiting in it, or ending
-	wanted  atomic.Bool  // a Relay wants the releases (ReleaseMemory)
+	wanted  atomic.Bool  // the releases were asked for (Poller.ReleaseMemory)
 
 	mu    sync.Mutex
 	timer timer
@@ -52,7 +50,10 @@ type clock interface {
 }
 
 // timer is a timer armed by a clock.
-type timer interface{ Reset(d time.Duration) bool }
+type timer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
 
 // systemClock is the time package's clock.
 type systemClock struct{}
@@ -68,11 +69,11 @@ func (q *memoryReleaser) clockOf() clock {
 }
 
 const (
-	// quietAfter is how long no stream may have run before a release: a
-	// stream parks after parkAfter of silence, so a relay whose streams all
-	// went quiet at once releases about parkAfter+quietAfter later.
+	// quietAfter is how long no stream may have run before a release:
+	// streams that all went quiet at once are released about their parking
+	// delay plus quietAfter later.
 	quietAfter = time.Second
-	// minReleaseGap and releaseGapFactor bound how often a relay whose
+	// minReleaseGap and releaseGapFactor bound how often a process whose
 	// streams keep going quiet releases: not within minReleaseGap, nor
 	// within releaseGapFactor times the last release's duration, of its end.
 	minReleaseGap    = time.Second
@@ -84,6 +85,16 @@ func (q *memoryReleaser) enter() { q.running.Add(1) }
 
 // want makes q release from now on.
 func (q *memoryReleaser) want() { q.wanted.Store(true) }
+
+// stop makes q release no more: a release armed is dropped.
+func (q *memoryReleaser) stop() {
+	q.wanted.Store(false)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.timer != nil {
+		q.timer.Stop()
+	}
+}
 
 // leave counts a stream that gives its goroutine up (parks or ends); the
 // last one to leave arms the release, when it is wanted.
@@ -103,11 +114,11 @@ func (q *memoryReleaser) arm(after time.Duration) {
 	}
 }
 
-// fire releases when the relay is still quiet. A stream that ran since the
+// fire releases when every stream is still quiet. A stream that ran since the
 // timer was armed re-arms it when it leaves, so a quiet period shorter than
 // quietAfter releases nothing.
 func (q *memoryReleaser) fire() {
-	if q.running.Load() != 0 {
+	if q.running.Load() != 0 || !q.wanted.Load() {
 		return
 	}
 	q.mu.Lock()

@@ -1,0 +1,65 @@
+package relay
+
+import (
+	"net"
+
+	"github.com/agui-relay/agui-relay/wire"
+)
+
+// A consumer's hangup is noticed by the Relay's Poller, which watches
+// every connection of the Relays that share it from one goroutine, instead
+// of a goroutine per stream parked in a Read (watchConsumer, the fallback:
+// no Poller, a platform or connection it cannot watch, such as a TLS
+// wrapper). A consumer's connection served by the relay's Listener
+// (socketConn) stays registered across its runs.
+
+// watchHangup calls cancel once conn's peer hangs up, through pl. It
+// returns the registration for unwatchHangup, ok=false when conn cannot be
+// watched this way (pl nil included).
+//
+// A socketConn stays registered from its first run to its close: the runs
+// that follow on the kept connection swap the registration's action, with
+// no system call.
+func watchHangup(pl *wire.Poller, conn net.Conn, cancel func()) (token int32, ok bool) {
+	if pl == nil {
+		return 0, false
+	}
+	sc, kept := conn.(*socketConn)
+	if kept {
+		if token = sc.hangup.Load(); token != 0 {
+			if !sc.watcher.Rewatch(token, cancel) {
+				cancel() // the consumer hung up between runs
+			}
+			return token, true
+		}
+	}
+	rc, err := rawConnOf(conn)
+	if err != nil {
+		return 0, false
+	}
+	token, ok = pl.WatchHangup(rc, cancel)
+	if ok && kept {
+		sc.watcher = pl // published by the store of hangup
+		sc.hangup.Store(token)
+	}
+	return token, ok
+}
+
+// unwatchHangup ends a registration of watchHangup; call it before closing
+// conn. A socketConn's registration stays (see watchHangup), doing nothing
+// until the connection's next run or its close.
+func unwatchHangup(pl *wire.Poller, conn net.Conn, token int32) {
+	if sc, kept := conn.(*socketConn); kept && sc.hangup.Load() == token {
+		sc.watcher.Rewatch(token, betweenRuns)
+		return
+	}
+	if rc, err := rawConnOf(conn); err == nil {
+		pl.Remove(rc, token)
+	} else {
+		pl.Forget(token)
+	}
+}
+
+// betweenRuns is a kept connection's hangup action while no run is on it:
+// the server's read of the next request sees the hangup.
+func betweenRuns() {}

@@ -1,0 +1,55 @@
+//go:build linux
+
+package relay
+
+import (
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A stream counts itself to the Relay's Poller as holding a goroutine
+// while it relays and not while it is parked (the producer thinking), so
+// that a Poller asked to release memory (wire.Poller.ReleaseMemory) does
+// so once every stream is parked or ended. The count is zero with the only
+// stream parked, one once it wakes, and zero again after it ended.
+func TestParkedStreamIsNotCountedRunning(t *testing.T) {
+	var count streamCount
+	pk := signalParker{testPoller(t), make(chan struct{}, 16)}
+	h, br, release := heldStream(t, func(r *Relay) { r.streams, r.parker = &count, pk },
+		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
+	select {
+	case <-pk.parked:
+	case <-time.After(liveness):
+		t.Fatal("the stream did not park")
+	}
+	waitFor(t, "the parked stream not counted", func() bool { return count.running.Load() == 0 })
+	release()
+	if rest, err := io.ReadAll(br); err != nil || !strings.Contains(string(rest), "RUN_FINISHED") {
+		t.Fatalf("after the pause: %q, %v", rest, err)
+	}
+	h.report()
+	// The stream leaves the count after its report.
+	waitFor(t, "the ended stream not counted", func() bool { return count.running.Load() == 0 })
+	if count.negative.Load() {
+		t.Fatal("a stream left the count without entering it")
+	}
+	if count.entered.Load() < 2 {
+		t.Fatalf("the stream entered %d times: it did not wake", count.entered.Load())
+	}
+}
+
+// streamCount counts as the Poller does, for a test to read.
+type streamCount struct {
+	running, entered atomic.Int64
+	negative         atomic.Bool
+}
+
+func (c *streamCount) Enter() { c.running.Add(1); c.entered.Add(1) }
+func (c *streamCount) Leave() {
+	if c.running.Add(-1) < 0 {
+		c.negative.Store(true)
+	}
+}
