@@ -36,12 +36,10 @@ type socketConn struct {
 	hangup  atomic.Int32
 	watcher *wire.Poller
 
-	// A kept connection's next stream, handed from the server's hijack
-	// goroutine to the goroutine that served the request (handover.go).
-	serving   bool                // the serving goroutine takes a stream answer over
-	handsOver bool                // respond hands this request's stream over
-	handoff   chan hijackedStream // made at the first handing
-	closed    atomic.Bool         // Close was called
+	// handback hands a kept connection's next stream from the server's
+	// hijack goroutine to the goroutine that served the request
+	// (handover.go).
+	handback wire.Handback[hijackedStream]
 }
 
 // errNoWait is a read of a socketConn told not to wait (noWait).
@@ -67,7 +65,7 @@ func (s *socketConn) Close() error {
 	if token := s.hangup.Swap(0); token != 0 {
 		s.watcher.Forget(token)
 	}
-	s.closed.Store(true)
+	s.handback.Close()
 	return s.TCPConn.Close()
 }
 
