@@ -175,12 +175,11 @@ func (st hijackedStream) run() (kept bool) {
 // keeps of that connection: its hangup watch and its hand-back to the
 // server for the consumer's next request. It is used by one goroutine.
 type consumerWriter struct {
+	// The answer is written (ChunkWriter.Conn) to a socketConn over conn
+	// for TCP (raw system calls, a chunk written from where its bytes lie
+	// in one writev), else to conn itself.
 	wire.ChunkWriter
 	conn net.Conn
-	// out is what the answer is written to: a socketConn (raw system
-	// calls, a chunk written from where its bytes lie in one writev) for
-	// TCP, else conn itself.
-	out net.Conn
 
 	watcher *wire.Poller // the Relay's Poller, when it watches conn
 	hangup  int32        // the registration with watcher, when watched
@@ -199,8 +198,8 @@ type consumerWriter struct {
 
 // newConsumerWriter returns the writer of a stream's answer to conn.
 func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
-	w := &consumerWriter{conn: conn, out: newSocketConn(conn)}
-	w.Init(conn, w.out, chunked, timeout)
+	w := &consumerWriter{conn: conn}
+	w.Init(newSocketConn(conn), chunked, timeout)
 	return w
 }
 

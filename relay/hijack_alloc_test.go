@@ -29,7 +29,7 @@ func TestPassThroughToConnectionDoesNotAllocate(t *testing.T) {
 		relaySide, consumerSide := tcpPair(t)
 		go io.Copy(io.Discard, consumerSide) //nolint:errcheck // ends with the test's cleanup
 		cw := newConsumerWriter(relaySide, true, time.Minute)
-		if _, ok := cw.out.(*socketConn); wire.CanPoll && !ok {
+		if _, ok := cw.Conn().(*socketConn); wire.CanPoll && !ok {
 			t.Fatal("a TCP connection is not written by descriptor")
 		}
 		passThroughDoesNotAllocate(t, cw, func() {})

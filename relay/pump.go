@@ -38,7 +38,6 @@ type relayedStream struct {
 
 	st  *event.Stream
 	sc  *event.Scanner
-	src producerReader
 	tap RunTap
 	sb  *wire.Body // the body, when it can be polled (and so parked)
 
@@ -48,6 +47,7 @@ type relayedStream struct {
 	parkAfter time.Duration
 	parker    parker        // nil: the stream does not park
 	streams   streamCounter // nil: not counted
+	now       time.Time     // the clock at the last read (Read): a wait that follows starts then
 	deadline  time.Time     // the read deadline that ends a wait by parking
 	parked    atomic.Bool   // waiting in the poller with no goroutine
 	noPark    bool          // parking failed (no poller): wait in the goroutine
@@ -100,11 +100,9 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, &cw.ChunkWriter)
 	p.st.ProducerPython = r.ProducerPython
 	p.tap = rep.tap
-	p.src = producerReader{ub: ub}
 	if p.tap != nil {
 		p.tap.Streaming(rep.Consumer, r.ProducerVersion)
 		p.st.Tap, p.st.Counts = p.tap, r.newCounts()
-		p.src.tap = p.tap
 	}
 	p.st.OnPlan = func(plan negotiate.Plan) {
 		for _, warning := range plan.Warnings {
@@ -131,7 +129,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 // true when the stream is over.
 func (p *relayedStream) pumpSome() bool {
 	for {
-		rerr, werr := p.st.Pump(p.sc, &p.src)
+		rerr, werr := p.st.Pump(p.sc, p)
 		switch {
 		case werr != nil:
 			p.werr = werr
@@ -148,20 +146,14 @@ func (p *relayedStream) pumpSome() bool {
 	}
 }
 
-// producerReader is the stream's source: the producer's answer, each read
-// noted for the idle timeout (touch) and shown to the tap.
-type producerReader struct {
-	ub  *upstreamBody
-	tap RunTap
-	now time.Time // the clock at the last read: a wait that follows starts then
-}
-
-func (r *producerReader) Read(p []byte) (int, error) {
-	r.now = time.Now()
-	r.ub.touch(r.now)
-	n, err := r.ub.Read(p)
-	if n > 0 && r.tap != nil {
-		r.tap.Read(p[:n])
+// Read is the stream's source, what Pump reads: the producer's answer,
+// each read noted for the idle timeout (touch) and shown to the tap.
+func (p *relayedStream) Read(b []byte) (int, error) {
+	p.now = time.Now()
+	p.ub.touch(p.now)
+	n, err := p.ub.Read(b)
+	if n > 0 && p.tap != nil {
+		p.tap.Read(b[:n])
 	}
 	if err == wire.ErrWouldBlock {
 		err = event.ErrWouldBlock // the same answer, in the event layer's word
@@ -198,7 +190,7 @@ func (p *relayedStream) checkEnd() {
 }
 
 // armParking moves the read deadline that ends the coming wait in parking
-// to parkAfter from the read that would block (p.src.now), when it is under
+// to parkAfter from the read that would block (p.now), when it is under
 // half of that away (a timer update every parkAfter/2, not one per wait).
 // It reports false when the body was closed meanwhile: the stream must not
 // wait then.
@@ -206,8 +198,8 @@ func (p *relayedStream) armParking() bool {
 	if p.noPark {
 		return p.sb.Open()
 	}
-	if now := p.src.now; p.deadline.Sub(now) < p.parkAfter/2 {
-		p.deadline = now.Add(p.parkAfter)
+	if p.deadline.Sub(p.now) < p.parkAfter/2 {
+		p.deadline = p.now.Add(p.parkAfter)
 		p.sb.SetReadDeadline(p.deadline) //nolint:errcheck // no deadline: the stream just does not park
 	}
 	return p.sb.Open()

@@ -23,7 +23,7 @@ func TestConsumerWriterByDescriptorDeliversEverything(t *testing.T) {
 	relaySide.SetWriteBuffer(64 << 10)   //nolint:errcheck
 	consumerSide.SetReadBuffer(64 << 10) //nolint:errcheck
 	w := newConsumerWriter(relaySide, false, time.Minute)
-	if _, ok := w.out.(*socketConn); !ok {
+	if _, ok := w.Conn().(*socketConn); !ok {
 		t.Fatal("a TCP connection is not written by descriptor")
 	}
 	var want bytes.Buffer
@@ -72,7 +72,7 @@ func commonPrefix(a, b []byte) int {
 func TestConsumerWriterByDescriptorGivesUpOnStuckConsumer(t *testing.T) {
 	relaySide, _ := tcpPair(t)
 	w := newConsumerWriter(relaySide, true, 50*time.Millisecond)
-	if _, ok := w.out.(*socketConn); !ok {
+	if _, ok := w.Conn().(*socketConn); !ok {
 		t.Fatal("a TCP connection is not written by descriptor")
 	}
 	chunk := strings.Repeat("x", 16<<10)
@@ -95,7 +95,7 @@ func TestConsumerWriterByDescriptorGivesUpOnStuckConsumer(t *testing.T) {
 func TestConsumerWriterByDescriptorReportsReset(t *testing.T) {
 	relaySide, consumerSide := tcpPair(t)
 	w := newConsumerWriter(relaySide, false, time.Minute)
-	if _, ok := w.out.(*socketConn); !ok {
+	if _, ok := w.Conn().(*socketConn); !ok {
 		t.Fatal("a TCP connection is not written by descriptor")
 	}
 	consumerSide.SetLinger(0) //nolint:errcheck // close with a reset

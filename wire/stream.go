@@ -33,11 +33,13 @@ import (
 // without asking the kernel (the runtime's poller, edge-triggered, will
 // report new data). That saves the read per event that only finds nothing.
 type Body struct {
-	conn      net.Conn
-	interrupt net.Conn // conn, or the one it wraps: set deadlines from any goroutine
-	framing   Framing
-	br        *bufio.Reader // the HTTP client's reader, while it holds unread bytes
-	opts      BodyOptions
+	conn          net.Conn
+	interrupt     net.Conn // conn, or the one it wraps: set deadlines from any goroutine
+	framing       Framing
+	br            *bufio.Reader // the HTTP client's reader, while it holds unread bytes
+	releaseReader func(*bufio.Reader)
+	release       func(reuse bool)
+	keepAlive     bool
 
 	raw     syscall.RawConn // the TCP connection, for polled reads; nil for TLS
 	fd      int             // in polled mode, the descriptor; -1 otherwise
@@ -94,7 +96,8 @@ var interruptNow = time.Unix(1, 0)
 // NewBody returns the body of an answer read from conn, framed as
 // contentLength says (NewFraming).
 func NewBody(conn net.Conn, contentLength int, o BodyOptions) *Body {
-	b := &Body{conn: conn, interrupt: o.Interrupt, framing: NewFraming(contentLength), br: o.Buffered, opts: o, raw: o.Raw, fd: -1}
+	b := &Body{conn: conn, interrupt: o.Interrupt, framing: NewFraming(contentLength), br: o.Buffered,
+		releaseReader: o.ReleaseReader, release: o.Release, keepAlive: o.KeepAlive, raw: o.Raw, fd: -1}
 	if b.interrupt == nil {
 		b.interrupt = conn
 	}
@@ -289,7 +292,7 @@ func (b *Body) CloseWithError(error) error {
 				// Read to its end, the connection is at a clean boundary
 				// whatever the close is for (a consumer that hangs up just
 				// after the last byte must not cost it).
-				b.free(b.err == io.EOF && b.framing.Done() && !b.framing.Extra() && b.opts.KeepAlive)
+				b.free(b.err == io.EOF && b.framing.Done() && !b.framing.Extra() && b.keepAlive)
 				b.closed()
 				return nil
 			}
@@ -310,11 +313,11 @@ func (b *Body) free(reuse bool) {
 		}
 		b.dropReader()
 	}
-	b.opts.Release(reuse)
+	b.release(reuse)
 }
 
 func (b *Body) dropReader() {
-	b.opts.ReleaseReader(b.br)
+	b.releaseReader(b.br)
 	b.br = nil
 }
 
@@ -331,19 +334,14 @@ func (b *Body) dropReader() {
 // line and CRLF, in one call when the connection writes pieces at once
 // (VecWriter: one writev(2) on a wire.Conn).
 type ChunkWriter struct {
-	conn     net.Conn // for the write deadline
-	out      io.Writer
-	vec      VecWriter // out, when it writes pieces in one call; nil otherwise
-	chunked  bool
+	conn     net.Conn  // what the answer is written to
+	vec      VecWriter // conn, when it writes pieces in one call; nil otherwise
 	timeout  time.Duration
 	deadline time.Time // the write deadline set last
 
 	// head is the answer's status line and headers until they are written,
 	// by the first flush (or write); the caller leaves it unchanged.
 	head []byte
-	// holdHead makes the first flush with only the head pending write
-	// nothing (HoldHead).
-	holdHead bool
 
 	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
 	err error
@@ -358,6 +356,11 @@ type ChunkWriter struct {
 	// last one's all of end).
 	sizeLine [16]byte
 	end      [len("\r\n0\r\n\r\n")]byte
+
+	chunked bool
+	// holdHead makes the first flush with only the head pending write
+	// nothing (HoldHead).
+	holdHead bool
 }
 
 // VecWriter writes up to four pieces in that order as one write, returning
@@ -381,12 +384,12 @@ var pendingPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// Init makes w the writer of an answer to out, chunked or not, each write
-// within timeout (the write deadline of conn, the connection under out).
-// A ChunkWriter is used in place: it is not copied.
-func (w *ChunkWriter) Init(conn net.Conn, out io.Writer, chunked bool, timeout time.Duration) {
-	*w = ChunkWriter{conn: conn, out: out, chunked: chunked, timeout: timeout}
-	w.vec, _ = out.(VecWriter)
+// Init makes w the writer of an answer to conn, chunked or not, each write
+// within timeout (conn's write deadline). A ChunkWriter is used in place:
+// it is not copied.
+func (w *ChunkWriter) Init(conn net.Conn, chunked bool, timeout time.Duration) {
+	*w = ChunkWriter{conn: conn, chunked: chunked, timeout: timeout}
+	w.vec, _ = conn.(VecWriter)
 	copy(w.end[:], "\r\n0\r\n\r\n")
 }
 
@@ -399,6 +402,9 @@ func (w *ChunkWriter) SetHead(head []byte) { w.head = head }
 // the producer's first events are buffered already (they came with its
 // head), and the head goes out with them.
 func (w *ChunkWriter) HoldHead() { w.holdHead = true }
+
+// Conn returns the connection the answer is written to.
+func (w *ChunkWriter) Conn() net.Conn { return w.conn }
 
 // Err returns the error that failed a write, nil when none has.
 func (w *ChunkWriter) Err() error { return w.err }
@@ -568,7 +574,7 @@ func (w *ChunkWriter) emit(a, b, c []byte) error {
 		if len(p) == 0 {
 			continue
 		}
-		if _, err := w.out.Write(p); err != nil {
+		if _, err := w.conn.Write(p); err != nil {
 			return w.fail(err)
 		}
 	}

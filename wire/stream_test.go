@@ -149,8 +149,8 @@ func TestBodyReadsTheClientsBytesThenTheConnection(t *testing.T) {
 func TestBodyClosedMidAnswerIsNotReused(t *testing.T) {
 	peer, b := polledBody(t)
 	released := make(chan bool, 1)
-	b.opts.Release = func(reuse bool) { released <- reuse }
-	b.opts.KeepAlive = true
+	b.release = func(reuse bool) { released <- reuse }
+	b.keepAlive = true
 	peer.Write([]byte("half")) //nolint:errcheck
 	reading := make(chan struct{})
 	done := make(chan error, 1)
@@ -225,7 +225,7 @@ func (c *vecConn) WriteVec(a, b, x, d []byte) (int, error) {
 
 func newChunkWriter(conn net.Conn, chunked bool, timeout time.Duration) *ChunkWriter {
 	w := new(ChunkWriter)
-	w.Init(conn, conn, chunked, timeout)
+	w.Init(conn, chunked, timeout)
 	return w
 }
 
