@@ -49,11 +49,11 @@ func handleOnServer(t *testing.T, keepHijacked bool) {
 	attempts := noParking{make(chan struct{}, 16)}
 	reports := make(chan *RunReport, 4)
 	rl := &Relay{
-		Upstream:  producer.URL,
-		Log:       zap.NewNop(),
-		parkAfter: time.Millisecond,
-		parker:    attempts,
-		OnRun:     func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c },
+		Upstream:     producer.URL,
+		Log:          zap.NewNop(),
+		parkAfter:    time.Millisecond,
+		streamPoller: attempts,
+		OnRun:        func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c },
 	}
 	srv := &fasthttp.Server{Handler: rl.Handle, KeepHijackedConns: keepHijacked}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

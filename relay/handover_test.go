@@ -87,7 +87,7 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	})
 	parked := make(chan bool, 4)
 	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- goroutinesIn("relay.(*relayedStream).resume") > 0 },
-		func(r *Relay) { r.parkAfter, r.parker = time.Millisecond, pk })
+		func(r *Relay) { r.parkAfter, r.streamPoller = time.Millisecond, pk })
 	c := dialConsumer(t, addr)
 	br := bufio.NewReader(c)
 	for range 3 {
@@ -111,15 +111,15 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	}
 }
 
-// signalParker parks as its parker does, and tells parked each time a
+// signalParker parks as its poller does, and tells parked each time a
 // stream parked.
 type signalParker struct {
-	parker
+	streamPoller
 	parked chan struct{}
 }
 
 func (p signalParker) ArmRead(rc syscall.RawConn, token int32) bool {
-	ok := p.parker.ArmRead(rc, token)
+	ok := p.streamPoller.ArmRead(rc, token)
 	if ok {
 		select {
 		case p.parked <- struct{}{}:

@@ -45,34 +45,31 @@ type relayedStream struct {
 	step       func() bool // p.pumpSome, made once (it escapes into wire.Body.Poll)
 
 	parkAfter time.Duration
-	parker    parker        // nil: the stream does not park
-	streams   streamCounter // nil: not counted
-	now       time.Time     // the clock at the last read (Read): a wait that follows starts then
-	deadline  time.Time     // the read deadline that ends a wait by parking
-	parked    atomic.Bool   // waiting in the poller with no goroutine
-	noPark    bool          // parking failed (no poller): wait in the goroutine
-	ended     bool          // the requested run ended: the stream ends within the grace (checkEnd)
-	token     int32         // the poller registration while parked
+	poller    streamPoller // nil: the stream does not park, and is not counted
+	now       time.Time    // the clock at the last read (Read): a wait that follows starts then
+	deadline  time.Time    // the read deadline that ends a wait by parking
+	parked    atomic.Bool  // waiting in the poller with no goroutine
+	noPark    bool         // parking failed (no poller): wait in the goroutine
+	ended     bool         // the requested run ended: the stream ends within the grace (checkEnd)
+	token     int32        // the poller registration while parked
 }
 
 // parkAfter is how long a polled stream waits for the producer in its own
 // goroutine before it parks (Relay.parkAfter overrides it in tests).
 const parkAfter = time.Second
 
-// parker is where streams park: the Relay's Poller, or in tests one that
-// cannot park or tells when a stream parked.
-type parker interface {
+// streamPoller is what a stream asks of the Relay's Poller: parking
+// (Reserve, ArmRead, Remove) and the count of the streams that hold a
+// goroutine, for its release of memory (Enter, Leave). In tests it may be
+// one that cannot park, or that tells when a stream parked.
+type streamPoller interface {
 	// Reserve returns a token whose event will call wake.
 	Reserve(wake func()) int32
 	// ArmRead arms token to fire once rc has input; false when it cannot.
 	ArmRead(rc syscall.RawConn, token int32) bool
 	// Remove ends the registration of token, fired or not.
 	Remove(rc syscall.RawConn, token int32)
-}
-
-// streamCounter counts the streams that hold a goroutine: the Relay's
-// Poller, for its release of memory.
-type streamCounter interface {
+	// Enter and Leave count a stream taking and giving up a goroutine.
 	Enter()
 	Leave()
 }
@@ -82,19 +79,14 @@ type streamCounter interface {
 // too when the stream parked (the goroutine that takes it up serves the
 // connection on).
 func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) (kept bool) {
-	p := &relayedStream{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, parker: r.parker, streams: r.streams}
+	p := &relayedStream{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, poller: r.streamPoller}
 	if r.parkAfter != 0 {
 		p.parkAfter = r.parkAfter
 	}
-	if r.Poller != nil {
-		if p.parker == nil {
-			p.parker = r.Poller
-		}
-		if p.streams == nil {
-			p.streams = r.Poller
-		}
+	if p.poller == nil && r.Poller != nil {
+		p.poller = r.Poller
 	}
-	p.noPark = cw.holds || p.parker == nil
+	p.noPark = cw.holds || p.poller == nil
 	p.enter()
 	// cw buffers what the Stream writes until the flush.
 	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, &cw.ChunkWriter)
@@ -243,13 +235,13 @@ func (p *relayedStream) park() bool {
 		return false
 	}
 	// The token is published (parked's store) before any wake can read it.
-	p.token = p.parker.Reserve(p.wake)
+	p.token = p.poller.Reserve(p.wake)
 	p.parked.Store(true)
-	if !p.parker.ArmRead(p.sb.RawConn(), p.token) {
+	if !p.poller.ArmRead(p.sb.RawConn(), p.token) {
 		if !p.parked.CompareAndSwap(true, false) {
 			return true // a close woke the stream already
 		}
-		p.parker.Remove(p.sb.RawConn(), p.token)
+		p.poller.Remove(p.sb.RawConn(), p.token)
 		return false
 	}
 	if !p.sb.Open() {
@@ -268,7 +260,7 @@ func (p *relayedStream) wake() {
 
 func (p *relayedStream) resume() {
 	p.enter()
-	p.parker.Remove(p.sb.RawConn(), p.token)
+	p.poller.Remove(p.sb.RawConn(), p.token)
 	if p.run() {
 		if st, ok := nextStream(p.cw.conn, p.cw.srv); ok {
 			st.serveConnection()
@@ -363,14 +355,14 @@ func (p *relayedStream) finish() (kept bool) {
 
 // enter and leave count the stream taking and giving up a goroutine.
 func (p *relayedStream) enter() {
-	if p.streams != nil {
-		p.streams.Enter()
+	if p.poller != nil {
+		p.poller.Enter()
 	}
 }
 
 func (p *relayedStream) leave() {
-	if p.streams != nil {
-		p.streams.Leave()
+	if p.poller != nil {
+		p.poller.Leave()
 	}
 }
 

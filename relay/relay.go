@@ -130,15 +130,14 @@ type Relay struct {
 	// nil. The report is the run's, filled in as the run goes.
 	Tap func(*RunReport) RunTap
 
-	once       sync.Once
-	parkAfter  time.Duration                   // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
-	endGrace   time.Duration                   // the grace after the requested run's end (relayedStream.checkEnd); 0: runEndGrace
-	parker     parker                          // where streams park; nil: Poller
-	streams    streamCounter                   // counts streams with a goroutine; nil: Poller
-	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
-	client     Doer
-	translator *event.Translator
-	log        *zap.Logger
+	once         sync.Once
+	parkAfter    time.Duration                   // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
+	endGrace     time.Duration                   // the grace after the requested run's end (relayedStream.checkEnd); 0: runEndGrace
+	streamPoller streamPoller                    // where streams park and are counted; nil: Poller
+	srv          atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
+	client       Doer
+	translator   *event.Translator
+	log          *zap.Logger
 	// counts holds the event.Counts of ended runs for the next (1.2 KiB a
 	// tapped run; the report that carries them is borrowed by its taps
 	// and OnRun, so they come back once it has been reported).

@@ -23,18 +23,17 @@ type socketConn struct {
 	// or the poller: sentMore's question to the server's reader of the
 	// request, set and cleared by the one goroutine that reads then.
 	noWait bool
+	// hangup is the connection's registration with watcher, the Relay's
+	// Poller (watchHangup), kept from its first run to its close; 0 when
+	// none. (Beside noWait: the two share a word.)
+	hangup atomic.Int32
 	// head is the buffer the answers' heads are rendered into (respond),
 	// one run at a time.
 	head []byte
 	// reqHead follows the head of the consumer's request being read, for a
 	// bare LF (headscan.go); on only for accepted connections.
 	reqHead headScan
-
-	// hangup is the connection's registration with watcher, the Relay's
-	// Poller (watchHangup), kept from its first run to its close; 0 when
-	// none.
-	hangup  atomic.Int32
-	watcher *wire.Poller
+	watcher *wire.Poller // the Poller of hangup
 
 	// handback hands a kept connection's next stream from the server's
 	// hijack goroutine to the goroutine that served the request

@@ -16,9 +16,9 @@ import (
 // so once every stream is parked or ended. The count is zero with the only
 // stream parked, one once it wakes, and zero again after it ended.
 func TestParkedStreamIsNotCountedRunning(t *testing.T) {
-	var count streamCount
 	pk := signalParker{testPoller(t), make(chan struct{}, 16)}
-	h, br, release := heldStream(t, func(r *Relay) { r.streams, r.parker = &count, pk },
+	count := &streamCount{signalParker: pk}
+	h, br, release := heldStream(t, func(r *Relay) { r.streamPoller = count },
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	select {
 	case <-pk.parked:
@@ -41,8 +41,10 @@ func TestParkedStreamIsNotCountedRunning(t *testing.T) {
 	}
 }
 
-// streamCount counts as the Poller does, for a test to read.
+// streamCount parks as its signalParker does and counts as the Poller
+// does, for a test to read.
 type streamCount struct {
+	signalParker
 	running, entered atomic.Int64
 	negative         atomic.Bool
 }

@@ -130,6 +130,8 @@ func (p noParking) ArmRead(syscall.RawConn, int32) bool {
 	return false
 }
 func (noParking) Remove(syscall.RawConn, int32) {}
+func (noParking) Enter()                        {}
+func (noParking) Leave()                        {}
 
 // heldStream opens a run whose producer sends RUN_STARTED, then nothing
 // until release is called, then rest; it returns once the consumer has read
@@ -156,8 +158,8 @@ func heldStream(t *testing.T, configure func(*Relay), rest ...string) (h *harnes
 	return h, br, release
 }
 
-func quietStream(t *testing.T, pk parker) {
-	h, br, release := heldStream(t, func(r *Relay) { r.parker = pk },
+func quietStream(t *testing.T, pk streamPoller) {
+	h, br, release := heldStream(t, func(r *Relay) { r.streamPoller = pk },
 		`data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`+"\n\n",
 		`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")

@@ -27,10 +27,10 @@ type ConnServer interface {
 //
 // A Handback belongs to one connection, and is used in place.
 type Handback[S any] struct {
-	serving   bool   // a goroutine serves the connection in Serve
-	handsOver bool   // the request being served hands its stream over
-	handoff   chan S // made at the first hand-over
-	closed    atomic.Bool
+	serving   bool        // a goroutine serves the connection in Serve
+	handsOver bool        // the request being served hands its stream over
+	closed    atomic.Bool // Close was called
+	handoff   chan S      // made at the first hand-over
 }
 
 // Serve serves conn's next requests with srv on this goroutine until srv
