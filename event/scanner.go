@@ -201,12 +201,17 @@ func (s *Scanner) Buffered() int { return s.end - s.start }
 // until the next call.
 func (s *Scanner) Next() (Frame, error) {
 	var f Frame
+	err := s.next(&f) // small enough to inline: no copy of the frame out
+	return f, err
+}
+
+func (s *Scanner) next(f *Frame) error {
 	for {
-		if ok, err := s.Scan(&f); ok || err != nil {
-			return f, err
+		if ok, err := s.Scan(f); ok || err != nil {
+			return err
 		}
 		if err := s.Fill(s.r); err != nil {
-			return Frame{}, err
+			return err
 		}
 	}
 }
