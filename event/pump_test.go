@@ -10,6 +10,7 @@ import (
 	"testing/iotest"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/translate"
 )
 
 // opLog is a sink and a source that log what Pump does to them, in order:
@@ -189,5 +190,28 @@ func TestPumpTellsTheSinksErrorFromTheSources(t *testing.T) {
 	src := io.MultiReader(strings.NewReader(contentEvent), iotest.ErrReader(broken))
 	if rerr, werr := st.Pump(NewScanner(nil, 0), src); rerr != broken || werr != nil || out.String() != contentEvent {
 		t.Errorf("a broken source: %v, %v, wrote %q", rerr, werr, out.String())
+	}
+}
+
+// flushTap is a Tap that records what Flushed was told.
+type flushTap struct{ flushed []int }
+
+func (*flushTap) Wrote([]byte)                                                             {}
+func (*flushTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
+func (*flushTap) Warned(translate.Warning)                                                 {}
+func (t *flushTap) Flushed(events int)                                                     { t.flushed = append(t.flushed, events) }
+
+// The tap is told of every flush Pump makes, with the events written so
+// far.
+func TestPumpTellsTheTapOfEachFlush(t *testing.T) {
+	l := &opLog{chunks: []string{"data: 1\n\ndata: 2\n\n", "data: 3\n\n"}}
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, l)
+	tap := &flushTap{}
+	st.Tap = tap
+	if rerr, _ := st.Pump(NewScanner(nil, 0), l); rerr != io.EOF {
+		t.Fatal(rerr)
+	}
+	if fmt.Sprint(tap.flushed) != "[0 2 3]" {
+		t.Errorf("Flushed with %v, want [0 2 3]", tap.flushed)
 	}
 }
