@@ -1,0 +1,197 @@
+//go:build unix
+
+package relay_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"net"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agui-relay/agui-relay/metrics"
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/wire"
+)
+
+// BenchmarkShortRun measures whole short runs through the relay as serve
+// runs it (a Router's Server on the relay's Listener, a Poller, the
+// default client, consumers read as 1.0, as the bench starts it), over
+// real loopback sockets: a consumer on one kept-alive connection posts a
+// run, reads its answer to the end and posts the next; the producer, on
+// raw sockets, answers each POST with a chunked text/event-stream of five
+// events (RUN_STARTED, three TEXT_MESSAGE_CONTENT, RUN_FINISHED) in one
+// write, as a producer writing at full speed does. "tapped" adds the
+// metrics' tap, which serve installs by default.
+//
+// It reports the process's CPU per run (user and system, getrusage around
+// the loop: the consumer's and the producer's share included, both a
+// read and a write a run), allocations and bytes per run. ns/op is wall
+// clock on a shared machine: compare cpu-ns/run, at a fixed -benchtime.
+//
+//	go test -run '^$' -bench ShortRun -benchtime 20000x ./relay/
+func BenchmarkShortRun(b *testing.B) {
+	for _, tapped := range []bool{false, true} {
+		name := map[bool]string{false: "untapped", true: "tapped"}[tapped]
+		b.Run(name, func(b *testing.B) { benchShortRuns(b, tapped) })
+	}
+}
+
+const shortRunInput = `{"threadId":"thread-0123456789","runId":"run-0123456789","protocolVersion":"1.0","state":{},"messages":[{"id":"u1","role":"user","content":"Hello! What can you do?"}],"tools":[],"context":[],"forwardedProps":{}}`
+
+// shortRunAnswer is the producer's whole answer to a run.
+func shortRunAnswer() []byte {
+	var events bytes.Buffer
+	events.WriteString(`data: {"type":"RUN_STARTED","threadId":"thread-0123456789","runId":"run-0123456789","protocolVersion":"1.0"}` + "\n\n")
+	for range 3 {
+		events.WriteString(`data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-1","delta":"The quick brown fox jumps over the lazy dog. "}` + "\n\n")
+	}
+	events.WriteString(`data: {"type":"RUN_FINISHED","threadId":"thread-0123456789","runId":"run-0123456789"}` + "\n\n")
+	out := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
+	out = strconv.AppendInt(out, int64(events.Len()), 16)
+	out = append(out, "\r\n"...)
+	out = append(out, events.Bytes()...)
+	return append(out, "\r\n0\r\n\r\n"...)
+}
+
+// shortRunProducer answers every POST on its connections with answer.
+func shortRunProducer(b *testing.B, answer []byte) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReaderSize(c, 4<<10)
+				for readRequest(br) == nil {
+					if _, err := c.Write(answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// readRequest reads one request, its head and its Content-Length body.
+func readRequest(br *bufio.Reader) error {
+	n := 0
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if k, v, ok := bytes.Cut(line, []byte(":")); ok && bytes.EqualFold(k, []byte("Content-Length")) {
+			if n, err = strconv.Atoi(string(bytes.TrimSpace(v))); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := br.Discard(n)
+	return err
+}
+
+func benchShortRuns(b *testing.B, tapped bool) {
+	answer := shortRunAnswer()
+	upstream := shortRunProducer(b, answer)
+	poller := wire.NewPoller()
+	b.Cleanup(func() { poller.Close() })
+	rl := &relay.Relay{
+		Upstream:        "http://" + upstream,
+		Route:           "default",
+		ConsumerVersion: negotiate.Current,
+		Log:             zap.NewNop(),
+		Poller:          poller,
+	}
+	if tapped {
+		rl.Tap = metrics.New(metrics.Options{}).Tap
+	}
+	table, err := relay.NewTable([]relay.Route{{Name: "default", Prefix: "/", Relay: rl}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	router := relay.NewRouter(table, 0, zap.NewNop())
+	srv := router.Server()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve(relay.Listener(ln))     //nolint:errcheck // ends at shutdown
+	b.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	req := []byte("POST /agent HTTP/1.1\r\nHost: " + ln.Addr().String() +
+		"\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: " +
+		strconv.Itoa(len(shortRunInput)) + "\r\n\r\n" + shortRunInput)
+	buf := make([]byte, 16<<10)
+	run := func() {
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if err := readAnswer(c, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 200 { // the pools, the connection to the producer, the stacks
+		run()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for range b.N {
+		run()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/run")
+}
+
+// readAnswer reads one answer of the relay, up to the end of its chunked
+// body, and checks that the run's last event came.
+func readAnswer(c net.Conn, buf []byte) error {
+	n := 0
+	for {
+		m, err := c.Read(buf[n:])
+		if err != nil {
+			return err
+		}
+		n += m
+		if bytes.HasSuffix(buf[:n], []byte("\r\n0\r\n\r\n")) {
+			break
+		}
+		if n == len(buf) {
+			return errors.New("answer too long")
+		}
+	}
+	if !bytes.HasPrefix(buf[:n], []byte("HTTP/1.1 200 ")) || !bytes.Contains(buf[:n], []byte(`"RUN_FINISHED"`)) {
+		return errors.New("unexpected answer: " + string(buf[:n]))
+	}
+	return nil
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru) //nolint:errcheck
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
