@@ -51,6 +51,7 @@ type relayedStream struct {
 	parked    atomic.Bool  // waiting in the poller with no goroutine
 	noPark    bool         // parking failed (no poller): wait in the goroutine
 	ended     bool         // the requested run ended: the stream ends within the grace (checkEnd)
+	endedAt   time.Time    // when it ended (the read that brought its terminal event), while the grace is not armed
 	token     int32        // the poller registration while parked
 }
 
@@ -127,6 +128,9 @@ func (p *relayedStream) pumpSome() bool {
 			p.werr = werr
 			return true
 		case rerr == event.ErrWouldBlock:
+			if !p.endedAt.IsZero() {
+				p.armGrace()
+			}
 			return !p.armParking()
 		case rerr != nil:
 			p.rerr = rerr
@@ -174,11 +178,30 @@ func (p *relayedStream) checkEnd() {
 		return
 	}
 	p.ended = true
-	grace := runEndGrace
-	if p.r.endGrace > 0 {
-		grace = p.r.endGrace
+	if p.sb == nil {
+		p.ub.endWithin(p.grace()) // its reads wait inside Pump
+		return
 	}
-	p.ub.endWithin(grace)
+	// Polled: the grace is armed at the stream's first wait (armGrace),
+	// counted from now. An answer whose end came with the run's, as most
+	// do, ends before it waits, and a run costs no timer.
+	p.endedAt = p.now
+}
+
+// armGrace arms the grace that checkEnd counted from endedAt, before the
+// stream waits for the producer.
+func (p *relayedStream) armGrace() {
+	p.ub.endWithin(p.grace() - p.now.Sub(p.endedAt))
+	p.endedAt = time.Time{}
+}
+
+// grace is how long the producer has to end its answer after the
+// requested run's end: Relay.endGrace, else runEndGrace.
+func (p *relayedStream) grace() time.Duration {
+	if p.r.endGrace > 0 {
+		return p.r.endGrace
+	}
+	return runEndGrace
 }
 
 // armParking moves the read deadline that ends the coming wait in parking
