@@ -32,23 +32,21 @@ func isHop(key []byte, connTokens [][]byte) bool {
 	return false
 }
 
-// connectionTokens returns the header names listed in the Connection
-// headers of a message. all yields every header of the message; the
-// returned slices are copies.
-func connectionTokens(all func(yield func(k, v []byte) bool)) [][]byte {
-	var out [][]byte
-	all(func(k, v []byte) bool {
-		if !bytes.EqualFold(k, []byte("Connection")) {
-			return true
+// appendConnectionTokens appends to tokens the header names a Connection
+// header (k: v) lists; any other header appends nothing. The tokens are
+// slices of v, valid while the message is. The callers range over the
+// headers themselves: an iterator passed as a value would be made on the
+// heap, twice a run.
+func appendConnectionTokens(tokens [][]byte, k, v []byte) [][]byte {
+	if !bytes.EqualFold(k, []byte("Connection")) {
+		return tokens
+	}
+	for t := range bytes.SplitSeq(v, []byte(",")) {
+		if t = bytes.TrimSpace(t); len(t) > 0 {
+			tokens = append(tokens, t)
 		}
-		for t := range bytes.SplitSeq(v, []byte(",")) {
-			if t = bytes.TrimSpace(t); len(t) > 0 {
-				out = append(out, bytes.Clone(t))
-			}
-		}
-		return true
-	})
-	return out
+	}
+	return tokens
 }
 
 // copyRequestHeaders copies the end-to-end headers of the consumer's request
@@ -56,7 +54,10 @@ func connectionTokens(all func(yield func(k, v []byte) bool)) [][]byte {
 // producer's own is set from its URL) and Content-Length (set from the body
 // actually sent).
 func copyRequestHeaders(dst, src *fasthttp.RequestHeader) {
-	tokens := connectionTokens(src.All())
+	var tokens [][]byte
+	for k, v := range src.All() {
+		tokens = appendConnectionTokens(tokens, k, v)
+	}
 	for k, v := range src.All() {
 		if isHop(k, tokens) || bytes.EqualFold(k, []byte("Host")) || bytes.EqualFold(k, []byte("Content-Length")) {
 			continue
@@ -69,7 +70,10 @@ func copyRequestHeaders(dst, src *fasthttp.RequestHeader) {
 // to the consumer's: everything but the hop-by-hop headers and
 // Content-Length (the relay sets the length of what it sends).
 func copyResponseHeaders(dst, src *fasthttp.ResponseHeader) {
-	tokens := connectionTokens(src.All())
+	var tokens [][]byte
+	for k, v := range src.All() {
+		tokens = appendConnectionTokens(tokens, k, v)
+	}
 	for k, v := range src.All() {
 		if isHop(k, tokens) || bytes.EqualFold(k, []byte("Content-Length")) {
 			continue
