@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +197,9 @@ func TestServeShutdownEndsOpenRunsAfterGrace(t *testing.T) {
 			break
 		}
 	}
+	if pollerLoops() == 0 {
+		t.Fatal("serve runs no poller")
+	}
 	t0 := time.Now()
 	cancel()
 	rest, err := io.ReadAll(br)
@@ -210,6 +214,15 @@ func TestServeShutdownEndsOpenRunsAfterGrace(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 	t.Logf("serve returned %v after cancel", time.Since(t0))
+	if n := pollerLoops(); n != 0 {
+		t.Errorf("%d poller goroutines left after serve returned", n)
+	}
+}
+
+// pollerLoops counts the goroutines of running wire.Pollers.
+func pollerLoops() int {
+	buf := make([]byte, 1<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "wire.(*Poller).loop(")
 }
 
 // Profiles are served only when asked for: a heap profile shows memory.

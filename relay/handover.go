@@ -6,11 +6,11 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// A kept connection's runs are carried by one goroutine (wire.Handback):
+// A kept connection's runs are carried by one goroutine (wire.Handover):
 // when a stream ends with the connection kept, the goroutine that ran it
 // serves the consumer's next request itself (nextStream), and when that
 // request is answered with a stream, the server's hijack goroutine hands
-// the stream back to it (respond) instead of starting one.
+// the stream over to it (respond) instead of starting one.
 
 // hijackedStream is what a stream needs to run (run).
 type hijackedStream struct {
@@ -44,5 +44,5 @@ func nextStream(conn net.Conn, srv *fasthttp.Server) (st hijackedStream, ok bool
 		srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
 		return st, false
 	}
-	return sc.handback.Serve(conn, srv)
+	return sc.handover.Serve(conn, srv)
 }

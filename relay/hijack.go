@@ -66,8 +66,8 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		timeout = streamWriteTimeout
 	}
 	// When a goroutine serves the connection (nextStream), the stream is
-	// handed to it to run (wire.Handback).
-	handover := sc != nil && sc.handback.Take()
+	// handed to it to run (wire.Handover).
+	handsOver := sc != nil && sc.handover.Take()
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		if keep && sentMore(c, sc) {
@@ -87,8 +87,8 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		}
 		st := hijackedStream{r, w, head, ub, resp, rep}
 		switch {
-		case handover:
-			sc.handback.Give(st) // to the goroutine that served the request
+		case handsOver:
+			sc.handover.Give(st) // to the goroutine that served the request
 		case srv == nil:
 			// A server not made by Server: it may close the connection
 			// once this handler returns (KeepHijackedConns unset), so the

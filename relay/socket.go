@@ -35,10 +35,10 @@ type socketConn struct {
 	reqHead headScan
 	watcher *wire.Poller // the Poller of hangup
 
-	// handback hands a kept connection's next stream from the server's
+	// handover hands a kept connection's next stream from the server's
 	// hijack goroutine to the goroutine that served the request
 	// (handover.go).
-	handback wire.Handback[hijackedStream]
+	handover wire.Handover[hijackedStream]
 }
 
 // errNoWait is a read of a socketConn told not to wait (noWait).
@@ -64,7 +64,7 @@ func (s *socketConn) Close() error {
 	if token := s.hangup.Swap(0); token != 0 {
 		s.watcher.Forget(token)
 	}
-	s.handback.Close()
+	s.handover.Close()
 	return s.TCPConn.Close()
 }
 

@@ -6,13 +6,14 @@
 // raw reads and writes of a non-blocking socket's descriptor (ReadFD,
 // WritevFD), the TCP connection made of them (Conn), the Poller that
 // watches connections for a hangup or input from one goroutine and
-// releases memory once every stream it counts is quiet, and the Handback
+// releases memory once every stream it counts is quiet, and the Handover
 // that carries a kept connection's streams on one goroutine, serving its
 // requests through a ConnServer (an HTTP server behind one method: the
 // package imports no HTTP).
 //
 // It has no package-level state: a Framing, a Body, a ChunkWriter, a
-// Conn, a Poller and a Handback are the caller's values (a Poller's goroutine and forced
-// collections exist only for the caller that made one and asked), and the
-// descriptors are the caller's, borrowed for each call.
+// Conn, a Poller and a Handover are the caller's values (a Poller's
+// goroutine and forced collections exist only for the caller that made
+// one and asked), and the descriptors are the caller's, borrowed for each
+// call.
 package wire

@@ -13,8 +13,8 @@ func (f serverFunc) ServeConn(c net.Conn) error { return f(c) }
 // A stream handed over by a request's handler reaches the goroutine
 // serving the connection, whether it is given before ServeConn returns or
 // after.
-func TestHandbackServeReturnsTheStreamGiven(t *testing.T) {
-	var h Handback[int]
+func TestHandoverServeReturnsTheStreamGiven(t *testing.T) {
+	var h Handover[int]
 	s, ok := h.Serve(nil, serverFunc(func(net.Conn) error {
 		if !h.Take() {
 			t.Error("the serving goroutine did not take the stream")
@@ -30,8 +30,8 @@ func TestHandbackServeReturnsTheStreamGiven(t *testing.T) {
 // Without a hand-over Serve returns none; a server that closed the
 // connection instead of taking it over makes Serve return none too, not
 // wait; outside Serve no stream is taken.
-func TestHandbackServeWithoutAStream(t *testing.T) {
-	var h Handback[int]
+func TestHandoverServeWithoutAStream(t *testing.T) {
+	var h Handover[int]
 	if h.Take() {
 		t.Fatal("a stream was taken with no goroutine serving the connection")
 	}
@@ -45,7 +45,7 @@ func TestHandbackServeWithoutAStream(t *testing.T) {
 	})); ok {
 		t.Fatal("Serve returned a stream from a closed connection")
 	}
-	// The next Serve on a Handback starts afresh.
+	// The next Serve on a Handover starts afresh.
 	if _, ok := h.Serve(nil, serverFunc(func(net.Conn) error { return nil })); ok {
 		t.Fatal("a later Serve returned a stream")
 	}

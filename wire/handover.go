@@ -11,11 +11,11 @@ type ConnServer interface {
 	ServeConn(c net.Conn) error
 }
 
-// Handback carries a kept connection's streams on one goroutine. When a
+// Handover carries a kept connection's streams on one goroutine. When a
 // stream ends with the connection kept, the goroutine that ran it serves
 // the peer's next requests itself (Serve), and when one of them is
 // answered with a stream of type S, the goroutine the server starts for
-// the taken-over connection gives the stream back to it (Give) instead of
+// the taken-over connection hands the stream over to it (Give) instead of
 // running it: the serving goroutine, whose stack has grown down the
 // request's path once, runs it.
 //
@@ -25,8 +25,8 @@ type ConnServer interface {
 // (Close): so once a request's handler has taken its stream (Take), a
 // stream comes unless the connection is closed.
 //
-// A Handback belongs to one connection, and is used in place.
-type Handback[S any] struct {
+// A Handover belongs to one connection, and is used in place.
+type Handover[S any] struct {
 	serving   bool        // a goroutine serves the connection in Serve
 	handsOver bool        // the request being served hands its stream over
 	closed    atomic.Bool // Close was called
@@ -37,7 +37,7 @@ type Handback[S any] struct {
 // returns, and returns the stream a request handed over (Take, Give);
 // ok=false when srv returned without one: the connection ended, or a
 // request's stream runs elsewhere.
-func (h *Handback[S]) Serve(conn net.Conn, srv ConnServer) (s S, ok bool) {
+func (h *Handover[S]) Serve(conn net.Conn, srv ConnServer) (s S, ok bool) {
 	h.serving = true
 	srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
 	handsOver := h.handsOver
@@ -60,7 +60,7 @@ func (h *Handback[S]) Serve(conn net.Conn, srv ConnServer) (s S, ok bool) {
 // to the goroutine serving it (Serve), to be given with Give; false when
 // no goroutine serves the connection in Serve, and the stream runs
 // elsewhere. Called by the request's handler, on the serving goroutine.
-func (h *Handback[S]) Take() bool {
+func (h *Handover[S]) Take() bool {
 	if !h.serving {
 		return false
 	}
@@ -73,8 +73,8 @@ func (h *Handback[S]) Take() bool {
 
 // Give hands s to the goroutine serving the connection, after Take
 // returned true; from the goroutine the server started for the connection.
-func (h *Handback[S]) Give(s S) { h.handoff <- s }
+func (h *Handover[S]) Give(s S) { h.handoff <- s }
 
 // Close records that the connection was closed: Serve waits for no stream
 // after that. The connection's Close calls it.
-func (h *Handback[S]) Close() { h.closed.Store(true) }
+func (h *Handover[S]) Close() { h.closed.Store(true) }
