@@ -30,6 +30,9 @@ type headScan struct {
 	bad     bool // a line ended in a bare LF
 }
 
+// atStart reports whether the head is watched and no byte of it read yet.
+func (h *headScan) atStart() bool { return h.on && h.line == 0 && !h.started && h.last == 0 }
+
 // arm starts watching a head that begins with the next byte read.
 func (h *headScan) arm() { *h = headScan{on: true} }
 
