@@ -2,6 +2,7 @@ package relay
 
 import (
 	"net"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -44,5 +45,23 @@ func nextStream(conn net.Conn, srv *fasthttp.Server) (st hijackedStream, ok bool
 		srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
 		return st, false
 	}
-	return sc.handover.Serve(conn, srv)
+	st, ok = sc.handover.Serve(conn, srv)
+	if ok && sc.inPlace.Load() {
+		st.inPlace(sc)
+	}
+	return st, ok
+}
+
+// inPlace readies a stream handed over in place (respond) once the server
+// returned: the connection is kept only when the server's next read was
+// its wait for a request's first byte, so nothing it had buffered (a
+// pipelined request) is lost, and the deadlines the server set are undone.
+func (st *hijackedStream) inPlace(sc *socketConn) {
+	sc.inPlace.Store(false)
+	if !sc.idleRead && st.w.srv != nil {
+		st.w.srv, st.head = nil, withClose(st.head)
+	}
+	if sc.SetDeadline(time.Time{}) != nil {
+		st.w.srv = nil // the stream ends with the connection closed
+	}
 }

@@ -66,8 +66,22 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		timeout = streamWriteTimeout
 	}
 	// When a goroutine serves the connection (nextStream), the stream is
-	// handed to it to run (wire.Handover).
-	handsOver := sc != nil && sc.handover.Take()
+	// handed to it to run (wire.Handover), without a hijack: the server's
+	// answer to the request is dropped and its loop ends (socketConn's
+	// inPlace), so that no goroutine is started for the stream and none
+	// waits for another (the hijack's goroutine, and the wake of a second
+	// thread to run it, were a run's largest cost after its system calls).
+	if sc != nil && sc.handover.Take() {
+		w := newConsumerWriter(sc, chunked, timeout)
+		if keep {
+			w.srv, w.shutdown = srv, done
+		}
+		sc.handover.Give(hijackedStream{r, w, head, ub, resp, rep}) // taken once the server returns (nextStream)
+		sc.idleRead = false
+		sc.inPlace.Store(true)
+		ctx.Response.Reset() // what the server writes is dropped: the least to render
+		return
+	}
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		if keep && sentMore(c, sc) {
@@ -87,8 +101,6 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		}
 		st := hijackedStream{r, w, head, ub, resp, rep}
 		switch {
-		case handsOver:
-			sc.handover.Give(st) // to the goroutine that served the request
 		case srv == nil:
 			// A server not made by Server: it may close the connection
 			// once this handler returns (KeepHijackedConns unset), so the

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,7 +179,9 @@ func TestStreamResponseToHTTP10(t *testing.T) {
 // served on it. A consumer that sent a second request right behind the
 // first (pipelining) is told the connection closes after the first answer.
 func TestStreamKeepAliveOnTheWire(t *testing.T) {
-	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
+	var asked atomic.Int32
+	produce := streamingProducer(runStarted, contentEvent, runFinished)
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { asked.Add(1); produce(w, r) }, nil)
 	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +200,25 @@ func TestStreamKeepAliveOnTheWire(t *testing.T) {
 			t.Fatalf("run %d: close=%v %q %v", i, resp.Close, b, err)
 		}
 		h.report()
+	}
+	// Pipelined behind a kept connection's earlier runs (the stream is
+	// handed over in place, without a hijack): the first is answered with
+	// Connection: close, the second is never sent to the producer.
+	before := asked.Load()
+	io.WriteString(c, runRequest("HTTP/1.1")+runRequest("HTTP/1.1")) //nolint:errcheck
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != runStarted+contentEvent+runFinished || !resp.Close {
+		t.Fatalf("pipelined on a kept connection: close=%v %q %v", resp.Close, b, err)
+	}
+	h.report()
+	if rest, err := io.ReadAll(br); len(rest) != 0 || err != nil {
+		t.Fatalf("after the pipelined pair's first answer: %q %v, want the connection closed", rest, err)
+	}
+	if n := asked.Load() - before; n != 1 {
+		t.Fatalf("the producer was asked %d times for the pipelined pair, want 1", n)
 	}
 	// Pipelined: both requests in one write.
 	pc, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))

@@ -329,6 +329,9 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap
 // hijack goroutine to its end and closes its connection (Connection: close).
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	r.once.Do(r.init)
+	if servedInPlace(ctx) {
+		return
+	}
 	switch t := ctx.RequestURI(); {
 	case len(t) == 0 || t[0] != '/':
 		// Absolute-form ("http://other/x"), CONNECT's authority-form or

@@ -258,6 +258,9 @@ func (rt *Router) EndRuns() {
 // Handle serves one request with the relay of the route its path matches,
 // or answers 404 with a problem when none does.
 func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
+	if servedInPlace(ctx) {
+		return
+	}
 	t := rt.acquire()
 	defer t.refs.Add(-1)
 	// Before matching: "/agents/a/../b" must not reach route a's producer

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/agui-relay/agui-relay/wire"
 )
 
@@ -51,6 +53,42 @@ type socketConn struct {
 	aheadFn func(fd uintptr) bool
 	aheadEr error
 	aheads  *sync.Pool // the Listener's buffers for ahead; nil: no read ahead
+
+	// inPlace is set while the server finishes a request whose stream was
+	// handed over without a hijack (respond): its writes are dropped, its
+	// next read ends its loop (idleRead records that it was the wait for
+	// a request's first byte, fasthttp's one-byte read, made only when it
+	// has nothing buffered: no pipelined request is lost), the request
+	// handlers answer nothing more (servedInPlace), and its close is
+	// skipped. Set and cleared on the goroutine that serves the connection.
+	inPlace  atomic.Bool
+	idleRead bool
+}
+
+// servedInPlace reports whether ctx is a request the server read after
+// one whose stream was handed over in place (a pipelined request): the
+// handler must answer nothing (its answer is dropped) and do nothing; the
+// connection is closed once the stream ends.
+func servedInPlace(ctx *fasthttp.RequestCtx) bool {
+	sc, ok := ctx.Conn().(*socketConn)
+	if ok && sc.inPlace.Load() {
+		ctx.SetConnectionClose()
+		return true
+	}
+	return false
+}
+
+// errInPlace ends the server's loop on a connection whose stream was
+// handed over in place (inPlace).
+var errInPlace = errors.New("relay: the connection's stream runs in place")
+
+// Write is wire.Conn's, but for the server's answer to a request whose
+// stream was handed over in place (inPlace): dropped.
+func (s *socketConn) Write(p []byte) (int, error) {
+	if s.inPlace.Load() {
+		return len(p), nil
+	}
+	return s.Conn.Write(p)
 }
 
 // errNoWait is a read of a socketConn told not to wait (noWait).
@@ -73,6 +111,9 @@ func newSocketConn(c net.Conn) net.Conn {
 // Close ends the connection's hangup registration, if it has one, and
 // closes it.
 func (s *socketConn) Close() error {
+	if s.inPlace.Load() {
+		return nil // the server's close after its loop: the stream has the connection
+	}
 	if token := s.hangup.Swap(0); token != 0 {
 		s.watcher.Forget(token)
 	}
@@ -86,6 +127,10 @@ func (s *socketConn) Close() error {
 func (s *socketConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if s.inPlace.Load() {
+		s.idleRead = len(p) == 1
+		return 0, errInPlace
 	}
 	if s.noWait && s.ahead == nil { // bytes read ahead were sent: they count
 		return 0, errNoWait
