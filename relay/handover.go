@@ -10,8 +10,8 @@ import (
 // A kept connection's runs are carried by one goroutine (wire.Handover):
 // when a stream ends with the connection kept, the goroutine that ran it
 // serves the consumer's next request itself (nextStream), and when that
-// request is answered with a stream, the server's hijack goroutine hands
-// the stream over to it (respond) instead of starting one.
+// request is answered with a stream, its handler hands the stream over to
+// it in place (respond): no hijack, and no goroutine started for it.
 
 // hijackedStream is what a stream needs to run (run).
 type hijackedStream struct {

@@ -12,7 +12,9 @@ import (
 
 // An event stream is answered on the consumer's connection itself, taken
 // over from the server once the run's handler returns (fasthttp's Hijack,
-// with no response of the server's): the goroutine that reads the producer
+// with no response of the server's; on a kept connection's later runs, in
+// place: the server's answer dropped and its loop ended, see respond):
+// the goroutine that reads the producer
 // writes the status line, the headers and the chunked body to the socket.
 // One goroutine carries each stream, and the Relay's Poller (hangup.go;
 // without one, a goroutine per stream, watchConsumer) notices the consumer

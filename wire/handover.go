@@ -14,13 +14,15 @@ type ConnServer interface {
 // Handover carries a kept connection's streams on one goroutine. When a
 // stream ends with the connection kept, the goroutine that ran it serves
 // the peer's next requests itself (Serve), and when one of them is
-// answered with a stream of type S, the goroutine the server starts for
-// the taken-over connection hands the stream over to it (Give) instead of
-// running it: the serving goroutine, whose stack has grown down the
-// request's path once, runs it.
+// answered with a stream of type S, the request's handler (or the
+// goroutine the server starts for a taken-over connection) hands the
+// stream over to it (Give) instead of running it: the serving goroutine,
+// whose stack has grown down the request's path once, runs it once the
+// server returns.
 //
-// Every step runs on the serving goroutine but Give, made by the
-// goroutine the server starts when it takes the connection over. A server
+// Every step runs on the serving goroutine but Give, made by the request's
+// handler on it (the channel holds one stream: the Give does not wait), or
+// by the goroutine the server starts when it takes the connection over. A server
 // that cannot take it over closes the connection before ServeConn returns
 // (Close): so once a request's handler has taken its stream (Take), a
 // stream comes unless the connection is closed.
