@@ -8,6 +8,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -24,7 +25,7 @@ func TestStreamFramePassThroughDoesNotAllocate(t *testing.T) {
 	w := bufio.NewWriter(io.Discard)
 	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, w)
 	startRun(t, st)
-	f := canonicalFrame(contentEvent)
+	f := canonicalFrame(testkit.ContentEvent)
 	if n := testing.AllocsPerRun(1000, func() {
 		if err := st.Frame(f); err != nil {
 			t.Fatal(err)
@@ -39,7 +40,7 @@ func TestStreamFramePassThroughDoesNotAllocate(t *testing.T) {
 
 // Scanning canonical frames from a steady stream must not allocate either.
 func TestScannerDoesNotAllocatePerFrame(t *testing.T) {
-	in := []byte(contentEvent)
+	in := []byte(testkit.ContentEvent)
 	r := &repeatReader{b: in}
 	sc := NewScanner(r, 0)
 	if n := testing.AllocsPerRun(1000, func() {
@@ -71,7 +72,7 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 // back: a fast run leaves no buffer behind as garbage (it was tens of KiB
 // per run, most of the relay's GC work at saturation).
 func TestScannerBurstBuffersArePooled(t *testing.T) {
-	in := benchStream(2000, contentEvent) // about 250 KB: grows to burstSize
+	in := testkit.BenchStream(2000, testkit.ContentEvent) // about 250 KB: grows to burstSize
 	scan := func() {
 		sc := NewIdleScanner(bytes.NewReader(in), 0)
 		for {

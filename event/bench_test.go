@@ -7,51 +7,29 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
-// contentEvent is the hot path: most events of a real stream are text
-// deltas that need no translation.
-const contentEvent = `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-1","delta":"The quick brown fox jumps over the lazy dog. "}` + "\n\n"
-
-// canonicalFrame is event (one "data: ...\n\n" frame) as the scanner
-// gives it when it needs no normalising.
-func canonicalFrame(event string) *Frame {
-	return &Frame{Raw: []byte(event), Data: []byte(event[6 : len(event)-2]), Canonical: true}
+// canonicalFrame is ev (one "data: ...\n\n" frame) as the scanner gives
+// it when it needs no normalising.
+func canonicalFrame(ev string) *Frame {
+	raw, data := testkit.CanonicalFrame(ev)
+	return &Frame{Raw: raw, Data: data, Canonical: true}
 }
 
-// pumpAll pumps src through st, as the relay does, until src ends (at the
-// end of its input or on an error).
+// pumpAll pumps src through st, as the relay does, until src ends.
 func pumpAll(tb testing.TB, st *Stream, src io.Reader) {
 	tb.Helper()
-	sc := NewScanner(nil, 0)
-	for {
-		rerr, werr := st.Pump(sc, src)
-		if werr != nil {
-			tb.Fatal(werr)
-		}
-		if rerr != nil {
-			return
-		}
-	}
-}
-
-func benchStream(n int, frame string) []byte {
-	var b bytes.Buffer
-	b.WriteString(`data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n")
-	for i := 0; i < n; i++ {
-		b.WriteString(frame)
-	}
-	b.WriteString(`data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}` + "\n\n")
-	return b.Bytes()
+	testkit.PumpAll(tb, st, NewScanner(nil, 0), src)
 }
 
 func BenchmarkScanner(b *testing.B) {
 	for _, tc := range []struct{ name, frame string }{
-		{"canonical", contentEvent},
-		{"crlf", strings.ReplaceAll(contentEvent, "\n", "\r\n")},
+		{"canonical", testkit.ContentEvent},
+		{"crlf", strings.ReplaceAll(testkit.ContentEvent, "\n", "\r\n")},
 	} {
-		in := benchStream(1000, tc.frame)
+		in := testkit.BenchStream(1000, tc.frame)
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(in)))
@@ -72,7 +50,7 @@ func BenchmarkScanner(b *testing.B) {
 // BenchmarkStreamPassThrough is the relay's per-event path without the
 // network: scan, decide, write.
 func BenchmarkStreamPassThrough(b *testing.B) {
-	in := benchStream(1000, contentEvent)
+	in := testkit.BenchStream(1000, testkit.ContentEvent)
 	t := &Translator{}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
@@ -87,7 +65,7 @@ func BenchmarkStreamPassThrough(b *testing.B) {
 }
 
 func TestStreamPassThroughWritesInputUnchanged(t *testing.T) {
-	in := benchStream(10, contentEvent)
+	in := testkit.BenchStream(10, testkit.ContentEvent)
 	out, st := replayStream(t, in, negotiate.Current, negotiate.Version{})
 	if !bytes.Equal(out, in) || st.Events != 12 || st.InRun || st.Terminal != "RUN_FINISHED" || st.Plan().Translate {
 		t.Fatalf("out %q, stream %+v", out, st)
@@ -101,10 +79,10 @@ func TestStreamFailWritesRunErrorWhenOwed(t *testing.T) {
 	if !st.Owed() {
 		t.Fatal("a stream with no run yet owes its consumer a terminal event")
 	}
-	st.Frame(canonicalFrame(contentEvent))
+	st.Frame(canonicalFrame(testkit.ContentEvent))
 	wrote, err := st.Fail("the producer's stream \"broke\"\n", "upstream_broken")
 	w.Flush()
-	want := contentEvent + `data: {"type":"RUN_ERROR","message":"agui-relay: the producer's stream \"broke\"\n","code":"upstream_broken"}` + "\n\n"
+	want := testkit.ContentEvent + `data: {"type":"RUN_ERROR","message":"agui-relay: the producer's stream \"broke\"\n","code":"upstream_broken"}` + "\n\n"
 	if !wrote || err != nil || out.String() != want || st.Terminal != "RUN_ERROR" {
 		t.Fatalf("wrote %v, %v:\n got %q\nwant %q", wrote, err, out.String(), want)
 	}
@@ -133,13 +111,13 @@ func TestStreamCarriesStateAcrossRuns(t *testing.T) {
 // declares nothing (a legacy producer) for a 1.0 consumer. Content events
 // no step wants should cost about what they cost untranslated.
 func BenchmarkStreamTranslated(b *testing.B) {
-	legacy := bytes.Replace(benchStream(1000, contentEvent), []byte(`,"protocolVersion":"1.0"`), nil, 1)
+	legacy := bytes.Replace(testkit.BenchStream(1000, testkit.ContentEvent), []byte(`,"protocolVersion":"1.0"`), nil, 1)
 	for _, tc := range []struct {
 		name     string
 		consumer negotiate.Version
 		in       []byte
 	}{
-		{"1.0-to-0.0.45", negotiate.MustParse("0.0.45"), benchStream(1000, contentEvent)},
+		{"1.0-to-0.0.45", negotiate.MustParse("0.0.45"), testkit.BenchStream(1000, testkit.ContentEvent)},
 		{"legacy-to-1.0", negotiate.Current, legacy},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

@@ -6,8 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // FuzzScannerFraming splits any byte stream into SSE frames (issue #7),
@@ -30,7 +31,7 @@ func FuzzScannerFraming(f *testing.F) {
 		}
 		f.Add(b, uint8(7), uint16(0))
 	}
-	f.Add([]byte(unusual), uint8(1), uint16(0))
+	f.Add([]byte(testkit.Unusual), uint8(1), uint16(0))
 	f.Add([]byte("\xEF\xBB\xBFdata: a\r\rdata:b\r\n\r\n: c\n\nid: 1\ndata\n\n"), uint8(2), uint16(16))
 	f.Add([]byte("data: {\"a\":1}\n\ndata: "+string(bytes.Repeat([]byte("x"), 100))+"\n\n"), uint8(3), uint16(40))
 	f.Fuzz(func(t *testing.T, stream []byte, cut uint8, limit uint16) {
@@ -125,17 +126,3 @@ func (p *pieces) Read(b []byte) (int, error) {
 	p.b = p.b[k:]
 	return k, nil
 }
-
-// unusual is a stream with unusual but valid content, in canonical framing.
-var unusual = strings.Join([]string{
-	": keep-alive comment before anything\n\n",
-	`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n",
-	`data: {"type":"TEXT_MESSAGE_START","messageId":"m\u00e9","role":"assistant","zzUnknown":{"deep":[1,2,{"x":null}]}}` + "\n\n",
-	`data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m\u00e9","delta":"\ud83d\ude00 and 😀 and \u0000 and \\\" and 𝄞"}` + "\n\n",
-	": ping\n\n",
-	`data: {"type":"CUSTOM","name":"n","value":123456789012345678901234567890.5e-300,"big":-98765432109876543210}` + "\n\n",
-	`data: {"type":"FROM_THE_FUTURE","anything":{"goes":true},"timestamp":1e400}` + "\n\n",
-	"event: message\nid: 42\ndata: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\\u00e9\"}\n\n",
-	`data: {  "type" : "STATE_SNAPSHOT" , "snapshot" : { "k" : [ ] } }` + "\n\n",
-	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n",
-}, "")

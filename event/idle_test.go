@@ -4,6 +4,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 const (
@@ -41,7 +43,7 @@ func (r *pieceReader) Read(p []byte) (int, error) {
 // larger than its base size.
 func TestIdleScannerReleasesItsBuffer(t *testing.T) {
 	big := "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"delta\":\"" + strings.Repeat("x", 3*baseSize) + "\"}\n\n"
-	chunks := []string{runStarted, contentEvent[:10], contentEvent[10:], ": keep-alive\n\n", contentEvent + contentEvent, big[:5], big[5:], runFinished}
+	chunks := []string{runStarted, testkit.ContentEvent[:10], testkit.ContentEvent[10:], ": keep-alive\n\n", testkit.ContentEvent + testkit.ContentEvent, big[:5], big[5:], runFinished}
 	r := &pieceReader{chunks: chunks, t: t}
 	sc := NewIdleScanner(r, 0)
 	r.sc = sc

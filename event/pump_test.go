@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -111,7 +112,7 @@ func TestPumpFlushesBorrowedFramesBeforeTheBufferMoves(t *testing.T) {
 // Pump returns, both errors nil, after the frame that ends a run, and goes
 // on where it stopped when called again.
 func TestPumpPausesAtTheEndOfARun(t *testing.T) {
-	l := &opLog{chunks: []string{runStarted + runFinished + contentEvent}}
+	l := &opLog{chunks: []string{runStarted + runFinished + testkit.ContentEvent}}
 	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, l)
 	sc := NewScanner(nil, 0)
 	if rerr, werr := st.Pump(sc, l); rerr != nil || werr != nil || st.Terminal != "RUN_FINISHED" || st.Events != 2 {
@@ -120,7 +121,7 @@ func TestPumpPausesAtTheEndOfARun(t *testing.T) {
 	if rerr, werr := st.Pump(sc, l); rerr != io.EOF || werr != nil || st.Events != 3 {
 		t.Fatalf("second Pump: %v, %v, %d events", rerr, werr, st.Events)
 	}
-	if l.out.String() != runStarted+runFinished+contentEvent {
+	if l.out.String() != runStarted+runFinished+testkit.ContentEvent {
 		t.Errorf("wrote %q", l.out.String())
 	}
 }
@@ -141,7 +142,7 @@ func (p *politeSource) Read(b []byte) (int, error) {
 // flushed what came before and lost nothing: called again once the
 // source has input, it goes on, a frame split across the wait whole.
 func TestPumpReturnsWhenAPolledSourceWouldBlock(t *testing.T) {
-	src := &politeSource{pending: []string{contentEvent + contentEvent[:20]}}
+	src := &politeSource{pending: []string{testkit.ContentEvent + testkit.ContentEvent[:20]}}
 	var out bytes.Buffer
 	l := &opLog{}
 	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &flushCounter{Writer: &out, log: l})
@@ -150,11 +151,11 @@ func TestPumpReturnsWhenAPolledSourceWouldBlock(t *testing.T) {
 	if rerr, werr := st.Pump(sc, src); rerr != ErrWouldBlock || werr != nil {
 		t.Fatalf("Pump returned %v, %v; want ErrWouldBlock", rerr, werr)
 	}
-	if out.String() != contentEvent || l.ops.String() != "ff" {
+	if out.String() != testkit.ContentEvent || l.ops.String() != "ff" {
 		t.Fatalf("before the wait: wrote %q, flushes %q", out.String(), l.ops.String())
 	}
-	src.pending = []string{contentEvent[20:]}
-	if rerr, _ := st.Pump(sc, src); rerr != ErrWouldBlock || out.String() != contentEvent+contentEvent {
+	src.pending = []string{testkit.ContentEvent[20:]}
+	if rerr, _ := st.Pump(sc, src); rerr != ErrWouldBlock || out.String() != testkit.ContentEvent+testkit.ContentEvent {
 		t.Fatalf("after the wait: %v, wrote %q", rerr, out.String())
 	}
 	if sc.buf != nil {
@@ -181,14 +182,14 @@ func (*failingSink) Flush() error { return errSinkGone }
 // writeErr, the source's as readErr.
 func TestPumpTellsTheSinksErrorFromTheSources(t *testing.T) {
 	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &failingSink{})
-	if rerr, werr := st.Pump(NewScanner(nil, 0), strings.NewReader(contentEvent)); rerr != nil || werr != errSinkGone {
+	if rerr, werr := st.Pump(NewScanner(nil, 0), strings.NewReader(testkit.ContentEvent)); rerr != nil || werr != errSinkGone {
 		t.Errorf("a failed flush: %v, %v", rerr, werr)
 	}
 	broken := errors.New("connection reset")
 	var out bytes.Buffer
 	st = (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &out)
-	src := io.MultiReader(strings.NewReader(contentEvent), iotest.ErrReader(broken))
-	if rerr, werr := st.Pump(NewScanner(nil, 0), src); rerr != broken || werr != nil || out.String() != contentEvent {
+	src := io.MultiReader(strings.NewReader(testkit.ContentEvent), iotest.ErrReader(broken))
+	if rerr, werr := st.Pump(NewScanner(nil, 0), src); rerr != broken || werr != nil || out.String() != testkit.ContentEvent {
 		t.Errorf("a broken source: %v, %v, wrote %q", rerr, werr, out.String())
 	}
 }

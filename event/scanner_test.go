@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -393,12 +394,12 @@ func (r *writesReader) Read(p []byte) (int, error) {
 // large frame, and shrinks back once reads stay small; frames are the same
 // whatever its size.
 func TestScannerBufferGrowsAndShrinks(t *testing.T) {
-	burst := strings.Repeat(contentEvent, 2000) // ~230 KiB in one go
+	burst := strings.Repeat(testkit.ContentEvent, 2000) // ~230 KiB in one go
 	large := "data: {\"type\":\"CUSTOM\",\"value\":\"" + strings.Repeat("v", 100<<10) + "\"}\n\n"
 	var chunks []string
 	chunks = append(chunks, burst, large)
 	for range smallReadsToShrink + 2 {
-		chunks = append(chunks, contentEvent)
+		chunks = append(chunks, testkit.ContentEvent)
 	}
 	sc := NewScanner(&writesReader{chunks: slices.Clone(chunks)}, 0)
 	if len(sc.buf) != baseSize {

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/relay/relaytest"
 	"github.com/agui-relay/agui-relay/rules"
@@ -128,14 +129,14 @@ func TestMetricsAfterKnownRuns(t *testing.T) {
 			http.Error(w, "no", 500)
 			return
 		}
-		relaytest.StreamHeaders(w)
-		relaytest.SSE(w, relaytest.ThinkingStream...)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, relaytest.ThinkingStream...)
 	}, func(r *relay.Relay) { r.Tap = m.Tap })
 
 	var reps []*relay.RunReport
 	for range 2 {
-		resp := h.Post("/agent", relaytest.MinimalInput)
-		if out := relaytest.ReadAll(t, resp); !strings.Contains(out, "REASONING_START") {
+		resp := h.Post("/agent", testkit.MinimalInput)
+		if out := testkit.ReadAll(t, resp); !strings.Contains(out, "REASONING_START") {
 			t.Fatalf("not translated:\n%s", out)
 		}
 		reps = append(reps, h.Report())
@@ -143,13 +144,13 @@ func TestMetricsAfterKnownRuns(t *testing.T) {
 	if resp := h.Post("/agent", `{"threadId":"t1","runId":"r2","protocolVersion":"1.0","messages":{}}`); resp.StatusCode != 400 {
 		t.Fatalf("malformed input: %d", resp.StatusCode)
 	} else {
-		relaytest.ReadAll(t, resp)
+		testkit.ReadAll(t, resp)
 	}
 	h.Report()
-	if resp := h.Post("/fail", relaytest.MinimalInput); resp.StatusCode != 500 {
+	if resp := h.Post("/fail", testkit.MinimalInput); resp.StatusCode != 500 {
 		t.Fatalf("failing producer: %d", resp.StatusCode)
 	} else {
-		relaytest.ReadAll(t, resp)
+		testkit.ReadAll(t, resp)
 	}
 	h.Report()
 
@@ -255,21 +256,21 @@ func TestMetricsAfterKnownRuns(t *testing.T) {
 func TestMetricsUpstreamErrors(t *testing.T) {
 	m := New(Options{NoRuntime: true})
 	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
-		relaytest.StreamHeaders(w)
-		relaytest.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 	}, func(r *relay.Relay) { r.Tap = m.Tap })
-	relaytest.ReadAll(t, h.Post("/agent", relaytest.MinimalInput))
+	testkit.ReadAll(t, h.Post("/agent", testkit.MinimalInput))
 	h.Report()
 
-	closed := relaytest.ClosedURL(t)
+	closed := testkit.ClosedURL(t)
 	h2 := relaytest.New(t, func(http.ResponseWriter, *http.Request) {}, func(r *relay.Relay) {
 		r.Upstream = closed
 		r.Tap = m.Tap
 	})
-	if resp := h2.Post("/agent", relaytest.MinimalInput); resp.StatusCode != 502 {
+	if resp := h2.Post("/agent", testkit.MinimalInput); resp.StatusCode != 502 {
 		t.Errorf("unreachable producer: %d", resp.StatusCode)
 	} else {
-		relaytest.ReadAll(t, resp)
+		testkit.ReadAll(t, resp)
 	}
 	h2.Report()
 
@@ -379,13 +380,13 @@ func TestQuietWarningsStillCount(t *testing.T) {
 	m := New(Options{})
 	core, logs := observer.New(zapcore.DebugLevel)
 	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
-		relaytest.StreamHeaders(w)
-		relaytest.SSE(w, relaytest.ThinkingStream...)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, relaytest.ThinkingStream...)
 	}, func(r *relay.Relay) {
 		r.Tap = m.Tap
 		r.Translator = &event.Translator{Observer: &relay.Observer{Log: zap.New(core), Quiet: true}}
 	})
-	relaytest.ReadAll(t, h.Post("/agent", relaytest.MinimalInput))
+	testkit.ReadAll(t, h.Post("/agent", testkit.MinimalInput))
 	h.Report()
 	fams := scrape(t, m)
 	if got := value(fams, "agui_relay_translations_total", "route=default", "step=thinking-to-reasoning",
@@ -403,16 +404,16 @@ func TestQuietWarningsStillCount(t *testing.T) {
 func TestConsumerRunsByLearnt(t *testing.T) {
 	m := New(Options{NoRuntime: true})
 	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
-		relaytest.StreamHeaders(w)
-		relaytest.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
 			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	}, func(r *relay.Relay) { r.Tap = m.Tap })
 	for _, in := range []string{
-		relaytest.MinimalInput, relaytest.MinimalInput, // declared 1.0
+		testkit.MinimalInput, testkit.MinimalInput, // declared 1.0
 		`{"threadId":"t1","runId":"r1","messages":[],"tools":[],"context":[]}`, // undeclared: 0.0.59, inferred
 		`{"threadId":"t1","runId":"r1","messages":`,                            // not JSON: refused unread
 	} {
-		relaytest.ReadAll(t, h.Post("/agent", in))
+		testkit.ReadAll(t, h.Post("/agent", in))
 		h.Report()
 	}
 	fams := scrape(t, m)
@@ -437,19 +438,19 @@ func TestUntranslatedRunsAreCounted(t *testing.T) {
 			io.WriteString(w, "\x00\x00\x00\x02\x08\x0b")
 			return
 		}
-		relaytest.StreamHeaders(w)
-		relaytest.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
 			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	}, func(r *relay.Relay) { r.Tap = m.Tap })
 	for _, accept := range []string{"application/vnd.ag-ui.event+proto", "*/*"} {
-		req, _ := http.NewRequest("POST", h.URL+"/agent", strings.NewReader(relaytest.MinimalInput))
+		req, _ := http.NewRequest("POST", h.URL+"/agent", strings.NewReader(testkit.MinimalInput))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", accept)
 		resp, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		relaytest.ReadAll(t, resp)
+		testkit.ReadAll(t, resp)
 		h.Report()
 	}
 	fams := scrape(t, m)

@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
@@ -77,13 +78,13 @@ func TestRecordingOfALiveRun(t *testing.T) {
 			rc := &Recorder{Dir: dir, Redact: redact}
 			m := metrics.New(metrics.Options{NoRuntime: true})
 			h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
-				relaytest.StreamHeaders(w)
-				relaytest.SSE(w, relaytest.ThinkingStream...)
+				testkit.StreamHeaders(w)
+				testkit.SSE(w, relaytest.ThinkingStream...)
 			}, func(r *relay.Relay) {
 				r.Tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(m.Tap(rep), rc.Tap(rep)) }
 			})
 			input := `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[{"id":"u1","role":"user","content":"Weather in Lisbon?"}],"forwardedProps":{"secret":"s3cr3t"}}`
-			live := relaytest.ReadAll(t, h.Post("/agent", input))
+			live := testkit.ReadAll(t, h.Post("/agent", input))
 			rep := h.Report()
 			rc.Close()
 
@@ -162,7 +163,7 @@ func TestRecordingOfRunsWithoutAStream(t *testing.T) {
 		http.Error(w, "no", 500)
 	}, func(r *relay.Relay) { r.Tap = rc.Tap })
 	bad := `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":{}}`
-	relaytest.ReadAll(t, h.Post("/agent", bad))
+	testkit.ReadAll(t, h.Post("/agent", bad))
 	h.Report()
 	rc.Close()
 	_, files, meta := recordedRun(t, dir)
@@ -177,7 +178,7 @@ func TestRecordingOfRunsWithoutAStream(t *testing.T) {
 	dir2 := t.TempDir()
 	rc2 := &Recorder{Dir: dir2}
 	h2 := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 500) }, func(r *relay.Relay) { r.Tap = rc2.Tap })
-	relaytest.ReadAll(t, h2.Post("/agent", relaytest.MinimalInput))
+	testkit.ReadAll(t, h2.Post("/agent", testkit.MinimalInput))
 	h2.Report()
 	rc2.Close()
 	_, files, meta = recordedRun(t, dir2)
@@ -192,10 +193,10 @@ func TestRecordingLimits(t *testing.T) {
 	dir := t.TempDir()
 	rc := &Recorder{Dir: dir, MaxBytes: 300}
 	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
-		relaytest.StreamHeaders(w)
-		relaytest.SSE(w, relaytest.ThinkingStream...)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, relaytest.ThinkingStream...)
 	}, func(r *relay.Relay) { r.Tap = rc.Tap })
-	live := relaytest.ReadAll(t, h.Post("/agent", relaytest.MinimalInput))
+	live := testkit.ReadAll(t, h.Post("/agent", testkit.MinimalInput))
 	h.Report()
 	rc.Close()
 	_, files, meta := recordedRun(t, dir)
@@ -212,7 +213,7 @@ func TestRecordingLimits(t *testing.T) {
 		t.Errorf("cut recording: %d bytes, truncated %q, notes %q", total, meta.Truncated, meta.Notes)
 	}
 	tap := rc.Tap(&relay.RunReport{Start: time.Now()})
-	tap.Received([]byte(relaytest.MinimalInput))
+	tap.Received([]byte(testkit.MinimalInput))
 	tap.End(&relay.RunReport{RunID: "late"})
 	if s := rc.Stats(); s != (RecorderStats{Written: 1, Dropped: 1}) {
 		t.Errorf("stats %+v", s)
@@ -262,17 +263,17 @@ func TestRedactJSON(t *testing.T) {
 // version of the run and how it was learnt.
 func TestRecordingSaysHowTheConsumerWasLearnt(t *testing.T) {
 	for input, want := range map[string][2]string{
-		relaytest.MinimalInput: {"1.0", "declared"},
+		testkit.MinimalInput: {"1.0", "declared"},
 		`{"threadId":"t1","runId":"r1","messages":[],"tools":[],"context":[]}`: {"0.0.59", "inferred"},
 	} {
 		dir := t.TempDir()
 		rc := &Recorder{Dir: dir}
 		h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
-			relaytest.StreamHeaders(w)
-			relaytest.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+			testkit.StreamHeaders(w)
+			testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
 				`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 		}, func(r *relay.Relay) { r.Tap = rc.Tap })
-		relaytest.ReadAll(t, h.Post("/agent", input))
+		testkit.ReadAll(t, h.Post("/agent", input))
 		h.Report()
 		rc.Close()
 		_, _, meta := recordedRun(t, dir)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 func TestAcceptsEventStream(t *testing.T) {
@@ -45,8 +47,8 @@ func TestRunAsksForAnEventStream(t *testing.T) {
 	asked := make(chan string, 1)
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		asked <- strings.Join(r.Header.Values("Accept"), " | ")
-		streamHeaders(w)
-		sse(w, runStarted, runFinished)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, runStarted, runFinished)
 	}, nil)
 	for _, tc := range []struct {
 		accept []string // nil: no Accept header
@@ -60,7 +62,7 @@ func TestRunAsksForAnEventStream(t *testing.T) {
 		{[]string{"application/vnd.ag-ui.event+proto"}, "application/vnd.ag-ui.event+proto"},
 		{[]string{"application/vnd.ag-ui.event+proto", "application/json"}, "application/vnd.ag-ui.event+proto | application/json"},
 	} {
-		req, _ := http.NewRequest("POST", h.url+"/agent", strings.NewReader(minimalInput))
+		req, _ := http.NewRequest("POST", h.url+"/agent", strings.NewReader(testkit.MinimalInput))
 		req.Header.Set("Content-Type", "application/json")
 		for _, a := range tc.accept {
 			req.Header.Add("Accept", a)
@@ -89,14 +91,14 @@ func TestProtobufOnlyConsumerGetsTheAnswerUntouched(t *testing.T) {
 		w.WriteHeader(200)
 		io.WriteString(w, body)
 	}, nil)
-	req, _ := http.NewRequest("POST", h.url+"/agent", strings.NewReader(minimalInput))
+	req, _ := http.NewRequest("POST", h.url+"/agent", strings.NewReader(testkit.MinimalInput))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/vnd.ag-ui.event+proto")
 	resp, err := h.consumer.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := readAll(t, resp)
+	got := testkit.ReadAll(t, resp)
 	rep := h.report()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/vnd.ag-ui.event+proto" || got != body {
 		t.Errorf("consumer got %d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), got)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // A request whose head ends a line in a bare LF is answered 400 at once,
@@ -45,7 +47,7 @@ func TestBareLFRequestHeadsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	c.SetDeadline(time.Now().Add(testkit.Liveness)) //nolint:errcheck
 	pretty := "{\n  \"threadId\": \"t1\",\n  \"runId\": \"r1\",\n  \"messages\": [],\n  \"protocolVersion\": \"1.0\"\n}"
 	io.WriteString(c, "POST /run HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(pretty))+"\r\n\r\n"+pretty)
 	br := bufio.NewReader(c)

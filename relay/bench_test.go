@@ -2,7 +2,6 @@ package relay
 
 import (
 	"bytes"
-	"io"
 	"testing"
 	"time"
 
@@ -11,44 +10,16 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
 )
 
-// contentEvent is the hot path: most events of a real stream are text
-// deltas that need no translation.
-const contentEvent = `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-1","delta":"The quick brown fox jumps over the lazy dog. "}` + "\n\n"
-
-// canonicalFrame is event (one "data: ...\n\n" frame) as the scanner
-// gives it when it needs no normalising.
+// canonicalFrame is ev (one "data: ...\n\n" frame) as the scanner gives
+// it when it needs no normalising.
 func canonicalFrame(ev string) *event.Frame {
-	return &event.Frame{Raw: []byte(ev), Data: []byte(ev[6 : len(ev)-2]), Canonical: true}
-}
-
-// pumpAll pumps src through st, as a stream does, until src ends (at the
-// end of its input or on an error).
-func pumpAll(tb testing.TB, st *event.Stream, src io.Reader) {
-	tb.Helper()
-	sc := event.NewScanner(nil, 0)
-	for {
-		rerr, werr := st.Pump(sc, src)
-		if werr != nil {
-			tb.Fatal(werr)
-		}
-		if rerr != nil {
-			return
-		}
-	}
-}
-
-func benchStream(n int, frame string) []byte {
-	var b bytes.Buffer
-	b.WriteString(`data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n")
-	for i := 0; i < n; i++ {
-		b.WriteString(frame)
-	}
-	b.WriteString(`data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}` + "\n\n")
-	return b.Bytes()
+	raw, data := testkit.CanonicalFrame(ev)
+	return &event.Frame{Raw: raw, Data: data, Canonical: true}
 }
 
 func TestObserverLogsLossyTranslations(t *testing.T) {
@@ -87,7 +58,7 @@ func TestObserverLogsLossyTranslations(t *testing.T) {
 // stream really has: the consumer's chunked writer, flushed by Pump before
 // each read.
 func BenchmarkPumpPassThrough(b *testing.B) {
-	in := benchStream(1000, contentEvent)
+	in := testkit.BenchStream(1000, testkit.ContentEvent)
 	t := &event.Translator{}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
@@ -98,7 +69,7 @@ func BenchmarkPumpPassThrough(b *testing.B) {
 		c.wrote.Reset()
 		cw := newConsumerWriter(c, true, time.Minute)
 		st := t.NewStream(negotiate.Current, negotiate.Version{}, &cw.ChunkWriter)
-		pumpAll(b, st, r)
+		testkit.PumpAll(b, st, event.NewScanner(nil, 0), r)
 		if err := cw.End(); err != nil {
 			b.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // The producer's chunk size lines are read per RFC 9112 over a real
@@ -30,14 +32,14 @@ func TestChunkSizeLinesFollowRFC9112(t *testing.T) {
 		{"a tab, no extension", "\t", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			upstream := rawProducer(t, func(c net.Conn) {
+			upstream := testkit.RawProducer(t, func(c net.Conn) {
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
 					strconv.FormatInt(int64(len(events)), 16)+tc.sizeSuffix+"\r\n"+events+"\r\n0\r\n\r\n")
 			})
 			reports := make(chan *RunReport, 2)
 			addr, _ := rawRelay(t, upstream, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c })
-			c := dialConsumer(t, addr)
-			sendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
+			c := testkit.DialConsumer(t, addr)
+			testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil {
 				t.Fatal(err)

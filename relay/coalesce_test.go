@@ -7,11 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"go.uber.org/zap"
 )
 
@@ -31,49 +31,6 @@ func (l *capturingListener) Accept() (net.Conn, error) {
 		l.mu.Unlock()
 	}
 	return c, err
-}
-
-// acceptEach listens on a loopback port for as long as the test runs and
-// hands every connection to handle on a goroutine of its own, closing it when
-// handle returns. It returns the listener's http:// URL.
-func acceptEach(t *testing.T, handle func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
-}
-
-// rawProducer answers each request on its connection with answer(w),
-// written straight to the socket, so that the test decides what arrives
-// together.
-func rawProducer(t *testing.T, answer func(c net.Conn)) string {
-	t.Helper()
-	return acceptEach(t, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			io.Copy(io.Discard, req.Body) //nolint:errcheck
-			answer(c)
-		}
-	})
 }
 
 // coalescingRelay serves a relay in front of upstream and returns its
@@ -117,34 +74,11 @@ const shortRunEvents = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t1\",\"ru
 	"data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m1\"}\n\n" +
 	"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\"}\n\n"
 
-// dialConsumer connects to the relay at addr as a consumer, for the rest
-// of the test, with reads and writes bounded by liveness.
-func dialConsumer(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
-	return c
-}
-
 // postRaw sends a run's request on c and returns a reader of the answer.
 func postRaw(t *testing.T, c net.Conn) *bufio.Reader {
 	t.Helper()
-	sendRun(t, c, minimalInput)
+	testkit.SendRun(t, c, testkit.MinimalInput)
 	return bufio.NewReader(c)
-}
-
-// sendRun writes a run's request with input on c.
-func sendRun(t *testing.T, c net.Conn, input string) {
-	t.Helper()
-	req := "POST / HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: " +
-		strconv.Itoa(len(input)) + "\r\n\r\n" + input
-	if _, err := io.WriteString(c, req); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // A short run whose whole answer the producer sent at once is answered
@@ -152,11 +86,11 @@ func sendRun(t *testing.T, c net.Conn, input string) {
 // it took three (the head, the chunk, the end), each a segment the
 // consumer's kernel and reader handle.
 func TestWholeShortAnswerGoesOutInOneWrite(t *testing.T) {
-	upstream := rawProducer(t, func(c net.Conn) {
+	upstream := testkit.RawProducer(t, func(c net.Conn) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
 	})
 	addr, ln, reports := coalescingRelay(t, upstream)
-	c := dialConsumer(t, addr)
+	c := testkit.DialConsumer(t, addr)
 	resp, err := http.ReadResponse(postRaw(t, c), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +104,7 @@ func TestWholeShortAnswerGoesOutInOneWrite(t *testing.T) {
 	}
 	select {
 	case <-reports: // the stream has ended: every write is made
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("no run report")
 	}
 	ln.mu.Lock()
@@ -195,16 +129,16 @@ func TestWholeShortAnswerGoesOutInOneWrite(t *testing.T) {
 // reach the consumer before its first event.
 func TestHeadGoesOutBeforeLateEvents(t *testing.T) {
 	headSeen := make(chan struct{})
-	upstream := rawProducer(t, func(c net.Conn) {
+	upstream := testkit.RawProducer(t, func(c net.Conn) {
 		io.WriteString(c, streamHead+"\r\n") //nolint:errcheck
 		select {
 		case <-headSeen:
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 		}
 		io.WriteString(c, chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
 	})
 	addr, _, _ := coalescingRelay(t, upstream)
-	c := dialConsumer(t, addr)
+	c := testkit.DialConsumer(t, addr)
 	resp, err := http.ReadResponse(postRaw(t, c), nil)
 	if err != nil {
 		t.Fatalf("no head while the producer waits: %v", err)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -59,10 +60,10 @@ func TestConsumerVersionIsLearnt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-				streamHeaders(w)
-				sse(w, newAgentStream)
+				testkit.StreamHeaders(w)
+				testkit.SSE(w, newAgentStream)
 			}, func(r *Relay) { r.ConsumerVersion = tc.configured })
-			got := readAll(t, h.post("/agent", tc.input))
+			got := testkit.ReadAll(t, h.post("/agent", tc.input))
 			rep := h.report()
 			if rep.Consumer.String() != tc.consumer || rep.ConsumerLearnt.String() != tc.learnt {
 				t.Errorf("report: consumer %s learnt %q, want %s %s", rep.Consumer, rep.ConsumerLearnt, tc.consumer, tc.learnt)
@@ -109,9 +110,9 @@ func TestUndeclaredConsumerInputIsUpgraded(t *testing.T) {
 		`"tools":[{"name":"t","description":"d","parameters":null}],"context":[],"forwardedProps":` + props + `}`
 	resp := h.post("/agent", in)
 	if resp.StatusCode != 200 {
-		t.Fatalf("status %d: %s", resp.StatusCode, readAll(t, resp))
+		t.Fatalf("status %d: %s", resp.StatusCode, testkit.ReadAll(t, resp))
 	}
-	readAll(t, resp)
+	testkit.ReadAll(t, resp)
 	b := <-got
 	if rep := h.report(); rep.ConsumerLearnt != negotiate.Inferred {
 		t.Errorf("learnt %q", rep.ConsumerLearnt)
@@ -160,7 +161,7 @@ func TestUndeclaredMinimalInputIsServed(t *testing.T) {
 	contacted := make(chan string, 1)
 	h := newHarness(t, bodiesTo(contacted), nil)
 	resp := h.post("/agent", `{"threadId":"t1","runId":"r1","messages":[]}`)
-	readAll(t, resp)
+	testkit.ReadAll(t, resp)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 const pageOrigin = "http://page.example:3000"
@@ -84,7 +86,7 @@ func (h *harness) preflight(origin string, header ...string) *http.Response {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	readAll(h.t, resp)
+	testkit.ReadAll(h.t, resp)
 	return resp
 }
 
@@ -162,7 +164,7 @@ func TestCORSPreflightIsAnsweredByTheRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readAll(t, resp)
+	testkit.ReadAll(t, resp)
 	wantHeader(t, resp, "Access-Control-Allow-Origin", pageOrigin)
 	if contacted.Load() != 1 {
 		t.Errorf("a plain OPTIONS did not reach the producer")
@@ -183,21 +185,21 @@ func TestCORSAnyHeaderAndMethodEchoTheRequest(t *testing.T) {
 
 func TestCORSAnyOrigin(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
 			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	}, func(r *Relay) {
 		r.CORS = mustCORS(t, CORSOptions{AllowOrigins: []string{"*"}, ExposeHeaders: []string{"*"}})
 	})
 	resp := h.preflight("https://anywhere.example")
 	wantHeader(t, resp, "Access-Control-Allow-Origin", "*")
-	resp = h.post("/agent", minimalInput, "Origin", "https://anywhere.example")
-	readAll(t, resp)
+	resp = h.post("/agent", testkit.MinimalInput, "Origin", "https://anywhere.example")
+	testkit.ReadAll(t, resp)
 	wantHeader(t, resp, "Access-Control-Allow-Origin", "*")
 	wantHeader(t, resp, "Access-Control-Expose-Headers", "*")
 	// Without Origin (not a browser's cross-origin request): no policy.
-	resp = h.post("/agent", minimalInput)
-	readAll(t, resp)
+	resp = h.post("/agent", testkit.MinimalInput)
+	testkit.ReadAll(t, resp)
 	wantHeader(t, resp, "Access-Control-Allow-Origin", "")
 }
 
@@ -216,8 +218,8 @@ func TestCORSHeadersOnEveryAnswer(t *testing.T) {
 		w.Header().Set("Vary", "Accept-Encoding")
 		switch r.URL.Path {
 		case "/agent":
-			streamHeaders(w)
-			sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+			testkit.StreamHeaders(w)
+			testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
 				`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 		case "/capabilities":
 			w.Header().Set("Content-Type", "application/json")
@@ -253,7 +255,7 @@ func TestCORSHeadersOnEveryAnswer(t *testing.T) {
 
 	wantPolicy := func(name string, resp *http.Response, status int) {
 		t.Helper()
-		body := readAll(t, resp)
+		body := testkit.ReadAll(t, resp)
 		if resp.StatusCode != status {
 			t.Errorf("%s: status %d, want %d: %s", name, resp.StatusCode, status, body)
 		}
@@ -266,7 +268,7 @@ func TestCORSHeadersOnEveryAnswer(t *testing.T) {
 	}
 	origin := []string{"Origin", pageOrigin}
 
-	resp := h.post("/agent", minimalInput, origin...)
+	resp := h.post("/agent", testkit.MinimalInput, origin...)
 	wantPolicy("stream", resp, 200)
 	if !varyNames(resp, "Accept-Encoding") {
 		t.Errorf("stream: the producer's Vary is lost: %q", resp.Header.Values("Vary"))
@@ -281,7 +283,7 @@ func TestCORSHeadersOnEveryAnswer(t *testing.T) {
 	}
 	wantPolicy("proxied", resp, 200)
 
-	resp = h.post("/broken", minimalInput, origin...)
+	resp = h.post("/broken", testkit.MinimalInput, origin...)
 	wantPolicy("producer's 500", resp, 500)
 	h.report()
 
@@ -292,23 +294,23 @@ func TestCORSHeadersOnEveryAnswer(t *testing.T) {
 	resp = h.post("/agent", `{"pad":"`+strings.Repeat("x", 300)+`"}`, origin...)
 	wantPolicy("413", resp, 413)
 
-	resp = unreachable.post("/agent", minimalInput, origin...)
+	resp = unreachable.post("/agent", testkit.MinimalInput, origin...)
 	wantPolicy("502", resp, 502)
 
-	resp = silent.post("/agent", minimalInput, origin...)
+	resp = silent.post("/agent", testkit.MinimalInput, origin...)
 	wantPolicy("504", resp, 504)
 
 	// 503: the one connection to the producer is held by a run.
 	go func() {
-		resp := h.post("/hold", minimalInput, origin...)
+		resp := h.post("/hold", testkit.MinimalInput, origin...)
 		resp.Body.Close()
 	}()
 	select {
 	case <-held:
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("the first run did not reach the producer")
 	}
-	resp = h.post("/agent", minimalInput, origin...)
+	resp = h.post("/agent", testkit.MinimalInput, origin...)
 	wantPolicy("503", resp, 503)
 }
 
@@ -327,8 +329,8 @@ func TestNoCORSPassesTheProducersThrough(t *testing.T) {
 			w.WriteHeader(204)
 			return
 		}
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
 			`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	}, nil)
 	resp := h.preflight(pageOrigin)
@@ -340,14 +342,14 @@ func TestNoCORSPassesTheProducersThrough(t *testing.T) {
 	wantHeader(t, resp, "Access-Control-Allow-Headers", "content-type")
 	wantHeader(t, resp, "Vary", "Origin")
 
-	resp = h.post("/agent", minimalInput, "Origin", pageOrigin)
-	readAll(t, resp)
+	resp = h.post("/agent", testkit.MinimalInput, "Origin", pageOrigin)
+	testkit.ReadAll(t, resp)
 	wantHeader(t, resp, "Access-Control-Allow-Origin", pageOrigin)
 	wantHeader(t, resp, "Vary", "Origin")
 	h.report()
 
 	resp = h.post("/agent", `{"messages":"none"}`, "Origin", pageOrigin)
-	readAll(t, resp)
+	testkit.ReadAll(t, resp)
 	if resp.StatusCode != 400 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
@@ -383,7 +385,7 @@ func TestRouterProblemsCarryTheRoutesCORS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		readAll(t, resp)
+		testkit.ReadAll(t, resp)
 		if resp.StatusCode != 413 {
 			t.Errorf("%s: status %d", c.path, resp.StatusCode)
 		}
@@ -394,13 +396,13 @@ func TestRouterProblemsCarryTheRoutesCORS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+		conn.SetDeadline(time.Now().Add(testkit.Liveness)) //nolint:errcheck
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: relay\r\nOrigin: %s\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n", c.path, pageOrigin)
 		resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		readAll(t, resp)
+		testkit.ReadAll(t, resp)
 		conn.Close()
 		if resp.StatusCode != 413 {
 			t.Errorf("%s, Expect: 100-continue: status %d", c.path, resp.StatusCode)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // A request that sends Expect: 100-continue with a Content-Length over the
@@ -41,7 +43,7 @@ func TestExpectContinueOverTheLimitIs413BeforeTheUpload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+		c.SetDeadline(time.Now().Add(testkit.Liveness)) //nolint:errcheck
 		io.WriteString(c, "POST "+tc.path+" HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: "+
 			strconv.Itoa(tc.length)+"\r\n\r\n")
 		br := bufio.NewReader(c)

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // The faults of issue #7 that relay_test.go does not cover already
@@ -46,8 +48,8 @@ func TestNonEventStreamAnswerPassesThrough(t *testing.T) {
 				w.WriteHeader(200)
 				io.WriteString(w, tc.body)
 			}, nil)
-			resp := h.post("/agent", minimalInput)
-			if got := readAll(t, resp); resp.StatusCode != 200 || got != tc.body {
+			resp := h.post("/agent", testkit.MinimalInput)
+			if got := testkit.ReadAll(t, resp); resp.StatusCode != 200 || got != tc.body {
 				t.Errorf("status %d, body %q", resp.StatusCode, got)
 			}
 			if got := strings.Join(resp.Header.Values("Content-Type"), ", "); got != tc.ct {
@@ -96,10 +98,10 @@ func TestGzipAnswerIsDecoded(t *testing.T) {
 		case <-r.Context().Done():
 			return
 		}
-		io.WriteString(zw, unusual)
+		io.WriteString(zw, testkit.Unusual)
 		zw.Close()
 	}, nil)
-	resp := h.post("/agent", minimalInput, "Accept-Encoding", "gzip")
+	resp := h.post("/agent", testkit.MinimalInput, "Accept-Encoding", "gzip")
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" {
 		t.Errorf("consumer got Content-Encoding %q", ce)
 	}
@@ -111,7 +113,7 @@ func TestGzipAnswerIsDecoded(t *testing.T) {
 	close(next)
 	rest, err := io.ReadAll(br)
 	resp.Body.Close()
-	if err != nil || string(rest) != "\n"+unusual {
+	if err != nil || string(rest) != "\n"+testkit.Unusual {
 		t.Fatalf("rest %q, %v", rest, err)
 	}
 	if rep := h.report(); rep.Abort != "" || rep.Terminal != "RUN_FINISHED" {
@@ -134,7 +136,7 @@ func TestGzipAnswerCutOffEndsWithRunError(t *testing.T) {
 		rw.Write(cut)
 		rw.Flush()
 	}, nil)
-	got := readAll(t, h.post("/agent", minimalInput))
+	got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 	if !strings.HasPrefix(got, runStarted) {
 		t.Fatalf("stream %q", got)
 	}
@@ -153,8 +155,8 @@ func TestUnknownContentEncodingPassesThrough(t *testing.T) {
 		w.WriteHeader(200)
 		io.WriteString(w, body)
 	}, nil)
-	resp := h.post("/agent", minimalInput)
-	if got := readAll(t, resp); got != body || resp.Header.Get("Content-Encoding") != "br" {
+	resp := h.post("/agent", testkit.MinimalInput)
+	if got := testkit.ReadAll(t, resp); got != body || resp.Header.Get("Content-Encoding") != "br" {
 		t.Errorf("body %q, headers %v", got, resp.Header)
 	}
 	h.report()
@@ -195,15 +197,15 @@ func TestNotJSONFrameIsRelayedUntouched(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.started + strings.Join(notJSON, "") + runFinished
 			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-				streamHeaders(w)
-				sse(w, in)
+				testkit.StreamHeaders(w)
+				testkit.SSE(w, in)
 			}, nil)
 			input := `{"threadId":"t1","runId":"r1","messages":[],"tools":[],"context":[],"protocolVersion":` + tc.consumer + `}`
 			resp := h.post("/agent", input)
 			if resp.StatusCode != 200 {
-				t.Fatalf("status %d: %s", resp.StatusCode, readAll(t, resp))
+				t.Fatalf("status %d: %s", resp.StatusCode, testkit.ReadAll(t, resp))
 			}
-			got := readAll(t, resp)
+			got := testkit.ReadAll(t, resp)
 			pos := 0
 			for _, f := range notJSON {
 				i := strings.Index(got[pos:], f)
@@ -236,10 +238,10 @@ func TestNotJSONFrameIsRelayedUntouched(t *testing.T) {
 // as it was, without a terminal event, and logged.
 func TestCleanCloseWithoutRunIsLogged(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, ": nothing to say\n\n")
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, ": nothing to say\n\n")
 	}, nil)
-	if got := readAll(t, h.post("/agent", minimalInput)); got != ": nothing to say\n\n" {
+	if got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput)); got != ": nothing to say\n\n" {
 		t.Fatalf("stream %q", got)
 	}
 	if rep := h.report(); rep.Terminal != "" || rep.Abort != "" || rep.Runs != 0 {
@@ -261,8 +263,8 @@ func TestConsumersGoneReleaseEverything(t *testing.T) {
 	var mu sync.Mutex
 	var cancelledAt []time.Time
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, runStarted)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, runStarted)
 		<-r.Context().Done() // silent until the relay closes the connection
 		mu.Lock()
 		cancelledAt = append(cancelledAt, time.Now())
@@ -275,7 +277,7 @@ func TestConsumersGoneReleaseEverything(t *testing.T) {
 		mu.Unlock()
 		bodies := make([]io.ReadCloser, n)
 		for i := range bodies {
-			resp := h.post("/agent", minimalInput)
+			resp := h.post("/agent", testkit.MinimalInput)
 			if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
 				t.Fatalf("first line %q, %v", line, err)
 			}
@@ -293,7 +295,7 @@ func TestConsumersGoneReleaseEverything(t *testing.T) {
 				t.Errorf("report %+v", rep)
 			}
 		}
-		deadline := time.Now().Add(liveness)
+		deadline := time.Now().Add(testkit.Liveness)
 		for {
 			mu.Lock()
 			c := len(cancelledAt)
@@ -361,8 +363,8 @@ func TestSlowConsumerSlowsTheProducer(t *testing.T) {
 	pad := strings.Repeat("p", 1024-64)
 	var written atomic.Int64
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, runStarted)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, runStarted)
 		for i := range events {
 			f := `data: {"type":"CUSTOM","name":"seq","value":` + strconv.Itoa(i) + `,"pad":"` + pad + `"}` + "\n\n"
 			if _, err := io.WriteString(w, f); err != nil {
@@ -371,18 +373,18 @@ func TestSlowConsumerSlowsTheProducer(t *testing.T) {
 			w.(http.Flusher).Flush()
 			written.Add(int64(len(f)))
 		}
-		sse(w, runFinished)
+		testkit.SSE(w, runFinished)
 	}, nil)
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	conn := dialSmallWindow(t, strings.TrimPrefix(h.url, "http://"))
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /agent HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(minimalInput), minimalInput)
+	fmt.Fprintf(conn, "POST /agent HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(testkit.MinimalInput), testkit.MinimalInput)
 
 	// Not reading: wait for the producer to stall.
 	var last int64 = -1
-	deadline := time.Now().Add(liveness)
+	deadline := time.Now().Add(testkit.Liveness)
 	for {
 		time.Sleep(300 * time.Millisecond)
 		now := written.Load()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 )
@@ -37,13 +38,13 @@ func handleOnServer(t *testing.T, keepHijacked bool) {
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n"
 	read := make(chan struct{}, 1) // the consumer read the first event
 	producer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, first)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, first)
 		select { // a pause: the producer waits for the consumer
 		case <-read:
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 		}
-		sse(w, rest)
+		testkit.SSE(w, rest)
 	}))
 	defer producer.Close()
 	attempts := noParking{make(chan struct{}, 16)}
@@ -91,7 +92,7 @@ func handleOnServer(t *testing.T, keepHijacked bool) {
 			if rep.Abort != "" || rep.Events != 5 {
 				t.Errorf("run %d: report: abort %q, %d events", run, rep.Abort, rep.Events)
 			}
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 			t.Fatalf("run %d: no report", run)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // goroutineID is the running goroutine's number, from its stack's header.
@@ -29,12 +31,12 @@ func goroutineID() int {
 // answers it, also after a request answered without a stream (a refused
 // input), instead of a new goroutine per run growing its stack again.
 func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
-	upstream := rawProducer(t, func(c net.Conn) {
+	upstream := testkit.RawProducer(t, func(c net.Conn) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
 	})
 	ran := make(chan int, 8)
 	addr, _ := rawRelay(t, upstream, func(*RunReport) { ran <- goroutineID() })
-	c := dialConsumer(t, addr)
+	c := testkit.DialConsumer(t, addr)
 	br := bufio.NewReader(c)
 	answer := func(wantStatus int) {
 		t.Helper()
@@ -51,8 +53,8 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 		}
 	}
 	var ids []int
-	for i, input := range []string{minimalInput, minimalInput, `{"threadId":1}`, minimalInput, minimalInput} {
-		sendRun(t, c, input)
+	for i, input := range []string{testkit.MinimalInput, testkit.MinimalInput, `{"threadId":1}`, testkit.MinimalInput, testkit.MinimalInput} {
+		testkit.SendRun(t, c, input)
 		if i == 2 {
 			answer(400)
 			continue
@@ -61,7 +63,7 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 		select {
 		case id := <-ran:
 			ids = append(ids, id)
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 			t.Fatal("no run report")
 		}
 	}
@@ -76,11 +78,11 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 // then carries the connection's next runs.
 func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	pk := signalParker{testPoller(t), make(chan struct{}, 16)}
-	upstream := rawProducer(t, func(c net.Conn) {
+	upstream := testkit.RawProducer(t, func(c net.Conn) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents[:len(shortRunEvents)/2])) //nolint:errcheck
 		select {
 		case <-pk.parked: // the stream parks
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 			t.Error("the stream did not park")
 		}
 		io.WriteString(c, chunk(shortRunEvents[len(shortRunEvents)/2:])+"0\r\n\r\n") //nolint:errcheck
@@ -88,10 +90,10 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	parked := make(chan bool, 4)
 	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- goroutinesIn("relay.(*relayedStream).resume") > 0 },
 		func(r *Relay) { r.parkAfter, r.streamPoller = time.Millisecond, pk })
-	c := dialConsumer(t, addr)
+	c := testkit.DialConsumer(t, addr)
 	br := bufio.NewReader(c)
 	for range 3 {
-		sendRun(t, c, minimalInput)
+		testkit.SendRun(t, c, testkit.MinimalInput)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +107,7 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 			if !p {
 				t.Fatal("the stream did not park and resume")
 			}
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 			t.Fatal("no run report")
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -89,23 +90,23 @@ func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
 	t.Cleanup(closeAll) // before the relay's shutdown, should a request be left waiting
 	think := `{"threadId":"t1","runId":"think","messages":[],"protocolVersion":"1.0"}`
 	for i := range 4 { // twice the cap: each abandoned request must free its connection
-		c := dialConsumer(t, addr)
-		sendRun(t, c, think)
+		c := testkit.DialConsumer(t, addr)
+		testkit.SendRun(t, c, think)
 		select {
 		case <-waiting:
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 			t.Fatalf("abandoned run %d: the producer never got the request", i)
 		}
 		c.Close()
 		select {
 		case <-closed:
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 			t.Fatalf("abandoned run %d: the producer's connection stays open after the consumer left", i)
 		}
 		var rep *RunReport
 		select {
 		case rep = <-reports:
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 			t.Fatalf("abandoned run %d: no report", i)
 		}
 		if rep.Abort != "consumer_gone" || rep.Terminal != "" || rep.RunID != "think" {
@@ -119,8 +120,8 @@ func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
 	}
 
 	// The cap of 2 is free: a real run is served.
-	c := dialConsumer(t, addr)
-	sendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
+	c := testkit.DialConsumer(t, addr)
+	testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -184,11 +185,11 @@ func TestHalfClosedConsumerIsGone(t *testing.T) {
 		r.Client = NewClient(ClientOptions{FirstByteTimeout: time.Hour})
 	})
 	t.Cleanup(closeAll)
-	c := dialConsumer(t, addr)
-	sendRun(t, c, `{"threadId":"t1","runId":"think","messages":[],"protocolVersion":"1.0"}`)
+	c := testkit.DialConsumer(t, addr)
+	testkit.SendRun(t, c, `{"threadId":"t1","runId":"think","messages":[],"protocolVersion":"1.0"}`)
 	select {
 	case <-waiting:
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("the producer never got the request")
 	}
 	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
@@ -196,7 +197,7 @@ func TestHalfClosedConsumerIsGone(t *testing.T) {
 	}
 	select {
 	case <-closed:
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("the producer's request goes on for a half-closed consumer")
 	}
 	if rep := <-reports; rep.Abort != "consumer_gone" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/wire"
 
 	"github.com/agui-relay/agui-relay/event"
@@ -26,7 +27,7 @@ func TestPassThroughToConnectionDoesNotAllocate(t *testing.T) {
 		}
 	})
 	t.Run("socket", func(t *testing.T) {
-		relaySide, consumerSide := tcpPair(t)
+		relaySide, consumerSide := testkit.TCPPair(t)
 		go io.Copy(io.Discard, consumerSide) //nolint:errcheck // ends with the test's cleanup
 		cw := newConsumerWriter(relaySide, true, time.Minute)
 		if _, ok := cw.Conn().(*socketConn); wire.CanPoll && !ok {
@@ -39,7 +40,7 @@ func TestPassThroughToConnectionDoesNotAllocate(t *testing.T) {
 func passThroughDoesNotAllocate(t *testing.T, cw *consumerWriter, reset func()) {
 	st := (&event.Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &cw.ChunkWriter)
 	startRun(t, st)
-	f := canonicalFrame(contentEvent)
+	f := canonicalFrame(testkit.ContentEvent)
 	if n := testing.AllocsPerRun(1000, func() {
 		if err := st.Frame(f); err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/valyala/fasthttp"
 )
 
@@ -27,8 +28,8 @@ func streamingProducer(frames ...string) http.HandlerFunc {
 		w.Header().Set("X-Custom", "v")
 		w.Header().Set("Connection", "X-Hop")
 		w.Header().Set("X-Hop", "dropped")
-		streamHeaders(w)
-		sse(w, frames...)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, frames...)
 	}
 }
 
@@ -39,7 +40,7 @@ func runRequest(proto string, header ...string) string {
 	for _, h := range header {
 		extra += h + "\r\n"
 	}
-	return fmt.Sprintf("POST /agent %s\r\nHost: relay\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", proto, extra, len(minimalInput), minimalInput)
+	return fmt.Sprintf("POST /agent %s\r\nHost: relay\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", proto, extra, len(testkit.MinimalInput), testkit.MinimalInput)
 }
 
 var dateLine = regexp.MustCompile(`\r\nDate: [^\r]+\r\n`)
@@ -50,7 +51,7 @@ var dateLine = regexp.MustCompile(`\r\nDate: [^\r]+\r\n`)
 // one chunk per flush and the last chunk, then the end of the connection
 // (the consumer asked for it to close).
 func TestStreamResponseOnTheWire(t *testing.T) {
-	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
+	h := newHarness(t, streamingProducer(runStarted, testkit.ContentEvent, runFinished), nil)
 	got := rawExchange(t, strings.TrimPrefix(h.url, "http://"), runRequest("HTTP/1.1", "Connection: close"))
 	if n := len(dateLine.FindAllString(got, -1)); n != 1 {
 		t.Fatalf("%d Date headers in %q", n, got)
@@ -92,7 +93,7 @@ func TestStreamResponseOnTheWire(t *testing.T) {
 		chunks++
 		body = rest[n+2:]
 	}
-	if events.String() != runStarted+contentEvent+runFinished {
+	if events.String() != runStarted+testkit.ContentEvent+runFinished {
 		t.Errorf("events %q", events.String())
 	}
 	if rep := h.report(); rep.Events != 3 || rep.Abort != "" || rep.Status != 200 {
@@ -103,7 +104,7 @@ func TestStreamResponseOnTheWire(t *testing.T) {
 // The same response read by net/http: chunked, kept alive, headers as
 // above; the client's next run goes on the same connection.
 func TestStreamResponseReadByNetHTTP(t *testing.T) {
-	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
+	h := newHarness(t, streamingProducer(runStarted, testkit.ContentEvent, runFinished), nil)
 	var mu sync.Mutex
 	var reused []bool
 	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
@@ -112,7 +113,7 @@ func TestStreamResponseReadByNetHTTP(t *testing.T) {
 		mu.Unlock()
 	}}
 	for range 2 {
-		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", h.url+"/agent", strings.NewReader(minimalInput))
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", h.url+"/agent", strings.NewReader(testkit.MinimalInput))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := h.consumer.Do(req)
 		if err != nil {
@@ -130,14 +131,14 @@ func TestStreamResponseReadByNetHTTP(t *testing.T) {
 
 func checkStreamResponse(t *testing.T, resp *http.Response) {
 	t.Helper()
-	body := readAll(t, resp)
+	body := testkit.ReadAll(t, resp)
 	if resp.StatusCode != 200 || !slicesEqual(resp.TransferEncoding, []string{"chunked"}) || resp.Close ||
 		resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" ||
 		resp.Header.Get("X-Accel-Buffering") != "no" || resp.Header.Get("X-Custom") != "v" ||
 		resp.Header.Get("X-Hop") != "" || len(resp.Header.Values("Date")) != 1 {
 		t.Errorf("response %d %v close=%v %v", resp.StatusCode, resp.TransferEncoding, resp.Close, resp.Header)
 	}
-	if body != runStarted+contentEvent+runFinished {
+	if body != runStarted+testkit.ContentEvent+runFinished {
 		t.Errorf("body %q", body)
 	}
 }
@@ -161,14 +162,14 @@ func slicesEqual(a, b []string) bool { return strings.Join(a, "\x00") == strings
 // An HTTP/1.0 consumer cannot read chunks: its stream is delimited by the
 // end of the connection.
 func TestStreamResponseToHTTP10(t *testing.T) {
-	h := newHarness(t, streamingProducer(runStarted, contentEvent, runFinished), nil)
+	h := newHarness(t, streamingProducer(runStarted, testkit.ContentEvent, runFinished), nil)
 	got := rawExchange(t, strings.TrimPrefix(h.url, "http://"), runRequest("HTTP/1.0"))
 	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(got)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, err := io.ReadAll(resp.Body)
-	if err != nil || string(b) != runStarted+contentEvent+runFinished || len(resp.TransferEncoding) != 0 ||
+	if err != nil || string(b) != runStarted+testkit.ContentEvent+runFinished || len(resp.TransferEncoding) != 0 ||
 		strings.Contains(got, "Transfer-Encoding") || !strings.Contains(got, "\r\nConnection: close\r\n") {
 		t.Errorf("HTTP/1.0 answer %q (%v)", got, err)
 	}
@@ -180,14 +181,14 @@ func TestStreamResponseToHTTP10(t *testing.T) {
 // first (pipelining) is told the connection closes after the first answer.
 func TestStreamKeepAliveOnTheWire(t *testing.T) {
 	var asked atomic.Int32
-	produce := streamingProducer(runStarted, contentEvent, runFinished)
+	produce := streamingProducer(runStarted, testkit.ContentEvent, runFinished)
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { asked.Add(1); produce(w, r) }, nil)
 	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	c.SetDeadline(time.Now().Add(testkit.Liveness)) //nolint:errcheck
 	br := bufio.NewReader(c)
 	for i := range 3 {
 		io.WriteString(c, runRequest("HTTP/1.1")) //nolint:errcheck
@@ -196,7 +197,7 @@ func TestStreamKeepAliveOnTheWire(t *testing.T) {
 			t.Fatalf("run %d: %v", i, err)
 		}
 		b, err := io.ReadAll(resp.Body)
-		if err != nil || string(b) != runStarted+contentEvent+runFinished || resp.Close {
+		if err != nil || string(b) != runStarted+testkit.ContentEvent+runFinished || resp.Close {
 			t.Fatalf("run %d: close=%v %q %v", i, resp.Close, b, err)
 		}
 		h.report()
@@ -210,7 +211,7 @@ func TestStreamKeepAliveOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != runStarted+contentEvent+runFinished || !resp.Close {
+	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != runStarted+testkit.ContentEvent+runFinished || !resp.Close {
 		t.Fatalf("pipelined on a kept connection: close=%v %q %v", resp.Close, b, err)
 	}
 	h.report()
@@ -238,8 +239,8 @@ func TestStreamKeepAliveOnTheWire(t *testing.T) {
 func TestIdleStreamConsumerGoneCancelsPromptly(t *testing.T) {
 	cancelled := make(chan time.Time, 1)
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, runStarted)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, runStarted)
 		<-r.Context().Done()
 		cancelled <- time.Now()
 	}, nil)
@@ -264,7 +265,7 @@ func TestIdleStreamConsumerGoneCancelsPromptly(t *testing.T) {
 	select {
 	case at := <-cancelled:
 		t.Logf("producer request cancelled %v after the consumer closed", at.Sub(closed))
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("the producer's request was not cancelled")
 	}
 	// Nothing was written after the hangup, so no error stands behind the
@@ -283,16 +284,16 @@ func TestIdleStreamConsumerGoneCancelsPromptly(t *testing.T) {
 func TestAwaitRunsWaitsForStreams(t *testing.T) {
 	release := make(chan struct{})
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, runStarted)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, runStarted)
 		select {
 		case <-release:
-			sse(w, runFinished)
+			testkit.SSE(w, runFinished)
 		case <-r.Context().Done():
 		}
 	}, nil)
 	defer close(release)
-	resp := h.post("/agent", minimalInput)
+	resp := h.post("/agent", testkit.MinimalInput)
 	br := bufio.NewReader(resp.Body)
 	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
 		t.Fatalf("first line %q, %v", line, err)
@@ -303,7 +304,7 @@ func TestAwaitRunsWaitsForStreams(t *testing.T) {
 		t.Fatalf("AwaitRuns with a run streaming: %v", err)
 	}
 	h.relay.EndRuns()
-	ctx2, cancel2 := context.WithTimeout(context.Background(), liveness)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), testkit.Liveness)
 	defer cancel2()
 	if err := AwaitRuns(ctx2, h.relay.Active); err != nil {
 		t.Fatalf("AwaitRuns after EndRuns: %v", err)
@@ -326,29 +327,4 @@ func (c *memConn) Close() error                     { return nil }
 func (c *memConn) Write(p []byte) (int, error) {
 	c.writes++
 	return c.wrote.Write(p)
-}
-
-// tcpPair returns the two ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (relaySide, consumerSide *net.TCPConn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	dialed := make(chan net.Conn, 1)
-	go func() {
-		c, _ := net.Dial("tcp", ln.Addr().String())
-		dialed <- c
-	}()
-	a, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := <-dialed
-	if b == nil {
-		t.Fatal("dial failed")
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a.(*net.TCPConn), b.(*net.TCPConn)
 }

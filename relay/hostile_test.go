@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/rules"
 )
 
@@ -32,7 +33,7 @@ func rawExchange(t *testing.T, addr, raw string) string {
 	if _, err := io.WriteString(c, raw); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(liveness))
+	c.SetReadDeadline(time.Now().Add(testkit.Liveness))
 	b, _ := io.ReadAll(c)
 	return string(b)
 }
@@ -65,8 +66,8 @@ func recordingProducer(t *testing.T, configure func(*Relay)) (*harness, func() [
 		seen = append(seen, seenRequest{r.Method, r.RequestURI, r.Host, r.TransferEncoding, r.ContentLength, string(b), r.Header.Clone()})
 		mu.Unlock()
 		if r.Method == "POST" && strings.Contains(r.Header.Get("Content-Type"), "json") {
-			streamHeaders(w)
-			sse(w, runStarted, runFinished)
+			testkit.StreamHeaders(w)
+			testkit.SSE(w, runStarted, runFinished)
 			return
 		}
 		io.WriteString(w, "from the producer")
@@ -111,7 +112,7 @@ func TestRequestTargetsCannotSteerTheRelay(t *testing.T) {
 	addr := strings.TrimPrefix(h.url, "http://")
 	producerHost := strings.TrimPrefix(h.producer.URL, "http://")
 
-	run := "Content-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(minimalInput)) + "\r\n\r\n" + minimalInput
+	run := "Content-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(testkit.MinimalInput)) + "\r\n\r\n" + testkit.MinimalInput
 	for _, tc := range []struct {
 		name, request string
 		status        int    // what the consumer gets
@@ -286,7 +287,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 					if trickle.drip != "" {
 						io.WriteString(c, trickle.drip)
 					}
-					if time.Since(start) > liveness {
+					if time.Since(start) > testkit.Liveness {
 						t.Fatal("the relay still holds the connection of a client that never finishes its request")
 					}
 				}
@@ -356,7 +357,7 @@ func TestHostileBodies(t *testing.T) {
 			before := len(seen())
 			resp := h.post("/agent", tc.body)
 			if resp.StatusCode != tc.status {
-				t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, tc.status, readAll(t, resp))
+				t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, tc.status, testkit.ReadAll(t, resp))
 			}
 			after := seen()
 			if tc.status != 200 {
@@ -369,7 +370,7 @@ func TestHostileBodies(t *testing.T) {
 				}
 				return
 			}
-			if got := readAll(t, resp); !strings.HasSuffix(got, runFinished) {
+			if got := testkit.ReadAll(t, resp); !strings.HasSuffix(got, runFinished) {
 				t.Errorf("stream %q", got)
 			}
 			if len(after) != before+1 || after[before].body != tc.body {
@@ -405,6 +406,6 @@ func TestBodyOverMaxIs413Chunked(t *testing.T) {
 	if resp := h.post("/agent", at); resp.StatusCode != 200 {
 		t.Errorf("a body at the limit: %d", resp.StatusCode)
 	} else {
-		readAll(t, resp)
+		testkit.ReadAll(t, resp)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/wire"
 )
 
@@ -59,7 +60,7 @@ func TestHangupWatcherCancels(t *testing.T) {
 // hangup, failing the test after liveness.
 func awaitHangup(t *testing.T, u *upstreamBody) {
 	t.Helper()
-	deadline := time.Now().Add(liveness)
+	deadline := time.Now().Add(testkit.Liveness)
 	for u.why() != errConsumerGone {
 		if time.Now().After(deadline) {
 			t.Fatal("the hangup was not noticed")
@@ -89,7 +90,7 @@ func (*fakeBody) CloseWithError(error) error { return nil }
 // the next run at once, and closing the connection ends the registration.
 func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 	pl := testPoller(t)
-	x, y := tcpPair(t)
+	x, y := testkit.TCPPair(t)
 	sc, ok := newSocketConn(x).(*socketConn)
 	if !ok {
 		t.Fatal("not a socketConn")
@@ -126,7 +127,7 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 // registration behind either.
 func TestHangupWatchEndsWithTheConnection(t *testing.T) {
 	pl := testPoller(t)
-	x, _ := tcpPair(t)
+	x, _ := testkit.TCPPair(t)
 	sc := newSocketConn(x).(*socketConn)
 	tok, ok := watchUpstream(pl, sc, newUpstreamBody(&fakeBody{}))
 	if !ok {

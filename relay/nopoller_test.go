@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // A Relay without a Poller makes no use of one: its stream's consumer is
@@ -16,16 +18,16 @@ import (
 func TestRelayWithoutPollerWatchesInAGoroutine(t *testing.T) {
 	held := make(chan struct{})
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 		select {
 		case <-held:
 		case <-r.Context().Done():
 		}
 	}, func(r *Relay) { r.Poller = nil })
 	t.Cleanup(func() { close(held) })
-	c := dialConsumer(t, strings.TrimPrefix(h.url, "http://"))
-	sendRun(t, c, minimalInput)
+	c := testkit.DialConsumer(t, strings.TrimPrefix(h.url, "http://"))
+	testkit.SendRun(t, c, testkit.MinimalInput)
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {

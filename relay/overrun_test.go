@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // A producer that sends more bytes than its Content-Length has lied about
@@ -32,13 +34,13 @@ func TestProducerPastItsContentLength(t *testing.T) {
 		{"blank lines after the body", len(events), events + "\r\n", events, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			upstream := rawProducer(t, func(c net.Conn) {
+			upstream := testkit.RawProducer(t, func(c net.Conn) {
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: "+strconv.Itoa(tc.length)+"\r\n\r\n"+tc.sent)
 			})
 			reports := make(chan *RunReport, 2)
 			addr, _ := rawRelay(t, upstream, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c })
-			c := dialConsumer(t, addr)
-			sendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
+			c := testkit.DialConsumer(t, addr)
+			testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil {
 				t.Fatal(err)

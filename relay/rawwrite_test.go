@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // On a TCP socket the writer writes by descriptor; what it writes arrives
@@ -19,7 +21,7 @@ import (
 // finds the socket's buffer full waits for room and goes on: wire.Conn's,
 // tested in wire).
 func TestConsumerWriterByDescriptorDeliversEverything(t *testing.T) {
-	relaySide, consumerSide := tcpPair(t)
+	relaySide, consumerSide := testkit.TCPPair(t)
 	relaySide.SetWriteBuffer(64 << 10)   //nolint:errcheck
 	consumerSide.SetReadBuffer(64 << 10) //nolint:errcheck
 	w := newConsumerWriter(relaySide, false, time.Minute)
@@ -70,7 +72,7 @@ func commonPrefix(a, b []byte) int {
 // A consumer that reads nothing is given up at the write deadline on the
 // descriptor path too.
 func TestConsumerWriterByDescriptorGivesUpOnStuckConsumer(t *testing.T) {
-	relaySide, _ := tcpPair(t)
+	relaySide, _ := testkit.TCPPair(t)
 	w := newConsumerWriter(relaySide, true, 50*time.Millisecond)
 	if _, ok := w.Conn().(*socketConn); !ok {
 		t.Fatal("a TCP connection is not written by descriptor")
@@ -93,7 +95,7 @@ func TestConsumerWriterByDescriptorGivesUpOnStuckConsumer(t *testing.T) {
 // A consumer gone (reset) fails the write with the socket's error, as
 // conn.Write reports it.
 func TestConsumerWriterByDescriptorReportsReset(t *testing.T) {
-	relaySide, consumerSide := tcpPair(t)
+	relaySide, consumerSide := testkit.TCPPair(t)
 	w := newConsumerWriter(relaySide, false, time.Minute)
 	if _, ok := w.Conn().(*socketConn); !ok {
 		t.Fatal("a TCP connection is not written by descriptor")
@@ -102,7 +104,7 @@ func TestConsumerWriterByDescriptorReportsReset(t *testing.T) {
 	consumerSide.Close()
 	var err error
 	for i := 0; i < 100 && err == nil; i++ {
-		io.WriteString(w, contentEvent)
+		io.WriteString(w, testkit.ContentEvent)
 		err = w.Flush()
 		time.Sleep(time.Millisecond)
 	}

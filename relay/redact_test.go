@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // A token in the query of a run's URL (an agent's "?api_key=") goes to the
@@ -20,12 +22,12 @@ func TestLogLinesLeaveTheQueryOut(t *testing.T) {
 			http.Error(w, "no", http.StatusBadGateway)
 			return
 		}
-		streamHeaders(w)
+		testkit.StreamHeaders(w)
 		// No terminal event: the relay warns, naming the upstream.
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}`+"\n\n", "data: not json\n\n")
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}`+"\n\n", "data: not json\n\n")
 	}, nil)
 
-	body := readAll(t, h.post("/run?api_key="+secret, minimalInput))
+	body := testkit.ReadAll(t, h.post("/run?api_key="+secret, testkit.MinimalInput))
 	if !strings.Contains(body, "RUN_STARTED") {
 		t.Fatalf("the run did not stream: %q", body)
 	}
@@ -39,7 +41,7 @@ func TestLogLinesLeaveTheQueryOut(t *testing.T) {
 		t.Errorf("proxied request: status %d, want the producer's 502", resp.StatusCode)
 	}
 	h.producer.Close() // the next run cannot reach it: refused, naming the upstream
-	resp = h.post("/run?api_key="+secret, minimalInput)
+	resp = h.post("/run?api_key="+secret, testkit.MinimalInput)
 	resp.Body.Close()
 	h.report()
 

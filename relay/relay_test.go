@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/wire"
 )
@@ -39,10 +40,6 @@ type harness struct {
 	logs     *observer.ObservedLogs
 	reports  chan *RunReport
 }
-
-// liveness bounds waits that only a bug makes long; tests never assert on
-// speed, only that something happens at all.
-const liveness = 10 * time.Second
 
 func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay)) *harness {
 	t.Helper()
@@ -79,7 +76,7 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		h.relay.EndRuns() // a test that failed may leave a run open
-		ctx, cancel := context.WithTimeout(context.Background(), liveness)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Liveness)
 		defer cancel()
 		srv.ShutdownWithContext(ctx) //nolint:errcheck
 		h.producer.CloseClientConnections()
@@ -88,83 +85,24 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 	return h
 }
 
-const minimalInput = `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[]}`
-
 func (h *harness) post(path, body string, header ...string) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequest("POST", h.url+path, strings.NewReader(body))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	resp, err := h.consumer.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return resp
-}
-
-func readAll(t *testing.T, resp *http.Response) string {
-	t.Helper()
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("reading the relayed stream: %v", err)
-	}
-	return string(b)
+	return testkit.Post(h.t, h.consumer, h.url+path, body, header...)
 }
 
 func (h *harness) report() *RunReport {
 	h.t.Helper()
-	select {
-	case r := <-h.reports:
-		return r
-	case <-time.After(liveness):
-		h.t.Fatal("no run report")
-		return nil
-	}
+	return testkit.Receive(h.t, h.reports, "run report")
 }
-
-// sse writes frames as a producer does, flushing after each.
-func sse(w http.ResponseWriter, frames ...string) {
-	for _, f := range frames {
-		io.WriteString(w, f)
-		w.(http.Flusher).Flush()
-	}
-}
-
-func streamHeaders(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(200)
-	w.(http.Flusher).Flush()
-}
-
-// unusual is a stream with unusual but valid content, in canonical framing.
-var unusual = strings.Join([]string{
-	": keep-alive comment before anything\n\n",
-	`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n",
-	`data: {"type":"TEXT_MESSAGE_START","messageId":"m\u00e9","role":"assistant","zzUnknown":{"deep":[1,2,{"x":null}]}}` + "\n\n",
-	`data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m\u00e9","delta":"\ud83d\ude00 and 😀 and \u0000 and \\\" and 𝄞"}` + "\n\n",
-	": ping\n\n",
-	`data: {"type":"CUSTOM","name":"n","value":123456789012345678901234567890.5e-300,"big":-98765432109876543210}` + "\n\n",
-	`data: {"type":"FROM_THE_FUTURE","anything":{"goes":true},"timestamp":1e400}` + "\n\n",
-	"event: message\nid: 42\ndata: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\\u00e9\"}\n\n",
-	`data: {  "type" : "STATE_SNAPSHOT" , "snapshot" : { "k" : [ ] } }` + "\n\n",
-	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n",
-}, "")
 
 func TestPassThroughIsByteExact(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, unusual)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, testkit.Unusual)
 	}, nil)
-	resp := h.post("/agent", minimalInput)
-	if got := readAll(t, resp); got != unusual {
-		t.Fatalf("relayed stream differs:\n got %q\nwant %q", got, unusual)
+	resp := h.post("/agent", testkit.MinimalInput)
+	if got := testkit.ReadAll(t, resp); got != testkit.Unusual {
+		t.Fatalf("relayed stream differs:\n got %q\nwant %q", got, testkit.Unusual)
 	}
 	for k, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
 		if got := resp.Header.Get(k); got != want {
@@ -172,7 +110,7 @@ func TestPassThroughIsByteExact(t *testing.T) {
 		}
 	}
 	rep := h.report()
-	if rep.Events != 8 || rep.Bytes != len(unusual) || rep.Terminal != "RUN_FINISHED" || rep.Abort != "" || rep.Translated {
+	if rep.Events != 8 || rep.Bytes != len(testkit.Unusual) || rep.Terminal != "RUN_FINISHED" || rep.Abort != "" || rep.Translated {
 		t.Errorf("report = %+v", rep)
 	}
 	if rep.RunID != "r1" || rep.ThreadID != "t1" || rep.Status != 200 || rep.Producer.String() != "1.0" {
@@ -186,7 +124,7 @@ func bodiesTo(got chan<- string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got <- string(b)
-		streamHeaders(w)
+		testkit.StreamHeaders(w)
 	}
 }
 
@@ -194,7 +132,7 @@ func TestForwardsInputByteExact(t *testing.T) {
 	input := `{"threadId":"t\u00e9","runId":"r1","protocolVersion":"1.0","messages":[],"forwardedProps":{"n":1.000000000000000000001,"s":"\ud83d\ude00","k":[ ]},"zz":1}`
 	got := make(chan string, 1)
 	h := newHarness(t, bodiesTo(got), nil)
-	readAll(t, h.post("/agent", input))
+	testkit.ReadAll(t, h.post("/agent", input))
 	if b := <-got; b != input {
 		t.Fatalf("producer got %q, want %q", b, input)
 	}
@@ -205,7 +143,7 @@ func TestDeliversEachEventBeforeTheNext(t *testing.T) {
 	const n = 20
 	next := make(chan struct{})
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
+		testkit.StreamHeaders(w)
 		for i := 0; i < n; i++ {
 			if i > 0 {
 				select {
@@ -214,10 +152,10 @@ func TestDeliversEachEventBeforeTheNext(t *testing.T) {
 					return
 				}
 			}
-			sse(w, fmt.Sprintf("data: {\"type\":\"CUSTOM\",\"name\":\"e%d\",\"value\":%d}\n\n", i, i))
+			testkit.SSE(w, fmt.Sprintf("data: {\"type\":\"CUSTOM\",\"name\":\"e%d\",\"value\":%d}\n\n", i, i))
 		}
 	}, nil)
-	resp := h.post("/agent", minimalInput)
+	resp := h.post("/agent", testkit.MinimalInput)
 	defer resp.Body.Close()
 	frames := make(chan string)
 	go func() {
@@ -244,7 +182,7 @@ func TestDeliversEachEventBeforeTheNext(t *testing.T) {
 			if want := fmt.Sprintf("\"name\":\"e%d\"", i); !strings.Contains(f, want) {
 				t.Fatalf("frame %d = %q", i, f)
 			}
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 			t.Fatalf("event %d did not arrive before the producer sent the next", i)
 		}
 		if i < n-1 {
@@ -265,12 +203,12 @@ func TestFramingVariantsArriveCanonical(t *testing.T) {
 		": comment\n\n" +
 		"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n"
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
+		testkit.StreamHeaders(w)
 		for i := 0; i < len(in); i += 7 { // odd-sized writes split frames and CRLFs
-			sse(w, in[i:min(i+7, len(in))])
+			testkit.SSE(w, in[i:min(i+7, len(in))])
 		}
 	}, nil)
-	if got := readAll(t, h.post("/agent", minimalInput)); got != want {
+	if got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput)); got != want {
 		t.Fatalf("got  %q\nwant %q", got, want)
 	}
 }
@@ -304,7 +242,7 @@ func runGoroutines() int {
 // waitGoroutines waits until runGoroutines is back to base.
 func waitGoroutines(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(liveness)
+	deadline := time.Now().Add(testkit.Liveness)
 	for runGoroutines() > base {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
@@ -322,20 +260,20 @@ func TestConsumerGoneCancelsUpstream(t *testing.T) {
 			cancelled := make(chan struct{})
 			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 				defer close(cancelled)
-				streamHeaders(w)
-				sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+				testkit.StreamHeaders(w)
+				testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 				for busy {
 					select {
 					case <-r.Context().Done():
 						return
 					default:
-						sse(w, `data: {"type":"CUSTOM","name":"tick","value":1}`+"\n\n")
+						testkit.SSE(w, `data: {"type":"CUSTOM","name":"tick","value":1}`+"\n\n")
 					}
 				}
 				<-r.Context().Done() // silent until the relay closes the connection
 			}, nil)
 			base, baseFDs := runGoroutines(), openFDs(t)
-			resp := h.post("/agent", minimalInput)
+			resp := h.post("/agent", testkit.MinimalInput)
 			line, err := bufio.NewReader(resp.Body).ReadString('\n')
 			if err != nil || !strings.Contains(line, "RUN_STARTED") {
 				t.Fatalf("first line %q, %v", line, err)
@@ -343,7 +281,7 @@ func TestConsumerGoneCancelsUpstream(t *testing.T) {
 			resp.Body.Close()
 			select {
 			case <-cancelled:
-			case <-time.After(liveness):
+			case <-time.After(testkit.Liveness):
 				t.Fatal("the producer's request was not cancelled")
 			}
 			rep := h.report()
@@ -371,7 +309,7 @@ func openFDs(t *testing.T) int {
 // connection a run opened, to the consumer or the producer, is closed.
 func waitFDs(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(liveness)
+	deadline := time.Now().Add(testkit.Liveness)
 	for openFDs(t) > base {
 		if time.Now().After(deadline) {
 			t.Fatalf("open descriptors: %d, baseline %d", openFDs(t), base)
@@ -387,7 +325,7 @@ func problemOf(t *testing.T, resp *http.Response) Problem {
 		t.Errorf("content type %q", ct)
 	}
 	var p Problem
-	if err := json.Unmarshal([]byte(readAll(t, resp)), &p); err != nil {
+	if err := json.Unmarshal([]byte(testkit.ReadAll(t, resp)), &p); err != nil {
 		t.Fatal(err)
 	}
 	if p.Status != resp.StatusCode || p.Type == "" || p.Title == "" {
@@ -422,7 +360,7 @@ func closedURL(t *testing.T) string {
 func TestUnreachableProducerIs502(t *testing.T) {
 	closed := closedURL(t)
 	h := newHarness(t, nil, func(r *Relay) { r.Upstream = closed })
-	resp := h.post("/agent", minimalInput)
+	resp := h.post("/agent", testkit.MinimalInput)
 	wantProblem(t, resp, 502, "urn:agui-relay:upstream-unreachable")
 }
 
@@ -437,7 +375,7 @@ func TestSilentProducerIs504(t *testing.T) {
 		r.Client = NewClient(ClientOptions{FirstByteTimeout: 20 * time.Millisecond})
 	})
 	defer close(release)
-	resp := h.post("/agent", minimalInput)
+	resp := h.post("/agent", testkit.MinimalInput)
 	wantProblem(t, resp, 504, "urn:agui-relay:upstream-timeout")
 }
 
@@ -446,17 +384,17 @@ func TestSilentProducerIs504(t *testing.T) {
 func TestFirstByteTimeoutDoesNotCapTheStream(t *testing.T) {
 	step := make(chan struct{})
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 		<-step
-		sse(w, `data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
+		testkit.SSE(w, `data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	}, func(r *Relay) {
 		r.Client = NewClient(ClientOptions{FirstByteTimeout: 30 * time.Millisecond})
 	})
-	resp := h.post("/agent", minimalInput)
+	resp := h.post("/agent", testkit.MinimalInput)
 	time.Sleep(100 * time.Millisecond) // longer than the first-byte timeout
 	close(step)
-	if got := readAll(t, resp); !strings.HasSuffix(got, `"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n") {
+	if got := testkit.ReadAll(t, resp); !strings.HasSuffix(got, `"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n") {
 		t.Fatalf("stream %q", got)
 	}
 }
@@ -514,12 +452,12 @@ func TestMalformedInputIs400(t *testing.T) {
 }
 
 func TestCheckInputHookDecides(t *testing.T) {
-	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { streamHeaders(w) }, func(r *Relay) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { testkit.StreamHeaders(w) }, func(r *Relay) {
 		r.CheckInput = func(_ negotiate.Version, body []byte) []InputError {
 			return []InputError{{"/messages/0/role", "unknown role"}}
 		}
 	})
-	resp := h.post("/agent", minimalInput)
+	resp := h.post("/agent", testkit.MinimalInput)
 	if p := problemOf(t, resp); resp.StatusCode != 400 || len(p.Errors) != 1 || p.Errors[0].Pointer != "/messages/0/role" {
 		t.Fatalf("status %d, problem %+v", resp.StatusCode, p)
 	}
@@ -534,12 +472,12 @@ func TestProducerErrorPassesThroughUnchanged(t *testing.T) {
 		w.WriteHeader(422)
 		io.WriteString(w, body)
 	}, nil)
-	resp := h.post("/agent", minimalInput)
+	resp := h.post("/agent", testkit.MinimalInput)
 	if resp.StatusCode != 422 || resp.Header.Get("X-Producer") != "yes" || resp.Header.Get("Retry-After") != "7" ||
 		resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("status %d, headers %v", resp.StatusCode, resp.Header)
 	}
-	if got := readAll(t, resp); got != body {
+	if got := testkit.ReadAll(t, resp); got != body {
 		t.Errorf("body %q", got)
 	}
 	if rep := h.report(); rep.Status != 422 {
@@ -587,7 +525,7 @@ func TestBrokenStreamEndsWithRunError(t *testing.T) {
 		rw.Flush()
 		conn.(*net.TCPConn).SetLinger(0) // reset, not a clean close
 	}, nil)
-	got := readAll(t, h.post("/agent", minimalInput))
+	got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 	if !strings.HasPrefix(got, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n") || strings.Contains(got, "TEXT_MESSAGE_START") {
 		t.Fatalf("stream %q", got)
 	}
@@ -601,11 +539,11 @@ func TestBrokenStreamEndsWithRunError(t *testing.T) {
 
 func TestIdleProducerEndsWithRunError(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 		<-r.Context().Done()
 	}, func(r *Relay) { r.IdleTimeout = 30 * time.Millisecond })
-	if ev := runErrorOf(t, readAll(t, h.post("/agent", minimalInput))); ev["code"] != CodeUpstreamIdleTimeout {
+	if ev := runErrorOf(t, testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))); ev["code"] != CodeUpstreamIdleTimeout {
 		t.Errorf("RUN_ERROR %v", ev)
 	}
 }
@@ -623,16 +561,16 @@ func TestBusyProducerOutlivesTheIdleTimeout(t *testing.T) {
 	const idle = 250 * time.Millisecond
 	var sent atomic.Int64
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 		for start := time.Now(); time.Since(start) < 3*idle; {
 			time.Sleep(10 * time.Millisecond)
-			sse(w, contentEvent)
+			testkit.SSE(w, testkit.ContentEvent)
 			sent.Add(1)
 		}
 		<-r.Context().Done()
 	}, func(r *Relay) { r.IdleTimeout = idle })
-	stream := readAll(t, h.post("/agent", minimalInput))
+	stream := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 	if n, want := strings.Count(stream, `"TEXT_MESSAGE_CONTENT"`), sent.Load(); int64(n) != want || want == 0 {
 		t.Errorf("%d of %d events before the idle timeout ended the run", n, want)
 	}
@@ -643,17 +581,17 @@ func TestBusyProducerOutlivesTheIdleTimeout(t *testing.T) {
 
 func TestRunTimeoutEndsWithRunError(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
+		testkit.StreamHeaders(w)
 		for {
 			select {
 			case <-r.Context().Done():
 				return
 			case <-time.After(5 * time.Millisecond):
-				sse(w, ": still thinking\n\n") // keeps the idle timer from firing
+				testkit.SSE(w, ": still thinking\n\n") // keeps the idle timer from firing
 			}
 		}
 	}, func(r *Relay) { r.RunTimeout = 50 * time.Millisecond; r.IdleTimeout = time.Minute })
-	got := readAll(t, h.post("/agent", minimalInput))
+	got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 	// No run had started: the consumer is still owed a terminal event.
 	if ev := runErrorOf(t, got); ev["code"] != CodeRunTimeout {
 		t.Errorf("RUN_ERROR %v", ev)
@@ -662,12 +600,12 @@ func TestRunTimeoutEndsWithRunError(t *testing.T) {
 
 func TestOversizedFrameEndsWithRunError(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n",
 			`data: {"type":"CUSTOM","name":"big","value":"`+strings.Repeat("x", 1000)+`"}`+"\n\n")
 		<-r.Context().Done()
 	}, func(r *Relay) { r.MaxFrame = 200 })
-	got := readAll(t, h.post("/agent", minimalInput))
+	got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 	if strings.Contains(got, "xxxx") {
 		t.Fatal("the oversized event was relayed")
 	}
@@ -681,10 +619,10 @@ func TestOversizedFrameEndsWithRunError(t *testing.T) {
 func TestCleanCloseInsideRunIsRelayedAsIs(t *testing.T) {
 	in := `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n"
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, in)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, in)
 	}, nil)
-	if got := readAll(t, h.post("/agent", minimalInput)); got != in {
+	if got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput)); got != in {
 		t.Fatalf("stream %q", got)
 	}
 	h.report()
@@ -696,18 +634,18 @@ func TestCleanCloseInsideRunIsRelayedAsIs(t *testing.T) {
 func TestEndRunsWritesRunError(t *testing.T) {
 	started := make(chan struct{})
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 		close(started)
 		<-r.Context().Done()
 	}, nil)
-	resp := h.post("/agent", minimalInput)
+	resp := h.post("/agent", testkit.MinimalInput)
 	<-started
 	for h.relay.Active() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	h.relay.EndRuns()
-	if ev := runErrorOf(t, readAll(t, resp)); ev["code"] != CodeShutdown {
+	if ev := runErrorOf(t, testkit.ReadAll(t, resp)); ev["code"] != CodeShutdown {
 		t.Errorf("RUN_ERROR %v", ev)
 	}
 }
@@ -723,7 +661,7 @@ func TestHopByHopHeadersAreNotForwarded(t *testing.T) {
 		rw.WriteString("0\r\n\r\n")
 		rw.Flush()
 	}, nil)
-	resp := h.post("/agent", minimalInput,
+	resp := h.post("/agent", testkit.MinimalInput,
 		"Connection", "X-Req-Hop", "X-Req-Hop", "1", "Keep-Alive", "timeout=5", "Proxy-Authorization", "Basic eA==",
 		"Te", "trailers", "Upgrade", "websocket", "Authorization", "Bearer secret", "X-Req-End", "2", "Cookie", "a=b")
 	hdr := <-got
@@ -738,7 +676,7 @@ func TestHopByHopHeadersAreNotForwarded(t *testing.T) {
 			t.Errorf("producer got %s: %q, want %q", k, v, want)
 		}
 	}
-	readAll(t, resp)
+	testkit.ReadAll(t, resp)
 	if resp.Header.Get("X-Resp-Hop") != "" || resp.Header.Get("Keep-Alive") != "" || resp.Header.Get("X-Resp-End") != "2" {
 		t.Errorf("consumer got headers %v", resp.Header)
 	}
@@ -758,7 +696,7 @@ func TestOtherRequestsAreProxied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body := readAll(t, resp); resp.StatusCode != 200 || body != `{"capabilities":["x"]}` || resp.Header.Get("ETag") != `"v1"` {
+	if body := testkit.ReadAll(t, resp); resp.StatusCode != 200 || body != `{"capabilities":["x"]}` || resp.Header.Get("ETag") != `"v1"` {
 		t.Errorf("status %d, body %q, headers %v", resp.StatusCode, body, resp.Header)
 	}
 	if s := <-got; s != (seen{"GET", "/base/agent/capabilities?x=1&y=%20", ""}) {
@@ -771,7 +709,7 @@ func TestOtherRequestsAreProxied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readAll(t, resp)
+	testkit.ReadAll(t, resp)
 	if s := <-got; s != (seen{"POST", "/base/upload", "a=1"}) || resp.StatusCode != 200 {
 		t.Errorf("producer saw %+v, status %d", s, resp.StatusCode)
 	}
@@ -793,15 +731,15 @@ func TestTranslateInputIsCalledForLegacyConsumers(t *testing.T) {
 	// requires them; the relay's judge refuses the input without them).
 	legacy := `{"protocolVersion":"0.0.45","threadId":"t1","runId":"r1","messages":[],"tools":[],"context":[]}`
 	if resp := h.post("/agent", legacy); resp.StatusCode != 200 {
-		t.Fatalf("legacy input answered %d: %s", resp.StatusCode, readAll(t, resp))
+		t.Fatalf("legacy input answered %d: %s", resp.StatusCode, testkit.ReadAll(t, resp))
 	} else {
-		readAll(t, resp)
+		testkit.ReadAll(t, resp)
 	}
 	if b := <-got; b != `{"threadId":"t1","runId":"r1","messages":[],"tools":[],"context":[]}` {
 		t.Errorf("producer got %q", b)
 	}
-	readAll(t, h.post("/agent", minimalInput)) // a current consumer: nothing to translate
-	if b := <-got; b != minimalInput {
+	testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput)) // a current consumer: nothing to translate
+	if b := <-got; b != testkit.MinimalInput {
 		t.Errorf("producer got %q", b)
 	}
 	mu.Lock()
@@ -815,23 +753,23 @@ func TestServeWithFasthttpClient(t *testing.T) {
 	// The same pass-through, read by a fasthttp client, which decodes
 	// chunked framing differently from net/http.
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, unusual)
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, testkit.Unusual)
 	}, nil)
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	req.SetRequestURI(h.url + "/agent")
 	req.Header.SetMethod("POST")
 	req.Header.SetContentType("application/json")
-	req.SetBodyString(minimalInput)
+	req.SetBodyString(testkit.MinimalInput)
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
 	c := &fasthttp.Client{}
 	defer c.CloseIdleConnections() // the kept-alive connection: the harness's shutdown waits for it
-	if err := c.DoTimeout(req, resp, liveness); err != nil {
+	if err := c.DoTimeout(req, resp, testkit.Liveness); err != nil {
 		t.Fatal(err)
 	}
-	if string(resp.Body()) != unusual {
+	if string(resp.Body()) != testkit.Unusual {
 		t.Fatalf("body %q", resp.Body())
 	}
 }
@@ -848,9 +786,9 @@ func TestDefaultInputTranslation(t *testing.T) {
 		`{"type":"binary","mimeType":"image/png","data":"AAAA"}]}],"tools":[],"context":[],"forwardedProps":` + props + `}`
 	resp := h.post("/agent", in)
 	if resp.StatusCode != 200 {
-		t.Fatalf("status %d: %s", resp.StatusCode, readAll(t, resp))
+		t.Fatalf("status %d: %s", resp.StatusCode, testkit.ReadAll(t, resp))
 	}
-	readAll(t, resp)
+	testkit.ReadAll(t, resp)
 	b := <-got
 	if !strings.Contains(b, `"forwardedProps":`+props) {
 		t.Errorf("forwardedProps altered: %s", b)
@@ -867,12 +805,12 @@ func TestActivityMessagesAreNotForwarded(t *testing.T) {
 	got := make(chan string, 2)
 	h := newHarness(t, bodiesTo(got), nil)
 	withActivity := `{"protocolVersion":"1.0","threadId":"t1","runId":"r1","messages":[{"id":"a1","role":"activity","activityType":"plan","content":{}},{"id":"u1","role":"user","content":"hi"}]}`
-	readAll(t, h.post("/agent", withActivity))
+	testkit.ReadAll(t, h.post("/agent", withActivity))
 	if b := <-got; b != `{"protocolVersion":"1.0","threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"hi"}]}` {
 		t.Errorf("producer got %s", b)
 	}
 	plain := `{"protocolVersion":"1.0","threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"activity"}] }`
-	readAll(t, h.post("/agent", plain))
+	testkit.ReadAll(t, h.post("/agent", plain))
 	if b := <-got; b != plain {
 		t.Errorf("producer got %s", b)
 	}
@@ -963,11 +901,11 @@ func TestRunTimeoutWithoutIdleTimeout(t *testing.T) {
 	for _, late := range []time.Duration{0, 60 * time.Millisecond} {
 		h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(late)
-			streamHeaders(w)
-			sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+			testkit.StreamHeaders(w)
+			testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 			<-r.Context().Done()
 		}, func(r *Relay) { r.RunTimeout = 30 * time.Millisecond; r.IdleTimeout = 0 })
-		got := readAll(t, h.post("/agent", minimalInput))
+		got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 		if ev := runErrorOf(t, got); ev["code"] != CodeRunTimeout {
 			t.Errorf("answer %v late: RUN_ERROR %v", late, ev)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"go.uber.org/zap"
 )
 
@@ -117,8 +118,8 @@ func echoProducer(name string) *httptest.Server {
 			fmt.Fprint(w, echo)
 			return
 		}
-		streamHeaders(w)
-		sse(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n",
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n",
 			fmt.Sprintf("data: {\"type\":\"CUSTOM\",\"name\":\"echo\",\"value\":%q}\n\n", echo),
 			"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
 	}))
@@ -135,7 +136,7 @@ func serveRouter(t *testing.T, rt *Router) string {
 	go srv.Serve(ln) //nolint:errcheck
 	t.Cleanup(func() {
 		rt.EndRuns()
-		ctx, cancel := context.WithTimeout(context.Background(), liveness)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Liveness)
 		defer cancel()
 		srv.ShutdownWithContext(ctx) //nolint:errcheck
 	})
@@ -148,7 +149,7 @@ func get(t *testing.T, url string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, readAll(t, resp)
+	return resp.StatusCode, testkit.ReadAll(t, resp)
 }
 
 func TestRouterSendsEachPathToItsRoute(t *testing.T) {
@@ -196,7 +197,7 @@ func TestRouterSendsEachPathToItsRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stream := readAll(t, resp); !strings.Contains(stream, `B /agents/b/run`) || !strings.Contains(stream, "RUN_FINISHED") {
+	if stream := testkit.ReadAll(t, resp); !strings.Contains(stream, `B /agents/b/run`) || !strings.Contains(stream, "RUN_FINISHED") {
 		t.Errorf("run on route b: %s", stream)
 	}
 	select {
@@ -204,7 +205,7 @@ func TestRouterSendsEachPathToItsRoute(t *testing.T) {
 		if rep.Route != "b" || rep.Terminal != "RUN_FINISHED" {
 			t.Errorf("report %+v, want route b", rep)
 		}
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("no report")
 	}
 }
@@ -217,14 +218,14 @@ func heldProducer(name string, release <-chan struct{}) *httptest.Server {
 			fmt.Fprint(w, name)
 			return
 		}
-		streamHeaders(w)
-		sse(w, fmt.Sprintf("data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":%q}\n\n", name))
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, fmt.Sprintf("data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":%q}\n\n", name))
 		select {
 		case <-release:
 		case <-r.Context().Done():
 			return
 		}
-		sse(w, fmt.Sprintf("data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":%q}\n\n", name))
+		testkit.SSE(w, fmt.Sprintf("data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":%q}\n\n", name))
 	}))
 }
 
@@ -258,7 +259,7 @@ func openRun(t *testing.T, url string) (*http.Response, *strings.Builder) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(liveness); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Liveness); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("never: %s", what)
 		}
@@ -284,7 +285,7 @@ func TestSwapKeepsRunsInFlightOnTheirTable(t *testing.T) {
 		t.Errorf("active %d, retired %d: the old table's run is not counted", rt.Active(), rt.Retired())
 	}
 	close(release)
-	got.WriteString(readAll(t, resp))
+	got.WriteString(testkit.ReadAll(t, resp))
 	if !strings.Contains(got.String(), `"runId":"old"`) || !strings.Contains(got.String(), `"type":"RUN_FINISHED","threadId":"t","runId":"old"`) {
 		t.Errorf("the run in flight did not finish on the old upstream: %s", got)
 	}
@@ -304,7 +305,7 @@ func TestEndRunsReachesRetiredTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt.EndRuns()
-	got.WriteString(readAll(t, resp))
+	got.WriteString(testkit.ReadAll(t, resp))
 	if rerr := runErrorOf(t, got.String()); rerr["code"] != CodeShutdown {
 		t.Errorf("run on the retired table: %s", got)
 	}

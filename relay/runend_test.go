@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // holdingProducer answers each run with a chunked event stream written by
@@ -19,7 +21,7 @@ import (
 func holdingProducer(t *testing.T, answer func(w io.Writer)) (url string, closed chan struct{}) {
 	t.Helper()
 	closed = make(chan struct{}, 8)
-	url = acceptEach(t, func(c net.Conn) {
+	url = "http://" + testkit.AcceptEach(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		req, err := http.ReadRequest(br)
 		if err != nil {
@@ -99,8 +101,8 @@ func TestStreamEndsAfterTheRequestedRun(t *testing.T) {
 				r.IdleTimeout, r.RunTimeout = time.Hour, time.Hour
 				r.endGrace = time.Millisecond
 			})
-			c := dialConsumer(t, addr)
-			sendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
+			c := testkit.DialConsumer(t, addr)
+			testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -115,7 +117,7 @@ func TestStreamEndsAfterTheRequestedRun(t *testing.T) {
 			}
 			select {
 			case <-closed:
-			case <-time.After(liveness):
+			case <-time.After(testkit.Liveness):
 				t.Fatal("the producer's connection stays open after the requested run ended")
 			}
 			rep := <-reports

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 )
@@ -87,17 +88,17 @@ func runSoak(t *testing.T, c soakConfig) soakResult {
 	producer := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		run := gjson.GetBytes(b, "runId").Str
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"soak","runId":"`+run+`","protocolVersion":"1.0"}`+"\n\n")
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"soak","runId":"`+run+`","protocolVersion":"1.0"}`+"\n\n")
 		for i := range c.events {
 			select {
 			case <-r.Context().Done():
 				return
 			case <-time.After(c.pace):
 			}
-			sse(w, "data: "+soakEvent(run, i)+"\n\n")
+			testkit.SSE(w, "data: "+soakEvent(run, i)+"\n\n")
 		}
-		sse(w, `data: {"type":"RUN_FINISHED","threadId":"soak","runId":"`+run+`"}`+"\n\n")
+		testkit.SSE(w, `data: {"type":"RUN_FINISHED","threadId":"soak","runId":"`+run+`"}`+"\n\n")
 	})}
 	pln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

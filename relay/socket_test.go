@@ -6,13 +6,15 @@ import (
 	"io"
 	"net"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // socketPair returns both ends of a loopback TCP connection, each read and
 // written with raw system calls.
 func socketPair(t *testing.T) (a, b *socketConn) {
 	t.Helper()
-	x, y := tcpPair(t)
+	x, y := testkit.TCPPair(t)
 	a, ok1 := newSocketConn(x).(*socketConn)
 	b, ok2 := newSocketConn(y).(*socketConn)
 	if !ok1 || !ok2 {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // A stream counts itself to the Relay's Poller as holding a goroutine
@@ -22,7 +24,7 @@ func TestParkedStreamIsNotCountedRunning(t *testing.T) {
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	select {
 	case <-pk.parked:
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("the stream did not park")
 	}
 	waitFor(t, "the parked stream not counted", func() bool { return count.running.Load() == 0 })

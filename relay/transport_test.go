@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 const finishedRun = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n" +
@@ -39,17 +41,17 @@ func TestProducerConnectionReusedAfterRun(t *testing.T) {
 					io.WriteString(w, finishedRun)
 					return
 				}
-				sse(w, finishedRun[:40], finishedRun[40:])
+				testkit.SSE(w, finishedRun[:40], finishedRun[40:])
 			}, func(r *Relay) { r.Client = NewClient(ClientOptions{}) })
 			for i := range 3 {
 				if framing == "no-content" {
-					resp := h.post("/agent?empty=1", minimalInput)
-					if got := readAll(t, resp); resp.StatusCode != http.StatusNoContent || got != "" {
+					resp := h.post("/agent?empty=1", testkit.MinimalInput)
+					if got := testkit.ReadAll(t, resp); resp.StatusCode != http.StatusNoContent || got != "" {
 						t.Fatalf("answer without a body: %d %q", resp.StatusCode, got)
 					}
 					h.report()
 				}
-				if got := readAll(t, h.post("/agent", minimalInput)); got != finishedRun {
+				if got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput)); got != finishedRun {
 					t.Fatalf("run %d: %q", i, got)
 				}
 				h.report()
@@ -73,13 +75,13 @@ func TestEmptyEventStreamEndsTheRun(t *testing.T) {
 		w.WriteHeader(200)
 	}, nil)
 	done := make(chan string, 1)
-	go func() { done <- readAll(t, h.post("/agent", minimalInput)) }()
+	go func() { done <- testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput)) }()
 	select {
 	case got := <-done:
 		if got != "" {
 			t.Errorf("relayed %q from an empty answer", got)
 		}
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("the run did not end")
 	}
 }
@@ -94,10 +96,10 @@ func TestBrokenChunkFramingEndsWithRunError(t *testing.T) {
 		fmt.Fprint(rw, chunk(`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}`+"\n\n"))
 		fmt.Fprint(rw, "5\nhello\r\n")
 		rw.Flush()
-		conn.SetReadDeadline(time.Now().Add(liveness)) //nolint:errcheck
-		io.Copy(io.Discard, conn)                      //nolint:errcheck // until the relay hangs up
+		conn.SetReadDeadline(time.Now().Add(testkit.Liveness)) //nolint:errcheck
+		io.Copy(io.Discard, conn)                              //nolint:errcheck // until the relay hangs up
 	}, nil)
-	stream := readAll(t, h.post("/agent", minimalInput))
+	stream := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 	if e := runErrorOf(t, stream); e["code"] != CodeUpstreamBroken || strings.Contains(stream, "hello") {
 		t.Errorf("stream %q", stream)
 	}
@@ -144,12 +146,12 @@ func heldStream(t *testing.T, configure func(*Relay), rest ...string) (h *harnes
 	release = func() { once.Do(func() { close(held) }) }
 	t.Cleanup(release) // a failed test must not leave the producer waiting
 	h = newHarness(t, func(w http.ResponseWriter, r *http.Request) {
-		streamHeaders(w)
-		sse(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 		<-held
-		sse(w, rest...)
+		testkit.SSE(w, rest...)
 	}, configure)
-	resp := h.post("/agent", minimalInput)
+	resp := h.post("/agent", testkit.MinimalInput)
 	t.Cleanup(func() { resp.Body.Close() })
 	br = bufio.NewReader(resp.Body)
 	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
@@ -164,7 +166,7 @@ func quietStream(t *testing.T, pk streamPoller) {
 		`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	if pk == nil {
-		deadline := time.Now().Add(liveness)
+		deadline := time.Now().Add(testkit.Liveness)
 		for goroutinesIn("wire.(*Body).Poll") > 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("the quiet stream still holds a goroutine reading the producer")
@@ -175,7 +177,7 @@ func quietStream(t *testing.T, pk streamPoller) {
 		// The attempt to park fails: the stream waits on in its goroutine.
 		select {
 		case <-pk.(noParking).attempts:
-		case <-time.After(liveness):
+		case <-time.After(testkit.Liveness):
 			t.Fatal("the quiet stream never tried to park")
 		}
 		waitFor(t, "the stream reading the producer in its goroutine again", func() bool {

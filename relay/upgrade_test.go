@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // A producer that answers 101 Switching Protocols, to a run or to any other
@@ -22,7 +24,7 @@ import (
 func TestProducerSwitchingProtocolsIs502(t *testing.T) {
 	var mu sync.Mutex
 	var upgrades []string // the Upgrade header of each request the producer saw
-	upstream := acceptEach(t, func(c net.Conn) {
+	upstream := "http://" + testkit.AcceptEach(t, func(c net.Conn) {
 		req, err := http.ReadRequest(bufio.NewReader(c))
 		if err != nil {
 			return

@@ -2,21 +2,15 @@
 
 package wire
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
+)
 
 // Reads and writes allocate nothing: their RawConn callbacks are made once
 // per connection (Init).
 func TestConnDoesNotAllocate(t *testing.T) {
 	a, b := connPair(t)
-	msg, buf := []byte("data: {}\n\n"), make([]byte, 64)
-	if n := testing.AllocsPerRun(1000, func() {
-		if _, err := a.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-	}); n != 0 {
-		t.Fatalf("%v allocations per write and read", n)
-	}
+	testkit.NoAllocs(t, a, b)
 }

@@ -12,36 +12,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // connPair returns both ends of a loopback TCP connection, each read and
 // written with raw system calls, closed when the test ends.
 func connPair(t *testing.T) (a, b *Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	dialed := make(chan net.Conn, 1)
-	go func() {
-		c, _ := net.Dial("tcp", ln.Addr().String())
-		dialed <- c
-	}()
-	x, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	y := <-dialed
-	if y == nil {
-		t.Fatal("dial failed")
-	}
-	t.Cleanup(func() { x.Close(); y.Close() })
+	x, y := testkit.TCPPair(t)
 	a, b = &Conn{}, &Conn{}
-	if err := a.Init(x.(*net.TCPConn)); err != nil {
+	if err := a.Init(x); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Init(y.(*net.TCPConn)); err != nil {
+	if err := b.Init(y); err != nil {
 		t.Fatal(err)
 	}
 	return a, b
@@ -63,7 +47,7 @@ func waitedForRoom(s *Conn) <-chan struct{} {
 func awaitFull(t *testing.T, full <-chan struct{}) {
 	select {
 	case <-full:
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Error("no write waited for room")
 	}
 }

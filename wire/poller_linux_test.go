@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // fired returns an action and the channel it closes when it runs.
@@ -17,7 +19,7 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatalf("never: %s", what)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // waitReadable waits until the socket fd has input (or its end), without
@@ -31,7 +33,7 @@ func waitReadable(t *testing.T, fd int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(liveness)) //nolint:errcheck
+	c.SetReadDeadline(time.Now().Add(testkit.Liveness)) //nolint:errcheck
 	var one [1]byte
 	if err := rc.Read(func(fd uintptr) bool {
 		_, _, err := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK)

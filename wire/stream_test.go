@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// liveness bounds a wait for something that must happen.
-const liveness = 10 * time.Second
+	"github.com/agui-relay/agui-relay/internal/testkit"
+)
 
 // polledBody returns a close-delimited body read in polled mode from one
 // end of a loopback TCP connection, and the other end to write to.
@@ -82,7 +81,7 @@ func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
 		if err != nil || strings.Join(got, "|") != "one|two" || wouldBlock == 0 {
 			t.Errorf("reads %q, %d would-blocks, err %v", got, wouldBlock, err)
 		}
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("the data sent after a short read never woke the reader")
 	}
 }
@@ -175,7 +174,7 @@ func TestBodyClosedMidAnswerIsNotReused(t *testing.T) {
 		if err != ErrBodyClosed {
 			t.Errorf("the interrupted read returned %v, want ErrBodyClosed", err)
 		}
-	case <-time.After(liveness):
+	case <-time.After(testkit.Liveness):
 		t.Fatal("the close did not wake the blocked read")
 	}
 	if <-released {

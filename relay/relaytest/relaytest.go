@@ -1,29 +1,23 @@
 // Package relaytest runs a Relay between a test's producer and a consumer,
 // over real sockets, for the packages that plug into a relay from outside
-// it (metrics, recording) and test it that way.
+// it (metrics, recording) and test it that way. What a producer writes and
+// a consumer reads is internal/testkit's.
 package relaytest
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/wire"
 )
-
-// Liveness bounds every wait of a test for the relay.
-const Liveness = 10 * time.Second
-
-// MinimalInput is the smallest RunAgentInput of a run.
-const MinimalInput = `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[]}`
 
 // ThinkingStream is a run as a 0.0.40 producer streams it: no
 // protocolVersion, THINKING_* events; with a comment, an event of a type no
@@ -97,7 +91,7 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		h.Relay.EndRuns()
-		ctx, cancel := context.WithTimeout(context.Background(), Liveness)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Liveness)
 		defer cancel()
 		srv.ShutdownWithContext(ctx) //nolint:errcheck
 		h.Producer.CloseClientConnections()
@@ -110,68 +104,11 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 // name/value pairs, and returns the answer.
 func (h *Harness) Post(path, body string, header ...string) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequest("POST", h.URL+path, strings.NewReader(body))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	resp, err := h.consumer.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return resp
+	return testkit.Post(h.t, h.consumer, h.URL+path, body, header...)
 }
 
-// Report returns the next run's report, failing the test after Liveness.
+// Report returns the next run's report, failing the test after testkit.Liveness.
 func (h *Harness) Report() *relay.RunReport {
 	h.t.Helper()
-	select {
-	case r := <-h.reports:
-		return r
-	case <-time.After(Liveness):
-		h.t.Fatal("no run report")
-		return nil
-	}
-}
-
-// ReadAll reads and closes the answer's body.
-func ReadAll(t *testing.T, resp *http.Response) string {
-	t.Helper()
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("reading the relayed stream: %v", err)
-	}
-	return string(b)
-}
-
-// StreamHeaders answers as a producer's event stream begins.
-func StreamHeaders(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(200)
-	w.(http.Flusher).Flush()
-}
-
-// SSE writes frames as a producer does, flushing after each.
-func SSE(w http.ResponseWriter, frames ...string) {
-	for _, f := range frames {
-		io.WriteString(w, f) //nolint:errcheck
-		w.(http.Flusher).Flush()
-	}
-}
-
-// ClosedURL is the URL of a port nothing listens on any more: connecting
-// to it is refused.
-func ClosedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return "http://" + ln.Addr().String()
+	return testkit.Receive(h.t, h.reports, "run report")
 }
