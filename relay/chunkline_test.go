@@ -3,10 +3,8 @@
 package relay
 
 import (
-	"bufio"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,25 +35,18 @@ func TestChunkSizeLinesFollowRFC9112(t *testing.T) {
 					strconv.FormatInt(int64(len(events)), 16)+tc.sizeSuffix+"\r\n"+events+"\r\n0\r\n\r\n")
 			})
 			reports := make(chan *RunReport, 2)
-			addr, _ := rawRelay(t, upstream, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c })
+			addr, _ := rawRelay(t, upstream, reportsTo(reports))
 			c := testkit.DialConsumer(t, addr)
 			testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := <-reports
+			_, body := testkit.ReadAnswer(t, c)
+			rep := testkit.Await(t, reports, "no run report")
 			if tc.ok {
-				if string(body) != events || rep.Abort != "" {
+				if body != events || rep.Abort != "" {
 					t.Errorf("want the run relayed whole; got abort %q and\n%q", rep.Abort, body)
 				}
 				return
 			}
-			if !strings.Contains(string(body), `"code":"upstream_broken"`) || rep.Abort != CodeUpstreamBroken {
+			if !strings.Contains(body, `"code":"upstream_broken"`) || rep.Abort != CodeUpstreamBroken {
 				t.Errorf("want RUN_ERROR upstream_broken; got abort %q and\n%q", rep.Abort, body)
 			}
 		})

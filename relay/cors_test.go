@@ -241,7 +241,7 @@ func TestCORSHeadersOnEveryAnswer(t *testing.T) {
 		r.MaxBody = 256
 		r.Client = NewClient(ClientOptions{MaxConns: 1, MaxIdleConnDuration: 50 * time.Millisecond})
 	})
-	closed := closedURL(t)
+	closed := testkit.ClosedURL(t)
 	unreachable := newHarness(t, nil, func(r *Relay) { r.Upstream = closed; r.CORS = mustCORS(t, policy) })
 	silent := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		select { // never answers until the test ends
@@ -305,11 +305,7 @@ func TestCORSHeadersOnEveryAnswer(t *testing.T) {
 		resp := h.post("/hold", testkit.MinimalInput, origin...)
 		resp.Body.Close()
 	}()
-	select {
-	case <-held:
-	case <-time.After(testkit.Liveness):
-		t.Fatal("the first run did not reach the producer")
-	}
+	testkit.Await(t, held, "the first run did not reach the producer")
 	resp = h.post("/agent", testkit.MinimalInput, origin...)
 	wantPolicy("503", resp, 503)
 }
@@ -360,8 +356,8 @@ func TestNoCORSPassesTheProducersThrough(t *testing.T) {
 // A request the server cannot read (here: a body over the route's limit)
 // is answered with the CORS headers of the route its path names.
 func TestRouterProblemsCarryTheRoutesCORS(t *testing.T) {
-	producer := &Relay{Upstream: closedURL(t), MaxBody: 64}
-	withCORS := &Relay{Upstream: closedURL(t), MaxBody: 64, CORS: mustCORS(t, CORSOptions{AllowOrigins: []string{pageOrigin}})}
+	producer := &Relay{Upstream: testkit.ClosedURL(t), MaxBody: 64}
+	withCORS := &Relay{Upstream: testkit.ClosedURL(t), MaxBody: 64, CORS: mustCORS(t, CORSOptions{AllowOrigins: []string{pageOrigin}})}
 	table, err := NewTable([]Route{{Name: "web", Prefix: "/web", Relay: withCORS}, {Name: "other", Prefix: "/", Relay: producer}})
 	if err != nil {
 		t.Fatal(err)

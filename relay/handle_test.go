@@ -54,7 +54,7 @@ func handleOnServer(t *testing.T, keepHijacked bool) {
 		Log:          zap.NewNop(),
 		parkAfter:    time.Millisecond,
 		streamPoller: attempts,
-		OnRun:        func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c },
+		OnRun:        reportsTo(reports),
 	}
 	srv := &fasthttp.Server{Handler: rl.Handle, KeepHijackedConns: keepHijacked}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -4,6 +4,7 @@ package relay
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -83,7 +84,7 @@ func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
 	url, waiting, closed, closeAll := thinkingProducer(t)
 	taps := &countingTaps{}
 	reports := make(chan *RunReport, 16)
-	addr, _ := rawRelay(t, url, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c }, func(r *Relay) {
+	addr, _ := rawRelay(t, url, reportsTo(reports), func(r *Relay) {
 		r.Client = NewClient(ClientOptions{MaxConns: 2, FirstByteTimeout: time.Hour})
 		r.Tap = taps.Tap
 	})
@@ -92,23 +93,11 @@ func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
 	for i := range 4 { // twice the cap: each abandoned request must free its connection
 		c := testkit.DialConsumer(t, addr)
 		testkit.SendRun(t, c, think)
-		select {
-		case <-waiting:
-		case <-time.After(testkit.Liveness):
-			t.Fatalf("abandoned run %d: the producer never got the request", i)
-		}
+		testkit.Await(t, waiting, fmt.Sprintf("abandoned run %d: the producer never got the request", i))
 		c.Close()
-		select {
-		case <-closed:
-		case <-time.After(testkit.Liveness):
-			t.Fatalf("abandoned run %d: the producer's connection stays open after the consumer left", i)
-		}
+		testkit.Await(t, closed, fmt.Sprintf("abandoned run %d: the producer's connection stays open after the consumer left", i))
 		var rep *RunReport
-		select {
-		case rep = <-reports:
-		case <-time.After(testkit.Liveness):
-			t.Fatalf("abandoned run %d: no report", i)
-		}
+		rep = testkit.Await(t, reports, fmt.Sprintf("abandoned run %d: no report", i))
 		if rep.Abort != "consumer_gone" || rep.Terminal != "" || rep.RunID != "think" {
 			t.Errorf("abandoned run %d: abort %q, terminal %q, run %q; want consumer_gone, no terminal", i, rep.Abort, rep.Terminal, rep.RunID)
 		}
@@ -122,12 +111,8 @@ func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
 	// The cap of 2 is free: a real run is served.
 	c := testkit.DialConsumer(t, addr)
 	testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "RUN_FINISHED") {
+	resp, body := testkit.ReadAnswer(t, c)
+	if resp.StatusCode != 200 || !strings.Contains(body, "RUN_FINISHED") {
 		t.Errorf("the run after the abandoned ones: %d %q", resp.StatusCode, body)
 	}
 }
@@ -181,26 +166,18 @@ func (t countingTap) End(*RunReport) {
 func TestHalfClosedConsumerIsGone(t *testing.T) {
 	url, waiting, closed, closeAll := thinkingProducer(t)
 	reports := make(chan *RunReport, 4)
-	addr, _ := rawRelay(t, url, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c }, func(r *Relay) {
+	addr, _ := rawRelay(t, url, reportsTo(reports), func(r *Relay) {
 		r.Client = NewClient(ClientOptions{FirstByteTimeout: time.Hour})
 	})
 	t.Cleanup(closeAll)
 	c := testkit.DialConsumer(t, addr)
 	testkit.SendRun(t, c, `{"threadId":"t1","runId":"think","messages":[],"protocolVersion":"1.0"}`)
-	select {
-	case <-waiting:
-	case <-time.After(testkit.Liveness):
-		t.Fatal("the producer never got the request")
-	}
+	testkit.Await(t, waiting, "the producer never got the request")
 	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-closed:
-	case <-time.After(testkit.Liveness):
-		t.Fatal("the producer's request goes on for a half-closed consumer")
-	}
-	if rep := <-reports; rep.Abort != "consumer_gone" {
+	testkit.Await(t, closed, "the producer's request goes on for a half-closed consumer")
+	if rep := testkit.Await(t, reports, "no run report"); rep.Abort != "consumer_gone" {
 		t.Errorf("abort %q, want consumer_gone", rep.Abort)
 	}
 	if b, err := io.ReadAll(c); err != nil || len(b) > 0 {

@@ -3,10 +3,8 @@
 package relay
 
 import (
-	"bufio"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,19 +36,11 @@ func TestProducerPastItsContentLength(t *testing.T) {
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: "+strconv.Itoa(tc.length)+"\r\n\r\n"+tc.sent)
 			})
 			reports := make(chan *RunReport, 2)
-			addr, _ := rawRelay(t, upstream, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c })
+			addr, _ := rawRelay(t, upstream, reportsTo(reports))
 			c := testkit.DialConsumer(t, addr)
 			testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := string(b)
-			rep := <-reports
+			_, body := testkit.ReadAnswer(t, c)
+			rep := testkit.Await(t, reports, "no run report")
 			if !tc.broken {
 				if body != tc.want || rep.Abort != "" || rep.Terminal != "RUN_FINISHED" {
 					t.Errorf("abort %q terminal %q, body\n%q\nwant\n%q", rep.Abort, rep.Terminal, body, tc.want)

@@ -55,11 +55,7 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 		// Every pause of a producer over a millisecond parks its stream, so
 		// that the tests below exercise parked streams too (see pump.go).
 		parkAfter: time.Millisecond,
-		OnRun: func(rep *RunReport) {
-			c := *rep
-			c.Counts = nil // borrowed: the relay reuses them
-			h.reports <- &c
-		},
+		OnRun:     reportsTo(h.reports),
 	}
 	if configure != nil {
 		configure(h.relay)
@@ -85,6 +81,12 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 	return h
 }
 
+// reportsTo is an OnRun that sends each run's report to reports, its Counts
+// left out (they are borrowed: the relay reuses them).
+func reportsTo(reports chan<- *RunReport) func(*RunReport) {
+	return func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c }
+}
+
 func (h *harness) post(path, body string, header ...string) *http.Response {
 	h.t.Helper()
 	return testkit.Post(h.t, h.consumer, h.url+path, body, header...)
@@ -92,7 +94,7 @@ func (h *harness) post(path, body string, header ...string) *http.Response {
 
 func (h *harness) report() *RunReport {
 	h.t.Helper()
-	return testkit.Receive(h.t, h.reports, "run report")
+	return testkit.Await(h.t, h.reports, "no run report")
 }
 
 func TestPassThroughIsByteExact(t *testing.T) {
@@ -279,11 +281,7 @@ func TestConsumerGoneCancelsUpstream(t *testing.T) {
 				t.Fatalf("first line %q, %v", line, err)
 			}
 			resp.Body.Close()
-			select {
-			case <-cancelled:
-			case <-time.After(testkit.Liveness):
-				t.Fatal("the producer's request was not cancelled")
-			}
+			testkit.Await(t, cancelled, "the producer's request was not cancelled")
 			rep := h.report()
 			if rep.Abort != "consumer_gone" {
 				t.Errorf("report abort = %q", rep.Abort)
@@ -345,20 +343,8 @@ func wantProblem(t *testing.T, resp *http.Response, status int, typ string) {
 	}
 }
 
-// closedURL is the URL of a port nothing listens on any more: connecting
-// to it is refused.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return "http://" + ln.Addr().String()
-}
-
 func TestUnreachableProducerIs502(t *testing.T) {
-	closed := closedURL(t)
+	closed := testkit.ClosedURL(t)
 	h := newHarness(t, nil, func(r *Relay) { r.Upstream = closed })
 	resp := h.post("/agent", testkit.MinimalInput)
 	wantProblem(t, resp, 502, "urn:agui-relay:upstream-unreachable")

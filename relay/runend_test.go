@@ -97,30 +97,19 @@ func TestStreamEndsAfterTheRequestedRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			url, closed := holdingProducer(t, tc.answer)
 			reports := make(chan *RunReport, 4)
-			addr, _ := rawRelay(t, url, func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c }, func(r *Relay) {
+			addr, _ := rawRelay(t, url, reportsTo(reports), func(r *Relay) {
 				r.IdleTimeout, r.RunTimeout = time.Hour, time.Hour
 				r.endGrace = time.Millisecond
 			})
 			c := testkit.DialConsumer(t, addr)
 			testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := io.ReadAll(resp.Body) // ends only with the answer's end
-			if err != nil {
-				t.Fatalf("reading the answer: %v (%d bytes read)", err, len(body))
-			}
-			got := strings.ReplaceAll(string(body), ": keep-alive\n\n", "")
+			_, body := testkit.ReadAnswer(t, c) // ends only with the answer's end
+			got := strings.ReplaceAll(body, ": keep-alive\n\n", "")
 			if got != tc.want {
 				t.Errorf("the consumer read\n%q\nwant\n%q", got, tc.want)
 			}
-			select {
-			case <-closed:
-			case <-time.After(testkit.Liveness):
-				t.Fatal("the producer's connection stays open after the requested run ended")
-			}
-			rep := <-reports
+			testkit.Await(t, closed, "the producer's connection stays open after the requested run ended")
+			rep := testkit.Await(t, reports, "no run report")
 			if rep.Abort != "" || rep.Terminal != "RUN_FINISHED" || rep.Runs != strings.Count(tc.want, "RUN_STARTED") {
 				t.Errorf("report: abort %q, terminal %q, runs %d; want a finished run", rep.Abort, rep.Terminal, rep.Runs)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
@@ -62,29 +63,14 @@ func shortRunAnswer() []byte {
 
 // shortRunProducer answers every POST on its connections with answer.
 func shortRunProducer(b *testing.B, answer []byte) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	return testkit.AcceptEach(b, func(c net.Conn) {
+		br := bufio.NewReaderSize(c, 4<<10)
+		for readRequest(br) == nil {
+			if _, err := c.Write(answer); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReaderSize(c, 4<<10)
-				for readRequest(br) == nil {
-					if _, err := c.Write(answer); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // readRequest reads one request, its head and its Content-Length body.

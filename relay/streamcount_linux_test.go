@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
@@ -22,11 +21,7 @@ func TestParkedStreamIsNotCountedRunning(t *testing.T) {
 	count := &streamCount{signalParker: pk}
 	h, br, release := heldStream(t, func(r *Relay) { r.streamPoller = count },
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
-	select {
-	case <-pk.parked:
-	case <-time.After(testkit.Liveness):
-		t.Fatal("the stream did not park")
-	}
+	testkit.Await(t, pk.parked, "the stream did not park")
 	waitFor(t, "the parked stream not counted", func() bool { return count.running.Load() == 0 })
 	release()
 	if rest, err := io.ReadAll(br); err != nil || !strings.Contains(string(rest), "RUN_FINISHED") {

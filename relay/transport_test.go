@@ -175,11 +175,7 @@ func quietStream(t *testing.T, pk streamPoller) {
 		}
 	} else {
 		// The attempt to park fails: the stream waits on in its goroutine.
-		select {
-		case <-pk.(noParking).attempts:
-		case <-time.After(testkit.Liveness):
-			t.Fatal("the quiet stream never tried to park")
-		}
+		testkit.Await(t, pk.(noParking).attempts, "the quiet stream never tried to park")
 		waitFor(t, "the stream reading the producer in its goroutine again", func() bool {
 			return goroutinesIn("wire.(*Body).Poll") > 0
 		})

@@ -1,10 +1,10 @@
 package wire
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
@@ -17,11 +17,7 @@ func fired() (func(), <-chan struct{}) {
 
 func await(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(testkit.Liveness):
-		t.Fatalf("never: %s", what)
-	}
+	testkit.Await(t, ch, fmt.Sprintf("never: %s", what))
 }
 
 // A hangup watch fires on the peer's close, not on its bytes; a read

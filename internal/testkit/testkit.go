@@ -101,15 +101,15 @@ func ReadAll(t testing.TB, resp *http.Response) string {
 	return string(b)
 }
 
-// Receive returns the next value of ch, failing the test with "no "+what
-// after Liveness.
-func Receive[T any](t testing.TB, ch <-chan T, what string) T {
+// Await returns the next value of ch, failing the test with failure after
+// Liveness.
+func Await[T any](t testing.TB, ch <-chan T, failure string) T {
 	t.Helper()
 	select {
 	case v := <-ch:
 		return v
 	case <-time.After(Liveness):
-		t.Fatal("no " + what)
+		t.Fatal(failure)
 		var zero T
 		return zero
 	}
@@ -228,7 +228,7 @@ func ReadAnswer(t testing.TB, c net.Conn) (*http.Response, string) {
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("reading the answer: %v (%d bytes read)", err, len(b))
 	}
 	return resp, string(b)
 }

@@ -110,5 +110,5 @@ func (h *Harness) Post(path, body string, header ...string) *http.Response {
 // Report returns the next run's report, failing the test after testkit.Liveness.
 func (h *Harness) Report() *relay.RunReport {
 	h.t.Helper()
-	return testkit.Receive(h.t, h.reports, "run report")
+	return testkit.Await(h.t, h.reports, "no run report")
 }
