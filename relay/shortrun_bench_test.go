@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,11 +38,16 @@ import (
 // clock on a shared machine: compare cpu-ns/run, at a fixed -benchtime.
 //
 //	go test -run '^$' -bench ShortRun -benchtime 20000x ./relay/
+//
+// "40conns" runs them over 40 connections at once, as issue #23's harness
+// does (40 workers, each making runs one after another on a kept
+// connection): b.N runs in all.
 func BenchmarkShortRun(b *testing.B) {
 	for _, tapped := range []bool{false, true} {
 		name := map[bool]string{false: "untapped", true: "tapped"}[tapped]
-		b.Run(name, func(b *testing.B) { benchShortRuns(b, tapped) })
+		b.Run(name, func(b *testing.B) { benchShortRuns(b, tapped, 1) })
 	}
+	b.Run("untapped/40conns", func(b *testing.B) { benchShortRuns(b, false, 40) })
 }
 
 const shortRunInput = `{"threadId":"thread-0123456789","runId":"run-0123456789","protocolVersion":"1.0","state":{},"messages":[{"id":"u1","role":"user","content":"Hello! What can you do?"}],"tools":[],"context":[],"forwardedProps":{}}`
@@ -94,7 +100,7 @@ func readRequest(br *bufio.Reader) error {
 	return err
 }
 
-func benchShortRuns(b *testing.B, tapped bool) {
+func benchShortRuns(b *testing.B, tapped bool, conns int) {
 	answer := shortRunAnswer()
 	upstream := shortRunProducer(b, answer)
 	poller := wire.NewPoller()
@@ -122,32 +128,50 @@ func benchShortRuns(b *testing.B, tapped bool) {
 	go srv.Serve(relay.Listener(ln))     //nolint:errcheck // ends at shutdown
 	b.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
 
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
 	req := []byte("POST /agent HTTP/1.1\r\nHost: " + ln.Addr().String() +
 		"\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: " +
 		strconv.Itoa(len(shortRunInput)) + "\r\n\r\n" + shortRunInput)
-	buf := make([]byte, 16<<10)
-	run := func() {
-		if _, err := c.Write(req); err != nil {
+	clients := make([]func() error, conns)
+	for i := range clients {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
 			b.Fatal(err)
 		}
-		if err := readAnswer(c, buf); err != nil {
+		defer c.Close()
+		buf := make([]byte, 16<<10)
+		clients[i] = func() error {
+			if _, err := c.Write(req); err != nil {
+				return err
+			}
+			return readAnswer(c, buf)
+		}
+	}
+	runs := func(n int) {
+		var wg sync.WaitGroup
+		errs := make(chan error, len(clients))
+		for i, run := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := i; k < n; k += len(clients) {
+					if err := run(); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
 			b.Fatal(err)
 		}
 	}
-	for range 200 { // the pools, the connection to the producer, the stacks
-		run()
-	}
+	runs(200 * conns) // the pools, the connections to the producer, the stacks
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
-	for range b.N {
-		run()
-	}
+	runs(b.N)
 	b.StopTimer()
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/run")
 }
