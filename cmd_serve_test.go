@@ -7,13 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/relay"
 )
 
@@ -221,8 +221,7 @@ func TestServeShutdownEndsOpenRunsAfterGrace(t *testing.T) {
 
 // pollerLoops counts the goroutines of running wire.Pollers.
 func pollerLoops() int {
-	buf := make([]byte, 1<<20)
-	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "wire.(*Poller).loop(")
+	return testkit.GoroutinesIn("wire.(*Poller).loop(")
 }
 
 // Profiles are served only when asked for: a heap profile shows memory.

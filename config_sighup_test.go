@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -59,7 +60,7 @@ func TestSIGHUPReloadsRoutesWithoutDroppingRuns(t *testing.T) {
 	write("routes:\n  - name: a\n    prefix: /agents/a\n    upstream: " + nu.URL + "\n    stripPrefix: true\n" +
 		"  - name: b\n    prefix: /agents/b\n    upstream: " + nu.URL + "/b\n    stripPrefix: true\n")
 	hup(t)
-	waitUntil(t, "the reload is logged", func() bool { return logs.FilterMessage("routes reloaded").Len() == 1 })
+	testkit.WaitFor(t, "the reload is logged", func() bool { return logs.FilterMessage("routes reloaded").Len() == 1 })
 	if status, body := getBody(t, base+"/agents/a/caps"); status != 200 || body != "new /caps" {
 		t.Errorf("after the reload, route a: %d %q, want the new upstream", status, body)
 	}
@@ -77,7 +78,7 @@ func TestSIGHUPReloadsRoutesWithoutDroppingRuns(t *testing.T) {
 	// A broken file: the reload fails, logged, and the routes stay.
 	write("routes:\n  - name: a\n    prefix: /agents/a\n    upstream: not a url\n")
 	hup(t)
-	waitUntil(t, "the failed reload is logged", func() bool {
+	testkit.WaitFor(t, "the failed reload is logged", func() bool {
 		return logs.FilterMessage("reloading the routes failed; the routes in force stay").Len() == 1
 	})
 	entry := logs.FilterMessage("reloading the routes failed; the routes in force stay").All()[0]

@@ -169,15 +169,6 @@ func getBody(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-	}
-}
-
 // startServeLogged runs serve with c and log until the test ends.
 func startServeLogged(t *testing.T, c *serveConfig, log *zap.Logger) listening {
 	t.Helper()

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/record"
 )
@@ -141,7 +142,7 @@ func TestPythonProducerEndToEnd(t *testing.T) {
 		t.Fatalf("through the relay: %d %s", resp.StatusCode, stream)
 	}
 	in := <-got
-	waitUntil(t, "the run's log line", func() bool { return logs.FilterMessage("run").Len() > 0 })
+	testkit.WaitFor(t, "the run's log line", func() bool { return logs.FilterMessage("run").Len() > 0 })
 	if line := logs.FilterMessage("run").All()[0].ContextMap(); line["producer_python"] != "ag-ui-protocol@0.1.10" {
 		t.Errorf("the run's line names the producer %v, producer_python %v; want ag-ui-protocol@0.1.10 beside the TypeScript release", line["producer"], line["producer_python"])
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/agui-relay/agui-relay/demo"
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/load"
 	"github.com/agui-relay/agui-relay/synth"
 )
@@ -240,13 +241,10 @@ func TestStopCutsRunsInFlight(t *testing.T) {
 		t.Errorf("runs %d interrupted %d stopped %v errors %v", res.Runs, res.Interrupted, res.Stopped, res.Errors)
 	}
 	http.DefaultClient.CloseIdleConnections()
-	for i := 0; runtime.NumGoroutine() > before+3 && i < 200; i++ {
-		runtime.Gosched()
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before+3 { // the test servers' own
-		t.Errorf("%d goroutines, %d before", n, before)
-	}
+	// Three are the test servers' own.
+	testkit.WaitFor(t, "the load's goroutines ended", func() bool { return runtime.NumGoroutine() <= before+3 }, func() string {
+		return fmt.Sprintf("%d goroutines, %d before", runtime.NumGoroutine(), before)
+	})
 }
 
 func TestStartRefusesBadConfig(t *testing.T) {

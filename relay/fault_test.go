@@ -295,19 +295,10 @@ func TestConsumersGoneReleaseEverything(t *testing.T) {
 				t.Errorf("report %+v", rep)
 			}
 		}
-		deadline := time.Now().Add(testkit.Liveness)
-		for {
-			mu.Lock()
-			c := len(cancelledAt)
-			mu.Unlock()
-			if c == n {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d producer requests cancelled", c, n)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		cancelled := func() int { mu.Lock(); defer mu.Unlock(); return len(cancelledAt) }
+		testkit.WaitFor(t, "every producer request cancelled", func() bool { return cancelled() == n }, func() string {
+			return fmt.Sprintf("%d of %d producer requests cancelled", cancelled(), n)
+		})
 		if a := h.relay.Active(); a != 0 {
 			t.Errorf("%d runs still tracked", a)
 		}

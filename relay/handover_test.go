@@ -88,7 +88,7 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 		io.WriteString(c, chunk(shortRunEvents[len(shortRunEvents)/2:])+"0\r\n\r\n") //nolint:errcheck
 	})
 	parked := make(chan bool, 4)
-	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- goroutinesIn("relay.(*relayedStream).resume") > 0 },
+	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- testkit.GoroutinesIn("relay.(*relayedStream).resume") > 0 },
 		func(r *Relay) { r.parkAfter, r.streamPoller = time.Millisecond, pk })
 	c := testkit.DialConsumer(t, addr)
 	br := bufio.NewReader(c)

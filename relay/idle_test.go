@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/wire"
@@ -60,13 +59,7 @@ func TestHangupWatcherCancels(t *testing.T) {
 // hangup, failing the test after liveness.
 func awaitHangup(t *testing.T, u *upstreamBody) {
 	t.Helper()
-	deadline := time.Now().Add(testkit.Liveness)
-	for u.why() != errConsumerGone {
-		if time.Now().After(deadline) {
-			t.Fatal("the hangup was not noticed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, "the hangup noticed", func() bool { return u.why() == errConsumerGone })
 }
 
 // watchUpstream watches conn's hangup as a stream does: cancelling u.

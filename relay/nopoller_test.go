@@ -40,7 +40,7 @@ func TestRelayWithoutPollerWatchesInAGoroutine(t *testing.T) {
 	if line, err := rb.ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
 		t.Fatalf("first line %q, %v", line, err)
 	}
-	if goroutinesIn("relay.watchConsumer") == 0 {
+	if testkit.GoroutinesIn("relay.watchConsumer") == 0 {
 		t.Fatal("no goroutine watches the consumer")
 	}
 	c.Close()

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -221,17 +220,8 @@ func TestFramingVariantsArriveCanonical(t *testing.T) {
 // server keeps idle workers. A baseline taken before the first request of
 // a test run on its own then holds afterwards too.
 func runGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range strings.Split(testkit.Stacks(), "\n\n") {
 		if strings.Contains(g, "fasthttp.updateServerDate") || strings.Contains(g, "relay.(*poller).loop") ||
 			strings.Contains(g, "fasthttp.(*workerPool)") {
 			continue
@@ -244,14 +234,9 @@ func runGoroutines() int {
 // waitGoroutines waits until runGoroutines is back to base.
 func waitGoroutines(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(testkit.Liveness)
-	for runGoroutines() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines: %d, baseline %d\n%s", runGoroutines(), base, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "the goroutines back to their baseline", func() bool { return runGoroutines() <= base }, func() string {
+		return fmt.Sprintf("goroutines: %d, baseline %d\n%s", runGoroutines(), base, testkit.Stacks())
+	})
 }
 
 // A consumer that goes away cancels the producer's request promptly, also
@@ -307,13 +292,9 @@ func openFDs(t *testing.T) int {
 // connection a run opened, to the consumer or the producer, is closed.
 func waitFDs(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(testkit.Liveness)
-	for openFDs(t) > base {
-		if time.Now().After(deadline) {
-			t.Fatalf("open descriptors: %d, baseline %d", openFDs(t), base)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "the open descriptors back to their baseline", func() bool { return openFDs(t) <= base }, func() string {
+		return fmt.Sprintf("open descriptors: %d, baseline %d", openFDs(t), base)
+	})
 }
 
 // problemOf decodes a problem+json answer.

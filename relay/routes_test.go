@@ -257,15 +257,6 @@ func openRun(t *testing.T, url string) (*http.Response, *strings.Builder) {
 	return resp, &got
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(testkit.Liveness); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-	}
-}
-
 func TestSwapKeepsRunsInFlightOnTheirTable(t *testing.T) {
 	release := make(chan struct{})
 	old, nu := heldProducer("old", release), heldProducer("new", release)
@@ -289,7 +280,7 @@ func TestSwapKeepsRunsInFlightOnTheirTable(t *testing.T) {
 	if !strings.Contains(got.String(), `"runId":"old"`) || !strings.Contains(got.String(), `"type":"RUN_FINISHED","threadId":"t","runId":"old"`) {
 		t.Errorf("the run in flight did not finish on the old upstream: %s", got)
 	}
-	waitFor(t, "the retired table is let go once its run ended", func() bool { return rt.Retired() == 0 && rt.Active() == 0 })
+	testkit.WaitFor(t, "the retired table is let go once its run ended", func() bool { return rt.Retired() == 0 && rt.Active() == 0 })
 }
 
 func TestEndRunsReachesRetiredTables(t *testing.T) {

@@ -22,14 +22,14 @@ func TestParkedStreamIsNotCountedRunning(t *testing.T) {
 	h, br, release := heldStream(t, func(r *Relay) { r.streamPoller = count },
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	testkit.Await(t, pk.parked, "the stream did not park")
-	waitFor(t, "the parked stream not counted", func() bool { return count.running.Load() == 0 })
+	testkit.WaitFor(t, "the parked stream not counted", func() bool { return count.running.Load() == 0 })
 	release()
 	if rest, err := io.ReadAll(br); err != nil || !strings.Contains(string(rest), "RUN_FINISHED") {
 		t.Fatalf("after the pause: %q, %v", rest, err)
 	}
 	h.report()
 	// The stream leaves the count after its report.
-	waitFor(t, "the ended stream not counted", func() bool { return count.running.Load() == 0 })
+	testkit.WaitFor(t, "the ended stream not counted", func() bool { return count.running.Load() == 0 })
 	if count.negative.Load() {
 		t.Fatal("a stream left the count without entering it")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,12 +104,6 @@ func TestBrokenChunkFramingEndsWithRunError(t *testing.T) {
 	}
 }
 
-// goroutinesIn counts the goroutines whose stack mentions fn.
-func goroutinesIn(fn string) int {
-	buf := make([]byte, 1<<20)
-	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn)
-}
-
 // A stream on which the producer goes quiet gives up its goroutine, and
 // takes the stream up again, in order, when the producer goes on. Where
 // streams cannot park, the stream waits on in its goroutine, whole.
@@ -166,18 +159,14 @@ func quietStream(t *testing.T, pk streamPoller) {
 		`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	if pk == nil {
-		deadline := time.Now().Add(testkit.Liveness)
-		for goroutinesIn("wire.(*Body).Poll") > 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the quiet stream still holds a goroutine reading the producer")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testkit.WaitFor(t, "the quiet stream gives up its goroutine reading the producer", func() bool {
+			return testkit.GoroutinesIn("wire.(*Body).Poll") == 0
+		})
 	} else {
 		// The attempt to park fails: the stream waits on in its goroutine.
 		testkit.Await(t, pk.(noParking).attempts, "the quiet stream never tried to park")
-		waitFor(t, "the stream reading the producer in its goroutine again", func() bool {
-			return goroutinesIn("wire.(*Body).Poll") > 0
+		testkit.WaitFor(t, "the stream reading the producer in its goroutine again", func() bool {
+			return testkit.GoroutinesIn("wire.(*Body).Poll") > 0
 		})
 	}
 	release()

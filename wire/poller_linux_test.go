@@ -2,8 +2,6 @@ package wire
 
 import (
 	"fmt"
-	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
@@ -123,6 +121,5 @@ func TestPollerCloseLeavesNoGoroutine(t *testing.T) {
 
 // pollerRunning reports whether a Poller's goroutine is running.
 func pollerRunning() bool {
-	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "wire.(*Poller).loop")
+	return testkit.GoroutinesIn("wire.(*Poller).loop") > 0
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,4 +276,60 @@ func PumpAll[S any](tb testing.TB, st Pumper[S], sc S, src io.Reader) {
 // splits it when it needs no normalising: the frame's bytes and its data.
 func CanonicalFrame(ev string) (raw, data []byte) {
 	return []byte(ev), []byte(ev[6 : len(ev)-2])
+}
+
+// WaitFor waits until cond holds, checking it every millisecond, and fails
+// the test with "never: "+what, and detail's text when given, after
+// Liveness.
+func WaitFor(t testing.TB, what string, cond func() bool, detail ...func() string) {
+	t.Helper()
+	if cond() {
+		return
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(Liveness)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if cond() {
+				return
+			}
+		case <-deadline.C:
+			if cond() {
+				return
+			}
+			msg := "never: " + what
+			for _, d := range detail {
+				msg += "\n" + d()
+			}
+			t.Fatal(msg)
+			return
+		}
+	}
+}
+
+// Stacks is the stacks of all goroutines, each a paragraph of its own.
+func Stacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// GoroutinesIn counts the goroutines whose stack mentions fn (a function's
+// name as a stack gives it, such as "wire.(*Poller).loop").
+func GoroutinesIn(fn string) int {
+	n := 0
+	for _, g := range strings.Split(Stacks(), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
 }
