@@ -57,15 +57,11 @@ func rawRelay(t *testing.T, upstream string, onRun func(*RunReport), configure .
 	for _, c := range configure {
 		c(r)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln = &capturingListener{Listener: Listener(l)}
-	srv := r.Server()
-	go srv.Serve(ln)                     //nolint:errcheck
-	t.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
-	return l.Addr().String(), ln
+	addr = testkit.Serve(t, r.Server(), func(l net.Listener) net.Listener {
+		ln = &capturingListener{Listener: Listener(l)}
+		return ln
+	})
+	return addr, ln
 }
 
 const shortRunEvents = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"protocolVersion\":\"1.0\"}\n\n" +

@@ -363,18 +363,12 @@ func TestRouterProblemsCarryTheRoutesCORS(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := NewRouter(table, 64, nil)
-	srv := rt.Server()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(Listener(ln)) //nolint:errcheck
-	t.Cleanup(func() { srv.Shutdown() })
+	addr := testkit.Serve(t, rt.Server(), Listener)
 	client := &http.Client{}
 	big := strings.NewReader(`{"pad":"` + strings.Repeat("x", 100) + `"}`)
 	for _, c := range []struct{ path, allow string }{{"/web/agent", pageOrigin}, {"/agent", ""}} {
 		big.Seek(0, 0)
-		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+c.path, big)
+		req, _ := http.NewRequest("POST", "http://"+addr+c.path, big)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Origin", pageOrigin)
 		resp, err := client.Do(req)
@@ -388,7 +382,7 @@ func TestRouterProblemsCarryTheRoutesCORS(t *testing.T) {
 		wantHeader(t, resp, "Access-Control-Allow-Origin", c.allow)
 
 		// The same with Expect: 100-continue, answered before the upload.
-		conn, err := net.Dial("tcp", ln.Addr().String())
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}

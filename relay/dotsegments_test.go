@@ -1,13 +1,13 @@
 package relay
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 )
@@ -16,13 +16,7 @@ import (
 // address.
 func serveRaw(t *testing.T, srv *fasthttp.Server) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(Listener(ln))           //nolint:errcheck
-	t.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
-	return ln.Addr().String()
+	return testkit.Serve(t, srv, Listener)
 }
 
 // Dot segments, plain or percent-encoded in any case, never reach the

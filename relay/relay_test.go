@@ -2,7 +2,6 @@ package relay
 
 import (
 	"bufio"
-	"context"
 	"os"
 
 	"encoding/json"
@@ -44,6 +43,7 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 	t.Helper()
 	h := &harness{t: t, reports: make(chan *RunReport, 16)}
 	h.producer = httptest.NewServer(producer)
+	t.Cleanup(func() { h.producer.CloseClientConnections(); h.producer.Close() })
 	core, logs := observer.New(zapcore.DebugLevel)
 	h.logs = logs
 	h.relay = &Relay{
@@ -59,24 +59,10 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 	if configure != nil {
 		configure(h.relay)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := h.relay.Server()
-	go srv.Serve(Listener(ln)) //nolint:errcheck // as serve does: consumers read and written raw
-	h.url = "http://" + ln.Addr().String()
-	tr := &http.Transport{DisableCompression: true}
-	h.consumer = &http.Client{Transport: tr}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		h.relay.EndRuns() // a test that failed may leave a run open
-		ctx, cancel := context.WithTimeout(context.Background(), testkit.Liveness)
-		defer cancel()
-		srv.ShutdownWithContext(ctx) //nolint:errcheck
-		h.producer.CloseClientConnections()
-		h.producer.Close()
-	})
+	// As serve does: consumers read and written raw.
+	h.url = "http://" + testkit.Serve(t, h.relay.Server(), Listener)
+	t.Cleanup(h.relay.EndRuns) // a test that failed may leave a run open
+	h.consumer = testkit.Consumer(t)
 	return h
 }
 

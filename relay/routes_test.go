@@ -1,9 +1,7 @@
 package relay
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -128,19 +126,9 @@ func echoProducer(name string) *httptest.Server {
 // serveRouter serves rt on a free port until the test ends.
 func serveRouter(t *testing.T, rt *Router) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := rt.Server()
-	go srv.Serve(ln) //nolint:errcheck
-	t.Cleanup(func() {
-		rt.EndRuns()
-		ctx, cancel := context.WithTimeout(context.Background(), testkit.Liveness)
-		defer cancel()
-		srv.ShutdownWithContext(ctx) //nolint:errcheck
-	})
-	return "http://" + ln.Addr().String()
+	addr := testkit.Serve(t, rt.Server(), nil)
+	t.Cleanup(rt.EndRuns)
+	return "http://" + addr
 }
 
 func get(t *testing.T, url string) (int, string) {

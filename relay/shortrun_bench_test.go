@@ -120,20 +120,14 @@ func benchShortRuns(b *testing.B, tapped bool, conns int) {
 		b.Fatal(err)
 	}
 	router := relay.NewRouter(table, 0, zap.NewNop())
-	srv := router.Server()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go srv.Serve(relay.Listener(ln))     //nolint:errcheck // ends at shutdown
-	b.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
+	addr := testkit.Serve(b, router.Server(), relay.Listener)
 
-	req := []byte("POST /agent HTTP/1.1\r\nHost: " + ln.Addr().String() +
+	req := []byte("POST /agent HTTP/1.1\r\nHost: " + addr +
 		"\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: " +
 		strconv.Itoa(len(shortRunInput)) + "\r\n\r\n" + shortRunInput)
 	clients := make([]func() error, conns)
 	for i := range clients {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,6 +9,7 @@ package testkit
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -332,4 +333,41 @@ func GoroutinesIn(fn string) int {
 		}
 	}
 	return n
+}
+
+// Server is a server that serves a listener until it is shut down
+// (fasthttp.Server).
+type Server interface {
+	Serve(ln net.Listener) error
+	ShutdownWithContext(ctx context.Context) error
+}
+
+// Serve serves srv on a loopback listener, wrapped by wrap (nil: as it
+// is), and shuts srv down when the test ends, waiting at most Liveness. It
+// returns the listener's address (host:port).
+func Serve(t testing.TB, srv Server, wrap func(net.Listener) net.Listener) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := ln
+	if wrap != nil {
+		served = wrap(ln)
+	}
+	go srv.Serve(served) //nolint:errcheck // ends at the shutdown
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), Liveness)
+		defer cancel()
+		srv.ShutdownWithContext(ctx) //nolint:errcheck
+	})
+	return ln.Addr().String()
+}
+
+// Consumer is an HTTP client as a consumer of streams is one (it asks for
+// no compression); its idle connections are closed when the test ends.
+func Consumer(t testing.TB) *http.Client {
+	tr := &http.Transport{DisableCompression: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }

@@ -5,8 +5,6 @@
 package relaytest
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -63,6 +61,7 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 		producer = func(http.ResponseWriter, *http.Request) {}
 	}
 	h.Producer = httptest.NewServer(producer)
+	t.Cleanup(func() { h.Producer.CloseClientConnections(); h.Producer.Close() })
 	poller := wire.NewPoller() // as serve gives every Relay
 	t.Cleanup(func() { poller.Close() })
 	h.Relay = &relay.Relay{
@@ -79,24 +78,9 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 	if configure != nil {
 		configure(h.Relay)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := h.Relay.Server()
-	go srv.Serve(relay.Listener(ln)) //nolint:errcheck
-	h.URL = "http://" + ln.Addr().String()
-	tr := &http.Transport{DisableCompression: true}
-	h.consumer = &http.Client{Transport: tr}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		h.Relay.EndRuns()
-		ctx, cancel := context.WithTimeout(context.Background(), testkit.Liveness)
-		defer cancel()
-		srv.ShutdownWithContext(ctx) //nolint:errcheck
-		h.Producer.CloseClientConnections()
-		h.Producer.Close()
-	})
+	h.URL = "http://" + testkit.Serve(t, h.Relay.Server(), relay.Listener)
+	t.Cleanup(h.Relay.EndRuns)
+	h.consumer = testkit.Consumer(t)
 	return h
 }
 
