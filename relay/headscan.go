@@ -23,15 +23,12 @@ var errBareLF = errors.New("a request line ends in a bare LF")
 
 // headScan follows a request head through a connection's reads.
 type headScan struct {
-	on      bool // a head is being read
-	last    byte // the last byte scanned
-	line    int  // bytes of the current line so far, its CR included
-	started bool // a line other than an empty one was seen
-	bad     bool // a line ended in a bare LF
+	on      bool  // a head is being read
+	last    byte  // the last byte scanned
+	started bool  // a line other than an empty one was seen
+	bad     bool  // a line ended in a bare LF
+	line    int32 // bytes of the current line so far, its CR included (the server's read buffer bounds a head: 16 KiB)
 }
-
-// atStart reports whether the head is watched and no byte of it read yet.
-func (h *headScan) atStart() bool { return h.on && h.line == 0 && !h.started && h.last == 0 }
 
 // arm starts watching a head that begins with the next byte read.
 func (h *headScan) arm() { *h = headScan{on: true} }
@@ -44,7 +41,7 @@ func (h *headScan) scan(p []byte) bool {
 	for h.on && len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			h.line += len(p)
+			h.line += int32(len(p))
 			h.last = p[len(p)-1]
 			return false
 		}
@@ -52,7 +49,7 @@ func (h *headScan) scan(p []byte) bool {
 		if i > 0 {
 			prev = p[i-1]
 		}
-		h.line += i
+		h.line += int32(i)
 		switch {
 		case h.line == 0 && !h.started:
 			// An empty line before the request line, bare or not: skipped
