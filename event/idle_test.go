@@ -8,11 +8,6 @@ import (
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
-const (
-	runStarted  = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n"
-	runFinished = `data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n"
-)
-
 // pieceReader returns one chunk per Read, as a producer's client does.
 type pieceReader struct {
 	chunks []string
@@ -43,7 +38,7 @@ func (r *pieceReader) Read(p []byte) (int, error) {
 // larger than its base size.
 func TestIdleScannerReleasesItsBuffer(t *testing.T) {
 	big := "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"delta\":\"" + strings.Repeat("x", 3*baseSize) + "\"}\n\n"
-	chunks := []string{runStarted, testkit.ContentEvent[:10], testkit.ContentEvent[10:], ": keep-alive\n\n", testkit.ContentEvent + testkit.ContentEvent, big[:5], big[5:], runFinished}
+	chunks := []string{testkit.RunStarted, testkit.ContentEvent[:10], testkit.ContentEvent[10:], ": keep-alive\n\n", testkit.ContentEvent + testkit.ContentEvent, big[:5], big[5:], testkit.RunFinished}
 	r := &pieceReader{chunks: chunks, t: t}
 	sc := NewIdleScanner(r, 0)
 	r.sc = sc

@@ -112,7 +112,7 @@ func TestPumpFlushesBorrowedFramesBeforeTheBufferMoves(t *testing.T) {
 // Pump returns, both errors nil, after the frame that ends a run, and goes
 // on where it stopped when called again.
 func TestPumpPausesAtTheEndOfARun(t *testing.T) {
-	l := &opLog{chunks: []string{runStarted + runFinished + testkit.ContentEvent}}
+	l := &opLog{chunks: []string{testkit.RunStarted + testkit.RunFinished + testkit.ContentEvent}}
 	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, l)
 	sc := NewScanner(nil, 0)
 	if rerr, werr := st.Pump(sc, l); rerr != nil || werr != nil || st.Terminal != "RUN_FINISHED" || st.Events != 2 {
@@ -121,7 +121,7 @@ func TestPumpPausesAtTheEndOfARun(t *testing.T) {
 	if rerr, werr := st.Pump(sc, l); rerr != io.EOF || werr != nil || st.Events != 3 {
 		t.Fatalf("second Pump: %v, %v, %d events", rerr, werr, st.Events)
 	}
-	if l.out.String() != runStarted+runFinished+testkit.ContentEvent {
+	if l.out.String() != testkit.RunStarted+testkit.RunFinished+testkit.ContentEvent {
 		t.Errorf("wrote %q", l.out.String())
 	}
 }

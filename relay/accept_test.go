@@ -48,7 +48,7 @@ func TestRunAsksForAnEventStream(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		asked <- strings.Join(r.Header.Values("Accept"), " | ")
 		testkit.StreamHeaders(w)
-		testkit.SSE(w, runStarted, runFinished)
+		testkit.SSE(w, testkit.RunStarted, testkit.RunFinished)
 	}, nil)
 	for _, tc := range []struct {
 		accept []string // nil: no Accept header

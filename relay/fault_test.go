@@ -24,11 +24,6 @@ import (
 // (refused connection, reset, hang before headers, idle and run timeouts,
 // oversized frame, clean close and shutdown are there).
 
-const (
-	runStarted  = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n"
-	runFinished = `data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n"
-)
-
 // A 200 answer that is not an event stream is passed on as it is: the
 // relay does not try to read it as events.
 func TestNonEventStreamAnswerPassesThrough(t *testing.T) {
@@ -90,7 +85,7 @@ func TestGzipAnswerIsDecoded(t *testing.T) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.WriteHeader(200)
 		zw := gzip.NewWriter(w)
-		io.WriteString(zw, runStarted)
+		io.WriteString(zw, testkit.RunStarted)
 		zw.Flush()
 		w.(http.Flusher).Flush()
 		select { // the consumer must see RUN_STARTED before the rest is sent
@@ -107,7 +102,7 @@ func TestGzipAnswerIsDecoded(t *testing.T) {
 	}
 	br := bufio.NewReader(resp.Body)
 	first, err := br.ReadString('\n')
-	if err != nil || first+"\n" != runStarted {
+	if err != nil || first+"\n" != testkit.RunStarted {
 		t.Fatalf("first line %q, %v", first, err)
 	}
 	close(next)
@@ -126,7 +121,7 @@ func TestGzipAnswerIsDecoded(t *testing.T) {
 func TestGzipAnswerCutOffEndsWithRunError(t *testing.T) {
 	var compressed bytes.Buffer
 	zw := gzip.NewWriter(&compressed)
-	io.WriteString(zw, runStarted+`data: {"type":"CUSTOM","name":"n","value":"`+strings.Repeat("v", 4000)+`"}`+"\n\n")
+	io.WriteString(zw, testkit.RunStarted+`data: {"type":"CUSTOM","name":"n","value":"`+strings.Repeat("v", 4000)+`"}`+"\n\n")
 	zw.Close()
 	cut := compressed.Bytes()[:compressed.Len()-30] // no end of stream, no trailer
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
@@ -137,7 +132,7 @@ func TestGzipAnswerCutOffEndsWithRunError(t *testing.T) {
 		rw.Flush()
 	}, nil)
 	got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
-	if !strings.HasPrefix(got, runStarted) {
+	if !strings.HasPrefix(got, testkit.RunStarted) {
 		t.Fatalf("stream %q", got)
 	}
 	if ev := runErrorOf(t, got); ev["code"] != CodeUpstreamBroken {
@@ -186,16 +181,16 @@ func TestNotJSONFrameIsRelayedUntouched(t *testing.T) {
 		started  string
 		logged   bool
 	}{
-		{"pass-through", `"1.0"`, runStarted, false},
+		{"pass-through", `"1.0"`, testkit.RunStarted, false},
 		// A 1.0 producer, a 0.0.45 consumer: every frame goes through
 		// the downgrade chain.
-		{"translated", `"0.0.45"`, runStarted, true},
+		{"translated", `"0.0.45"`, testkit.RunStarted, true},
 		// A 0.0.40 producer (no protocolVersion), a 1.0 consumer: the
 		// upgrade chain.
 		{"upgraded", `"1.0"`, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1"}` + "\n\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := tc.started + strings.Join(notJSON, "") + runFinished
+			in := tc.started + strings.Join(notJSON, "") + testkit.RunFinished
 			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 				testkit.StreamHeaders(w)
 				testkit.SSE(w, in)
@@ -264,7 +259,7 @@ func TestConsumersGoneReleaseEverything(t *testing.T) {
 	var cancelledAt []time.Time
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		testkit.StreamHeaders(w)
-		testkit.SSE(w, runStarted)
+		testkit.SSE(w, testkit.RunStarted)
 		<-r.Context().Done() // silent until the relay closes the connection
 		mu.Lock()
 		cancelledAt = append(cancelledAt, time.Now())
@@ -355,7 +350,7 @@ func TestSlowConsumerSlowsTheProducer(t *testing.T) {
 	var written atomic.Int64
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		testkit.StreamHeaders(w)
-		testkit.SSE(w, runStarted)
+		testkit.SSE(w, testkit.RunStarted)
 		for i := range events {
 			f := `data: {"type":"CUSTOM","name":"seq","value":` + strconv.Itoa(i) + `,"pad":"` + pad + `"}` + "\n\n"
 			if _, err := io.WriteString(w, f); err != nil {
@@ -364,7 +359,7 @@ func TestSlowConsumerSlowsTheProducer(t *testing.T) {
 			w.(http.Flusher).Flush()
 			written.Add(int64(len(f)))
 		}
-		testkit.SSE(w, runFinished)
+		testkit.SSE(w, testkit.RunFinished)
 	}, nil)
 	var before runtime.MemStats
 	runtime.GC()

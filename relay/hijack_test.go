@@ -51,7 +51,7 @@ var dateLine = regexp.MustCompile(`\r\nDate: [^\r]+\r\n`)
 // one chunk per flush and the last chunk, then the end of the connection
 // (the consumer asked for it to close).
 func TestStreamResponseOnTheWire(t *testing.T) {
-	h := newHarness(t, streamingProducer(runStarted, testkit.ContentEvent, runFinished), nil)
+	h := newHarness(t, streamingProducer(testkit.RunStarted, testkit.ContentEvent, testkit.RunFinished), nil)
 	got := rawExchange(t, strings.TrimPrefix(h.url, "http://"), runRequest("HTTP/1.1", "Connection: close"))
 	if n := len(dateLine.FindAllString(got, -1)); n != 1 {
 		t.Fatalf("%d Date headers in %q", n, got)
@@ -93,7 +93,7 @@ func TestStreamResponseOnTheWire(t *testing.T) {
 		chunks++
 		body = rest[n+2:]
 	}
-	if events.String() != runStarted+testkit.ContentEvent+runFinished {
+	if events.String() != testkit.RunStarted+testkit.ContentEvent+testkit.RunFinished {
 		t.Errorf("events %q", events.String())
 	}
 	if rep := h.report(); rep.Events != 3 || rep.Abort != "" || rep.Status != 200 {
@@ -104,7 +104,7 @@ func TestStreamResponseOnTheWire(t *testing.T) {
 // The same response read by net/http: chunked, kept alive, headers as
 // above; the client's next run goes on the same connection.
 func TestStreamResponseReadByNetHTTP(t *testing.T) {
-	h := newHarness(t, streamingProducer(runStarted, testkit.ContentEvent, runFinished), nil)
+	h := newHarness(t, streamingProducer(testkit.RunStarted, testkit.ContentEvent, testkit.RunFinished), nil)
 	var mu sync.Mutex
 	var reused []bool
 	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
@@ -138,7 +138,7 @@ func checkStreamResponse(t *testing.T, resp *http.Response) {
 		resp.Header.Get("X-Hop") != "" || len(resp.Header.Values("Date")) != 1 {
 		t.Errorf("response %d %v close=%v %v", resp.StatusCode, resp.TransferEncoding, resp.Close, resp.Header)
 	}
-	if body != runStarted+testkit.ContentEvent+runFinished {
+	if body != testkit.RunStarted+testkit.ContentEvent+testkit.RunFinished {
 		t.Errorf("body %q", body)
 	}
 }
@@ -162,14 +162,14 @@ func slicesEqual(a, b []string) bool { return strings.Join(a, "\x00") == strings
 // An HTTP/1.0 consumer cannot read chunks: its stream is delimited by the
 // end of the connection.
 func TestStreamResponseToHTTP10(t *testing.T) {
-	h := newHarness(t, streamingProducer(runStarted, testkit.ContentEvent, runFinished), nil)
+	h := newHarness(t, streamingProducer(testkit.RunStarted, testkit.ContentEvent, testkit.RunFinished), nil)
 	got := rawExchange(t, strings.TrimPrefix(h.url, "http://"), runRequest("HTTP/1.0"))
 	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(got)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, err := io.ReadAll(resp.Body)
-	if err != nil || string(b) != runStarted+testkit.ContentEvent+runFinished || len(resp.TransferEncoding) != 0 ||
+	if err != nil || string(b) != testkit.RunStarted+testkit.ContentEvent+testkit.RunFinished || len(resp.TransferEncoding) != 0 ||
 		strings.Contains(got, "Transfer-Encoding") || !strings.Contains(got, "\r\nConnection: close\r\n") {
 		t.Errorf("HTTP/1.0 answer %q (%v)", got, err)
 	}
@@ -181,7 +181,7 @@ func TestStreamResponseToHTTP10(t *testing.T) {
 // first (pipelining) is told the connection closes after the first answer.
 func TestStreamKeepAliveOnTheWire(t *testing.T) {
 	var asked atomic.Int32
-	produce := streamingProducer(runStarted, testkit.ContentEvent, runFinished)
+	produce := streamingProducer(testkit.RunStarted, testkit.ContentEvent, testkit.RunFinished)
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) { asked.Add(1); produce(w, r) }, nil)
 	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
 	if err != nil {
@@ -197,7 +197,7 @@ func TestStreamKeepAliveOnTheWire(t *testing.T) {
 			t.Fatalf("run %d: %v", i, err)
 		}
 		b, err := io.ReadAll(resp.Body)
-		if err != nil || string(b) != runStarted+testkit.ContentEvent+runFinished || resp.Close {
+		if err != nil || string(b) != testkit.RunStarted+testkit.ContentEvent+testkit.RunFinished || resp.Close {
 			t.Fatalf("run %d: close=%v %q %v", i, resp.Close, b, err)
 		}
 		h.report()
@@ -211,7 +211,7 @@ func TestStreamKeepAliveOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != runStarted+testkit.ContentEvent+runFinished || !resp.Close {
+	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != testkit.RunStarted+testkit.ContentEvent+testkit.RunFinished || !resp.Close {
 		t.Fatalf("pipelined on a kept connection: close=%v %q %v", resp.Close, b, err)
 	}
 	h.report()
@@ -240,7 +240,7 @@ func TestIdleStreamConsumerGoneCancelsPromptly(t *testing.T) {
 	cancelled := make(chan time.Time, 1)
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		testkit.StreamHeaders(w)
-		testkit.SSE(w, runStarted)
+		testkit.SSE(w, testkit.RunStarted)
 		<-r.Context().Done()
 		cancelled <- time.Now()
 	}, nil)
@@ -285,10 +285,10 @@ func TestAwaitRunsWaitsForStreams(t *testing.T) {
 	release := make(chan struct{})
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		testkit.StreamHeaders(w)
-		testkit.SSE(w, runStarted)
+		testkit.SSE(w, testkit.RunStarted)
 		select {
 		case <-release:
-			testkit.SSE(w, runFinished)
+			testkit.SSE(w, testkit.RunFinished)
 		case <-r.Context().Done():
 		}
 	}, nil)

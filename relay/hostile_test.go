@@ -67,7 +67,7 @@ func recordingProducer(t *testing.T, configure func(*Relay)) (*harness, func() [
 		mu.Unlock()
 		if r.Method == "POST" && strings.Contains(r.Header.Get("Content-Type"), "json") {
 			testkit.StreamHeaders(w)
-			testkit.SSE(w, runStarted, runFinished)
+			testkit.SSE(w, testkit.RunStarted, testkit.RunFinished)
 			return
 		}
 		io.WriteString(w, "from the producer")
@@ -370,7 +370,7 @@ func TestHostileBodies(t *testing.T) {
 				}
 				return
 			}
-			if got := testkit.ReadAll(t, resp); !strings.HasSuffix(got, runFinished) {
+			if got := testkit.ReadAll(t, resp); !strings.HasSuffix(got, testkit.RunFinished) {
 				t.Errorf("stream %q", got)
 			}
 			if len(after) != before+1 || after[before].body != tc.body {

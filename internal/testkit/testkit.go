@@ -27,6 +27,13 @@ const Liveness = 10 * time.Second
 // MinimalInput is the smallest RunAgentInput of a run.
 const MinimalInput = `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[]}`
 
+// RunStarted and RunFinished are the ends of run r1 of thread t1, which
+// declares 1.0.
+const (
+	RunStarted  = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n"
+	RunFinished = `data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n"
+)
+
 // ContentEvent is the hot path: most events of a real stream are text
 // deltas that need no translation.
 const ContentEvent = `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-1","delta":"The quick brown fox jumps over the lazy dog. "}` + "\n\n"
