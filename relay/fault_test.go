@@ -368,20 +368,25 @@ func TestSlowConsumerSlowsTheProducer(t *testing.T) {
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /agent HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(testkit.MinimalInput), testkit.MinimalInput)
 
-	// Not reading: wait for the producer to stall.
-	var last int64 = -1
-	deadline := time.Now().Add(testkit.Liveness)
-	for {
-		time.Sleep(300 * time.Millisecond)
-		now := written.Load()
-		if now == last {
-			break
+	// Not reading: wait until the relay's write to the consumer waits for
+	// room and, behind it, the producer's write to the relay does too. That
+	// state lasts (nothing reads the consumer's side, so the relay reads the
+	// producer no more), where a pause in the bytes written could be the
+	// scheduler's.
+	testkit.WaitFor(t, "the relay and the producer both waiting to write", func() bool {
+		relayWaits, producerWaits := false, false
+		for _, g := range strings.Split(testkit.Stacks(), "\n\n") {
+			if !strings.Contains(g, "internal/poll.(*pollDesc).waitWrite") {
+				continue
+			}
+			relayWaits = relayWaits || strings.Contains(g, "wire.(*Conn).WriteVec")
+			producerWaits = producerWaits || strings.Contains(g, "TestSlowConsumerSlowsTheProducer")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the producer never stalled: %d bytes written", now)
-		}
-		last = now
-	}
+		return relayWaits && producerWaits
+	}, func() string {
+		return fmt.Sprintf("%d bytes written; goroutines:\n%s", written.Load(), testkit.Stacks())
+	})
+	last := written.Load()
 	var stalled runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&stalled)
