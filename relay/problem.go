@@ -1,16 +1,10 @@
 package relay
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
-	"unsafe"
 
-	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
-
-	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/rules"
 )
 
 // The problem types a RunReport's Problem is told apart by (metrics).
@@ -92,47 +86,6 @@ func (p *Problem) Write(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("application/problem+json")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.SetBody(b)
-}
-
-// JudgeInput lists what the rules of version v find malformed in a
-// RunAgentInput, each with its JSON pointer and the rule it breaks. It is
-// the relay's default Relay.CheckInput. Unrecognised members are not errors:
-// the input translation strips them for a producer known to be older.
-func JudgeInput(v negotiate.Version, body []byte) []InputError {
-	j := rules.JudgeInput(v, body)
-	if j.Verdict != rules.Malformed {
-		return nil
-	}
-	var errs []InputError
-	for _, f := range j.Findings {
-		if f.Verdict == rules.Malformed {
-			reason := f.Rule
-			if f.Shape != "" {
-				reason += " (" + f.Shape + ")"
-			}
-			errs = append(errs, InputError{f.Pointer, reason})
-		}
-	}
-	return errs
-}
-
-// checkDocument is the check of a run's body the relay makes before it
-// judges it (Relay.CheckInput): a JSON object, nested at most
-// rules.MaxNesting deep. It returns the error about the whole document, nil
-// when the body passes.
-func checkDocument(body []byte) []InputError {
-	if !rules.NestingWithin(unsafe.String(unsafe.SliceData(body), len(body)), rules.MaxNesting) {
-		return []InputError{{"", "nested deeper than " + strconv.Itoa(rules.MaxNesting) + " levels"}}
-	}
-	if !gjson.ValidBytes(body) {
-		return []InputError{{"", "not valid JSON"}}
-	}
-	// Valid JSON is an object when its first byte past the blanks opens
-	// one (gjson.ParseBytes would copy the body to a string to say so).
-	if doc := bytes.TrimLeft(body, " \t\n\r"); len(doc) == 0 || doc[0] != '{' {
-		return []InputError{{"", "not a JSON object"}}
-	}
-	return nil
 }
 
 func problemTarget() *Problem {

@@ -315,7 +315,11 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap
 		return r.TranslateInput(plan, body)
 	}
 	// The input chain runs even when the versions match: activity messages
-	// never reach the producer. An input without them stays body itself.
+	// never reach the producer. An input without them stays body itself,
+	// and needs no translation run at all.
+	if translate.InputUnchanged(plan, body) {
+		return body, nil
+	}
 	out, run := translate.TranslateInputWith(r.translator.InputSteps(), plan, body, event.ObserverFor(r.translator.Observer, tap))
 	run.Finish()
 	return out, nil
@@ -462,21 +466,23 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 		r.refuse(ctx, rep, problemTooLarge(r.maxBody()))
 		return nil, plan, false
 	}
-	if errs := checkDocument(body); errs != nil {
+	doc, errs := readInput(body)
+	if errs != nil {
 		r.refuse(ctx, rep, problemInput(errs))
 		return nil, plan, false
 	}
-	rep.RunID = gjson.GetBytes(body, "runId").String()
-	rep.ThreadID = gjson.GetBytes(body, "threadId").String()
+	// The members were located as the body was validated: no walk again.
+	rep.RunID = memberString(doc.Member("runId"))
+	rep.ThreadID = memberString(doc.Member("threadId"))
 
 	// A protocolVersion member declares, whatever its value (one that is
 	// not a version string is uninterpretable: read as newer, and judged
 	// malformed); a null is an absent member, as 0.0.x peers send them.
 	consumer := negotiate.Peer{Configured: r.ConsumerVersion}
-	if pv := gjson.GetBytes(body, "protocolVersion"); pv.Type == gjson.String {
-		consumer.HasDeclared, consumer.Declared = true, pv.Str
-	} else if pv.Exists() && pv.Type != gjson.Null {
-		consumer.HasDeclared, consumer.Declared = true, pv.Raw
+	if pv := doc.Member("protocolVersion"); pv != "" && pv[0] == '"' {
+		consumer.HasDeclared, consumer.Declared = true, gjson.Parse(pv).Str
+	} else if pv != "" && pv != "null" {
+		consumer.HasDeclared, consumer.Declared = true, pv
 	}
 	cv, learnt, warnings, err := negotiate.ConsumerVersion(consumer)
 	if err != nil {
@@ -487,11 +493,7 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 	for _, w := range warnings {
 		r.log.Warn(w, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
 	}
-	check := r.CheckInput
-	if check == nil {
-		check = JudgeInput
-	}
-	if errs := check(cv, body); len(errs) > 0 && !(learnt == negotiate.Inferred && len(check(negotiate.Current, body)) == 0) {
+	if errs := r.checkInput(&doc, cv); len(errs) > 0 && !(learnt == negotiate.Inferred && len(r.checkInput(&doc, negotiate.Current)) == 0) {
 		// An inferred version is a guess at which release before the
 		// field the consumer is: it decides how the input and the stream
 		// are shaped, never refuses an input the current protocol accepts

@@ -769,9 +769,9 @@ func TestActivityMessagesAreNotForwarded(t *testing.T) {
 	}
 }
 
-// checkDocument's own verdicts: an object after blanks passes, any other
+// readInput's own verdicts: an object after blanks passes, any other
 // valid JSON value is not an object, and invalid JSON says so first.
-func TestCheckDocument(t *testing.T) {
+func TestReadInput(t *testing.T) {
 	for _, tc := range []struct{ body, reason string }{
 		{" \t\r\n{\"threadId\":\"t\"}", ""},
 		{`{}`, ""},
@@ -783,7 +783,7 @@ func TestCheckDocument(t *testing.T) {
 		{`   `, "not valid JSON"},
 		{`{`, "not valid JSON"},
 	} {
-		errs := checkDocument([]byte(tc.body))
+		_, errs := readInput([]byte(tc.body))
 		got := ""
 		if len(errs) > 0 {
 			got = errs[0].Reason

@@ -46,15 +46,15 @@ func JudgeEvent(v negotiate.Version, ev []byte) Judgement {
 // JudgeInput judges one RunAgentInput against what a peer of v reads. A
 // Malformed verdict is what the relay refuses with 400 before contacting
 // the producer; the findings carry each pointer and rule.
+//
+// ReadInput and Input.Judge are the same judgement in two steps, for a
+// caller that reads the input's members in between.
 func JudgeInput(v negotiate.Version, in []byte) Judgement {
-	s := schemaFor(v)
-	j := judge{s: s}
-	doc, ok := j.document(in, "RunAgentInput")
-	if !ok {
-		return j.out
+	doc, j := ReadInput(in)
+	if j.Verdict == Malformed {
+		return j
 	}
-	j.object(s.obj("RunAgentInput"), doc)
-	return j.out
+	return doc.Judge(v)
 }
 
 // MalformedPart reports whether part, one item of a message's or a tool
@@ -160,21 +160,12 @@ type judge struct {
 // document validates the JSON text and returns it, trimmed, when it is an
 // object. The walk below relies on that validation.
 func (j *judge) document(b []byte, what string) (string, bool) {
-	str := unsafe.String(unsafe.SliceData(b), len(b))
-	if !Valid(str) {
-		if !NestingWithin(str, MaxNesting) {
-			j.add(Malformed, "", "max-depth:"+strconv.Itoa(MaxNesting), what, true)
-		} else {
-			j.add(Malformed, "", "invalid-json", what, true)
-		}
+	doc, rule := readDocument(unsafe.String(unsafe.SliceData(b), len(b)), nil)
+	if rule != "" {
+		j.add(Malformed, "", rule, what, true)
 		return "", false
 	}
-	str = strings.TrimRight(str[skipWS(str, 0):], " \t\r\n")
-	if str[0] != '{' {
-		j.add(Malformed, "", "type:object", what, true)
-		return "", false
-	}
-	return str, true
+	return doc, true
 }
 
 func (j *judge) add(v Verdict, ptr, rule, shape string, fatal bool) {

@@ -36,7 +36,7 @@ func Valid(doc string) bool {
 	var stack [1]uint64
 	ok, deeper := valid(doc, stack[:], nil)
 	if deeper {
-		return validDeep(doc)
+		return validDeep(doc, nil)
 	}
 	return ok
 }
@@ -52,7 +52,7 @@ func ValidEvent(doc string) (ok, repeats bool) {
 	var keys topKeys
 	ok, deeper := valid(doc, stack[:], &keys)
 	if deeper {
-		ok = validDeep(doc)
+		ok = validDeep(doc, nil)
 	}
 	if !ok {
 		return false, false
@@ -65,14 +65,19 @@ func ValidEvent(doc string) (ok, repeats bool) {
 	return true, keys.repeated
 }
 
-// topKeys are the keys of a document's top-level object, as valid meets them.
+// topKeys are the keys of a document's top-level object, as valid meets them
+// (escapes decoded), each with the offset in the document just past its
+// colon, where its value begins after optional blanks. Past the first
+// repeat, or past len(seen) keys, it records no more: n and repeated say
+// so.
 type topKeys struct {
 	seen     [16]string
+	at       [16]int
 	n        int
 	repeated bool
 }
 
-func (k *topKeys) add(key string) {
+func (k *topKeys) add(key string, at int) {
 	if k.repeated {
 		return
 	}
@@ -84,15 +89,17 @@ func (k *topKeys) add(key string) {
 		}
 	}
 	if k.n < len(k.seen) {
-		k.seen[k.n] = key
+		k.seen[k.n], k.at[k.n] = key, at
 	}
 	k.n++
 }
 
+// validDeep is valid with room for MaxNesting levels; keys as for valid.
+//
 //go:noinline
-func validDeep(doc string) bool {
+func validDeep(doc string, keys *topKeys) bool {
 	var stack [(MaxNesting + 63) / 64]uint64
-	ok, _ := valid(doc, stack[:], nil)
+	ok, _ := valid(doc, stack[:], keys)
 	return ok
 }
 
@@ -128,12 +135,13 @@ func NestingWithin(doc string, max int) bool {
 // stack holds (and no deeper than MaxNesting) before any error was found:
 // the answer is then unknown.
 //
-// keys, when not nil, is given the top-level object's keys.
+// keys, when not nil, is given the top-level object's keys and where their
+// values begin.
 func valid(doc string, stack []uint64, keys *topKeys) (ok, deeper bool) {
 	n := len(doc)
 	i := 0
 	depth := 0
-	start := 0 // of the key being read
+	start, end := 0, 0 // of the key being read
 	limit := min(MaxNesting, 64*len(stack))
 
 value: // a value starts at i, after optional whitespace
@@ -213,9 +221,7 @@ key: // a member's key starts at i, after optional whitespace
 	if i = validString(doc, i+1); i < 0 {
 		return false, false
 	}
-	if keys != nil && depth == 1 {
-		keys.add(doc[start+1 : i-1])
-	}
+	end = i
 	for i < n && isWS(doc[i]) {
 		i++
 	}
@@ -223,6 +229,9 @@ key: // a member's key starts at i, after optional whitespace
 		return false, false
 	}
 	i++
+	if keys != nil && depth == 1 {
+		keys.add(doc[start+1:end-1], i)
+	}
 	goto value
 
 after: // a value ended just before i

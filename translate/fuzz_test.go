@@ -285,7 +285,8 @@ func checkUntranslatedInput(t *testing.T, in, out []byte) {
 
 // FuzzInputTranslation shapes any body as a RunAgentInput for any pair of
 // versions. Properties: no panic; an input not translated is returned
-// byte for byte but for its activity messages (checkUntranslatedInput);
+// byte for byte but for its activity messages (checkUntranslatedInput), and
+// as itself with no warning when InputUnchanged says so;
 // forwardedProps reaches the producer byte for byte; the
 // run's ids are kept, and the message ids that remain keep their order.
 func FuzzInputTranslation(f *testing.F) {
@@ -301,6 +302,9 @@ func FuzzInputTranslation(f *testing.F) {
 		plan := negotiate.DecideInput(consumer, fuzzVersion(producerB))
 		orig := bytes.Clone(in)
 		out, run := translate.TranslateInput(plan, in, nil)
+		if translate.InputUnchanged(plan, in) && (len(in) > 0 && &out[0] != &in[0] || len(out) != len(in) || len(run.Warnings()) > 0) {
+			t.Fatalf("InputUnchanged, yet %q became %q with %d warnings", in, out, len(run.Warnings()))
+		}
 		run.Finish()
 		if !bytes.Equal(in, orig) {
 			t.Fatal("the input was modified in place")

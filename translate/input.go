@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"strings"
 	"unsafe"
 
@@ -46,6 +47,15 @@ func InputChain(target negotiate.Version, steps []*Step) []*Step {
 // through obs.Translated. obs may be nil.
 func TranslateInput(plan negotiate.InputPlan, in []byte, obs Observer) (out []byte, run *Run) {
 	return TranslateInputWith(Registry(), plan, in, obs)
+}
+
+// InputUnchanged reports whether TranslateInput(plan, in, obs) returns in
+// itself and reports nothing, whatever the steps and obs: the plan does not
+// translate and in holds no activity message (no "activity" string at
+// all). A caller may then skip the translation and its Run. It costs one
+// search of in's bytes.
+func InputUnchanged(plan negotiate.InputPlan, in []byte) bool {
+	return !plan.Translate && !bytes.Contains(in, activityMark)
 }
 
 // TranslateInputWith is TranslateInput with the given steps instead of the

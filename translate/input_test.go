@@ -211,3 +211,37 @@ func TestTranslateInputNotJSONIsTheSameBytes(t *testing.T) {
 		}
 	}
 }
+
+// InputUnchanged: only an untranslated plan and an input without an
+// "activity" string skip the translation; the translation then returns the
+// input itself.
+func TestInputUnchanged(t *testing.T) {
+	same := negotiate.DecideInput(negotiate.Current, negotiate.Current)
+	older := negotiate.DecideInput(negotiate.Current, negotiate.MustParse("0.0.39"))
+	plain := `{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":"hi"}]}`
+	activity := `{"threadId":"t","runId":"r","messages":[{"id":"a1","role":"activity","activityType":"plan","content":{}}]}`
+	for _, tc := range []struct {
+		plan negotiate.InputPlan
+		in   string
+		want bool
+	}{
+		{same, plain, true},
+		{same, `{"messages":[{"id":"u1","role":"user","content":"activity"}]}`, false}, // the search is by bytes
+		{same, activity, false},
+		{same, `not JSON`, true},
+		{older, plain, false},
+	} {
+		if got := InputUnchanged(tc.plan, []byte(tc.in)); got != tc.want {
+			t.Errorf("InputUnchanged(translate %v, %s) = %v", tc.plan.Translate, tc.in, got)
+		}
+		if tc.want {
+			in := []byte(tc.in)
+			if out, run := TranslateInput(tc.plan, in, nil); &out[0] != &in[0] || len(out) != len(in) || len(run.Warnings()) > 0 {
+				t.Errorf("%s: translated to %s", tc.in, out)
+			}
+		}
+	}
+	if out, _ := TranslateInput(same, []byte(activity), nil); strings.Contains(string(out), `"activity"`) {
+		t.Errorf("activity kept: %s", out)
+	}
+}
