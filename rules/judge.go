@@ -222,36 +222,34 @@ func escapeToken(b *strings.Builder, s string) {
 	}
 }
 
+// The walk below judges a value that starts a string v running on past it
+// (to the end of the enclosing document) and returns the value's length, so
+// that a container is read once, by the walk of its members or items, and
+// not again to find where it ends. A walk that stopped early (too deep)
+// returns -1: the caller then finds the end itself (valueEnd).
+
 // object judges a described object's members: unknown keys, duplicates,
-// each known field, then the required ones.
-func (j *judge) object(o *object, r string) {
+// each known field, then the required ones. r starts with the object.
+func (j *judge) object(o *object, r string) int {
 	var seen uint64
-	eachMember(r, func(rawKey, v string) bool {
-		key := text(rawKey, false)
-		i := o.index(key)
-		if i < 0 {
-			if !o.open {
-				// 1.0 strips with a warning, 0.0.x strips silently or (0.0.43+,
-				// top level) keeps; only strict objects fail the run.
-				j.add(Unrecognised, j.pointer(j.depth, key), "unknown-property", o.name+"."+key, o.strict)
-			}
-			return true
+	end := -1
+	i := skipWS(r, 1)
+	for {
+		if i == len(r) || r[i] != '"' {
+			end = i + 1 // the closing brace
+			break
 		}
-		bit := uint64(1) << uint(i)
-		if seen&bit != 0 {
-			// Readers disagree on which of two equal keys counts.
-			j.add(Malformed, j.pointer(j.depth, key), "duplicate-key", o.name+"."+key, true)
-			return true
+		e := stringEnd(r, i)
+		key := text(r[i+1:e-1], false)
+		i = skipWS(r, skipWS(r, e)+1) // past the colon
+		n := j.member(o, &seen, key, r[i:])
+		if n < 0 {
+			break
 		}
-		seen |= bit
-		if !j.push(seg{key: key, idx: -1}) {
-			j.add(Malformed, j.here(), "too-deep", o.name, true)
-			return false
+		if i = skipWS(r, i+n); i < len(r) && r[i] == ',' {
+			i = skipWS(r, i+1)
 		}
-		j.field(o, &o.fields[i], v)
-		j.pop()
-		return true
-	})
+	}
 	for i := range o.fields {
 		if o.fields[i].req && seen&(uint64(1)<<uint(i)) == 0 {
 			if sh := o.fields[i].absent; sh != "" {
@@ -272,35 +270,122 @@ func (j *judge) object(o *object, r string) {
 			j.add(Malformed, j.here(), "one-of:"+strings.Join(o.oneOf, "|"), o.name, true)
 		}
 	}
+	return end
 }
 
-// field judges the value of a known field.
-func (j *judge) field(o *object, f *field, v string) {
+// member judges the member key of o whose value starts v, and returns the
+// value's length, or -1 when the object's walk stops (too deep).
+func (j *judge) member(o *object, seen *uint64, key, v string) int {
+	i := o.index(key)
+	if i < 0 {
+		if !o.open {
+			// 1.0 strips with a warning, 0.0.x strips silently or (0.0.43+,
+			// top level) keeps; only strict objects fail the run.
+			j.add(Unrecognised, j.pointer(j.depth, key), "unknown-property", o.name+"."+key, o.strict)
+		}
+		return valueEnd(v, 0)
+	}
+	bit := uint64(1) << uint(i)
+	if *seen&bit != 0 {
+		// Readers disagree on which of two equal keys counts.
+		j.add(Malformed, j.pointer(j.depth, key), "duplicate-key", o.name+"."+key, true)
+		return valueEnd(v, 0)
+	}
+	*seen |= bit
+	if !j.push(seg{key: key, idx: -1}) {
+		j.add(Malformed, j.here(), "too-deep", o.name, true)
+		return -1
+	}
+	n := j.field(o, &o.fields[i], v)
+	j.pop()
+	if n < 0 {
+		n = valueEnd(v, 0)
+	}
+	return n
+}
+
+// field judges the value of a known field and returns its length (-1: see
+// object).
+func (j *judge) field(o *object, f *field, v string) int {
 	if v[0] == 'n' {
 		switch f.null {
 		case nullValue, nullAbsent:
-			return
+			return len("null")
 		case nullRetired:
 			j.add(Retired, j.here(), "retired", f.retired, false)
-			return
+			return len("null")
 		case nullRetiredInEcho:
 			if j.echo {
 				j.add(Retired, j.here(), "retired", f.retired, false)
-				return
+				return len("null")
 			}
 		}
 		j.add(Malformed, j.here(), "null-not-allowed", o.name+"."+f.name, true)
-		return
+		return len("null")
 	}
 	was := j.echo
 	j.echo = was || f.echo
-	j.value(o, f, &f.t, v, false)
+	n := j.value(o, f, &f.t, v, false)
 	j.echo = was
+	return n
 }
 
-// value judges v against t. o and f name the field for findings; item is
-// set for array items (an unknown union member then names the item).
-func (j *judge) value(o *object, f *field, t *typ, v string, item bool) {
+// value judges the value that starts v against t and returns its length
+// (-1: see object). o and f name the field for findings; item is set for
+// array items (an unknown union member then names the item).
+func (j *judge) value(o *object, f *field, t *typ, v string, item bool) int {
+	switch t.kind {
+	case kObject:
+		if v[0] != '{' {
+			j.bad(o, f, "type:object")
+			return valueEnd(v, 0)
+		}
+		return j.object(j.s.obj(t.ref), v)
+	case kArray:
+		if v[0] != '[' {
+			j.bad(o, f, "type:array")
+			return valueEnd(v, 0)
+		}
+		n, end := j.items(o, f, t.elem, v)
+		if n < t.minItems {
+			j.bad(o, f, "min-items:"+strconv.Itoa(t.minItems))
+		}
+		return end
+	case kContent:
+		if v[0] != '[' {
+			if v[0] != '"' {
+				j.bad(o, f, "type:string|array")
+			}
+			return valueEnd(v, 0)
+		}
+		// An item of the wrong basic kind fails the whole union, located at
+		// the content (as zod reports it).
+		ok := true
+		eachItem(v, func(e string) bool {
+			ok = e[0] == '{'
+			return ok
+		})
+		if !ok {
+			j.bad(o, f, "type:string|array")
+			return valueEnd(v, 0)
+		}
+		_, end := j.items(o, f, t.elem, v)
+		return end
+	case kUnion:
+		if v[0] != '{' {
+			j.bad(o, f, "type:object")
+			return valueEnd(v, 0)
+		}
+		return j.union(o, f, j.s.unions[t.ref], v, item)
+	}
+	n := valueEnd(v, 0)
+	j.scalar(o, f, t, v[:n])
+	return n
+}
+
+// scalar judges v, the whole value, against t, a kind the walk does not
+// descend into.
+func (j *judge) scalar(o *object, f *field, t *typ, v string) {
 	switch t.kind {
 	case kAny:
 		return
@@ -350,82 +435,48 @@ func (j *judge) value(o *object, f *field, t *typ, v string, item bool) {
 		if v[0] != '{' {
 			j.bad(o, f, "type:object")
 		}
-	case kObject:
-		if v[0] != '{' {
-			j.bad(o, f, "type:object")
-			return
-		}
-		j.object(j.s.obj(t.ref), v)
-	case kArray:
-		if v[0] != '[' {
-			j.bad(o, f, "type:array")
-			return
-		}
-		n := j.items(o, f, t.elem, v)
-		if n < t.minItems {
-			j.bad(o, f, "min-items:"+strconv.Itoa(t.minItems))
-		}
-	case kContent:
-		if v[0] == '"' {
-			return
-		}
-		if v[0] != '[' {
-			j.bad(o, f, "type:string|array")
-			return
-		}
-		// An item of the wrong basic kind fails the whole union, located at
-		// the content (as zod reports it).
-		ok := true
-		eachItem(v, func(e string) bool {
-			ok = e[0] == '{'
-			return ok
-		})
-		if !ok {
-			j.bad(o, f, "type:string|array")
-			return
-		}
-		j.items(o, f, t.elem, v)
-	case kUnion:
-		if v[0] != '{' {
-			j.bad(o, f, "type:object")
-			return
-		}
-		j.union(o, f, j.s.unions[t.ref], v, item)
 	}
 }
 
-// items judges every item of an array and returns how many there are.
-func (j *judge) items(o *object, f *field, elem *typ, v string) int {
-	n := 0
-	eachItem(v, func(e string) bool {
+// items judges every item of the array that starts v, and returns how many
+// there are and the array's length (-1: see object).
+func (j *judge) items(o *object, f *field, elem *typ, v string) (n, end int) {
+	i := skipWS(v, 1)
+	for i < len(v) && v[i] != ']' {
 		if !j.push(seg{idx: n}) {
 			j.add(Malformed, j.here(), "too-deep", o.name, true)
-			return false
+			return n, -1
 		}
 		n++
-		j.value(o, f, elem, e, true)
+		l := j.value(o, f, elem, v[i:], true)
 		j.pop()
-		return true
-	})
-	return n
+		if l < 0 {
+			l = valueEnd(v, i) - i
+		}
+		if i = skipWS(v, i+l); i < len(v) && v[i] == ',' {
+			i = skipWS(v, i+1)
+		}
+	}
+	return n, i + 1
 }
 
 func isNumber(v string) bool { return v[0] == '-' || (v[0] >= '0' && v[0] <= '9') }
 
-func (j *judge) union(o *object, f *field, u *union, v string, item bool) {
+// union judges the member of u that starts v and returns its length (-1:
+// see object).
+func (j *judge) union(o *object, f *field, u *union, v string, item bool) int {
 	d := memberOf(v, u.disc)
 	if d == "" || d[0] != '"' {
 		j.add(Malformed, j.pointer(j.depth, u.disc), "discriminator", u.name+"."+u.disc, true)
-		return
+		return valueEnd(v, 0)
 	}
 	dv := text(d, true)
 	if m := u.objs[dv]; m != nil {
-		j.object(m, v)
-		return
+		return j.object(m, v)
 	}
 	if rm, ok := u.retired[dv]; ok && rm.matches(v) {
 		j.add(Retired, j.here(), "retired", rm.shape, false)
-		return
+		return valueEnd(v, 0)
 	}
 	// An unknown member: an item or an optional slot loses itself, a
 	// required slot loses the object that holds it (protocol-1.0.md §2.13).
@@ -434,6 +485,7 @@ func (j *judge) union(o *object, f *field, u *union, v string, item bool) {
 		ptr = j.pointer(j.depth-1, "")
 	}
 	j.add(Unrecognised, ptr, u.rule, u.name+"("+dv+")", j.s.unknownMemberFatal)
+	return valueEnd(v, 0)
 }
 
 func (rm *retiredMember) matches(v string) bool {
