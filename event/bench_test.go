@@ -3,6 +3,7 @@ package event
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -119,6 +120,7 @@ func BenchmarkStreamTranslated(b *testing.B) {
 	}{
 		{"1.0-to-0.0.45", negotiate.MustParse("0.0.45"), testkit.BenchStream(1000, testkit.ContentEvent)},
 		{"legacy-to-1.0", negotiate.Current, legacy},
+		{"1.0-to-0.0.45-subagents", negotiate.MustParse("0.0.45"), subagentStream(1000, 10)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			t := &Translator{}
@@ -137,4 +139,26 @@ func BenchmarkStreamTranslated(b *testing.B) {
 			}
 		})
 	}
+}
+
+// subagentStream is the bench's long workload in memory (bench/harness,
+// translated case): a run whose one text message of n deltas sits inside a
+// SUBAGENT_STARTED/FINISHED pair, every every-th delta tagged with the
+// subagent's subagentRunId.
+func subagentStream(n, every int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n")
+	b.WriteString(`data: {"type":"SUBAGENT_STARTED","subagentRunId":"sub-r-1","name":"researcher"}` + "\n\n")
+	b.WriteString(`data: {"type":"TEXT_MESSAGE_START","messageId":"msg-r-2","role":"assistant"}` + "\n\n")
+	for i := 1; i <= n; i++ {
+		tag := ""
+		if i%every == 0 {
+			tag = `,"subagentRunId":"sub-r-1"`
+		}
+		fmt.Fprintf(&b, `data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg-r-2","delta":"lorem ipsum #%d:1764640000000000000#"%s}`+"\n\n", i, tag)
+	}
+	b.WriteString(`data: {"type":"TEXT_MESSAGE_END","messageId":"msg-r-2"}` + "\n\n")
+	b.WriteString(`data: {"type":"SUBAGENT_FINISHED","subagentRunId":"sub-r-1","outcome":{"type":"success"}}` + "\n\n")
+	b.WriteString(`data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}` + "\n\n")
+	return b.Bytes()
 }
