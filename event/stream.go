@@ -278,7 +278,7 @@ func (s *Stream) Frame(f *Frame) error {
 	}
 	terminal := terminalType(typ) // "" for any other event
 	shaped := false
-	if s.cr != nil && s.cr.ConcernsEvent(typ, f.Data) {
+	if w := s.wanted(typ, f.Data); w.Any() {
 		// The frame's fields go with what the chain emits for it.
 		held := s.fields
 		s.fields = f.Fields
@@ -287,7 +287,7 @@ func (s *Stream) Frame(f *Frame) error {
 			// RUN_FINISHED a RUN_ERROR (a cancelled outcome, for 0.0.x).
 			s.emitted, s.watchTerminal = terminal, true
 		}
-		shapedAs := s.cr.Shape(f.Data, typ)
+		shapedAs := s.cr.ShapeWanted(w, f.Data, typ)
 		s.watchTerminal = false
 		if terminal != "" && shapedAs == translate.Shaped {
 			terminal = s.emitted
@@ -322,6 +322,14 @@ func (s *Stream) Frame(f *Frame) error {
 		}
 	}
 	return err
+}
+
+// wanted asks the run's chain, if it has one, which step wants ev.
+func (s *Stream) wanted(typ, ev []byte) translate.Wanted {
+	if s.cr == nil {
+		return translate.Wanted{}
+	}
+	return s.cr.Wanted(typ, ev)
 }
 
 // startRun decides the run that this RUN_STARTED opens and applies the

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -14,8 +15,11 @@ import (
 // built once per target and shared; per-run state lives in ChainRun.
 type Chain struct {
 	Steps []*Step
-	// byType lists, per event type, the steps that name it in Types;
-	// anyType the steps with nil Types, which may concern any event.
+	// byType lists, per event type a step names in Types, the steps that
+	// may touch an event of it, in chain order: those that name it and
+	// those with nil Types, which may concern any event (anyType, the list
+	// of a type no step names). The lists are the steps' Types as data:
+	// an event is offered to the steps of its type's list, no other.
 	byType  map[string][]int
 	anyType []int
 }
@@ -24,22 +28,36 @@ type Chain struct {
 // registry's steps (see Registry).
 func EventChain(target negotiate.Version, steps []*Step) *Chain {
 	c := &Chain{byType: map[string][]int{}, Steps: order(Events, target, steps)}
+	for _, s := range c.Steps {
+		for _, t := range s.Types {
+			c.byType[t] = nil
+		}
+	}
 	for i, s := range c.Steps {
 		if s.Types == nil {
 			c.anyType = append(c.anyType, i)
 		}
-		for _, t := range s.Types {
-			c.byType[t] = append(c.byType[t], i)
+		for t, list := range c.byType {
+			if s.Types == nil || slices.Contains(s.Types, t) {
+				c.byType[t] = append(list, i)
+			}
 		}
 	}
 	return c
 }
 
+// stepsFor returns the steps that may touch an event of type typ, in chain
+// order.
+func (c *Chain) stepsFor(typ []byte) []int {
+	if list, ok := c.byType[string(typ)]; ok {
+		return list
+	}
+	return c.anyType
+}
+
 // Concerns reports whether any step of the chain may touch an event of type
 // typ. When it does not, the event's bytes are forwarded as they are.
-func (c *Chain) Concerns(typ []byte) bool {
-	return len(c.anyType) > 0 || len(c.byType[string(typ)]) > 0
-}
+func (c *Chain) Concerns(typ []byte) bool { return len(c.stepsFor(typ)) > 0 }
 
 // ChainRun is a chain applied to one run.
 type ChainRun struct {
@@ -57,11 +75,11 @@ type ChainRun struct {
 	declared string
 	buf      []byte
 
-	// The steps byType lists for the type ConcernsEvent was last asked
-	// about: a run's events come in runs of one type (a message's deltas),
-	// and comparing the type with the last one costs less than a lookup.
-	// lastType is a copy (the event's type is borrowed) in typeBuf, which
-	// holds every type the protocol names.
+	// The step list (Chain.stepsFor) of the type last looked up: a run's
+	// events come in runs of one type (a message's deltas), and comparing
+	// the type with the last one costs less than a lookup. lastType is a
+	// copy (the event's type is borrowed) in typeBuf, which holds every
+	// type the protocol names.
 	lastType  []byte
 	lastSteps []int
 	typeBuf   [40]byte
@@ -89,31 +107,45 @@ func (cr *ChainRun) make(i int) {
 	cr.emits[i] = func(ev []byte) { cr.push(next, ev, PeekType(ev)) }
 }
 
+// steps returns the chain's steps for events of type typ (Chain.stepsFor).
+func (cr *ChainRun) steps(typ []byte) []int {
+	if cr.lastType == nil || string(typ) != string(cr.lastType) {
+		cr.lastType, cr.lastSteps = append(cr.typeBuf[:0], typ...), cr.chain.stepsFor(typ)
+	}
+	return cr.lastSteps
+}
+
 // ConcernsEvent reports whether the run's chain may change ev, of type typ;
 // when it does not, the caller forwards the event's bytes as they are.
 // Steps that can tell cheaply that ev is none of their business (Wanter)
 // do not pull it in. This is the relay's question on every event of a
 // translated run, so that the events no step wants cost a peek and a copy.
-func (cr *ChainRun) ConcernsEvent(typ, ev []byte) bool {
-	if cr.declare != negotiate.DeclareKeep && string(typ) == "RUN_STARTED" {
-		return true
-	}
-	if cr.lastType == nil || string(typ) != string(cr.lastType) {
-		cr.lastType, cr.lastSteps = append(cr.typeBuf[:0], typ...), cr.chain.byType[string(typ)]
-	}
-	return cr.wanted(cr.lastSteps, typ, ev) || cr.wanted(cr.chain.anyType, typ, ev)
-}
+func (cr *ChainRun) ConcernsEvent(typ, ev []byte) bool { return cr.Wanted(typ, ev).Any() }
 
-func (cr *ChainRun) wanted(steps []int, typ, ev []byte) bool {
-	for _, i := range steps {
+// Wanted says which step of a chain run first wants an event
+// (ChainRun.Wanted), for ShapeWanted; the zero value, none.
+type Wanted struct{ next int } // the step's index + 1
+
+// Any reports whether a step wants the event (ConcernsEvent).
+func (w Wanted) Any() bool { return w.next > 0 }
+
+// Wanted is ConcernsEvent, saying which step wants ev (typ is PeekType(ev),
+// both borrowed): the step of typ's list (Chain.stepsFor) that wants it
+// first, or the whole chain for a RUN_STARTED the run declares on.
+func (cr *ChainRun) Wanted(typ, ev []byte) Wanted {
+	if cr.declare != negotiate.DeclareKeep && string(typ) == "RUN_STARTED" {
+		return Wanted{1}
+	}
+	cr.Run.hop++
+	for _, i := range cr.steps(typ) {
 		if cr.state[i] == nil {
 			cr.make(i)
 		}
 		if w := cr.wants[i]; w == nil || w.Wants(cr.Run, typ, ev) {
-			return true
+			return Wanted{i + 1}
 		}
 	}
-	return false
+	return Wanted{}
 }
 
 // Verdict is what the chain's gate found of an event offered to Shape.
@@ -138,13 +170,37 @@ const (
 // pushed through the chain (PushTyped; typ is PeekType(ev)), any other is
 // left to the caller, untouched. ev is borrowed.
 func (cr *ChainRun) Shape(ev, typ []byte) Verdict {
+	if v := valid(ev); v != Shaped {
+		return v
+	}
+	cr.PushTyped(ev, typ)
+	return Shaped
+}
+
+// ShapeWanted is Shape for an event a step wants (w, which Wanted said of
+// ev, unchanged since, with no other call on the run between): the step
+// is handed the event without being asked again, nor are the steps before
+// it, which did not want it.
+func (cr *ChainRun) ShapeWanted(w Wanted, ev, typ []byte) Verdict {
+	if v := valid(ev); v != Shaped || !w.Any() {
+		return v
+	}
+	if string(typ) == "RUN_STARTED" {
+		cr.PushTyped(ev, typ)
+	} else {
+		cr.apply(w.next-1, ev, typ)
+	}
+	return Shaped
+}
+
+// valid is the gate's verdict on ev: Shaped when a step may shape it.
+func valid(ev []byte) Verdict {
 	switch ok, repeats := rules.ValidEvent(unsafe.String(unsafe.SliceData(ev), len(ev))); {
 	case !ok:
 		return NotJSON
 	case repeats:
 		return RepeatedMember
 	}
-	cr.PushTyped(ev, typ)
 	return Shaped
 }
 
@@ -170,40 +226,33 @@ func (cr *ChainRun) PushTyped(ev, typ []byte) {
 }
 
 // push hands ev, of type typ (PeekType of it), to the first step from i on
-// that wants it. The type is read once per event per hop, not once per
-// step: it is most of what a step that does not concern the event costs.
+// that wants it, among the steps of its type (steps): the type is read once
+// per event per hop, and the steps that do not concern it are not visited.
 func (cr *ChainRun) push(i int, ev, typ []byte) {
-	steps := cr.chain.Steps
-	for ; i < len(steps); i++ {
-		if !steps[i].concernsType(typ) {
+	cr.Run.hop++
+	for _, j := range cr.steps(typ) {
+		if j < i {
 			continue
 		}
-		// As in wanted, written out: a helper for these lines is not
+		// As in first, written out: a helper for these lines is not
 		// inlined, and the call cost 2% of an every-event translation.
-		if cr.state[i] == nil {
-			cr.make(i)
+		if cr.state[j] == nil {
+			cr.make(j)
 		}
-		if w := cr.wants[i]; w == nil || w.Wants(cr.Run, typ, ev) {
-			prev, prevType := cr.Run.step, cr.Run.typ
-			cr.Run.step, cr.Run.typ = steps[i], typ
-			cr.state[i].Apply(cr.Run, ev, cr.emits[i])
-			cr.Run.step, cr.Run.typ = prev, prevType
+		if w := cr.wants[j]; w == nil || w.Wants(cr.Run, typ, ev) {
+			cr.apply(j, ev, typ)
 			return
 		}
 	}
 	cr.out(ev)
 }
 
-func (s *Step) concernsType(typ []byte) bool {
-	if s.Types == nil {
-		return true
-	}
-	for _, t := range s.Types {
-		if string(typ) == t {
-			return true
-		}
-	}
-	return false
+// apply hands ev, of type typ, to step i, whose state is made.
+func (cr *ChainRun) apply(i int, ev, typ []byte) {
+	prev, prevType := cr.Run.step, cr.Run.typ
+	cr.Run.step, cr.Run.typ = cr.chain.Steps[i], typ
+	cr.state[i].Apply(cr.Run, ev, cr.emits[i])
+	cr.Run.step, cr.Run.typ = prev, prevType
 }
 
 // order picks the steps of one direction that apply to target and puts them

@@ -99,3 +99,16 @@ func TestChainRunLazyStateEmitsAsEager(t *testing.T) {
 		}
 	}
 }
+
+// concernsType reports whether s names typ in its Types (or concerns any type).
+func (s *Step) concernsType(typ []byte) bool {
+	if s.Types == nil {
+		return true
+	}
+	for _, t := range s.Types {
+		if string(typ) == t {
+			return true
+		}
+	}
+	return false
+}

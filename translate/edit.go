@@ -174,7 +174,6 @@ func Items(container gjson.Result, dst []Item) []Item {
 // in order (as Items returns them). drop is called once per item, in order,
 // so it may warn. It reports how many items go.
 func (e *Edits) DeleteItems(items []Item, drop func(i int) bool) int {
-	n := len(items)
 	e.marks = e.marks[:0]
 	removed := 0
 	for i := range items {
@@ -184,6 +183,27 @@ func (e *Edits) DeleteItems(items []Item, drop func(i int) bool) int {
 			removed++
 		}
 	}
+	e.deleteMarked(len(items), func(i int) (int, int) { return items[i].Start, items[i].End })
+	return removed
+}
+
+// deleteMembers is DeleteItems for an event's top-level members (ev's,
+// topMembers): those named name go, and each is counted (translated).
+func (e *Edits) deleteMembers(ev []byte, ms []member, name string, translated func(shape string)) {
+	e.marks = e.marks[:0]
+	for i := range ms {
+		d := ms[i].is(ev, name)
+		e.marks = append(e.marks, d)
+		if d {
+			translated(name)
+		}
+	}
+	e.deleteMarked(len(ms), func(i int) (int, int) { return ms[i].start(), ms[i].end })
+}
+
+// deleteMarked records the removal of the n items of one container whose
+// e.marks are set; span(i) is where item i starts and ends.
+func (e *Edits) deleteMarked(n int, span func(i int) (start, end int)) {
 	// The trailing run of dropped items goes with the comma before it; every
 	// other dropped item goes with the comma after it.
 	tail := n
@@ -191,18 +211,22 @@ func (e *Edits) DeleteItems(items []Item, drop func(i int) bool) int {
 		tail--
 	}
 	if tail < n {
+		_, last := span(n - 1)
 		if tail == 0 {
-			e.Delete(items[0].Start, items[n-1].End)
-			return n
+			first, _ := span(0)
+			e.Delete(first, last)
+			return
 		}
-		e.Delete(items[tail-1].End, items[n-1].End)
+		_, end := span(tail - 1)
+		e.Delete(end, last)
 	}
 	for i := 0; i < tail; i++ {
 		if e.marks[i] {
-			e.Delete(items[i].Start, items[i+1].Start)
+			start, _ := span(i)
+			next, _ := span(i + 1)
+			e.Delete(start, next)
 		}
 	}
-	return removed
 }
 
 // AppendMember records the addition of "key":raw as the last member of obj.

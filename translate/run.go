@@ -50,6 +50,11 @@ type Run struct {
 	typ      []byte // the type of the event being applied, borrowed from it
 	warnings []Warning
 	minted   int
+
+	// hop counts the events the chain has handed on, each to the steps it
+	// asks about it; top is the last read of an event's members (members).
+	hop uint64
+	top topRead
 }
 
 // StreamState is what one event stream's translation carries across its

@@ -49,11 +49,44 @@ type subagentsRun struct {
 	lanes chunkLanes
 }
 
-// Wants: SUBAGENT_* events, events that mention a subagentRunId, and what
-// the chunk lanes need to see (see chunkLanes.wants). The tag is searched
-// in every event of the run by its R, which text hardly holds.
-func (s *subagentsRun) Wants(_ *Run, typ, ev []byte) bool {
-	return bytes.HasPrefix(typ, subagentEvent) || indexRare(ev, "subagentRunId", 8) >= 0 || s.lanes.wants(typ, ev)
+// Wants: SUBAGENT_* events, events that carry a subagentRunId (tagged), and
+// what the chunk lanes need to see (see chunkLanes.wants).
+func (s *subagentsRun) Wants(r *Run, typ, ev []byte) bool {
+	return bytes.HasPrefix(typ, subagentEvent) || s.tagged(r, typ, ev) || s.lanes.wants(typ, ev)
+}
+
+// tagged reports whether ev may carry a subagentRunId the step removes: the
+// name is in its bytes (searched by its R, which text hardly holds) and,
+// but for the events whose messages or interrupts carry tags too, as a
+// top-level member (a key with an escape may be one).
+func (s *subagentsRun) tagged(r *Run, typ, ev []byte) bool {
+	if indexRare(ev, "subagentRunId", 8) < 0 {
+		return false
+	}
+	if nestsTags(typ) {
+		return true
+	}
+	ms, ok := r.members(ev)
+	if !ok {
+		return true
+	}
+	for i := range ms {
+		if ms[i].escaped || ms[i].is(ev, "subagentRunId") {
+			return true
+		}
+	}
+	return false
+}
+
+// nestsTags reports whether events of type typ carry tags inside them too:
+// on their messages (MESSAGES_SNAPSHOT, RUN_STARTED.input) or interrupts
+// (RUN_FINISHED).
+func nestsTags(typ []byte) bool {
+	switch string(typ) {
+	case "MESSAGES_SNAPSHOT", "RUN_STARTED", "RUN_FINISHED":
+		return true
+	}
+	return false
 }
 
 func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
@@ -82,6 +115,10 @@ func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		s.emit(ev, emit)
 		return
 	}
+	if kind == 0 && s.dropTopTags(r, typ, ev) {
+		s.emit(ev, emit)
+		return
+	}
 	root := Root(ev)
 	lane, tagged := "", false
 	var id gjson.Result
@@ -98,8 +135,8 @@ func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 				id, hasID = it.Value, true
 			}
 		}
+		s.dropTags(r, s.inner, "subagentRunId")
 	}
-	s.dropTag(r, root, "subagentRunId")
 	if kind != 0 {
 		s.chunk(r, root, kind, lane, tagged, id, hasID)
 	} else {
@@ -115,6 +152,42 @@ func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		})
 	}
 	s.emit(ev, emit)
+}
+
+// dropTopTags is Apply for a tagged event that is no chunk and carries no
+// tags but its own (not a MESSAGES_SNAPSHOT, RUN_STARTED or RUN_FINISHED),
+// the streaming path: the tags are found among the event's members, which
+// the chain has read (members), and removed in the one copy of the rewrite.
+// It reports false, having done nothing, for an event whose members it
+// cannot read so, or whose tag or keys hold escapes: Apply reads it then.
+func (s *subagentsRun) dropTopTags(r *Run, typ, ev []byte) bool {
+	if nestsTags(typ) {
+		return false
+	}
+	ms, ok := r.members(ev)
+	if !ok {
+		return false
+	}
+	lane, tagged := "", false
+	for i := range ms {
+		m := &ms[i]
+		if m.escaped {
+			return false
+		}
+		if !tagged && m.is(ev, "subagentRunId") {
+			// The first member is what gjson (and so the chain) reads; a
+			// tag that is no string names no lane.
+			if v := ev[m.val:m.end]; v[0] == '"' {
+				if bytes.IndexByte(v, '\\') >= 0 {
+					return false
+				}
+				lane, tagged = view(v[1:len(v)-1]), true
+			}
+		}
+	}
+	s.ed.deleteMembers(ev, ms, "subagentRunId", r.Translated)
+	s.lanes.event(typ, lane) // lane is borrowed from ev: compared, never kept
+	return true
 }
 
 // chunk tracks a chunk of the lane its tag names and, when the chunk is an
@@ -150,15 +223,17 @@ func (s *subagentsRun) dropTag(r *Run, obj gjson.Result, shape string) {
 		return
 	}
 	s.inner = Items(obj, s.inner[:0])
-	s.ed.DeleteItems(s.inner, func(i int) bool {
-		if s.inner[i].Key.Str != "subagentRunId" {
+	s.dropTags(r, s.inner, shape)
+}
+
+// dropTags records the removal of the subagentRunId members among items,
+// every member of one object.
+func (s *subagentsRun) dropTags(r *Run, items []Item, shape string) {
+	s.ed.DeleteItems(items, func(i int) bool {
+		if items[i].Key.Str != "subagentRunId" {
 			return false
 		}
-		if shape == "subagentRunId" {
-			r.Translated("subagentRunId")
-		} else {
-			r.Translated(shape)
-		}
+		r.Translated(shape)
 		return true
 	})
 }

@@ -35,3 +35,24 @@ func TestSubagents(t *testing.T) {
 	out, _ = through(t, "0.0.59", []*Step{subagents}, ev)
 	expect(t, out, ev)
 }
+
+// A tag is removed wherever it sits among the event's members, whatever
+// its value and however the event is laid out; a tag with an escape is
+// read decoded; the name inside a value is no tag.
+func TestSubagentsRemovesTopLevelTags(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a","subagentRunId":"s"}`:                                 `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","subagentRunId":"s","messageId":"m","delta":"a"}`:                                 `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`,
+		`{ "type" : "TEXT_MESSAGE_CONTENT" , "subagentRunId" : "s" , "delta" : "a" }`:                                     `{ "type" : "TEXT_MESSAGE_CONTENT" , "delta" : "a" }`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a","subagentRunId":7}`:                                   `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a","subagentRunId":"s\u0031"}`:                           `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a \"subagentRunId\":\"s\"","x":[{"subagentRunId":"s"}]}`: `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a \"subagentRunId\":\"s\"","x":[{"subagentRunId":"s"}]}`,
+		`{"type":"STATE_DELTA","delta":[{"op":"add","path":"/subagentRunId","value":"s"}],"subagentRunId":"s"}`:           `{"type":"STATE_DELTA","delta":[{"op":"add","path":"/subagentRunId","value":"s"}]}`,
+	} {
+		out, warns := through(t, "0.0.58", []*Step{subagents}, in)
+		expect(t, out, want)
+		if len(warns) != 0 {
+			t.Errorf("%s: removing a tag warned: %s", in, shapes(warns))
+		}
+	}
+}
