@@ -152,6 +152,9 @@ func specs() []caseSpec {
 		// nothing looked at; what the runtime's scheduler and poller cost
 		// a proxy that does nothing else.
 		{Case{Name: "tcpcopy", Proxy: ProxyTCPCopy, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, phSat | phPaced},
+		// The floor of the relay's dependencies: fasthttp's server and
+		// client streaming each answer through, nothing looked at.
+		{Case{Name: "fasthttp", Proxy: ProxyFastHTTP, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, phSat | phPaced},
 		{Case{Name: "httputil", Proxy: ProxyHTTPUtil, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
 		{Case{Name: "naive", Proxy: ProxyNaive, Dialect: synth.Dialect10, Exact: true, Baseline: "direct"}, all},
 		// The CopilotKit runtime parses every event with the @ag-ui/client
@@ -611,7 +614,7 @@ func FileLimit() uint64 {
 	return lim.Cur
 }
 
-// build compiles agui-relay and the two Go baselines, and finds nginx. A
+// build compiles agui-relay and the Go baselines, and finds nginx. A
 // proxy that cannot be had is reported per proxy, so its cases are skipped.
 func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 	errs := map[Proxy]string{}
@@ -648,6 +651,10 @@ func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 	if err := gobuild(bin.TCPCopy, "./bench/cmd/tcpcopy"); err != nil {
 		errs[ProxyTCPCopy] = err.Error()
 	}
+	bin.FastHTTP = filepath.Join(work, "fasthttpproxy")
+	if err := gobuild(bin.FastHTTP, "./bench/cmd/fasthttpproxy"); err != nil {
+		errs[ProxyFastHTTP] = err.Error()
+	}
 	bin.Naive = filepath.Join(work, "naiverelay")
 	if err := gobuild(bin.Naive, "./bench/cmd/naiverelay"); err != nil {
 		errs[ProxyNaive] = err.Error()
@@ -666,7 +673,7 @@ func build(cfg Config, work string) (Binaries, map[Proxy]string) {
 	if bin.Node, bin.CopilotKit, err = findCopilotKit(cfg); err != nil {
 		errs[ProxyCopilotKit] = err.Error()
 	}
-	cfg.logf("built agui-relay, tcpcopy, httputilproxy, naiverelay in %s; nginx: %s, haproxy: %s, caddy: %s, copilotkit: %s",
+	cfg.logf("built agui-relay, tcpcopy, fasthttpproxy, httputilproxy, naiverelay in %s; nginx: %s, haproxy: %s, caddy: %s, copilotkit: %s",
 		work, bin.Nginx, bin.HAProxy, bin.Caddy, bin.CopilotKit)
 	return bin, errs
 }

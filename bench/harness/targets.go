@@ -27,6 +27,10 @@ const (
 	ProxyHTTPUtil Proxy = "httputil"
 	ProxyNaive    Proxy = "naive"
 	ProxyTCPCopy  Proxy = "tcpcopy"
+	// ProxyFastHTTP is fasthttp's server and HostClient streaming each
+	// answer through (bench/cmd/fasthttpproxy): the floor of the relay's
+	// own dependencies.
+	ProxyFastHTTP Proxy = "fasthttp"
 	ProxyHAProxy  Proxy = "haproxy"
 	ProxyCaddy    Proxy = "caddy"
 	// ProxyCopilotKit is the CopilotKit runtime (bench/copilotkit), a
@@ -56,7 +60,7 @@ type Case struct {
 
 // Binaries are the programs the cases run.
 type Binaries struct {
-	Relay, HTTPUtil, Naive, TCPCopy, Nginx, HAProxy, Caddy string
+	Relay, HTTPUtil, Naive, TCPCopy, FastHTTP, Nginx, HAProxy, Caddy string
 	// Node runs CopilotKit, the script bench/copilotkit/runtime.js.
 	Node, CopilotKit string
 	// RelayArgs go to every agui-relay serve.
@@ -130,6 +134,8 @@ func StartProxy(c Case, bin Binaries, upstream, workDir string) (*Proc, error) {
 		cmd = exec.Command(bin.Naive, append([]string{"--listen", addr, "--upstream", "http://" + upstream}, c.Args...)...)
 	case ProxyTCPCopy:
 		cmd = exec.Command(bin.TCPCopy, "--listen", addr, "--upstream", "http://"+upstream)
+	case ProxyFastHTTP:
+		cmd = exec.Command(bin.FastHTTP, "--listen", addr, "--upstream", "http://"+upstream)
 	case ProxyHAProxy:
 		conf := filepath.Join(dir, "haproxy.cfg")
 		if err := os.WriteFile(conf, []byte(HAProxyConfig(addr, upstream, FileLimit())), 0o644); err != nil {

@@ -76,7 +76,7 @@ func QuickSecond() SecondConfig {
 }
 
 // secondNames are the cases of the workloads beside the bench's own.
-var secondNames = []string{"direct", "nginx", "haproxy", "caddy", "tcpcopy", "agui-relay", "agui-relay 1.0→0.0.45"}
+var secondNames = []string{"direct", "nginx", "haproxy", "caddy", "tcpcopy", "fasthttp", "agui-relay", "agui-relay 1.0→0.0.45"}
 
 // secondCases are the cases of the second workloads that Only keeps.
 func secondCases(only []string) []Case {
