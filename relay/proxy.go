@@ -16,29 +16,28 @@ var hopHeaders = [...]string{
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-// isHop reports whether the header key is hop-by-hop on a message whose
-// Connection header lists connTokens.
-func isHop(key []byte, connTokens [][]byte) bool {
+// isHop reports whether the header key is one of hopHeaders. The lengths
+// are compared first: most keys match none, and a key's length rules out
+// all but one or two.
+func isHop(key []byte) bool {
 	for _, h := range hopHeaders {
-		if bytes.EqualFold(key, []byte(h)) {
-			return true
-		}
-	}
-	for _, t := range connTokens {
-		if bytes.EqualFold(key, t) {
+		if len(key) == len(h) && bytes.EqualFold(key, []byte(h)) {
 			return true
 		}
 	}
 	return false
 }
 
+// is reports whether the header key is name, in any case.
+func is(key []byte, name string) bool {
+	return len(key) == len(name) && bytes.EqualFold(key, []byte(name))
+}
+
 // appendConnectionTokens appends to tokens the header names a Connection
 // header (k: v) lists; any other header appends nothing. The tokens are
-// slices of v, valid while the message is. The callers range over the
-// headers themselves: an iterator passed as a value would be made on the
-// heap, twice a run.
+// slices of v, valid while the message is.
 func appendConnectionTokens(tokens [][]byte, k, v []byte) [][]byte {
-	if !bytes.EqualFold(k, []byte("Connection")) {
+	if !is(k, "Connection") {
 		return tokens
 	}
 	for t := range bytes.SplitSeq(v, []byte(",")) {
@@ -52,33 +51,41 @@ func appendConnectionTokens(tokens [][]byte, k, v []byte) [][]byte {
 // copyRequestHeaders copies the end-to-end headers of the consumer's request
 // to the producer's: everything but the hop-by-hop headers, Host (the
 // producer's own is set from its URL) and Content-Length (set from the body
-// actually sent).
+// actually sent). The headers a Connection header names are removed once
+// copied (they are seldom any): one pass over the headers, not two. The
+// callers range over the headers themselves: an iterator passed as a
+// value would be made on the heap.
 func copyRequestHeaders(dst, src *fasthttp.RequestHeader) {
-	var tokens [][]byte
+	var buf [4][]byte // room for the tokens of a Connection header, on the stack
+	tokens := buf[:0]
 	for k, v := range src.All() {
 		tokens = appendConnectionTokens(tokens, k, v)
-	}
-	for k, v := range src.All() {
-		if isHop(k, tokens) || bytes.EqualFold(k, []byte("Host")) || bytes.EqualFold(k, []byte("Content-Length")) {
+		if isHop(k) || is(k, "Host") || is(k, "Content-Length") {
 			continue
 		}
 		dst.AddBytesKV(k, v)
+	}
+	for _, t := range tokens {
+		dst.DelBytes(t)
 	}
 }
 
 // copyResponseHeaders copies the end-to-end headers of the producer's answer
 // to the consumer's: everything but the hop-by-hop headers and
-// Content-Length (the relay sets the length of what it sends).
+// Content-Length (the relay sets the length of what it sends), and those
+// its Connection header names, as copyRequestHeaders.
 func copyResponseHeaders(dst, src *fasthttp.ResponseHeader) {
-	var tokens [][]byte
+	var buf [4][]byte // room for the tokens of a Connection header, on the stack
+	tokens := buf[:0]
 	for k, v := range src.All() {
 		tokens = appendConnectionTokens(tokens, k, v)
-	}
-	for k, v := range src.All() {
-		if isHop(k, tokens) || bytes.EqualFold(k, []byte("Content-Length")) {
+		if isHop(k) || is(k, "Content-Length") {
 			continue
 		}
 		dst.AddBytesKV(k, v)
+	}
+	for _, t := range tokens {
+		dst.DelBytes(t)
 	}
 }
 

@@ -383,7 +383,9 @@ func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	if strip {
 		uri = uri[len(r.StripPrefix):]
 	}
-	req.SetRequestURI(r.base + string(uri))
+	// Joined in a buffer of the frame's: the request copies it.
+	var buf [256]byte
+	req.SetRequestURIBytes(append(append(buf[:0], r.base...), uri...))
 	req.Header.SetMethodBytes(ctx.Method())
 	copyRequestHeaders(&req.Header, &ctx.Request.Header)
 	setForwarded(&req.Header, ctx)
