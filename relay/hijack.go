@@ -86,6 +86,10 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	}
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
+		// Copies, changed here: keep and head themselves, captured and
+		// changed, would be moved to the heap on every run, the in-place
+		// ones too.
+		keep, head := keep, head
 		if keep && sentMore(c, sc) {
 			keep, head = false, withClose(head)
 		}

@@ -1,7 +1,9 @@
 package relay
 
 import (
+	"bufio"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/agui-relay/agui-relay/wire"
@@ -31,8 +33,9 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	if err != nil {
 		return false, err
 	}
+	// Not resp.ParseNetConn: nothing asks the answer for its addresses,
+	// and reading them touches the connection's cold state on every run.
 	conn := cc.Conn()
-	resp.ParseNetConn(conn)
 	// A consumer that hangs up before the head interrupts the wait (see
 	// headWait), on the connection under firstByteConn, whose deadline
 	// state belongs to this goroutine.
@@ -112,17 +115,12 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 		}
 		return false, nil
 	}
+	ret := connReturnOf(conn, hc, cc, (*fasthttp.HostClient).ReleaseConn, (*fasthttp.HostClient).CloseConn)
 	o := wire.BodyOptions{
 		Buffered:      br,
-		ReleaseReader: hc.ReleaseReader,
-		Release: func(reuse bool) {
-			if reuse {
-				hc.ReleaseConn(cc)
-			} else {
-				hc.CloseConn(cc)
-			}
-		},
-		KeepAlive: !closeConn,
+		ReleaseReader: ret.releaseReader,
+		Release:       ret.release,
+		KeepAlive:     !closeConn,
 	}
 	if fc, ok := conn.(*firstByteConn); ok {
 		// firstByteConn's deadline state belongs to the reader.
@@ -138,3 +136,48 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 }
 
 var _ fasthttp.ReadCloserWithError = (*wire.Body)(nil)
+
+// connReturn gives an answer's producer connection and the client's reader
+// of it back to the HostClient they came from (wire.BodyOptions' Release
+// and ReleaseReader). One is made per producer connection (firstByteConn's
+// ret) and reused by every answer on it, where each answer made two
+// closures; C is fasthttp's pooled connection, whose type it does not
+// export.
+type connReturn[C any] struct {
+	hc            *fasthttp.HostClient
+	cc            C // this answer's; set before its body exists
+	reuse, close  func(*fasthttp.HostClient, C)
+	release       func(reuse bool)
+	releaseReader func(*bufio.Reader)
+}
+
+// connReturnOf returns conn's connReturn for the answer on cc, made at the
+// connection's first answer; a connection not of the relay's dialer gets
+// one of its own.
+func connReturnOf[C any](conn net.Conn, hc *fasthttp.HostClient, cc C, reuse, close func(*fasthttp.HostClient, C)) *connReturn[C] {
+	fc, ok := conn.(*firstByteConn)
+	if ok {
+		if r, ok := fc.ret.(*connReturn[C]); ok && r.hc == hc {
+			r.cc = cc
+			return r
+		}
+	}
+	r := &connReturn[C]{hc: hc, cc: cc, reuse: reuse, close: close}
+	r.release, r.releaseReader = r.give, hc.ReleaseReader
+	if ok {
+		fc.ret = r
+	}
+	return r
+}
+
+// give hands the connection back, for reuse or to be closed. cc is read
+// first: once back in the pool the connection may carry the next answer,
+// which sets it.
+func (r *connReturn[C]) give(reuse bool) {
+	cc := r.cc
+	if reuse {
+		r.reuse(r.hc, cc)
+	} else {
+		r.close(r.hc, cc)
+	}
+}

@@ -103,6 +103,9 @@ func (e *dialError) Unwrap() error { return e.err }
 type firstByteConn struct {
 	net.Conn
 	armed bool
+	// ret gives the connection back after each answer (connReturn), made
+	// at its first; set by the goroutine that holds the connection.
+	ret any
 }
 
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {
