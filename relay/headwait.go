@@ -30,6 +30,34 @@ type headWait struct {
 	conn net.Conn // the producer's connection while its head is awaited
 	gone bool     // the consumer hung up
 	done bool     // the wait is over (the head arrived or the request failed)
+	// onHangup is hangup as a func, made once with the headWait.
+	onHangup func()
+}
+
+// headWaitFor returns a headWait for a request that conn carries: a
+// consumer's socketConn keeps one for its requests, which come one after
+// another, so that a run makes neither it nor its hangup func; any other
+// connection gets a new one.
+func headWaitFor(conn net.Conn) *headWait {
+	sc, ok := conn.(*socketConn)
+	if !ok {
+		return newHeadWait()
+	}
+	if sc.headWait == nil {
+		sc.headWait = newHeadWait()
+		return sc.headWait
+	}
+	h := sc.headWait
+	h.mu.Lock()
+	h.conn, h.gone, h.done = nil, false, false
+	h.mu.Unlock()
+	return h
+}
+
+func newHeadWait() *headWait {
+	h := &headWait{}
+	h.onHangup = h.hangup
+	return h
 }
 
 // headWaitKey is the request's user value under which the transport finds
@@ -107,8 +135,8 @@ func (h *headWait) detach() (gone bool) {
 // NewClient's, the wait goes on until the head or the first-byte timeout.
 func (r *Relay) do(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response) (gone bool, err error) {
 	conn := ctx.Conn()
-	hw := &headWait{}
-	token, watched := watchHangup(r.Poller, conn, hw.hangup)
+	hw := headWaitFor(conn)
+	token, watched := watchHangup(r.Poller, conn, hw.onHangup)
 	if watched {
 		req.SetUserValue(headWaitKey{}, hw)
 	}

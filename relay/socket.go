@@ -38,6 +38,8 @@ type socketConn struct {
 	// bare LF (headscan.go); on only for accepted connections.
 	reqHead headScan
 	watcher *wire.Poller // the Poller of hangup
+	// headWait serves the connection's requests one after another (Relay.do).
+	headWait *headWait
 
 	// handover hands a kept connection's next stream from the server's
 	// hijack goroutine to the goroutine that served the request
