@@ -1,10 +1,9 @@
 package rules
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
@@ -72,29 +71,10 @@ func BenchmarkJudgeInput(b *testing.B) {
 	}
 }
 
-// conversationInput is a RunAgentInput some turns into a conversation: 24
-// messages of a few hundred bytes, tool calls and their results, tools.
-func conversationInput() []byte {
-	var b strings.Builder
-	b.WriteString(`{"threadId":"thread-bench","runId":"r1-7","protocolVersion":"1.0","state":{"step":3,"notes":["a","b"]},"messages":[`)
-	text := strings.Repeat(`The design notes say the relay walks each input once; \"quoted\" parts and ünïcödé too. `, 4)
-	for i := range 8 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		n := strconv.Itoa(i)
-		b.WriteString(`{"id":"u` + n + `","role":"user","content":"` + text + `"},`)
-		b.WriteString(`{"id":"a` + n + `","role":"assistant","content":"` + text + `","toolCalls":[{"id":"call-` + n + `","type":"function","function":{"name":"search","arguments":"{\"q\":\"notes ` + n + `\"}"}}]},`)
-		b.WriteString(`{"id":"t` + n + `","role":"tool","toolCallId":"call-` + n + `","content":"` + text + `"}`)
-	}
-	b.WriteString(`],"tools":[{"name":"search","description":"searches the notes","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}],"context":[{"description":"user","value":"bench"}],"forwardedProps":{"k":"v"}}`)
-	return []byte(b.String())
-}
-
 // BenchmarkJudgeInputConversation judges a longer RunAgentInput, as a
 // chat's later turns send.
 func BenchmarkJudgeInputConversation(b *testing.B) {
-	in := conversationInput()
+	in := []byte(testkit.ConversationInput())
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {

@@ -2,7 +2,6 @@ package rules
 
 import (
 	"strconv"
-	"strings"
 	"unsafe"
 
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -87,8 +86,11 @@ func readDocument(str string, keys *topKeys) (doc, rule string) {
 		}
 		return "", "invalid-json"
 	}
-	str = strings.TrimRight(str[skipWS(str, 0):], " \t\r\n")
-	if str[0] != '{' {
+	i, j := skipWS(str, 0), len(str)
+	for isWS(str[j-1]) { // valid JSON text has a value between its blanks
+		j--
+	}
+	if str = str[i:j]; str[0] != '{' {
 		return "", "type:object"
 	}
 	return str, ""

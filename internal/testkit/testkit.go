@@ -378,3 +378,24 @@ func Consumer(t testing.TB) *http.Client {
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
 }
+
+// ConversationInput is a RunAgentInput some turns into a chat, as its later
+// runs send it: 24 messages of a few hundred bytes (user, assistant with a
+// tool call, the tool's result; escapes and non-ASCII text), a tool, 11 KB
+// in all, declaring 1.0.
+func ConversationInput() string {
+	var b strings.Builder
+	b.WriteString(`{"threadId":"thread-bench","runId":"r1-7","protocolVersion":"1.0","state":{"step":3,"notes":["a","b"]},"messages":[`)
+	text := strings.Repeat(`The design notes say the relay walks each input once; \"quoted\" parts and ünïcödé too. `, 4)
+	for i := range 8 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		n := strconv.Itoa(i)
+		b.WriteString(`{"id":"u` + n + `","role":"user","content":"` + text + `"},`)
+		b.WriteString(`{"id":"a` + n + `","role":"assistant","content":"` + text + `","toolCalls":[{"id":"call-` + n + `","type":"function","function":{"name":"search","arguments":"{\"q\":\"notes ` + n + `\"}"}}]},`)
+		b.WriteString(`{"id":"t` + n + `","role":"tool","toolCallId":"call-` + n + `","content":"` + text + `"}`)
+	}
+	b.WriteString(`],"tools":[{"name":"search","description":"searches the notes","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}],"context":[{"description":"user","value":"bench"}],"forwardedProps":{"k":"v"}}`)
+	return b.String()
+}
