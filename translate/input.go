@@ -96,14 +96,39 @@ func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs 
 
 // declareInput applies the plan's declaration with Declare, keeping the
 // whitespace after the document (Declare's rewrite ends at the closing
-// brace).
+// brace). An input without protocolVersion toward a producer that reads it
+// (a 0.0.x consumer's, toward 1.0) is given the member as Declare's sjson
+// gives it, last before the closing brace, written directly.
 func declareInput(in []byte, root gjson.Result, plan negotiate.InputPlan) []byte {
 	end := root.Index + len(root.Raw)
+	if plan.Declare == negotiate.DeclareSet && plainVersion(plan.Declared) && !root.Get("protocolVersion").Exists() {
+		const member = `"protocolVersion":"`
+		out := make([]byte, 0, len(in)+1+len(member)+len(plan.Declared)+1)
+		out = append(out, in[root.Index:end-1]...) // sjson drops the blanks before the object
+		if len(bytes.TrimLeft(in[root.Index+1:end-1], " \t\r\n")) > 0 {
+			out = append(out, ',') // after the last member
+		}
+		out = append(out, member...)
+		out = append(out, plan.Declared...)
+		out = append(out, '"')
+		return append(out, in[end-1:]...)
+	}
 	doc, _ := Declare(in[:end:end], plan.Declare, plan.Declared, nil)
 	if len(doc) == end && &doc[0] == &in[0] {
 		return in
 	}
 	return append(doc, in[end:]...)
+}
+
+// plainVersion reports whether v is written in JSON as it is, between
+// quotes (a version string: digits, letters, dots, dashes, pluses).
+func plainVersion(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !('0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z' || c == '.' || c == '-' || c == '+') {
+			return false
+		}
+	}
+	return v != ""
 }
 
 // inputEdit runs fn on a rewriter for the input document in and returns the

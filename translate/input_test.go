@@ -245,3 +245,27 @@ func TestInputUnchanged(t *testing.T) {
 		t.Errorf("activity kept: %s", out)
 	}
 }
+
+// declareInput writes a missing protocolVersion as Declare does (sjson),
+// whatever the blanks, members and nesting around it.
+func TestDeclareInputAsDeclare(t *testing.T) {
+	docs := []string{`{}`, `{ }`, "{\n}", ` {} `, ` {"a":1}`, "\n\t{\"a\":1 }\r\n", `{"a":1}`, `{"a":1 }`, "{\"a\":1\n}\n", `{ "a" : 1 , "b":[1] }`,
+		`{"a":{"protocolVersion":"0.0.1"}}`, `{"threadId":"t","runId":"r","messages":[],"forwardedProps":{"protocolVersion":1}}`,
+		`{"protocolVersion":"0.0.59"}`, `{"protocolVersion":null}`, `{"protocol\u0056ersion":"1.0"}`, `{"protocolVersion":"1.0"}`}
+	for _, doc := range docs {
+		for _, version := range []string{"1.0", "0.0.59", "2.0.0-rc.1+b", `1"0`, ""} {
+			in := []byte(doc)
+			plan := negotiate.InputPlan{Declare: negotiate.DeclareSet, Declared: version}
+			root := Root(in)
+			end := root.Index + len(root.Raw)
+			want, _ := Declare(in[:end:end], plan.Declare, plan.Declared, nil)
+			want = append(want, in[end:]...)
+			if got := declareInput(in, root, plan); string(got) != string(want) {
+				t.Errorf("%s, %q: %s, Declare %s", doc, version, got, want)
+			}
+			if string(in) != doc {
+				t.Fatalf("%s changed in place", doc)
+			}
+		}
+	}
+}
