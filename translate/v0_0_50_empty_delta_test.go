@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -45,5 +46,49 @@ func TestEmptyDeltaOfAnOlderProducerIsMalformed(t *testing.T) {
 		r := NewRun(Events, negotiate.MustParse(c.from), negotiate.MustParse("0.0.49"), nil)
 		out, _ := throughRun(t, r, []*Step{emptyDelta}, ev)
 		expect(t, out, c.want...)
+	}
+}
+
+// The step wants exactly the events it drops, in any order of events:
+// those whose first top-level delta is "" (what Apply reads), whether a
+// message's deltas share their bytes up to the delta or not. A key with an
+// escape before the delta may be "delta": such an event is wanted when it
+// holds an empty string anywhere, for Apply to read.
+func TestEmptyDeltaWantsWhatItDrops(t *testing.T) {
+	evs := []string{
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"b","x":""}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","xxxxx":"","delta":"a"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"","x":1}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta" : ""}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"n","delta":""}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"\"\""}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"\\"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","delta":"","messageId":"m"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","meta":{"delta":""},"delta":"a"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","meta":{"delta":""},"delta":""}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":7}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"` + strings.Repeat("x", 300) + `","delta":""}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"` + strings.Repeat("x", 300) + `","delta":"a"}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","del\u0074a":""}`,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","del\u0074a":"a"}`,
+	}
+	r := NewRun(Events, negotiate.Version{}, negotiate.MustParse("0.0.49"), nil)
+	st := emptyDelta.NewEvent().(*emptyDeltaRun)
+	for round := range 2 { // in order, then each after every other
+		for i, a := range evs {
+			for _, b := range []string{evs[(i+round)%len(evs)], a} {
+				ev := []byte(b)
+				r.hop++
+				wants := st.Wants(r, PeekType(ev), ev)
+				drops := Get(ev, "delta").Raw == `""`
+				if escaped := strings.Contains(b, `\u`); wants != drops && !(escaped && wants) {
+					t.Errorf("%s: wanted %v, dropped %v", b, wants, drops)
+				}
+			}
+		}
 	}
 }
