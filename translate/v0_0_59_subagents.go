@@ -33,10 +33,7 @@ var subagents = &Step{
 	NewEvent:    func() EventStep { return &subagentsRun{} },
 }
 
-var (
-	subagentTag   = []byte("subagentRunId")
-	subagentEvent = []byte("SUBAGENT_")
-)
+var subagentEvent = []byte("SUBAGENT_")
 
 // subagentsRun also keeps 1.0's chunk lanes apart once the tags that name
 // them are gone: an id-less continuation a consumer without lanes would
@@ -105,7 +102,7 @@ func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		}
 	}
 	kind := chunkKindOf(typ)
-	if !bytes.Contains(ev, subagentTag) {
+	if indexRare(ev, "subagentRunId", 8) < 0 {
 		if kind != 0 {
 			id := Get(ev, kind.idKey())
 			s.chunk(r, Root(ev), kind, "", false, id, id.Exists())
