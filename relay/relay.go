@@ -21,6 +21,7 @@ import (
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/redact"
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
 	"github.com/agui-relay/agui-relay/wire"
 )
@@ -307,7 +308,8 @@ func serverProblem(err error, maxBody int) *Problem {
 // translateInput applies the TranslateInput hook, or by default the input
 // chain of the translate package with the translator's observer (lossy
 // steps warn once per shape, when the input is done).
-func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap) ([]byte, error) {
+func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap RunTap) ([]byte, error) {
+	body := doc.Body()
 	if r.TranslateInput != nil {
 		if !plan.Translate {
 			return body, nil
@@ -320,7 +322,7 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, body []byte, tap RunTap
 	if translate.InputUnchanged(plan, body) {
 		return body, nil
 	}
-	out, run := translate.TranslateInputWith(r.translator.InputSteps(), plan, body, event.ObserverFor(r.translator.Observer, tap))
+	out, run := translate.TranslateReadInput(r.translator.InputSteps(), plan, doc, event.ObserverFor(r.translator.Observer, tap))
 	run.Finish()
 	return out, nil
 }
@@ -515,7 +517,7 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 	if !r.ProducerPython.IsZero() {
 		plan = negotiate.DecidePythonInput(cv, r.ProducerPython)
 	}
-	in, err = r.translateInput(plan, body, rep.tap)
+	in, err = r.translateInput(plan, &doc, rep.tap)
 	if err != nil {
 		r.refuse(ctx, rep, problemInput([]InputError{{"", "cannot be translated for the producer: " + err.Error()}}))
 		return nil, plan, false

@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"strings"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -61,6 +60,12 @@ func InputUnchanged(plan negotiate.InputPlan, in []byte) bool {
 // TranslateInputWith is TranslateInput with the given steps instead of the
 // registry's (tests, or a relay configured with its own steps).
 func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs Observer) (out []byte, run *Run) {
+	if doc, j := rules.ReadInput(in); j.Verdict != rules.Malformed {
+		return TranslateReadInput(steps, plan, &doc, obs)
+	}
+	// Not an object, or not JSON (gjson reads a broken document leniently,
+	// and a step would rewrite what it half-read): nothing to shape, and the
+	// caller's validation reports what is wrong.
 	run = NewRun(Input, plan.From, plan.To, obs)
 	run.Python = plan.Python
 	root := Root(in)
@@ -70,28 +75,42 @@ func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs 
 	if id := root.Get("threadId"); id.Type == gjson.String {
 		run.ThreadID = strings.Clone(id.Str)
 	}
-	if !root.IsObject() || !rules.Valid(unsafe.String(unsafe.SliceData(in), len(in))) {
-		// Not an object, or not JSON (gjson reads a broken document
-		// leniently, and a step would rewrite what it half-read): nothing to
-		// shape, and the caller's validation reports what is wrong.
-		return in, run
-	}
+	return in, run
+}
+
+// TranslateReadInput is TranslateInputWith for an input rules.ReadInput
+// accepted, without reading it again: in.Body() is translated, and the
+// run's ids are the members the reading located.
+func TranslateReadInput(steps []*Step, plan negotiate.InputPlan, in *rules.Input, obs Observer) (out []byte, run *Run) {
+	run = NewRun(Input, plan.From, plan.To, obs)
+	run.Python = plan.Python
+	run.RunID, run.ThreadID = stringMember(in.Member("runId")), stringMember(in.Member("threadId"))
+	body := in.Body()
 	if !plan.Translate {
 		// Activity messages never reach the producer (spec 003), whatever
 		// the versions: the one rewrite of an input otherwise forwarded
 		// byte for byte, and none at all when there are none.
 		run.step = inputActivity
-		out = inputActivity.Input(run, in)
+		out = inputActivity.Input(run, body)
 		run.step = nil
 		return out, run
 	}
-	out = declareInput(in, root, plan)
+	out = declareInput(body, Root(body), plan)
 	for _, s := range InputChain(plan.To, steps) {
 		run.step = s
 		out = s.Input(run, out)
 	}
 	run.step = nil
 	return out, run
+}
+
+// stringMember returns a copy of the string whose raw JSON text is raw, ""
+// when raw is not a string.
+func stringMember(raw string) string {
+	if raw == "" || raw[0] != '"' {
+		return ""
+	}
+	return strings.Clone(gjson.Parse(raw).Str) // Str may alias raw
 }
 
 // declareInput applies the plan's declaration with Declare, keeping the
