@@ -48,6 +48,25 @@ func appendConnectionTokens(tokens [][]byte, k, v []byte) [][]byte {
 	return tokens
 }
 
+// normalizer is a fasthttp header's normalising of header names.
+type normalizer interface {
+	DisableNormalizing() (was bool)
+	EnableNormalizing() (was bool)
+}
+
+// namesAsIs turns dst's normalising of header names off while the headers
+// of src are copied into it, when src's names are normalised already
+// (fasthttp's default): the names are the same, without being normalised
+// once more each. It reports whether dst's is to be turned on again once
+// they are copied.
+func namesAsIs(dst, src normalizer) (restore bool) {
+	if src.DisableNormalizing() {
+		return false // src keeps the names as they came: dst normalises them as before
+	}
+	src.EnableNormalizing()
+	return !dst.DisableNormalizing()
+}
+
 // copyRequestHeaders copies the end-to-end headers of the consumer's request
 // to the producer's: everything but the hop-by-hop headers, Host (the
 // producer's own is set from its URL) and Content-Length (set from the body
@@ -58,12 +77,16 @@ func appendConnectionTokens(tokens [][]byte, k, v []byte) [][]byte {
 func copyRequestHeaders(dst, src *fasthttp.RequestHeader) {
 	var buf [4][]byte // room for the tokens of a Connection header, on the stack
 	tokens := buf[:0]
+	restore := namesAsIs(dst, src)
 	for k, v := range src.All() {
 		tokens = appendConnectionTokens(tokens, k, v)
 		if isHop(k) || is(k, "Host") || is(k, "Content-Length") {
 			continue
 		}
 		dst.AddBytesKV(k, v)
+	}
+	if restore {
+		dst.EnableNormalizing()
 	}
 	for _, t := range tokens {
 		dst.DelBytes(t)
@@ -77,12 +100,16 @@ func copyRequestHeaders(dst, src *fasthttp.RequestHeader) {
 func copyResponseHeaders(dst, src *fasthttp.ResponseHeader) {
 	var buf [4][]byte // room for the tokens of a Connection header, on the stack
 	tokens := buf[:0]
+	restore := namesAsIs(dst, src)
 	for k, v := range src.All() {
 		tokens = appendConnectionTokens(tokens, k, v)
 		if isHop(k) || is(k, "Content-Length") {
 			continue
 		}
 		dst.AddBytesKV(k, v)
+	}
+	if restore {
+		dst.EnableNormalizing()
 	}
 	for _, t := range tokens {
 		dst.DelBytes(t)

@@ -1,0 +1,37 @@
+package relay
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Header names reach the producer normalised, as fasthttp writes them,
+// whether or not the consumer's request was read with its names
+// normalised, and neither header's setting changes.
+func TestCopyRequestHeadersNormalisesNames(t *testing.T) {
+	for _, asSent := range []bool{false, true} {
+		var src fasthttp.RequestHeader
+		if asSent {
+			src.DisableNormalizing()
+		}
+		if err := src.Read(bufio.NewReader(strings.NewReader("POST /a HTTP/1.1\r\nhost: r\r\nx-tenant-ID: 7\r\n" +
+			"connection: keep-alive, x-hop\r\nx-hop: 1\r\naccept: text/event-stream\r\n\r\n"))); err != nil {
+			t.Fatal(err)
+		}
+		var dst fasthttp.RequestHeader
+		copyRequestHeaders(&dst, &src)
+		var got []string
+		for k, v := range dst.All() {
+			got = append(got, string(k)+": "+string(v))
+		}
+		if strings.Join(got, "; ") != "X-Tenant-Id: 7; Accept: text/event-stream" {
+			t.Errorf("names as sent %v: producer's headers %q", asSent, got)
+		}
+		if src.DisableNormalizing() != asSent || dst.DisableNormalizing() {
+			t.Errorf("names as sent %v: a header's normalising changed", asSent)
+		}
+	}
+}
