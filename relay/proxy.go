@@ -16,10 +16,16 @@ var hopHeaders = [...]string{
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-// isHop reports whether the header key is one of hopHeaders. The lengths
-// are compared first: most keys match none, and a key's length rules out
-// all but one or two.
+// hopLengths has bit n set when a name of hopHeaders is n bytes long
+// (TestHopLengths): most keys are of no such length and need no compare.
+const hopLengths = 1<<2 | 1<<7 | 1<<10 | 1<<16 | 1<<17 | 1<<18 | 1<<19
+
+// isHop reports whether the header key is one of hopHeaders, its length
+// looked up first.
 func isHop(key []byte) bool {
+	if len(key) >= 64 || hopLengths&(1<<len(key)) == 0 {
+		return false
+	}
 	for _, h := range hopHeaders {
 		if len(key) == len(h) && bytes.EqualFold(key, []byte(h)) {
 			return true

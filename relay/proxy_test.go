@@ -35,3 +35,23 @@ func TestCopyRequestHeadersNormalisesNames(t *testing.T) {
 		}
 	}
 }
+
+// hopLengths has the length of every hop-by-hop header's name and no
+// other: isHop finds each, in any case, and no other name.
+func TestHopLengths(t *testing.T) {
+	want := 0
+	for _, h := range hopHeaders {
+		want |= 1 << len(h)
+		if !isHop([]byte(strings.ToLower(h))) {
+			t.Errorf("%s is not hop-by-hop", h)
+		}
+	}
+	if hopLengths != want {
+		t.Errorf("hopLengths %b, want %b", hopLengths, want)
+	}
+	for _, k := range []string{"Content-Type", "Accept", "Tee", "Upgrades", ""} {
+		if isHop([]byte(k)) {
+			t.Errorf("%q is hop-by-hop", k)
+		}
+	}
+}
