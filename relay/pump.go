@@ -47,6 +47,7 @@ type relayedStream struct {
 	parkAfter time.Duration
 	poller    streamPoller // nil: the stream does not park, and is not counted
 	now       time.Time    // the clock at the last read (Read): a wait that follows starts then
+	clock     time.Time    // the stream's start, from which now is read on the monotonic clock alone
 	deadline  time.Time    // the read deadline that ends a wait by parking
 	parked    atomic.Bool  // waiting in the poller with no goroutine
 	noPark    bool         // parking failed (no poller): wait in the goroutine
@@ -88,6 +89,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 		p.poller = r.Poller
 	}
 	p.noPark = cw.holds || p.poller == nil
+	p.clock = time.Now()
 	p.enter()
 	// cw buffers what the Stream writes until the flush.
 	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, &cw.ChunkWriter)
@@ -143,10 +145,16 @@ func (p *relayedStream) pumpSome() bool {
 }
 
 // Read is the stream's source, what Pump reads: the producer's answer,
-// each read noted for the idle timeout (touch) and shown to the tap.
+// each read noted for the idle timeout (touch) and shown to the tap. The
+// clock is read on the monotonic clock alone (one reading where time.Now
+// makes two), and not for the read that a polled body answers without
+// asking the kernel (Drained): it follows the last one in the same wake,
+// whose time stands for it.
 func (p *relayedStream) Read(b []byte) (int, error) {
-	p.now = time.Now()
-	p.ub.touch(p.now)
+	if p.sb == nil || !p.sb.Drained() {
+		p.now = p.clock.Add(time.Since(p.clock))
+		p.ub.touch(p.now)
+	}
 	n, err := p.ub.Read(b)
 	if n > 0 && p.tap != nil {
 		p.tap.Read(b[:n])

@@ -217,6 +217,11 @@ func (b *Body) Poll(step func() bool) (polled bool, err error) {
 	return true, err
 }
 
+// Drained reports whether the next read, in the Poll step under way,
+// returns ErrWouldBlock without asking the kernel: the last one came back
+// short (see Poll).
+func (b *Body) Drained() bool { return b.fd >= 0 && b.drained }
+
 // Polled reports whether the body can be read in polled mode (Poll).
 func (b *Body) Polled() bool { return b.raw != nil }
 
@@ -586,11 +591,10 @@ func (w *ChunkWriter) emit(a, b, c []byte) error {
 // timeout is given up, at the cost of a timer update every timeout/8 rather
 // than on every write.
 func (w *ChunkWriter) arm() error {
-	now := time.Now()
-	if w.deadline.Sub(now) > w.timeout-w.timeout/8 {
+	if time.Until(w.deadline) > w.timeout-w.timeout/8 { // the monotonic clock alone
 		return nil
 	}
-	w.deadline = now.Add(w.timeout)
+	w.deadline = time.Now().Add(w.timeout)
 	return w.fail(w.conn.SetWriteDeadline(w.deadline))
 }
 

@@ -86,6 +86,32 @@ func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
 	}
 }
 
+// Drained says, inside a Poll step, that the read after a short one will
+// answer ErrWouldBlock without asking the kernel, and is false again once
+// that read was made; outside a step it is false.
+func TestDrainedAfterAShortPolledRead(t *testing.T) {
+	peer, b := polledBody(t)
+	peer.Write([]byte("one")) //nolint:errcheck
+	waitConnReadable(t, b.raw)
+	buf := make([]byte, 64)
+	var seen []string
+	_, err := b.Poll(func() bool {
+		for len(seen) < 2 {
+			before := b.Drained()
+			n, err := b.Read(buf)
+			seen = append(seen, fmt.Sprintf("%v:%q:%v:%v", before, buf[:n], err, b.Drained()))
+		}
+		return true
+	})
+	want := []string{`false:"one":<nil>:true`, `true:"":` + ErrWouldBlock.Error() + `:false`}
+	if err != nil || strings.Join(seen, " ") != strings.Join(want, " ") {
+		t.Errorf("reads %q, err %v; want %q", seen, err, want)
+	}
+	if b.Drained() {
+		t.Error("drained outside a Poll step")
+	}
+}
+
 // A new polled read (a stream taken up again after parking) asks the kernel
 // first even when the last read of the previous one came back short: the
 // data that arrived in between left no edge for the poller to report.
