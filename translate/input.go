@@ -95,7 +95,7 @@ func TranslateReadInput(steps []*Step, plan negotiate.InputPlan, in *rules.Input
 		run.step = nil
 		return out, run
 	}
-	out = declareInput(body, Root(body), plan)
+	out = declareInput(body, Root(body), plan, in.Member("protocolVersion") != "")
 	for _, s := range InputChain(plan.To, steps) {
 		run.step = s
 		out = s.Input(run, out)
@@ -117,10 +117,11 @@ func stringMember(raw string) string {
 // whitespace after the document (Declare's rewrite ends at the closing
 // brace). An input without protocolVersion toward a producer that reads it
 // (a 0.0.x consumer's, toward 1.0) is given the member as Declare's sjson
-// gives it, last before the closing brace, written directly.
-func declareInput(in []byte, root gjson.Result, plan negotiate.InputPlan) []byte {
+// gives it, last before the closing brace, written directly. declared says
+// whether in has the member (as gjson finds it).
+func declareInput(in []byte, root gjson.Result, plan negotiate.InputPlan, declared bool) []byte {
 	end := root.Index + len(root.Raw)
-	if plan.Declare == negotiate.DeclareSet && plainVersion(plan.Declared) && !root.Get("protocolVersion").Exists() {
+	if plan.Declare == negotiate.DeclareSet && !declared && plainVersion(plan.Declared) {
 		const member = `"protocolVersion":"`
 		out := make([]byte, 0, len(in)+1+len(member)+len(plan.Declared)+1)
 		out = append(out, in[root.Index:end-1]...) // sjson drops the blanks before the object

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // inputTo translates in from a consumer of from for a producer of to, as
@@ -260,7 +261,8 @@ func TestDeclareInputAsDeclare(t *testing.T) {
 			end := root.Index + len(root.Raw)
 			want, _ := Declare(in[:end:end], plan.Declare, plan.Declared, nil)
 			want = append(want, in[end:]...)
-			if got := declareInput(in, root, plan); string(got) != string(want) {
+			read, _ := rules.ReadInput(in)
+			if got := declareInput(in, root, plan, read.Member("protocolVersion") != ""); string(got) != string(want) {
 				t.Errorf("%s, %q: %s, Declare %s", doc, version, got, want)
 			}
 			if string(in) != doc {
