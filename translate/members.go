@@ -50,11 +50,11 @@ func topMembers(ev []byte, dst []member) ([]member, bool) {
 		if i >= len(ev) || ev[i] != '"' {
 			return dst, false
 		}
-		q := stringEnd(ev, i)
+		q, escaped := keyEnd(ev, i)
 		if q < 0 {
 			return dst, false
 		}
-		m := member{key: i + 1, keyEnd: q, escaped: bytes.IndexByte(ev[i+1:q], '\\') >= 0}
+		m := member{key: i + 1, keyEnd: q, escaped: escaped}
 		i = skipSpace(ev, q+1)
 		if i >= len(ev) || ev[i] != ':' {
 			return dst, false
@@ -104,6 +104,20 @@ func stringEnd(b []byte, i int) int {
 		j = q + 1
 	}
 	return -1
+}
+
+// keyEnd is stringEnd for a key, and whether it holds an escape: keys are
+// short, read a byte at a time until the first quote or backslash.
+func keyEnd(b []byte, i int) (int, bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			return j, false
+		case '\\':
+			return stringEnd(b, i), true
+		}
+	}
+	return -1, false
 }
 
 // valueEnd returns the index after the value that starts at b[i], or -1
