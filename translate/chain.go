@@ -15,11 +15,13 @@ import (
 // built once per target and shared; per-run state lives in ChainRun.
 type Chain struct {
 	Steps []*Step
-	// byType lists, per event type a step names in Types, the steps that
-	// may touch an event of it, in chain order: those that name it and
-	// those with nil Types, which may concern any event (anyType, the list
-	// of a type no step names). The lists are the steps' Types as data:
-	// an event is offered to the steps of its type's list, no other.
+	// byType lists, per event type a step names in Types or the protocol
+	// names (rules.EventTypes), the steps that may touch an event of it, in
+	// chain order: those that name it and those with nil Types, which may
+	// concern any event, unless their Concerns declines the type. anyType,
+	// every step with nil Types, is the list of a type not in byType. The
+	// lists are the steps' Types as data: an event is offered to the steps
+	// of its type's list, no other.
 	byType  map[string][]int
 	anyType []int
 }
@@ -28,6 +30,11 @@ type Chain struct {
 // registry's steps (see Registry).
 func EventChain(target negotiate.Version, steps []*Step) *Chain {
 	c := &Chain{byType: map[string][]int{}, Steps: order(Events, target, steps)}
+	for _, v := range []negotiate.Version{negotiate.Current, target} {
+		for _, t := range rules.EventTypes(v) {
+			c.byType[t] = nil
+		}
+	}
 	for _, s := range c.Steps {
 		for _, t := range s.Types {
 			c.byType[t] = nil
@@ -38,7 +45,8 @@ func EventChain(target negotiate.Version, steps []*Step) *Chain {
 			c.anyType = append(c.anyType, i)
 		}
 		for t, list := range c.byType {
-			if s.Types == nil || slices.Contains(s.Types, t) {
+			named := slices.Contains(s.Types, t)
+			if named || (s.Types == nil && (s.Concerns == nil || s.Concerns(target, t))) {
 				c.byType[t] = append(list, i)
 			}
 		}

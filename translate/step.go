@@ -87,6 +87,13 @@ type Step struct {
 	// Types lists the event types an event step concerns; nil means every
 	// type (such a step must filter cheaply itself).
 	Types []string
+	// Concerns, for a step with nil Types, says whether the step may touch
+	// an event of type typ in a chain that emits for target; nil means it
+	// may. The chain asks it once per type the protocol names, when it is
+	// built, and offers the events of a type it declines to the other
+	// steps only: what a step can tell from the type alone is data, not a
+	// question asked on every event.
+	Concerns func(target negotiate.Version, typ string) bool
 	// Late places a downgrade after every other downgrade of the chain,
 	// whatever its Since: a step that judges what the version steps left
 	// against the consumer's version (unrecognised material) must see the

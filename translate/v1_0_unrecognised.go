@@ -39,7 +39,18 @@ var unrecognisedMaterial = &Step{
 	Lossy:       true,
 	Late:        true,
 	Types:       nil, // an unknown event type can be anything
+	Concerns:    judgesType,
 	NewEvent:    func() EventStep { return &unrecognisedRun{} },
+}
+
+// judgesType: the events whose unions the step judges, and those of a type
+// the consumer does not know (Wants asks again, of a type no chain lists).
+func judgesType(target negotiate.Version, typ string) bool {
+	switch typ {
+	case "MESSAGES_SNAPSHOT", "RUN_STARTED", "RUN_FINISHED":
+		return true
+	}
+	return !rules.KnownEventType(target, []byte(typ))
 }
 
 const tolerantUpgrade = "@ag-ui/client 1.0 (drops unrecognised material with a warning instead of failing the run)"

@@ -1,6 +1,11 @@
 package translate
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
+)
 
 func TestUnrecognisedMaterial(t *testing.T) {
 	steps := []*Step{unrecognisedMaterial}
@@ -43,5 +48,35 @@ func TestUnrecognisedMaterialLeavesWhatOneZeroFindsMalformed(t *testing.T) {
 	expect(t, out, `{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u","role":"user","content":[{"type":"document"},{"type":"text","text":"t"}]}]}`)
 	if got := shapes(warns); got != "MESSAGES_SNAPSHOT.messages.content (unknown part type)×I" {
 		t.Errorf("warnings %s", got)
+	}
+}
+
+// The step is offered only the types it may touch (Concerns): a type the
+// consumer knows is none of its business but for the three it judges,
+// which Wants agrees with; an unknown type is offered to it.
+func TestUnrecognisedOfferedOnlyTypesItJudges(t *testing.T) {
+	for _, target := range []string{"0.0.30", "0.0.45", "0.0.58"} {
+		to := negotiate.MustParse(target)
+		c := EventChain(to, Registry())
+		offered := func(typ string) bool {
+			for _, i := range c.stepsFor([]byte(typ)) {
+				if c.Steps[i] == unrecognisedMaterial {
+					return true
+				}
+			}
+			return false
+		}
+		st := unrecognisedMaterial.NewEvent().(Wanter)
+		r := NewRun(Events, negotiate.Current, to, nil)
+		for _, typ := range rules.EventTypes(negotiate.Current) {
+			ev := []byte(`{"type":"` + typ + `"}`)
+			if wants := st.Wants(r, []byte(typ), ev); offered(typ) != wants {
+				t.Errorf("to %s, %s: offered %v, wanted %v", target, typ, offered(typ), wants)
+			}
+		}
+		if !offered("USAGE_METADATA") || !offered("RUN_FINISHED") || offered("TEXT_MESSAGE_CONTENT") {
+			t.Errorf("to %s: offered USAGE_METADATA %v, RUN_FINISHED %v, TEXT_MESSAGE_CONTENT %v", target,
+				offered("USAGE_METADATA"), offered("RUN_FINISHED"), offered("TEXT_MESSAGE_CONTENT"))
+		}
 	}
 }
