@@ -96,7 +96,10 @@ func FuzzTopMembers(f *testing.F) {
 // again for the next event, even at the same address.
 func TestMembersReadOncePerEvent(t *testing.T) {
 	r := &Run{}
-	buf := []byte(`{"type":"A","x":1}`)
+	// On the heap, as a scanner's buffer is (a buffer larger than the
+	// stack takes): the read is known by its address, and a stack copied
+	// to grow moves a buffer on it between two reads.
+	buf := append(make([]byte, 0, 64<<10+1), `{"type":"A","x":1}`...)
 	r.hop++
 	ms, _ := r.members(buf)
 	if len(ms) != 2 {
