@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 )
@@ -53,5 +54,26 @@ func TestHopLengths(t *testing.T) {
 		if isHop([]byte(k)) {
 			t.Errorf("%q is hop-by-hop", k)
 		}
+	}
+}
+
+// A run's URL is where it was sent, whichever came before; one that
+// repeats the last is given the same string, not a copy.
+func TestUpstreamURL(t *testing.T) {
+	var r Relay
+	var a, b fasthttp.URI
+	a.Parse(nil, []byte("http://agent:8000/run?x=1")) //nolint:errcheck // valid
+	b.Parse(nil, []byte("http://agent:8000/other"))   //nolint:errcheck // valid
+	first := r.upstreamURL(&a)
+	for i, c := range []struct {
+		uri  *fasthttp.URI
+		want string
+	}{{&a, "http://agent:8000/run?x=1"}, {&b, "http://agent:8000/other"}, {&a, "http://agent:8000/run?x=1"}, {&a, "http://agent:8000/run?x=1"}} {
+		if got := r.upstreamURL(c.uri); got != c.want || got != c.uri.String() {
+			t.Errorf("run %d: %q, want %q", i, got, c.want)
+		}
+	}
+	if again := r.upstreamURL(&a); unsafe.StringData(again) != unsafe.StringData(r.upstreamURL(&a)) || first != again {
+		t.Error("a repeated URL was copied")
 	}
 }

@@ -136,6 +136,7 @@ type Relay struct {
 	endGrace     time.Duration                   // the grace after the requested run's end (relayedStream.checkEnd); 0: runEndGrace
 	streamPoller streamPoller                    // where streams park and are counted; nil: Poller
 	srv          atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
+	lastURL      atomic.Pointer[string]          // the URL a run was last sent to (upstreamURL)
 	client       Doer
 	translator   *event.Translator
 	log          *zap.Logger
@@ -397,6 +398,19 @@ func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	return req
 }
 
+// upstreamURL returns uri as a string (URI.String), the one a run before
+// was given when it is the same URL, as a route's runs mostly are: a
+// string less made per run.
+func (r *Relay) upstreamURL(uri *fasthttp.URI) string {
+	full := uri.FullURI()
+	if last := r.lastURL.Load(); last != nil && *last == string(full) {
+		return *last
+	}
+	s := string(full)
+	r.lastURL.Store(&s)
+	return s
+}
+
 // upstreamProblem maps a failure to get the producer's answer to the
 // problem the consumer reads.
 func upstreamProblem(err error) *Problem {
@@ -548,7 +562,7 @@ func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate
 	}
 	resp = acquireUpstreamResponse()
 	gone, err := r.do(ctx, req, resp)
-	rep.URL = req.URI().String()
+	rep.URL = r.upstreamURL(req.URI())
 	fasthttp.ReleaseRequest(req)
 	if gone {
 		// The consumer left while the producer thought: the request was
