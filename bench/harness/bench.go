@@ -442,34 +442,15 @@ func runCase(cfg Config, sp caseSpec, bin Binaries, prod *synth.Producer, work s
 func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *synth.Producer) {
 	dir := filepath.Join(cfg.OutDir, "profiles")
 	os.MkdirAll(dir, 0o755)
-	slug := strings.NewReplacer(" ", "-", "→", "-to-").Replace(sp.Name)
+	slug := caseSlug(sp.Name)
 	run := func(label string, load Load, plan synth.Plan) {
 		base := filepath.Join(dir, slug+"-"+label)
-		pids := []string{fmt.Sprint(proc.Pid)}
-		for _, c := range Children(proc.Pid) {
-			pids = append(pids, fmt.Sprint(c))
-		}
 		secs := (load.Warmup + load.Measure).Seconds()
-		rec := exec.Command("perf", "record", "-e", "cpu-clock", "-F", "1999", "-g", "-p", strings.Join(pids, ","),
-			"-o", base+".data", "--", "sleep", fmt.Sprintf("%.1f", secs))
-		out, _ := os.Create(base + ".log")
-		rec.Stdout, rec.Stderr = out, out
-		if err := rec.Start(); err != nil {
-			cfg.logf("   profile: perf: %v", err)
+		w, err := startPerf(base, proc.Pid, secs)
+		if err != nil {
+			cfg.logf("   profile: %v", err)
 			return
 		}
-		// All system calls, then the ones a proxy's event loop is made of,
-		// each on its own: what a proxy spends per event beyond its read and
-		// write is in the others.
-		events := "raw_syscalls:sys_enter,context-switches"
-		for _, call := range []string{"read", "recvfrom", "readv", "write", "writev", "sendto", "epoll_wait", "epoll_pwait", "epoll_ctl", "futex", "nanosleep"} {
-			events += ",syscalls:sys_enter_" + call
-		}
-		stat := exec.Command("perf", "stat", "-x", ",", "-e", events, "-p", strings.Join(pids, ","),
-			"--", "sleep", fmt.Sprintf("%.1f", secs))
-		var statOut strings.Builder
-		stat.Stderr = &statOut
-		statErr := stat.Start()
 		// The allocations of the window: go tool pprof -sample_index
 		// alloc_space -base <base>-allocs-before.pb.gz <base>-allocs.pb.gz.
 		allocs := proc.Admin != "" && savePprof(cfg, proc.Admin, "/debug/pprof/allocs", base+"-allocs-before.pb.gz")
@@ -477,36 +458,28 @@ func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *synth.Producer) {
 		if allocs {
 			savePprof(cfg, proc.Admin, "/debug/pprof/allocs", base+"-allocs.pb.gz")
 		}
-		rec.Wait()
-		out.Close()
+		stat, err := w.finish()
+		if err != nil {
+			cfg.logf("   profile: %v", err)
+			return
+		}
+		// Per 1,000 events over the whole window (warm-up included, so the
+		// ratio is approximate).
 		counts := ""
-		if statErr == nil && stat.Wait() == nil {
-			// "value,unit,event,..." lines; per 1,000 events over the whole
-			// window (warm-up included, so the ratio is approximate).
-			total := r.EventsPerSec * secs
-			for _, l := range strings.Split(statOut.String(), "\n") {
-				f := strings.Split(l, ",")
-				var v float64
-				if len(f) > 2 && total > 0 {
-					if _, err := fmt.Sscanf(f[0], "%g", &v); err == nil {
-						counts += fmt.Sprintf("# %s: %.0f (%.1f per 1,000 events)\n", f[2], v, v/total*1000)
-					}
-				}
+		if total := r.EventsPerSec * secs; total > 0 {
+			for _, c := range stat {
+				counts += fmt.Sprintf("# %s: %.0f (%.1f per 1,000 events)\n", c.Event, c.Value, c.Value/total*1000)
 			}
 		}
-		rep := exec.Command("perf", "report", "-i", base+".data", "--stdio", "--no-children", "--sort", "dso,symbol",
-			"--percent-limit", "0.5", "-g", "none")
-		b, err := rep.Output()
+		b, err := w.report(0.5)
 		if err != nil {
-			cfg.logf("   profile: perf report: %v", err)
+			cfg.logf("   profile: %v", err)
 			return
 		}
 		head := fmt.Sprintf("# %s, %s: %d streams, %.0f events/s delivered under perf\n%s", sp.Name, label, load.Streams, r.EventsPerSec, counts)
 		cfg.logf("   profile %s: %s", label, strings.ReplaceAll(strings.TrimSpace(counts), "\n", ";"))
 		os.WriteFile(base+".txt", append([]byte(head), b...), 0o644)
-		if os.Getenv("AGUIBENCH_KEEP") == "" {
-			os.Remove(base + ".data")
-		}
+		w.discard()
 		cfg.logf("   profile: %s.txt", base)
 	}
 	if sp.phases&phSat != 0 {
@@ -525,7 +498,7 @@ func profileCase(cfg Config, sp caseSpec, proc *Proc, prod *synth.Producer) {
 func heapProfile(cfg Config, name string, n int, admin string) {
 	dir := filepath.Join(cfg.OutDir, "profiles")
 	os.MkdirAll(dir, 0o755)
-	slug := strings.NewReplacer(" ", "-", "→", "-to-").Replace(name)
+	slug := caseSlug(name)
 	for _, p := range []struct{ path, ext string }{{"/debug/pprof/heap?gc=1", "heap.pb.gz"}, {"/debug/pprof/heap?debug=1", "memstats.txt"}, {"/debug/pprof/goroutine?debug=1", "goroutines.txt"}} {
 		if !savePprof(cfg, admin, p.path, filepath.Join(dir, fmt.Sprintf("%s-idle-%d.%s", slug, n, p.ext))) {
 			return

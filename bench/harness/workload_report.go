@@ -171,6 +171,7 @@ func (r *Report) secondSection(w func(string, ...any)) {
 				against(s, nginx, longRounds, func(r RoundResult) float64 { return r.EventsPerSec }), completeOf(s.Long))
 		}
 		skipped()
+		r.profileTable(w, WorkloadLong)
 	}
 	if r.hasRounds(runRounds) {
 		w("\n### The cost of a run: %d workers, each making %d runs of %d content deltas one after another on a kept connection\n\n", sc.RunWorkers, sc.RunsPerWorker, sc.RunEvents)
@@ -186,6 +187,7 @@ func (r *Report) secondSection(w func(string, ...any)) {
 				against(s, nginx, runRounds, perSec), completeOf(s.Runs))
 		}
 		skipped()
+		r.profileTable(w, WorkloadRuns)
 	}
 	for _, rate := range sc.FirstRates {
 		rounds := firstRounds(rate)
@@ -219,6 +221,65 @@ func (r *Report) secondSection(w func(string, ...any)) {
 				figure(s, rounds, func(r RoundResult) float64 { return r.CPUPerRunUS }), completeOf(rs))
 		}
 		skipped()
+	}
+}
+
+// profileTable writes what the windows under perf (--profile) of one
+// workload show per case, when it took any.
+func (r *Report) profileTable(w func(string, ...any), workload string) {
+	type row struct {
+		name string
+		p    WorkloadProfile
+	}
+	var rows []row
+	for _, s := range r.Second {
+		for _, p := range s.Profiles {
+			if p.Workload == workload {
+				rows = append(rows, row{s.Name, p})
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	per := rows[0].p.Per
+	w("\nUnder perf (`--profile`), one more load per proxy after the rounds: system calls and context switches per %s (perf stat), and the proxy's CPU samples (perf record, cpu-clock, self time) grouped by symbol; files in `profiles/<case>-%s.*`.\n\n", per, workload)
+	w("| case | CPU µs per %s | system calls per %s | by call | context switches per %s | kernel | Go runtime: scheduler / GC / malloc / other | Go library | fasthttp | gjson/sjson | relay's own: admit/rules / translate / event / wire / relay / metrics | other |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", per, per, per)
+	pct := func(m map[string]float64, gs ...string) string {
+		var parts []string
+		var sum float64
+		for _, g := range gs {
+			parts = append(parts, fmt.Sprintf("%.1f", m[g]))
+			sum += m[g]
+		}
+		if sum == 0 {
+			return "–"
+		}
+		if len(gs) == 1 {
+			return parts[0] + "%"
+		}
+		return fmt.Sprintf("%.1f%% (%s)", sum, strings.Join(parts, " / "))
+	}
+	for _, rw := range rows {
+		p := rw.p
+		if p.Error != "" && len(p.Syscalls) == 0 && p.CPU == nil {
+			w("| %s | not profiled: %s |\n", rw.name, oneLine(p.Error, 200))
+			continue
+		}
+		all, by := "–", "–"
+		if len(p.Syscalls) > 0 {
+			all, by = syscallsByCall(p.Syscalls)
+		}
+		cpu := "| – | – | – | – | – | – | – "
+		if p.CPU != nil {
+			cpu = fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s ", pct(p.CPU, grKernel), pct(p.CPU, grSched, grGC, grMalloc, grRuntime), pct(p.CPU, grGoLib),
+				pct(p.CPU, grFastHTTP), pct(p.CPU, grGJSON), pct(p.CPU, grAdmit, grTranslate, grEvent, grWire, grRelay, grMetrics), pct(p.CPU, grOther))
+		}
+		note := ""
+		if p.Error != "" {
+			note = " (" + oneLine(p.Error, 120) + ")"
+		}
+		w("| %s%s | %s | %s | %s | %s %s|\n", rw.name, note, fmtPer(p.CPUPerUnitUS), all, by, fmtPer(p.ContextSwitches), cpu)
 	}
 }
 

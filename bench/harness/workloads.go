@@ -134,6 +134,8 @@ type SecondResult struct {
 	Long    []RoundResult `json:"long,omitempty"`
 	Runs    []RoundResult `json:"runs,omitempty"`
 	First   []RoundResult `json:"first,omitempty"`
+	// Profiles are the windows under perf after the rounds (--profile).
+	Profiles []WorkloadProfile `json:"profiles,omitempty"`
 }
 
 func (r RoundResult) complete() bool { return r.RunsBad == 0 && r.RunsFailed == 0 && r.RunsOK > 0 }
@@ -179,6 +181,12 @@ func runSecond(cfg Config, bin Binaries, buildErrs map[Proxy]string, work string
 			procs[i] = nil
 		}
 	}
+	longLoad := func(p *Proc, c Case) RoundResult {
+		return measureLoad(p, prod, c, secondParams(c, sc.LongEvents, sc.LongSubagentEvery), sc.LongStreams, int64(sc.LongStreams), 0, 0)
+	}
+	runsLoad := func(p *Proc, c Case) RoundResult {
+		return measureLoad(p, prod, c, secondParams(c, sc.RunEvents, sc.LongSubagentEvery), sc.RunWorkers, int64(sc.RunWorkers*sc.RunsPerWorker), 0, 0)
+	}
 	cfg.logf("second workloads (%v): producer on %s (net/http, %d-byte writes), %d rounds", cfg.Workloads, prod.Addr(), sc.Slice, sc.Rounds)
 	for round := 1; round <= sc.Rounds; round++ {
 		for i, c := range cases {
@@ -187,14 +195,14 @@ func runSecond(cfg Config, bin Binaries, buildErrs map[Proxy]string, work string
 				continue
 			}
 			if slices.Contains(cfg.Workloads, WorkloadLong) {
-				r := measureLoad(p, prod, c, secondParams(c, sc.LongEvents, sc.LongSubagentEvery), sc.LongStreams, int64(sc.LongStreams), 0, 0)
+				r := longLoad(p, c)
 				r.Round = round
 				cfg.logf("   round %d %-22s long: %9.0f ev/s  cpu %6.3f s/Mev  runs ok %d bad %d failed %d %s",
 					round, c.Name, r.EventsPerSec, r.CPUPerMEvents, r.RunsOK, r.RunsBad, r.RunsFailed, r.FirstError)
 				res[i].Long = append(res[i].Long, r)
 			}
 			if slices.Contains(cfg.Workloads, WorkloadRuns) {
-				r := measureLoad(p, prod, c, secondParams(c, sc.RunEvents, sc.LongSubagentEvery), sc.RunWorkers, int64(sc.RunWorkers*sc.RunsPerWorker), 0, 0)
+				r := runsLoad(p, c)
 				r.Round = round
 				cfg.logf("   round %d %-22s runs: %7.0f runs/s  cpu %6.3f s/Mev %6.1f µs/run  runs ok %d bad %d failed %d %s",
 					round, c.Name, float64(r.Runs)/r.Seconds, r.CPUPerMEvents, r.CPUPerRunUS, r.RunsOK, r.RunsBad, r.RunsFailed, r.FirstError)
@@ -214,7 +222,38 @@ func runSecond(cfg Config, bin Binaries, buildErrs map[Proxy]string, work string
 			}
 		}
 	}
+	// One more load of each saturation workload per proxy, under perf:
+	// after the rounds, so that perf costs their figures nothing.
+	for i, c := range cases {
+		p := procs[i]
+		if p == nil || p.Pid == 0 {
+			continue
+		}
+		for _, wl := range profiledWorkloads(cfg) {
+			load := longLoad
+			if wl == WorkloadRuns {
+				load = runsLoad
+			}
+			res[i].Profiles = append(res[i].Profiles, profileWorkload(cfg, c, p, wl, func() RoundResult { return load(p, c) }))
+		}
+	}
 	return res, nil
+}
+
+// profiledWorkloads are the second workloads that take a window under
+// perf after their rounds: with --profile, those of the run that measure
+// CPU at saturation (long and runs; first measures latency).
+func profiledWorkloads(cfg Config) []string {
+	var out []string
+	if !cfg.Profile {
+		return nil
+	}
+	for _, w := range []string{WorkloadLong, WorkloadRuns} {
+		if slices.Contains(cfg.Workloads, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // measureLoad makes runs runs of rp through p, streams at a time (at rate
