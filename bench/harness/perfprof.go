@@ -202,8 +202,18 @@ func (c *perfControl) close() {
 // report is perf report's flat profile of the window (self time by
 // shared object and symbol), symbols under limit percent left out.
 func (w *perfWindow) report(limit float64) ([]byte, error) {
-	rep := exec.Command("perf", "report", "-i", w.base+".data", "--stdio", "--no-children", "--sort", "dso,symbol",
-		"--percent-limit", fmt.Sprint(limit), "-g", "none")
+	return w.perfReport("--no-children", "-n", "--sort", "dso,symbol", "--percent-limit", fmt.Sprint(limit))
+}
+
+// cumulative is perf report's profile of the window by symbol with the
+// time of what each calls (--children), symbols under limit percent left
+// out.
+func (w *perfWindow) cumulative(limit float64) ([]byte, error) {
+	return w.perfReport("--children", "--sort", "symbol", "--percent-limit", fmt.Sprint(limit))
+}
+
+func (w *perfWindow) perfReport(args ...string) ([]byte, error) {
+	rep := exec.Command("perf", append([]string{"report", "-i", w.base + ".data", "--stdio", "-g", "none"}, args...)...)
 	b, err := rep.Output()
 	if err != nil {
 		return nil, fmt.Errorf("perf report: %v", err)
@@ -429,12 +439,12 @@ func cpuGroup(kernel bool, sym string) string {
 	return group
 }
 
-// cpuSplit groups a flat profile (perf report --no-children --sort
-// dso,symbol output: "  12.34%  dso  [.] symbol") into the percent of
-// the samples each group took, and the percent it read in all.
-func cpuSplit(report string) (map[string]float64, float64) {
-	split := map[string]float64{}
-	var all float64
+// cpuSplit groups a flat profile (perf report --no-children -n --sort
+// dso,symbol output: "  12.34%  123  dso  [.] symbol", the count of
+// samples optional) into the percent of the samples each group took, the
+// percent it read in all and the samples it counted.
+func cpuSplit(report string) (split map[string]float64, all float64, samples int64) {
+	split = map[string]float64{}
 	for _, l := range strings.Split(report, "\n") {
 		f := strings.Fields(l)
 		if len(f) < 4 || !strings.HasSuffix(f[0], "%") || strings.HasPrefix(f[0], "#") {
@@ -458,8 +468,11 @@ func cpuSplit(report string) (map[string]float64, float64) {
 		kernel := f[k] == "[k]" || f[1] == "[kernel.kallsyms]"
 		split[cpuGroup(kernel, strings.Join(f[k+1:], " "))] += pct
 		all += pct
+		if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			samples += n
+		}
 	}
-	return split, all
+	return split, all, samples
 }
 
 // WorkloadProfile is one window of a second workload under perf, after
@@ -478,9 +491,10 @@ type WorkloadProfile struct {
 	ContextSwitches float64     `json:"context_switches_per_unit"`
 	// CPU is the percent of the proxy's samples in each group
 	// (cpuGroups).
-	CPU   map[string]float64 `json:"cpu_percent,omitempty"`
-	Files string             `json:"files,omitempty"`
-	Error string             `json:"error,omitempty"`
+	CPU     map[string]float64 `json:"cpu_percent,omitempty"`
+	Samples int64              `json:"cpu_samples,omitempty"`
+	Files   string             `json:"files,omitempty"`
+	Error   string             `json:"error,omitempty"`
 }
 
 // profileWorkload runs one more load of a second workload (load) with
@@ -537,9 +551,9 @@ func profileWorkload(cfg Config, c Case, p *Proc, workload string, load func() R
 		wp.Error = err.Error()
 		return wp
 	}
-	split, all := cpuSplit(string(full))
+	split, all, samples := cpuSplit(string(full))
 	if all > 0 {
-		wp.CPU = split
+		wp.CPU, wp.Samples = split, samples
 	}
 	fmt.Fprintf(&head, "# CPU by group (%% of samples):")
 	for _, g := range cpuGroupOrder {
@@ -551,6 +565,10 @@ func profileWorkload(cfg Config, c Case, p *Proc, workload string, load func() R
 	// The file keeps the symbols over 0.2%.
 	top, _ := w.report(0.2)
 	os.WriteFile(base+".txt", append([]byte(head.String()), top...), 0o644)
+	// What each symbol's calls take with it, over 1%.
+	if b, err := w.cumulative(1); err == nil {
+		os.WriteFile(base+"-children.txt", b, 0o644)
+	}
 	wp.Files = base + ".*"
 	cfg.logf("   profile %s %s: %s.txt", c.Name, workload, base)
 	return wp

@@ -17,8 +17,8 @@ const cannedReport = `# To display the perf.data header info, please use --heade
 # Overhead  Shared Object      Symbol                                IPC   [IPC Coverage]
 # ........  .................  ....................................  ....................
 #
-    30.00%  [kernel.kallsyms]  [k] finish_task_switch.isra.0         -      -
-    10.00%  [kernel.kallsyms]  [k] runtime.looks_like_go_but_kernel  -      -
+    30.00%   600  [kernel.kallsyms]  [k] finish_task_switch.isra.0         -      -
+    10.00%   100  [kernel.kallsyms]  [k] runtime.looks_like_go_but_kernel  -      -
      5.00%  agui-relay         [.] runtime.mallocgc                  -      -
      4.00%  agui-relay         [.] runtime.findRunnable              -      -
      3.00%  agui-relay         [.] runtime.scanObject                -      -
@@ -46,7 +46,7 @@ const cannedReport = `# To display the perf.data header info, please use --heade
 // The samples are grouped by the longest matching prefix, kernel symbols
 // whatever their name, and the groups add up to what was read.
 func TestCPUSplit(t *testing.T) {
-	split, all := cpuSplit(cannedReport)
+	split, all, samples := cpuSplit(cannedReport)
 	want := map[string]float64{
 		grKernel: 40, grMalloc: 5, grSched: 4, grGC: 4.5, grRuntime: 2, grFastHTTP: 6, grGJSON: 2,
 		grAdmit: 6, grRelay: 4, grTranslate: 2.5, grEvent: 2, grWire: 1, grMetrics: 2, grGoLib: 3, grOther: 16,
@@ -65,6 +65,10 @@ func TestCPUSplit(t *testing.T) {
 	}
 	if math.Abs(all-100) > 1e-9 || math.Abs(sum-all) > 1e-9 {
 		t.Errorf("read %.2f%%, grouped %.2f%%, want 100", all, sum)
+	}
+	// The samples' counts (-n) are summed where the report has them.
+	if samples != 700 {
+		t.Errorf("%d samples, want 700", samples)
 	}
 }
 
@@ -149,21 +153,21 @@ func TestProfileWorkloadWithoutPerf(t *testing.T) {
 // a case perf could not profile says why; the tables before it stay.
 func TestProfileTable(t *testing.T) {
 	r := secondReport()
-	split, _ := cpuSplit(cannedReport)
+	split, _, _ := cpuSplit(cannedReport)
 	r.Second[1].Profiles = []WorkloadProfile{{Workload: WorkloadRuns, Per: "run", Units: 60000, CPUPerUnitUS: 37,
 		Syscalls: []statCount{{"all", 6.09}, {"writev", 3}, {"recvfrom", 2.01}, {"getsockopt", 1}}, ContextSwitches: 0.08,
-		CPU: map[string]float64{grKernel: 79, grOther: 21}}}
+		CPU: map[string]float64{grKernel: 79, grOther: 21}, Samples: 1500}}
 	r.Second[2].Profiles = []WorkloadProfile{
 		{Workload: WorkloadLong, Per: "event", Error: `perf: exec: "perf": executable file not found in $PATH`},
 		{Workload: WorkloadRuns, Per: "run", Units: 60000, CPUPerUnitUS: 89,
-			Syscalls: []statCount{{"all", 7.32}, {"read", 4.91}, {"write", 1}, {"writev", 0.99}}, ContextSwitches: 0.33, CPU: split},
+			Syscalls: []statCount{{"all", 7.32}, {"read", 4.91}, {"write", 1}, {"writev", 0.99}}, ContextSwitches: 0.33, CPU: split, Samples: 2000},
 	}
 	md := r.Markdown("go run ./bench/cmd/aguibench --workloads all --profile")
 	for _, want := range []string{
 		"files in `profiles/<case>-runs.*`",
-		"| case | CPU µs per run | system calls per run | by call | context switches per run | kernel |",
-		"| nginx | 37 | 6.09 | writev 3.00, recvfrom 2.01, getsockopt 1.00, others 0.08 | 0.08 | 79.0% | – | – | – | – | – | 21.0% |",
-		"| agui-relay | 89 | 7.32 | read 4.91, write 1.00, writev 0.99, others 0.42 | 0.33 | 40.0% | 15.5% (4.0 / 4.5 / 5.0 / 2.0) | 3.0% | 6.0% | 2.0% | 17.5% (6.0 / 2.5 / 2.0 / 1.0 / 4.0 / 2.0) | 16.0% |",
+		"| case | CPU µs per run | system calls per run | by call | context switches per run | CPU samples | kernel |",
+		"| nginx | 37 | 6.09 | writev 3.00, recvfrom 2.01, getsockopt 1.00, others 0.08 | 0.08 | 1500 | 79.0% | – | – | – | – | – | 21.0% |",
+		"| agui-relay | 89 | 7.32 | read 4.91, write 1.00, writev 0.99, others 0.42 | 0.33 | 2000 | 40.0% | 15.5% (4.0 / 4.5 / 5.0 / 2.0) | 3.0% | 6.0% | 2.0% | 17.5% (6.0 / 2.5 / 2.0 / 1.0 / 4.0 / 2.0) | 16.0% |",
 		"files in `profiles/<case>-long.*`",
 		"| agui-relay | not profiled: perf: exec: \"perf\": executable file not found in $PATH |",
 	} {

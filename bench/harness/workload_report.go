@@ -244,7 +244,7 @@ func (r *Report) profileTable(w func(string, ...any), workload string) {
 	}
 	per := rows[0].p.Per
 	w("\nUnder perf (`--profile`), one more load per proxy after the rounds: system calls and context switches per %s (perf stat), and the proxy's CPU samples (perf record, cpu-clock, self time) grouped by symbol; files in `profiles/<case>-%s.*`.\n\n", per, workload)
-	w("| case | CPU µs per %s | system calls per %s | by call | context switches per %s | kernel | Go runtime: scheduler / GC / malloc / other | Go library | fasthttp | gjson/sjson | relay's own: admit/rules / translate / event / wire / relay / metrics | other |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", per, per, per)
+	w("| case | CPU µs per %s | system calls per %s | by call | context switches per %s | CPU samples | kernel | Go runtime: scheduler / GC / malloc / other | Go library | fasthttp | gjson/sjson | relay's own: admit/rules / translate / event / wire / relay / metrics | other |\n|---|---|---|---|---|---:|---|---|---|---|---|---|---|\n", per, per, per)
 	pct := func(m map[string]float64, gs ...string) string {
 		var parts []string
 		var sum float64
@@ -270,9 +270,9 @@ func (r *Report) profileTable(w func(string, ...any), workload string) {
 		if len(p.Syscalls) > 0 {
 			all, by = syscallsByCall(p.Syscalls)
 		}
-		cpu := "| – | – | – | – | – | – | – "
+		cpu := "| – | – | – | – | – | – | – | – "
 		if p.CPU != nil {
-			cpu = fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s ", pct(p.CPU, grKernel), pct(p.CPU, grSched, grGC, grMalloc, grRuntime), pct(p.CPU, grGoLib),
+			cpu = fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %s | %s ", p.Samples, pct(p.CPU, grKernel), pct(p.CPU, grSched, grGC, grMalloc, grRuntime), pct(p.CPU, grGoLib),
 				pct(p.CPU, grFastHTTP), pct(p.CPU, grGJSON), pct(p.CPU, grAdmit, grTranslate, grEvent, grWire, grRelay, grMetrics), pct(p.CPU, grOther))
 		}
 		note := ""
