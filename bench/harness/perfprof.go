@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,10 +19,9 @@ import (
 // (perf stat).
 type perfWindow struct {
 	base      string
-	rec, stat *exec.Cmd
+	rec, stat *perfProc
 	log       *os.File
 	statOut   strings.Builder
-	statErr   error
 	// recCtl and statCtl, for a window started without a length, enable
 	// and disable the two perf processes' events.
 	recCtl, statCtl *perfControl
@@ -63,13 +63,12 @@ func startPerf(base string, pid int, secs float64) (w *perfWindow, err error) {
 	if err != nil {
 		return w, err
 	}
-	w.rec = exec.Command("perf", append([]string{"record", "-e", "cpu-clock", "-F", "1999", "-g", "-o", base + ".data"}, t...)...)
+	rec := exec.Command("perf", append([]string{"record", "-e", "cpu-clock", "-F", "1999", "-g", "-o", base + ".data"}, t...)...)
 	if w.log, err = os.Create(base + ".log"); err != nil {
 		return w, err
 	}
-	w.rec.Stdout, w.rec.Stderr = w.log, w.log
-	if err := w.rec.Start(); err != nil {
-		w.rec = nil
+	rec.Stdout, rec.Stderr = w.log, w.log
+	if w.rec, err = startPerfProc(rec); err != nil {
 		return w, fmt.Errorf("perf: %v", err)
 	}
 	events := "raw_syscalls:sys_enter,context-switches"
@@ -79,17 +78,16 @@ func startPerf(base string, pid int, secs float64) (w *perfWindow, err error) {
 	if t, err = target("stat", &w.statCtl); err != nil {
 		return w, err
 	}
-	w.stat = exec.Command("perf", append([]string{"stat", "-x", ",", "-e", events}, t...)...)
-	w.stat.Stderr = &w.statOut
-	if w.statErr = w.stat.Start(); w.statErr != nil {
-		w.stat = nil
-	}
+	stat := exec.Command("perf", append([]string{"stat", "-x", ",", "-e", events}, t...)...)
+	stat.Stderr = &w.statOut
+	w.stat, _ = startPerfProc(stat) // the counts are optional
 	if secs == 0 {
-		err = w.recCtl.send("enable")
+		err = w.recCtl.send("enable", w.rec.done)
 		if err == nil && w.stat != nil {
-			err = w.statCtl.send("enable")
+			err = w.statCtl.send("enable", w.stat.done)
 		}
 		if err != nil {
+			w.stop()
 			b, _ := os.ReadFile(base + ".log")
 			return w, fmt.Errorf("%v: %s", err, oneLine(string(b)+" "+w.statOut.String(), 300))
 		}
@@ -100,10 +98,9 @@ func startPerf(base string, pid int, secs float64) (w *perfWindow, err error) {
 // stop ends the window's perf processes, if any, and removes its control
 // files.
 func (w *perfWindow) stop() {
-	for _, cmd := range []*exec.Cmd{w.rec, w.stat} {
-		if cmd != nil && cmd.Process != nil {
-			cmd.Process.Signal(syscall.SIGINT)
-			cmd.Wait()
+	for _, p := range []*perfProc{w.rec, w.stat} {
+		if p != nil {
+			p.end()
 		}
 	}
 	if w.log != nil {
@@ -120,18 +117,17 @@ func (w *perfWindow) stop() {
 // its events first) and returns perf stat's counts, in its order; an
 // error says why the profile was not recorded.
 func (w *perfWindow) finish() ([]statCount, error) {
-	if w.recCtl != nil {
-		w.recCtl.send("disable")
-		w.rec.Process.Signal(syscall.SIGINT)
-		if w.stat != nil {
-			w.statCtl.send("disable")
-			w.stat.Process.Signal(syscall.SIGINT)
+	end := func(p *perfProc, c *perfControl) error {
+		if c == nil {
+			return p.wait()
 		}
+		c.send("disable", p.done)
+		return p.end()
 	}
-	recErr := w.rec.Wait()
+	recErr := end(w.rec, w.recCtl)
 	var counts []statCount
 	if w.stat != nil {
-		w.stat.Wait()
+		end(w.stat, w.statCtl)
 		counts = parsePerfStat(w.statOut.String())
 	}
 	w.rec, w.stat = nil, nil
@@ -141,6 +137,42 @@ func (w *perfWindow) finish() ([]statCount, error) {
 		return counts, fmt.Errorf("perf record: %v: %s", recErr, oneLine(string(b), 300))
 	}
 	return counts, nil
+}
+
+// perfProc is a running perf process, waited for in the background so
+// that a command sent to it can give up when it has ended.
+type perfProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // once done is closed
+}
+
+func startPerfProc(cmd *exec.Cmd) (*perfProc, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &perfProc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *perfProc) wait() error {
+	<-p.done
+	return p.err
+}
+
+// end interrupts the process, which then writes what it measured, and
+// waits for it.
+func (p *perfProc) end() error {
+	select {
+	case <-p.done:
+	default:
+		p.cmd.Process.Signal(syscall.SIGINT)
+	}
+	return p.wait()
 }
 
 // perfControl is a pair of FIFOs through which a perf process started
@@ -171,20 +203,30 @@ func newPerfControl(prefix string) (*perfControl, error) {
 	return c, nil
 }
 
-// send writes a command and waits (up to 20 s) for its acknowledgement.
-func (c *perfControl) send(cmd string) error {
+// send writes a command and waits for its acknowledgement: up to 20 s,
+// or until the perf process has ended (exited is closed).
+func (c *perfControl) send(cmd string, exited <-chan struct{}) error {
 	if _, err := c.ctl.WriteString(cmd + "\n"); err != nil {
 		return fmt.Errorf("perf control: %v", err)
 	}
-	c.ack.SetReadDeadline(time.Now().Add(20 * time.Second))
+	limit := time.Now().Add(20 * time.Second)
 	var got []byte
 	buf := make([]byte, 64)
 	for !strings.Contains(string(got), "ack\n") {
+		c.ack.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		n, err := c.ack.Read(buf)
-		if err != nil {
+		got = append(got, buf[:n]...)
+		if err == nil {
+			continue
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("perf ended before it acknowledged %q", cmd)
+		default:
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) || time.Now().After(limit) {
 			return fmt.Errorf("perf did not acknowledge %q: %v", cmd, err)
 		}
-		got = append(got, buf[:n]...)
 	}
 	return nil
 }

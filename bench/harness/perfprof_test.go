@@ -149,6 +149,34 @@ func TestProfileWorkloadWithoutPerf(t *testing.T) {
 	}
 }
 
+// Where perf may not attach (as perf_event_paranoid refuses it to a
+// user), the window gives up as soon as perf has ended, and the profile
+// says what perf said.
+func TestProfileWorkloadPerfRefused(t *testing.T) {
+	bin := t.TempDir()
+	script := "#!/bin/sh\necho 'Error: Access to performance monitoring and observability operations is limited.' >&2\nexit 255\n"
+	if err := os.WriteFile(bin+"/perf", []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	out := t.TempDir()
+	ran := false
+	wp := profileWorkload(Config{OutDir: out}, Case{Name: "agui-relay 1.0→0.0.45"}, &Proc{Pid: os.Getpid()}, WorkloadLong,
+		func() RoundResult { ran = true; return RoundResult{} })
+	if ran || !strings.Contains(wp.Error, "Access to performance monitoring") || wp.Per != "event" {
+		t.Errorf("ran %v, %+v", ran, wp)
+	}
+	// The control FIFOs are gone; the log stays.
+	left, _ := os.ReadDir(out + "/profiles")
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"agui-relay-1.0-to-0.0.45-long.log"}) {
+		t.Errorf("left %v", names)
+	}
+}
+
 // Each workload's table of profiles follows its own, one row per case;
 // a case perf could not profile says why; the tables before it stay.
 func TestProfileTable(t *testing.T) {
