@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -41,13 +42,18 @@ import (
 //
 // "40conns" runs them over 40 connections at once, as issue #23's harness
 // does (40 workers, each making runs one after another on a kept
-// connection): b.N runs in all.
+// connection): b.N runs in all. "translating" relays the same runs to a
+// consumer configured as 0.0.45 whose input declares no version, so that
+// every run is translated (its RUN_STARTED loses protocolVersion), as the
+// bench's "agui-relay 1.0→0.0.45" case: what a translated run costs beyond
+// a relayed one.
 func BenchmarkShortRun(b *testing.B) {
 	for _, tapped := range []bool{false, true} {
 		name := map[bool]string{false: "untapped", true: "tapped"}[tapped]
-		b.Run(name, func(b *testing.B) { benchShortRuns(b, tapped, 1) })
+		b.Run(name, func(b *testing.B) { benchShortRuns(b, tapped, 1, negotiate.Current) })
 	}
-	b.Run("untapped/40conns", func(b *testing.B) { benchShortRuns(b, false, 40) })
+	b.Run("untapped/40conns", func(b *testing.B) { benchShortRuns(b, false, 40, negotiate.Current) })
+	b.Run("translating", func(b *testing.B) { benchShortRuns(b, false, 1, negotiate.MustParse("0.0.45")) })
 }
 
 const shortRunInput = `{"threadId":"thread-0123456789","runId":"run-0123456789","protocolVersion":"1.0","state":{},"messages":[{"id":"u1","role":"user","content":"Hello! What can you do?"}],"tools":[],"context":[],"forwardedProps":{}}`
@@ -100,7 +106,7 @@ func readRequest(br *bufio.Reader) error {
 	return err
 }
 
-func benchShortRuns(b *testing.B, tapped bool, conns int) {
+func benchShortRuns(b *testing.B, tapped bool, conns int, consumer negotiate.Version) {
 	answer := shortRunAnswer()
 	upstream := shortRunProducer(b, answer)
 	poller := wire.NewPoller()
@@ -108,7 +114,7 @@ func benchShortRuns(b *testing.B, tapped bool, conns int) {
 	rl := &relay.Relay{
 		Upstream:        "http://" + upstream,
 		Route:           "default",
-		ConsumerVersion: negotiate.Current,
+		ConsumerVersion: consumer,
 		Log:             zap.NewNop(),
 		Poller:          poller,
 	}
@@ -122,9 +128,15 @@ func benchShortRuns(b *testing.B, tapped bool, conns int) {
 	router := relay.NewRouter(table, 0, zap.NewNop())
 	addr := testkit.Serve(b, router.Server(), relay.Listener)
 
+	input := shortRunInput
+	if consumer != negotiate.Current {
+		// An input that declares no version, as 0.0.x consumers send: a
+		// declared one would be taken at its word over the configured one.
+		input = strings.Replace(input, `"protocolVersion":"1.0",`, "", 1)
+	}
 	req := []byte("POST /agent HTTP/1.1\r\nHost: " + addr +
 		"\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: " +
-		strconv.Itoa(len(shortRunInput)) + "\r\n\r\n" + shortRunInput)
+		strconv.Itoa(len(input)) + "\r\n\r\n" + input)
 	clients := make([]func() error, conns)
 	for i := range clients {
 		c, err := net.Dial("tcp", addr)
