@@ -235,8 +235,16 @@ func TestStreamKeepAliveOnTheWire(t *testing.T) {
 
 // A consumer that goes away from a silent stream is noticed at once: the
 // producer's request is cancelled well within the liveness bound, the run
-// reports consumer_gone, and its goroutines end.
+// reports consumer_gone, and its goroutines end. It goes with a FIN, or with
+// a reset (SO_LINGER 0), after which a write to it fails at once: the relay
+// writes it nothing more, not even the body's last chunk.
 func TestIdleStreamConsumerGoneCancelsPromptly(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reset=%v", reset), func(t *testing.T) { idleStreamConsumerGone(t, reset) })
+	}
+}
+
+func idleStreamConsumerGone(t *testing.T, reset bool) {
 	cancelled := make(chan time.Time, 1)
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		testkit.StreamHeaders(w)
@@ -259,6 +267,9 @@ func TestIdleStreamConsumerGoneCancelsPromptly(t *testing.T) {
 		if strings.Contains(line, "RUN_STARTED") {
 			break
 		}
+	}
+	if reset {
+		c.(*net.TCPConn).SetLinger(0) //nolint:errcheck // the close then resets
 	}
 	closed := time.Now()
 	c.Close()

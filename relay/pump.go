@@ -341,7 +341,7 @@ func (p *relayedStream) finish() (kept bool) {
 		r.log.Warn("the producer sent events that are not JSON; relayed untouched for the consumer to report",
 			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", redact.URL(rep.URL)))
 	}
-	if werr == nil {
+	if werr == nil && abort != errConsumerGone { // a gone consumer is written no more
 		werr = p.cw.End()
 		if werr == nil && p.tap != nil {
 			p.tap.Flushed(st.Events)
