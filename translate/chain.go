@@ -73,11 +73,17 @@ type ChainRun struct {
 	chain *Chain
 	// Each step's state, nil until made (make); wants holds it as a
 	// Wanter, nil when it is none (every event of the step's types goes to
-	// it); emits hands what the step emits to the steps after it.
+	// it).
 	state []EventStep
 	wants []Wanter
-	emits []func([]byte)
-	out   func([]byte)
+	// emit is the emit func every step's Apply is given: it hands what the
+	// step emits to the steps after the one applying (at, which apply sets
+	// and restores around each Apply, so that an emit after a nested one
+	// goes on from its own step). Steps call emit only inside their Apply
+	// (EventStep), so one func serves them all, made once per run.
+	emit func([]byte)
+	at   int
+	out  func([]byte)
 
 	declare  negotiate.Declaration
 	declared string
@@ -100,7 +106,7 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
 	cr := &ChainRun{Run: r, chain: c, out: out, declare: plan.Declare, declared: plan.Declared}
 	cr.state = make([]EventStep, len(c.Steps))
 	cr.wants = make([]Wanter, len(c.Steps))
-	cr.emits = make([]func([]byte), len(c.Steps))
+	cr.emit = func(ev []byte) { cr.push(cr.at+1, ev, PeekType(ev)) }
 	return cr
 }
 
@@ -111,8 +117,6 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
 func (cr *ChainRun) make(i int) {
 	cr.state[i] = cr.chain.Steps[i].NewEvent()
 	cr.wants[i], _ = cr.state[i].(Wanter)
-	next := i + 1
-	cr.emits[i] = func(ev []byte) { cr.push(next, ev, PeekType(ev)) }
 }
 
 // steps returns the chain's steps for events of type typ (Chain.stepsFor).
@@ -257,10 +261,10 @@ func (cr *ChainRun) push(i int, ev, typ []byte) {
 
 // apply hands ev, of type typ, to step i, whose state is made.
 func (cr *ChainRun) apply(i int, ev, typ []byte) {
-	prev, prevType := cr.Run.step, cr.Run.typ
-	cr.Run.step, cr.Run.typ = cr.chain.Steps[i], typ
-	cr.state[i].Apply(cr.Run, ev, cr.emits[i])
-	cr.Run.step, cr.Run.typ = prev, prevType
+	prev, prevType, prevAt := cr.Run.step, cr.Run.typ, cr.at
+	cr.Run.step, cr.Run.typ, cr.at = cr.chain.Steps[i], typ, i
+	cr.state[i].Apply(cr.Run, ev, cr.emit)
+	cr.Run.step, cr.Run.typ, cr.at = prev, prevType, prevAt
 }
 
 // order picks the steps of one direction that apply to target and puts them

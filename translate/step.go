@@ -51,7 +51,8 @@ type EventStep interface {
 	// Apply handles one event of a type the step concerns. ev is a JSON
 	// object, borrowed: valid only until Apply returns. emit passes an event
 	// to the next step and may be called any number of times (0 drops the
-	// event); what it is given is borrowed the same way.
+	// event) while Apply runs, never after it returns (the chain gives
+	// every step the same emit); what it is given is borrowed the same way.
 	Apply(r *Run, ev []byte, emit func([]byte))
 }
 
