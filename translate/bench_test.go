@@ -71,7 +71,7 @@ func BenchmarkChain(b *testing.B) {
 			e := []byte(c.ev)
 			b.ReportAllocs()
 			for b.Loop() {
-				cr.ConcernsEvent(PeekType(e), e)
+				cr.Wanted(PeekType(e), e).Any()
 			}
 		})
 	}

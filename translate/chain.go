@@ -127,23 +127,21 @@ func (cr *ChainRun) steps(typ []byte) []int {
 	return cr.lastSteps
 }
 
-// ConcernsEvent reports whether the run's chain may change ev, of type typ;
-// when it does not, the caller forwards the event's bytes as they are.
-// Steps that can tell cheaply that ev is none of their business (Wanter)
-// do not pull it in. This is the relay's question on every event of a
-// translated run, so that the events no step wants cost a peek and a copy.
-func (cr *ChainRun) ConcernsEvent(typ, ev []byte) bool { return cr.Wanted(typ, ev).Any() }
-
 // Wanted says which step of a chain run first wants an event
 // (ChainRun.Wanted), for ShapeWanted; the zero value, none.
 type Wanted struct{ next int } // the step's index + 1
 
-// Any reports whether a step wants the event (ConcernsEvent).
+// Any reports whether a step wants the event.
 func (w Wanted) Any() bool { return w.next > 0 }
 
-// Wanted is ConcernsEvent, saying which step wants ev (typ is PeekType(ev),
-// both borrowed): the step of typ's list (Chain.stepsFor) that wants it
-// first, or the whole chain for a RUN_STARTED the run declares on.
+// Wanted reports whether the run's chain may change ev, of type typ
+// (PeekType(ev), both borrowed), and which step wants it: the step of typ's
+// list (Chain.stepsFor) that wants it first, or the whole chain for a
+// RUN_STARTED the run declares on. When none does, the caller forwards the
+// event's bytes as they are. Steps that can tell cheaply that ev is none of
+// their business (Wanter) do not pull it in. This is the relay's question
+// on every event of a translated run, so that the events no step wants cost
+// a peek and a copy.
 func (cr *ChainRun) Wanted(typ, ev []byte) Wanted {
 	if cr.declare != negotiate.DeclareKeep && string(typ) == "RUN_STARTED" {
 		return Wanted{1}
@@ -222,7 +220,7 @@ func (cr *ChainRun) Push(ev []byte) { cr.PushTyped(ev, PeekType(ev)) }
 
 // PushTyped is Push for a caller that has read the event's type already
 // (typ is PeekType(ev), borrowed as ev is): the relay peeks every event to
-// ask ConcernsEvent, and a second peek was a tenth of a THINKING upgrade.
+// ask Wanted, and a second peek was a tenth of a THINKING upgrade.
 func (cr *ChainRun) PushTyped(ev, typ []byte) {
 	if string(typ) == "RUN_STARTED" {
 		// The ids seed derived ids and name the run in warnings, after ev is

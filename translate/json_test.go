@@ -38,7 +38,7 @@ func TestPeekTypeAgreesWithGjson(t *testing.T) {
 
 // Events that no catch-all step wants are not pulled into a translated run's
 // chain, so they leave as their bytes; those a step may change are.
-func TestConcernsEventAsksCatchAllSteps(t *testing.T) {
+func TestWantedAsksCatchAllSteps(t *testing.T) {
 	c := EventChain(negotiate.MustParse("0.0.45"), Registry())
 	run := NewRun(Events, negotiate.Current, negotiate.MustParse("0.0.45"), nil)
 	run.Stream = &StreamState{}
@@ -60,8 +60,8 @@ func TestConcernsEventAsksCatchAllSteps(t *testing.T) {
 	}
 	for _, tc := range tests {
 		ev := []byte(tc.ev)
-		if got := cr.ConcernsEvent(PeekType(ev), ev); got != tc.want {
-			t.Errorf("ConcernsEvent(%s) = %v, want %v", tc.ev, got, tc.want)
+		if got := cr.Wanted(PeekType(ev), ev).Any(); got != tc.want {
+			t.Errorf("Wanted(%s) = %v, want %v", tc.ev, got, tc.want)
 		}
 	}
 	v1 := EventChain(negotiate.Current, Registry())
@@ -72,8 +72,8 @@ func TestConcernsEventAsksCatchAllSteps(t *testing.T) {
 		`{"type":"USAGE_METADATA","tokens":3}`:                                        false, // a 1.0 consumer gets it untouched
 		`{"type":"THINKING_START"}`:                                                   true,
 	} {
-		if got := cr1.ConcernsEvent(PeekType([]byte(ev)), []byte(ev)); got != want {
-			t.Errorf("1.0: ConcernsEvent(%s) = %v, want %v", ev, got, want)
+		if got := cr1.Wanted(PeekType([]byte(ev)), []byte(ev)).Any(); got != want {
+			t.Errorf("1.0: Wanted(%s) = %v, want %v", ev, got, want)
 		}
 	}
 }

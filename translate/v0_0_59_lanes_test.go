@@ -149,7 +149,7 @@ func BenchmarkSubagentLanes(b *testing.B) {
 			b.SetBytes(int64(len(e)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if cr.ConcernsEvent(typ, e) {
+				if cr.Wanted(typ, e).Any() {
 					cr.Push(e)
 				}
 			}
