@@ -6,14 +6,17 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -25,7 +28,9 @@ import (
 // The docs are checked against the code so that they stay true: every flag
 // of every command and every route option is in docs/reference.md, and the
 // translation steps section of docs/troubleshooting.md is generated from
-// translate.Registry() and the steps' doc comments. After changing a step,
+// translate.Registry() and the steps' doc comments; every flag the README
+// and docs/ name exists and every agui-relay command line they show parses;
+// their links to files lead somewhere. After changing a step,
 // regenerate it with
 //
 //	UPDATE_DOCS=1 go test -run TestTroubleshootingStepsAreGenerated .
@@ -354,12 +359,63 @@ func TestReadme(t *testing.T) {
 	if err != nil || len(routes) != 2 || !routes[0].stripPrefix || routes[0].producerVersion.String() != "0.0.40" || routes[1].consumerVersion.String() != "0.0.45" {
 		t.Errorf("the README's routes example: %v, %+v", err, routes)
 	}
-	// Its links to files of the repository lead somewhere.
-	for _, m := range regexp.MustCompile(`\]\(((?:docs|deploy|bench)/[^)#]+)`).FindAllStringSubmatch(readme, -1) {
-		if _, err := os.Stat(m[1]); err != nil {
-			t.Errorf("README.md links to %s: %v", m[1], err)
+	// A README, not a manual (issue #32): the rest is in docs/.
+	if n := strings.Count(readme, "\n"); n > 200 {
+		t.Errorf("README.md has %d lines, want at most 200", n)
+	}
+}
+
+// The README's and docs' links to files of the repository lead somewhere,
+// and those to a heading of a Markdown file name one it has.
+func TestDocsLinksLeadSomewhere(t *testing.T) {
+	docs, _ := filepath.Glob("docs/*.md")
+	n := 0
+	for _, path := range append([]string{"README.md", "bench/README.md"}, docs...) {
+		for _, m := range regexp.MustCompile(`\]\(([^)#:\s]*)(?:#([^)\s]+))?\)`).FindAllStringSubmatch(readDoc(t, path), -1) {
+			target, anchor := m[1], m[2]
+			if target == "" {
+				target = filepath.Base(path)
+			}
+			target = filepath.Join(filepath.Dir(path), target)
+			n++
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s links to %s: %v", path, m[1], err)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(target, ".md") && !slices.Contains(headingAnchors(readDoc(t, target)), anchor) {
+				t.Errorf("%s links to %s#%s: no such heading", path, m[1], anchor)
+			}
 		}
 	}
+	if n < 30 {
+		t.Errorf("%d links checked", n)
+	}
+}
+
+// headingAnchors returns the anchors GitHub gives a Markdown file's
+// headings: lower case, punctuation but "-" and "_" removed, spaces as "-".
+func headingAnchors(doc string) []string {
+	var anchors []string
+	inFence := false
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		if inFence || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#"))) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		anchors = append(anchors, b.String())
+	}
+	return anchors
 }
 
 // codeBlock returns the body of doc's first code block fenced as lang, and
@@ -368,4 +424,339 @@ func codeBlock(doc, lang string) (string, bool) {
 	_, body, ok := strings.Cut(doc, "```"+lang+"\n")
 	body, _, _ = strings.Cut(body, "```")
 	return body, ok
+}
+
+// The README and docs/ name flags and show command lines; both must stay
+// true as flags come and go. The flags are read from each command's --help
+// (so from its real flag set), never listed here.
+
+// cmdFlags maps a command to its flags, each to whether it takes a value:
+// --help prints a value's type after the name ("-listen string"), and
+// nothing after a bool flag's.
+func cmdFlags(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	all := map[string]map[string]bool{}
+	for cmd := range commands {
+		var out strings.Builder
+		if code := run([]string{cmd, "--help"}, nil, io.Discard, &out); code != 0 && code != 2 || !strings.Contains(out.String(), "usage: agui-relay") {
+			t.Fatalf("%s --help: exit %d, %q", cmd, code, out.String())
+		}
+		flags := map[string]bool{}
+		for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)( \S+)?`).FindAllStringSubmatch(out.String(), -1) {
+			flags[m[1]] = m[2] != ""
+		}
+		all[cmd] = flags
+	}
+	if len(all["serve"]) < 15 || len(all["load"]) < 10 {
+		t.Fatalf("flags read from --help: %v", all)
+	}
+	return all
+}
+
+// relayCommand returns the agui-relay command and its arguments when words
+// run agui-relay (agui-relay …, ./agui-relay …, go run . …, or docker run …
+// agui-relay …), ok false for anything else.
+func relayCommand(words []string) (cmd string, args []string, ok bool) {
+	for len(words) > 0 && regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`).MatchString(words[0]) {
+		words = words[1:]
+	}
+	switch {
+	case len(words) == 0:
+		return "", nil, false
+	case words[0] == "agui-relay" || words[0] == "./agui-relay":
+		words = words[1:]
+	case len(words) >= 3 && words[0] == "go" && words[1] == "run" && words[2] == ".":
+		words = words[3:]
+	case len(words) >= 2 && words[0] == "docker" && words[1] == "run":
+		i := slices.Index(words, "agui-relay")
+		if i < 0 {
+			return "", nil, false
+		}
+		words = words[i+1:]
+	default:
+		return "", nil, false
+	}
+	if len(words) == 0 || strings.HasPrefix(words[0], "-") {
+		return "serve", words, true
+	}
+	return words[0], words[1:], true
+}
+
+// docCommandWords splits a command line as sh would, quotes removed, up to the
+// first operator (|, &, ;, <, >) or comment; alternatives of a synopsis
+// (agui-relay check --profiles [FILE] | --url URL) are returned as the
+// remaining segments.
+func docCommandWords(line string) (words []string, alternatives [][]string) {
+	var cur strings.Builder
+	var quote rune
+	inWord := false
+	segment := &words
+	flush := func() {
+		if inWord {
+			*segment = append(*segment, cur.String())
+		}
+		cur.Reset()
+		inWord = false
+	}
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			flush()
+		case r == '|':
+			flush()
+			alternatives = append(alternatives, nil)
+			segment = &alternatives[len(alternatives)-1]
+		case strings.ContainsRune("&;<>", r) || r == '#' && !inWord:
+			flush()
+			return words, alternatives
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	flush()
+	return words, alternatives
+}
+
+// isPlaceholder says whether a value in a doc stands for one (V, FILE,
+// <consumer>, URL2), so that only its flag, not its value, can be checked.
+func isPlaceholder(v string) bool {
+	return regexp.MustCompile(`^(<.*>|[A-Z][A-Z0-9_]*|.*….*)$`).MatchString(v)
+}
+
+// checkCommandLine reports what is wrong with one agui-relay command line a
+// doc shows: an unknown command, a flag the command does not have, a flag
+// without its value (when the line is whole: prose may name a command's
+// flag, "`agui-relay versions --admin`"), or a value the command refuses (the
+// command itself parses the line, with --help appended so that it stops
+// there).
+func checkCommandLine(flags map[string]map[string]bool, cmd string, args []string, whole bool) []string {
+	if cmd == "help" {
+		return nil
+	}
+	known, ok := flags[cmd]
+	if !ok {
+		if regexp.MustCompile(`^[a-z]+$`).MatchString(cmd) {
+			return []string{fmt.Sprintf("unknown command %q", cmd)}
+		}
+		return nil // not a command line: "agui-relay check: …" output, "agui-relay <command>"
+	}
+	var problems, parsed []string
+	for i := 0; i < len(args); i++ {
+		a := strings.Trim(args[i], "[]")
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			continue // an argument
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "help" || name == "h" {
+			continue
+		}
+		takesValue, ok := known[name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s has no flag -%s", cmd, name))
+			continue
+		case !takesValue:
+			parsed = append(parsed, "--"+name)
+			continue
+		case !hasValue && i+1 == len(args):
+			if whole {
+				problems = append(problems, fmt.Sprintf("%s --%s: no value", cmd, name))
+			}
+			continue
+		case !hasValue:
+			i++
+			value = strings.Trim(args[i], "[]")
+		}
+		if !isPlaceholder(value) {
+			parsed = append(parsed, "--"+name+"="+value)
+		}
+	}
+	var out strings.Builder
+	run(append(append([]string{cmd}, parsed...), "--help"), nil, &out, &out)
+	if first, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n"); !strings.HasPrefix(first, "usage: agui-relay") {
+		problems = append(problems, fmt.Sprintf("%s %s: %s", cmd, strings.Join(parsed, " "), first))
+	}
+	return problems
+}
+
+// docFlagProblems checks a Markdown document: every agui-relay command line
+// in its code blocks and inline code parses, and every --flag it names in
+// prose or output is a flag of some command. It returns what is wrong and
+// how many command lines it checked.
+func docFlagProblems(doc string, flags map[string]map[string]bool) (problems []string, commandLines int) {
+	anyCommand := map[string]bool{"help": true}
+	for _, fs := range flags {
+		for f := range fs {
+			anyCommand[f] = true
+		}
+	}
+	// A line or inline code span whose first word is one of these is
+	// another program's, and its flags are that program's (the relay's own
+	// image after docker run aside).
+	foreign := map[string]bool{
+		"docker": true, "curl": true, "go": true, "make": true, "npm": true, "npx": true,
+		"node": true, "kill": true, "git": true, "perf": true, "tcpdump": true,
+		"systemctl": true, "uv": true, "nginx": true, "apt-get": true, "sudo": true,
+	}
+	mention := regexp.MustCompile(`(?:^|[^-\w])--([a-z][a-z0-9-]*)(\*?)`)
+	checkMentions := func(text string) {
+		for _, m := range mention.FindAllStringSubmatch(text, -1) {
+			name := m[1]
+			if m[2] == "*" && strings.HasSuffix(name, "-") { // "the --cors-* flags"
+				if !slices.ContainsFunc(slices.Collect(maps.Keys(anyCommand)), func(f string) bool { return strings.HasPrefix(f, name) }) {
+					problems = append(problems, fmt.Sprintf("no flag begins --%s", name))
+				}
+				continue
+			}
+			if !anyCommand[strings.TrimSuffix(name, "-")] {
+				problems = append(problems, fmt.Sprintf("no command has a flag --%s", name))
+			}
+		}
+	}
+	// command checks one line or span: a command line of the relay is
+	// parsed, another program's is left alone, anything else is text.
+	command := func(text string, prompted, whole bool) {
+		text = strings.TrimSpace(text)
+		if prompted {
+			if !strings.HasPrefix(text, "$ ") {
+				checkMentions(text) // output
+				return
+			}
+			text = text[2:]
+		}
+		text = regexp.MustCompile(`<[^<>\s][^<>]*>`).ReplaceAllString(text, "PLACEHOLDER")
+		words, alternatives := docCommandWords(text)
+		if cmd, args, ok := relayCommand(words); ok {
+			commandLines++
+			problems = append(problems, checkCommandLine(flags, cmd, args, whole)...)
+			for _, alt := range alternatives {
+				if len(alt) > 0 && strings.HasPrefix(strings.TrimLeft(alt[0], "["), "-") {
+					problems = append(problems, checkCommandLine(flags, cmd, alt, whole)...)
+				}
+			}
+			return
+		}
+		if len(words) > 0 && foreign[words[0]] {
+			return
+		}
+		checkMentions(text)
+	}
+	fence := regexp.MustCompile("(?ms)^```([a-z]*)\n(.*?)^```")
+	for _, m := range fence.FindAllStringSubmatch(doc, -1) {
+		lang, body := m[1], strings.ReplaceAll(m[2], "\\\n", " ")
+		for _, line := range strings.Split(body, "\n") {
+			switch lang {
+			case "console":
+				command(line, true, true)
+			case "", "sh", "bash":
+				command(line, false, true)
+			default: // yaml, ts, promql: no flags to check
+			}
+		}
+	}
+	prose := fence.ReplaceAllString(doc, "")
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(prose, -1) {
+		command(strings.ReplaceAll(m[1], "\n", " "), false, false)
+	}
+	checkMentions(regexp.MustCompile("`[^`]+`").ReplaceAllString(prose, ""))
+	return problems, commandLines
+}
+
+func TestDocsNameRealFlagsAndCommands(t *testing.T) {
+	flags := cmdFlags(t)
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil || len(docs) < 4 {
+		t.Fatalf("docs/*.md: %v, %v", docs, err)
+	}
+	lines := map[string]int{}
+	for _, path := range append([]string{"README.md"}, docs...) {
+		problems, n := docFlagProblems(readDoc(t, path), flags)
+		for _, p := range problems {
+			t.Errorf("%s: %s", path, p)
+		}
+		lines[path] = n
+	}
+	// The README shows a command for each use; the reference, every synopsis.
+	if lines["README.md"] < 10 || lines["docs/reference.md"] < 6 {
+		t.Errorf("agui-relay command lines checked: %v", lines)
+	}
+	t.Logf("agui-relay command lines checked: %v", lines)
+
+	// What the check catches: each line below is wrong in one way.
+	t.Run("made-up flags and values fail", func(t *testing.T) {
+		doc := "Run `agui-relay --made-up-flag 3`, or `--another-made-up` for short.\n\n" +
+			"```sh\n" +
+			"go run . --upstream http://127.0.0.1:8000 --idle-timout 5m   # a typo\n" +
+			"agui-relay check --record-dir runs FILE   # a serve flag given to check\n" +
+			"./agui-relay --idle-timeout soon          # not a duration\n" +
+			"agui-relay load -c 10 --out               # no value\n" +
+			"agui-relay chek --url URL                 # no such command\n" +
+			"docker run --rm agui-relay --listn 0.0.0.0:8080\n" +
+			"```\n\n" +
+			"```console\n$ agui-relay translate --to 1.0 --form 0.0.40 producer.sse\n```\n"
+		want := []string{"made-up-flag", "another-made-up", "idle-timout", "check has no flag -record-dir",
+			"idle-timeout=soon", "--out: no value", `unknown command "chek"`, "listn", "form"}
+		got, _ := docFlagProblems(doc, flags)
+		for _, w := range want {
+			if !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, w) }) {
+				t.Errorf("no problem names %q; got %q", w, got)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("%d problems, want %d: %q", len(got), len(want), got)
+		}
+	})
+	t.Run("right lines pass", func(t *testing.T) {
+		doc := "`agui-relay translate --to V [--from V] [FILE]`, the `--cors-*` flags, `docker kill --signal HUP`.\n\n" +
+			"```sh\n" +
+			"AGUI_RELAY_LOG_LEVEL=debug go run . --upstream http://127.0.0.1:8000 --producer-version ag-ui-protocol@0.1.10\n" +
+			"agui-relay load -c 10,100 -d 5s --compare 'http://a/agent?x=1&y=2' 'http://b/agent'\n" +
+			"agui-relay check --profiles [FILE] | --url URL [--input FILE]\n" +
+			"go run ./bench/cmd/aguibench --quick\n" +
+			"```\n"
+		if got, n := docFlagProblems(doc, flags); len(got) > 0 || n != 4 {
+			t.Errorf("%d command lines, problems in right lines: %q", n, got)
+		}
+	})
+}
+
+// Every fuzz target of the module is named in docs/reliability.md.
+func TestReliabilityListsEveryFuzzTarget(t *testing.T) {
+	doc := readDoc(t, "docs/reliability.md")
+	n := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`).FindAllStringSubmatch(string(b), -1) {
+			n++
+			if !strings.Contains(doc, "`"+m[1]+"`") {
+				t.Errorf("docs/reliability.md does not name the fuzz target %s (%s)", m[1], path)
+			}
+		}
+		return nil
+	})
+	if err != nil || n < 10 {
+		t.Errorf("%d fuzz targets found: %v", n, err)
+	}
 }
