@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -758,5 +759,90 @@ func TestReliabilityListsEveryFuzzTarget(t *testing.T) {
 	})
 	if err != nil || n < 10 {
 		t.Errorf("%d fuzz targets found: %v", n, err)
+	}
+}
+
+// The README's curl examples are what the relay answers: each is run
+// against the relay with its demo agent, and what the README shows after it
+// (the status line and headers of curl -i, then the body; "..." for lines
+// left out) must be there, in that order.
+func TestReadmeExamplesAreTheRelaysAnswers(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	at, _, _ := startServe(t, nil)
+	n := 0
+	for _, m := range regexp.MustCompile("(?ms)^```console\n(.*?)^```").FindAllStringSubmatch(readme, -1) {
+		block := strings.ReplaceAll(m[1], "\\\n", " ")
+		for _, example := range strings.Split("\n"+block, "\n$ ")[1:] {
+			command, shown, _ := strings.Cut(example, "\n")
+			words, _ := docCommandWords(command)
+			if len(words) == 0 || words[0] != "curl" {
+				continue
+			}
+			n++
+			var url, body string
+			headers, include := map[string]string{}, false
+			for i := 1; i < len(words); i++ {
+				switch words[i] {
+				case "-i":
+					include = true
+				case "-N":
+				case "-H":
+					i++
+					k, v, _ := strings.Cut(words[i], ":")
+					headers[k] = strings.TrimSpace(v)
+				case "-d":
+					i++
+					body = words[i]
+				default:
+					url = "http://" + strings.Replace(words[i], "localhost:8080", at.relay, 1)
+				}
+			}
+			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if include {
+				head, rest, _ := strings.Cut(shown, "\n\n")
+				lines := strings.Split(head, "\n")
+				if want := fmt.Sprintf("HTTP/1.1 %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)); lines[0] != want {
+					t.Errorf("README: %s: %q, the relay answers %q", command, lines[0], want)
+				}
+				for _, h := range lines[1:] {
+					k, v, _ := strings.Cut(h, ": ")
+					if resp.Header.Get(k) != v {
+						t.Errorf("README: %s: %s, the relay answers %q", command, h, resp.Header.Get(k))
+					}
+				}
+				shown = rest
+			}
+			// The lines shown, in order, with "..." for any lines between.
+			rest := string(got) + "\n"
+			for _, line := range strings.Split(strings.TrimSpace(shown), "\n") {
+				if line == "..." || line == "" {
+					continue
+				}
+				i := strings.Index(rest, line+"\n")
+				if i < 0 {
+					t.Errorf("README: %s: %q is not in the answer (or not in that order):\n%s", command, line, got)
+					break
+				}
+				rest = rest[i+len(line):]
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("%d curl examples in the README", n)
 	}
 }
