@@ -582,9 +582,12 @@ func checkCommandLine(flags map[string]map[string]bool, cmd string, args []strin
 			parsed = append(parsed, "--"+name+"="+value)
 		}
 	}
-	var out strings.Builder
-	run(append(append([]string{cmd}, parsed...), "--help"), nil, &out, &out)
-	if first, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n"); !strings.HasPrefix(first, "usage: agui-relay") {
+	// Flags that parse lead to --help, which prints what it prints alone.
+	var help, out strings.Builder
+	helpCode := run([]string{cmd, "--help"}, nil, &help, &help)
+	code := run(append(append([]string{cmd}, parsed...), "--help"), nil, &out, &out)
+	if code != helpCode || out.String() != help.String() {
+		first, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
 		problems = append(problems, fmt.Sprintf("%s %s: %s", cmd, strings.Join(parsed, " "), first))
 	}
 	return problems
