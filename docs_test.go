@@ -765,16 +765,27 @@ func TestReliabilityListsEveryFuzzTarget(t *testing.T) {
 	}
 }
 
-// The README's curl examples are what the relay answers: each is run
-// against the relay with its demo agent, and what the README shows after it
-// (the status line and headers of curl -i, then the body; "..." for lines
-// left out) must be there, in that order.
+// The curl examples of the README and docs/uses.md are what the relay
+// answers: each is run against the relay with its demo agent, and what the
+// doc shows after it (the status line and headers of curl -i, then the body;
+// "..." for lines left out) must be there, in that order. A block that
+// starts a relay of its own is left out (it is configured otherwise).
 func TestReadmeExamplesAreTheRelaysAnswers(t *testing.T) {
-	readme := readDoc(t, "README.md")
 	at, _, _ := startServe(t, nil)
+	for path, want := range map[string]int{"README.md": 2, "docs/uses.md": 3} {
+		if n := checkCurlExamples(t, path, at); n < want {
+			t.Errorf("%s: %d curl examples checked, want %d", path, n, want)
+		}
+	}
+}
+
+func checkCurlExamples(t *testing.T, path string, at listening) int {
 	n := 0
-	for _, m := range regexp.MustCompile("(?ms)^```console\n(.*?)^```").FindAllStringSubmatch(readme, -1) {
+	for _, m := range regexp.MustCompile("(?ms)^```console\n(.*?)^```").FindAllStringSubmatch(readDoc(t, path), -1) {
 		block := strings.ReplaceAll(m[1], "\\\n", " ")
+		if regexp.MustCompile(`(?m)^\$ (\./)?(agui-relay|go run \.)( |$)`).MatchString(block) && strings.Contains(block, "&\n") {
+			continue
+		}
 		for _, example := range strings.Split("\n"+block, "\n$ ")[1:] {
 			command, shown, _ := strings.Cut(example, "\n")
 			words, _ := docCommandWords(command)
@@ -783,7 +794,7 @@ func TestReadmeExamplesAreTheRelaysAnswers(t *testing.T) {
 			}
 			n++
 			var url, body string
-			headers, include := map[string]string{}, false
+			method, headers, include := http.MethodGet, map[string]string{}, false
 			for i := 1; i < len(words); i++ {
 				switch words[i] {
 				case "-i":
@@ -795,12 +806,12 @@ func TestReadmeExamplesAreTheRelaysAnswers(t *testing.T) {
 					headers[k] = strings.TrimSpace(v)
 				case "-d":
 					i++
-					body = words[i]
+					method, body = http.MethodPost, words[i]
 				default:
-					url = "http://" + strings.Replace(words[i], "localhost:8080", at.relay, 1)
+					url = "http://" + strings.NewReplacer("localhost:8080", at.relay, "localhost:9090", at.admin).Replace(words[i])
 				}
 			}
-			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			req, err := http.NewRequest(method, url, strings.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -820,12 +831,12 @@ func TestReadmeExamplesAreTheRelaysAnswers(t *testing.T) {
 				head, rest, _ := strings.Cut(shown, "\n\n")
 				lines := strings.Split(head, "\n")
 				if want := fmt.Sprintf("HTTP/1.1 %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)); lines[0] != want {
-					t.Errorf("README: %s: %q, the relay answers %q", command, lines[0], want)
+					t.Errorf("%s: %s: %q, the relay answers %q", path, command, lines[0], want)
 				}
 				for _, h := range lines[1:] {
 					k, v, _ := strings.Cut(h, ": ")
 					if resp.Header.Get(k) != v {
-						t.Errorf("README: %s: %s, the relay answers %q", command, h, resp.Header.Get(k))
+						t.Errorf("%s: %s: %s, the relay answers %q", path, command, h, resp.Header.Get(k))
 					}
 				}
 				shown = rest
@@ -838,14 +849,12 @@ func TestReadmeExamplesAreTheRelaysAnswers(t *testing.T) {
 				}
 				i := strings.Index(rest, line+"\n")
 				if i < 0 {
-					t.Errorf("README: %s: %q is not in the answer (or not in that order):\n%s", command, line, got)
+					t.Errorf("%s: %s: %q is not in the answer (or not in that order):\n%s", path, command, line, got)
 					break
 				}
 				rest = rest[i+len(line):]
 			}
 		}
 	}
-	if n < 2 {
-		t.Errorf("%d curl examples in the README", n)
-	}
+	return n
 }
