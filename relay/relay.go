@@ -303,7 +303,13 @@ func serverProblem(err error, maxBody int) *Problem {
 		return &Problem{Type: "urn:agui-relay:request-timeout", Title: "The request was not received in time", Status: fasthttp.StatusRequestTimeout}
 	}
 	// The kind alone: the error quotes the request's headers.
-	return &Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: requestErrorKind(err)}
+	return problemBadRequest(requestErrorKind(err))
+}
+
+// problemBadRequest answers a request the relay cannot read, kind naming
+// its fault (requestErrorKind).
+func problemBadRequest(kind string) *Problem {
+	return &Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: kind}
 }
 
 // translateInput applies the TranslateInput hook, or by default the input
@@ -335,10 +341,16 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 // gives its goroutine up (parks); on any other, a stream keeps the server's
 // hijack goroutine to its end and closes its connection (Connection: close).
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
-	r.once.Do(r.init)
-	if servedInPlace(ctx) {
+	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
 	}
+	r.serve(ctx)
+}
+
+// serve is Handle for a request whose framing was checked (Router.Handle
+// checks it before the route is matched).
+func (r *Relay) serve(ctx *fasthttp.RequestCtx) {
+	r.once.Do(r.init)
 	switch t := ctx.RequestURI(); {
 	case len(t) == 0 || t[0] != '/':
 		// Absolute-form ("http://other/x"), CONNECT's authority-form or

@@ -29,7 +29,7 @@ var requestErrorKinds = [...]struct{ has, kind string }{
 	{"invalid header value", "invalid header value"},
 	{"duplicate content-length", "more than one Content-Length"},
 	{"content-length and transfer-encoding", "both Content-Length and Transfer-Encoding"},
-	{"transfer-encoding", "unsupported Transfer-Encoding"},
+	{"transfer-encoding", kindTransferCoding},
 	{"content-length", "invalid Content-Length"},
 	{"host header", "more than one Host header"},
 	{"host required", "no Host header"},

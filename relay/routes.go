@@ -258,7 +258,7 @@ func (rt *Router) EndRuns() {
 // Handle serves one request with the relay of the route its path matches,
 // or answers 404 with a problem when none does.
 func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
-	if servedInPlace(ctx) {
+	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
 	}
 	t := rt.acquire()
@@ -275,7 +275,7 @@ func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
 		problemNoRoute(string(path)).Write(ctx)
 		return
 	}
-	r.Relay.Handle(ctx)
+	r.Relay.serve(ctx)
 }
 
 // Server returns a fasthttp server for the router, configured as
