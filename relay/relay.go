@@ -402,6 +402,9 @@ func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	var buf [256]byte
 	req.SetRequestURIBytes(append(append(buf[:0], r.base...), uri...))
 	req.Header.SetMethodBytes(ctx.Method())
+	// A body without a Content-Type goes without one: fasthttp's client
+	// would add application/octet-stream, a header the consumer did not send.
+	req.Header.SetNoDefaultContentType(true)
 	copyRequestHeaders(&req.Header, &ctx.Request.Header)
 	setForwarded(&req.Header, ctx)
 	if strip {
