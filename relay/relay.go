@@ -429,7 +429,10 @@ func (r *Relay) upstreamURL(uri *fasthttp.URI) string {
 // upstreamProblem maps a failure to get the producer's answer to the
 // problem the consumer reads.
 func upstreamProblem(err error) *Problem {
+	var m *malformedAnswerError
 	switch {
+	case errors.As(err, &m):
+		return problemMalformed(m)
 	case errors.Is(err, fasthttp.ErrNoFreeConns):
 		return problemBusy(err)
 	case isTimeout(err):
@@ -739,6 +742,9 @@ func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 	}
 	if rep.URL != "" {
 		fields = append(fields, zap.String("upstream", redact.URL(rep.URL)))
+	}
+	if m := (*malformedAnswerError)(nil); errors.As(rep.Err, &m) {
+		fields = append(fields, zap.String("excerpt", m.excerpt))
 	}
 	if p.Status >= 500 {
 		r.log.Error("run refused", fields...)
