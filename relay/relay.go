@@ -85,6 +85,12 @@ type Relay struct {
 	// MaxBody is the largest RunAgentInput accepted, in bytes; larger gets
 	// 413. Zero means 64 MiB.
 	MaxBody int
+	// MaxBodiesInFlight bounds the bytes of request bodies the relay's
+	// Server holds at once, all requests together (see bodyBudget): a body
+	// that would take them over is refused with 503 and Retry-After before
+	// it is read. Zero means four times MaxBody; it is never below MaxBody.
+	// (A Router's server has the Router's.)
+	MaxBodiesInFlight int
 	// MaxFrame is the largest event frame accepted from the producer; a
 	// larger one ends the run with a RUN_ERROR. Zero means 10 MiB.
 	MaxFrame int
@@ -136,6 +142,7 @@ type Relay struct {
 	endGrace     time.Duration                   // the grace after the requested run's end (relayedStream.checkEnd); 0: runEndGrace
 	streamPoller streamPoller                    // where streams park and are counted; nil: Poller
 	srv          atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
+	bodies       *bodyBudget                     // the budget of Server's bodies; set by Server
 	lastURL      atomic.Pointer[string]          // the URL a run was last sent to (upstreamURL)
 	client       Doer
 	translator   *event.Translator
@@ -261,6 +268,8 @@ func (r *Relay) Server() *fasthttp.Server {
 		MaxIdleWorkerDuration: time.Second,
 		Logger:                zapPrintf{r.log},
 	}
+	r.bodies = newBodyBudget(r.MaxBodiesInFlight, r.maxBody(), s)
+	r.bodies.install(s)
 	r.srv.Store(s)
 	return s
 }
@@ -269,14 +278,18 @@ func (r *Relay) Server() *fasthttp.Server {
 // 100-continue) before sending its body: 413 at once when its
 // Content-Length is over MaxBody, so that the body is never sent.
 func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
-	code := expectWithin(ctx, r.maxBody())
+	code := expectWithin(ctx, r.bodies, r.maxBody())
 	if code != fasthttp.StatusContinue {
 		r.CORS.apply(ctx)
 	}
 	return code
 }
 
-func expectWithin(ctx *fasthttp.RequestCtx, limit int) int {
+func expectWithin(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) int {
+	if p := bodies.refusedBeforeContinue(ctx); p != nil {
+		p.Write(ctx)
+		return p.Status
+	}
 	if ctx.Request.Header.ContentLength() > limit {
 		problemTooLarge(limit).Write(ctx)
 		return fasthttp.StatusRequestEntityTooLarge
@@ -286,7 +299,11 @@ func expectWithin(ctx *fasthttp.RequestCtx, limit int) int {
 
 // serverError answers a request the server could not read.
 func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
-	serverProblem(err, r.maxBody()).Write(ctx)
+	p := r.bodies.refusal(ctx, err)
+	if p == nil {
+		p = serverProblem(err, r.maxBody())
+	}
+	p.Write(ctx)
 	r.CORS.apply(ctx)
 }
 
