@@ -41,9 +41,10 @@ type bodyBudget struct {
 
 	count atomic.Int32 // len(claims), read without mu where no claim of the request's own can be missed
 
-	mu     sync.Mutex
-	held   int
-	claims map[*fasthttp.RequestHeader]bodyClaim
+	mu        sync.Mutex
+	held      int
+	claims    map[*fasthttp.RequestHeader]bodyClaim
+	lastSweep time.Time // sweepLocked walks every claim: once a second at most
 }
 
 // bodyClaim is what one request's body holds of the budget.
@@ -97,7 +98,7 @@ func (b *bodyBudget) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestC
 		return fasthttp.RequestConfig{}
 	}
 	now := time.Now()
-	if b.limit-b.held < n || chunked && b.held >= b.limit {
+	if b.limit-b.held < n || chunked && b.limit-b.held < b.maxBody {
 		b.sweepLocked(now)
 	}
 	c := bodyClaim{n: n, at: now}
@@ -163,12 +164,15 @@ func (b *bodyBudget) dropLocked(h *fasthttp.RequestHeader) (bodyClaim, bool) {
 
 // sweepLocked drops the claims whose read failed without a word to the
 // relay: no handler saw them, and the server's read timeout, which bounds
-// the read of a request from its start, is past.
+// the read of a request from its start, is past. A claim goes stale after
+// that timeout (minutes): a sweep a second is soon enough, and keeps a
+// budget short under load from walking every claim per request.
 func (b *bodyBudget) sweepLocked(now time.Time) {
 	timeout := b.srv.ReadTimeout
-	if timeout <= 0 {
+	if timeout <= 0 || now.Sub(b.lastSweep) < time.Second {
 		return
 	}
+	b.lastSweep = now
 	for h, c := range b.claims {
 		if !c.seen && now.Sub(c.at) > timeout {
 			b.dropLocked(h)

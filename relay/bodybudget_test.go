@@ -185,6 +185,7 @@ func ageClaims(b *bodyBudget) {
 		cl.at = cl.at.Add(-b.srv.ReadTimeout - time.Second)
 		b.claims[k] = cl
 	}
+	b.lastSweep = time.Time{}
 }
 
 // The sweep alone: a claim no handler saw, older than the read timeout,
