@@ -66,8 +66,9 @@ func newBodyBudget(limit, maxBody int, srv *fasthttp.Server) *bodyBudget {
 }
 
 // install hooks the budget into srv: its HeaderReceived claims, its
-// Handler releases once it returns. The server's ErrorHandler and
-// ExpectHandler must ask refusal and refusedBeforeContinue first.
+// Handler releases once it returns. The server's ErrorHandler must ask
+// refusal first, and its ExpectHandler refusedBeforeContinue, and release
+// the claim of a body it refuses (the handler is not called then).
 func (b *bodyBudget) install(s *fasthttp.Server) {
 	s.HeaderReceived = b.headerReceived
 	next := s.Handler
@@ -144,7 +145,7 @@ func (b *bodyBudget) serving(h *fasthttp.RequestHeader, n int) {
 
 // release gives back the claim of the request of h, if it has one.
 func (b *bodyBudget) release(h *fasthttp.RequestHeader) (bodyClaim, bool) {
-	if b.count.Load() == 0 {
+	if b == nil || b.count.Load() == 0 {
 		return bodyClaim{}, false
 	}
 	b.mu.Lock()

@@ -130,6 +130,7 @@ func TestRouterBoundsBodiesInFlight(t *testing.T) {
 	tab, err := NewTable([]Route{
 		{Name: "a", Prefix: "/a", Relay: &Relay{Upstream: h.producer.URL, MaxBody: 8 << 10}},
 		{Name: "b", Prefix: "/agent", Relay: &Relay{Upstream: h.producer.URL, MaxBody: 8 << 10}},
+		{Name: "small", Prefix: "/small", Relay: &Relay{Upstream: h.producer.URL, MaxBody: 1 << 10}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +150,15 @@ func TestRouterBoundsBodiesInFlight(t *testing.T) {
 	testkit.WaitFor(t, "the budget given back by a body never finished", func() bool { return rt.bodies.inFlight() == 0 })
 	if got := rawExchange(t, addr, runHead("Content-Length: 8000\r\nConnection: close\r\n")+runOfLen(t, 8000)); statusOf(got) != 200 {
 		t.Errorf("the budget free: %.200q", got)
+	}
+	// A body over its route's limit, refused before 100 Continue: never
+	// read, and its claim given back.
+	got := rawExchange(t, addr, "POST /small HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 4000\r\nExpect: 100-continue\r\n\r\n")
+	if statusOf(got) != 413 {
+		t.Errorf("over the route's limit: %.200q", got)
+	}
+	if n := rt.bodies.inFlight(); n != 0 {
+		t.Errorf("%d bytes held after a body refused before 100 Continue", n)
 	}
 }
 

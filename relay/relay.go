@@ -280,6 +280,7 @@ func (r *Relay) Server() *fasthttp.Server {
 func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
 	code := expectWithin(ctx, r.bodies, r.maxBody())
 	if code != fasthttp.StatusContinue {
+		r.bodies.release(&ctx.Request.Header) // the body is never read, the handler never called
 		r.CORS.apply(ctx)
 	}
 	return code

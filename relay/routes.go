@@ -312,6 +312,14 @@ func (t *Table) serveWith(s *fasthttp.Server) {
 // expect is Relay.expect with the limit and the CORS policy of the route
 // the path matches (the router's limit, and no CORS, when none does).
 func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
+	code := rt.expectRoute(ctx)
+	if code != fasthttp.StatusContinue {
+		rt.bodies.release(&ctx.Request.Header) // the body is never read, the handler never called
+	}
+	return code
+}
+
+func (rt *Router) expectRoute(ctx *fasthttp.RequestCtx) int {
 	r := rt.Table().Match(ctx.URI().PathOriginal())
 	if p := rt.bodies.refusedBeforeContinue(ctx); p != nil {
 		p.Write(ctx)
