@@ -46,6 +46,7 @@ type serveConfig struct {
 	quietWarnings                    bool
 	logFormat, logLevel              string
 	maxBody, maxFrame                byteSize
+	maxBodiesInFlight                byteSize // the server's, not a route's: bodies are read before a route is matched
 	shutdownGrace                    time.Duration
 	connectTimeout, firstByteTimeout time.Duration
 	idleTimeout, runTimeout          time.Duration
@@ -67,7 +68,7 @@ type serveConfig struct {
 // parseServe reads the serve flags from args and, for flags not given
 // there, from AGUI_RELAY_<FLAG> through getenv.
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
-	c := &serveConfig{maxBody: 64 << 20, maxFrame: 10 << 20, recordMaxBytes: 16 << 20}
+	c := &serveConfig{maxBody: 64 << 20, maxBodiesInFlight: 256 << 20, maxFrame: 10 << 20, recordMaxBytes: 16 << 20}
 	fs := newFlagSet("serve", stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address for relayed traffic")
 	fs.StringVar(&c.config, "config", "", "routes file (YAML or JSON): path prefixes to upstreams, each with its versions, timeouts and limits; the\nflags below are the defaults of what a route leaves out. Re-read on SIGHUP. Empty: one route, every path to --upstream")
@@ -81,6 +82,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Var(&c.maxBody, "max-body", "largest RunAgentInput accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
+	fs.Var(&c.maxBodiesInFlight, "max-bodies-in-flight", "most bytes of request bodies held at once, every route and connection together; a body that would take them over\n"+
+		"is refused with 503 and Retry-After before it is read. At least the largest --max-body (0: four times it)")
 	fs.Var(&c.maxFrame, "max-frame", "largest single event accepted from the producer; a larger one ends the run with a RUN_ERROR")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long runs in flight may continue before they are ended with a RUN_ERROR")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long opening a connection to the producer may take (0: no limit)")
@@ -120,6 +123,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 			return nil, fmt.Errorf("--config %v", err)
 		}
 		c.routes = routes
+	}
+	if largest := largestMaxBody(c); c.maxBodiesInFlight > 0 && int(c.maxBodiesInFlight) < largest {
+		return nil, fmt.Errorf("--max-bodies-in-flight %v is below the largest body limit, %v: such a body could never be read", &c.maxBodiesInFlight, (*byteSize)(&largest))
 	}
 	if c.logFormat != "json" && c.logFormat != "console" {
 		return nil, fmt.Errorf("--log-format %q: want json or console", c.logFormat)
@@ -306,6 +312,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		return err
 	}
 	r := relay.NewRouter(table, int(c.maxBody), log)
+	r.MaxBodiesInFlight = int(c.maxBodiesInFlight)
 	srv := r.Server()
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
@@ -472,4 +479,14 @@ func routeNames(routes []routeConfig) []string {
 		names[i] = rc.name + " " + rc.prefix + " -> " + rc.upstream
 	}
 	return names
+}
+
+// largestMaxBody is the largest body limit of c: --max-body's, or a
+// route's above it.
+func largestMaxBody(c *serveConfig) int {
+	n := int(c.maxBody)
+	for _, r := range c.routes {
+		n = max(n, r.maxBody)
+	}
+	return n
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 		"AGUI_RELAY_CONSUMER_VERSION":           "1.0",
 		"AGUI_RELAY_QUIET_TRANSLATION_WARNINGS": "true",
 		"AGUI_RELAY_MAX_BODY":                   "1MiB",
+		"AGUI_RELAY_MAX_BODIES_IN_FLIGHT":       "3MiB",
 		"AGUI_RELAY_MAX_FRAME":                  "2048",
 		"AGUI_RELAY_IDLE_TIMEOUT":               "90s",
 		"AGUI_RELAY_LOG_FORMAT":                 "console",
@@ -37,7 +39,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 		t.Errorf("listen %q: the command line must win", c.listen)
 	}
 	if c.upstream != "http://agent.internal:8000/api" || c.producerVersion.String() != "0.0.45" || c.consumerVersion.String() != "1.0" ||
-		!c.quietWarnings || c.maxBody != 1<<20 || c.maxFrame != 2048 || c.idleTimeout != 90*time.Second || c.logFormat != "console" {
+		!c.quietWarnings || c.maxBody != 1<<20 || c.maxBodiesInFlight != 3<<20 || c.maxFrame != 2048 || c.idleTimeout != 90*time.Second || c.logFormat != "console" {
 		t.Errorf("config %+v", c)
 	}
 	// Defaults, per the contract.
@@ -45,11 +47,12 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.listen != "127.0.0.1:8080" || c.adminListen != "127.0.0.1:9090" || c.upstream != "" || c.maxBody != 64<<20 ||
+	if c.listen != "127.0.0.1:8080" || c.adminListen != "127.0.0.1:9090" || c.upstream != "" || c.maxBody != 64<<20 || c.maxBodiesInFlight != 256<<20 ||
 		c.maxFrame != 10<<20 || c.shutdownGrace != 30*time.Second || c.logFormat != "json" || c.logLevel != "info" {
 		t.Errorf("defaults %+v", c)
 	}
-	for _, bad := range [][]string{{"--upstream", "agent:8000"}, {"--producer-version", "1.0.0"}, {"--max-body", "-1"}, {"--log-format", "xml"}} {
+	for _, bad := range [][]string{{"--upstream", "agent:8000"}, {"--producer-version", "1.0.0"}, {"--max-body", "-1"}, {"--log-format", "xml"},
+		{"--max-bodies-in-flight", "1MiB", "--max-body", "2MiB"}, {"--max-bodies-in-flight", "-1"}} {
 		if _, err := parseServe(bad, func(string) string { return "" }, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -69,7 +72,7 @@ func TestServeHelpDocumentsDefaults(t *testing.T) {
 	if code := run([]string{"serve", "--help"}, nil, io.Discard, &out); code != 0 {
 		t.Errorf("exit %d", code)
 	}
-	for _, want := range []string{"AGUI_RELAY_", "-listen", `default "127.0.0.1:8080"`, "-idle-timeout", "default 5m0s", "-max-body", "64MiB", "-shutdown-grace", "default 30s",
+	for _, want := range []string{"AGUI_RELAY_", "-listen", `default "127.0.0.1:8080"`, "-idle-timeout", "default 5m0s", "-max-body", "64MiB", "-max-bodies-in-flight", "256MiB", "-shutdown-grace", "default 30s",
 		"-consumer-version", "(default auto)", "read as 0.0.59"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
@@ -237,5 +240,32 @@ func TestServePprofOnlyWhenAsked(t *testing.T) {
 		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
 			t.Errorf("%s: %d %.200s", path, resp.StatusCode, b)
 		}
+	}
+}
+
+// --max-bodies-in-flight reaches the server: with room for one body of
+// --max-body, a second one, while the first is on its way, is refused with
+// 503 and Retry-After before it is read.
+func TestServeBoundsBodiesInFlight(t *testing.T) {
+	at, _, _ := startServe(t, func(c *serveConfig) {
+		c.maxBody, c.maxBodiesInFlight = 4<<10, 4<<10
+	})
+	first := testkit.DialConsumer(t, at.relay)
+	io.WriteString(first, "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{")
+	// The first body's claim is made once its head is read; until then the
+	// second may be the one that holds the budget: either is refused.
+	second := testkit.DialConsumer(t, at.relay)
+	io.WriteString(second, "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{")
+	refused := make(chan *http.Response, 2)
+	for _, c := range []net.Conn{first, second} {
+		go func() {
+			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+				refused <- resp
+			}
+		}()
+	}
+	resp := testkit.Await(t, refused, "neither body refused")
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }

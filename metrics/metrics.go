@@ -113,7 +113,7 @@ func New(o Options) *Metrics {
 		Help: "Malformed and unrecognised material seen: kind malformed (input: a run refused as malformed; events: data frames without a string type, frames over --max-frame), kind unrecognised (input: material stripped for an older producer; events: events of a type no version describes)."},
 		[]string{"route", "kind", "direction"})
 	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_errors_total",
-		Help: "Producer failures by kind: unreachable, timeout (no answer in time), busy (--upstream-max-conns runs in flight), http_status (a non-2xx answer), broken (the stream broke), idle_timeout, frame_too_large, no_terminal (the stream ended inside a run)."},
+		Help: "Producer failures by kind: unreachable, timeout (no answer in time), busy (--upstream-max-conns runs in flight), malformed (an answer whose head cannot be parsed), http_status (a non-2xx answer), broken (the stream broke), idle_timeout, frame_too_large, no_terminal (the stream ended inside a run)."},
 		[]string{"route", "kind"})
 	m.firstEvent = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "time_to_first_event_seconds",
 		Help:    "From the consumer's request to the first event flushed to it.",
@@ -450,6 +450,8 @@ func upstreamErrorKind(rep *relay.RunReport, streamed bool) string {
 		return "timeout"
 	case relay.ProblemBusy:
 		return "busy"
+	case relay.ProblemMalformed:
+		return "malformed"
 	case relay.ProblemUpgrade: // a 101: a status no run can have
 		return "http_status"
 	case "":

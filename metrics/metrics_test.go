@@ -274,6 +274,20 @@ func TestMetricsUpstreamErrors(t *testing.T) {
 	}
 	h2.Report()
 
+	// An answer whose head cannot be parsed (issue #31: counted as
+	// unreachable before).
+	malformed := testkit.RawProducer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 2OO OK\r\nContent-Length: 0\r\n\r\n") })
+	h3 := relaytest.New(t, func(http.ResponseWriter, *http.Request) {}, func(r *relay.Relay) {
+		r.Upstream = malformed
+		r.Tap = m.Tap
+	})
+	if resp := h3.Post("/agent", testkit.MinimalInput); resp.StatusCode != 502 {
+		t.Errorf("malformed answer: %d", resp.StatusCode)
+	} else {
+		testkit.ReadAll(t, resp)
+	}
+	h3.Report()
+
 	fams := scrape(t, m)
 	for _, c := range []struct {
 		name   string
@@ -281,12 +295,15 @@ func TestMetricsUpstreamErrors(t *testing.T) {
 	}{
 		{"agui_relay_upstream_errors_total", []string{"kind=no_terminal"}},
 		{"agui_relay_upstream_errors_total", []string{"kind=unreachable"}},
+		{"agui_relay_upstream_errors_total", []string{"kind=malformed"}},
 		{"agui_relay_runs_total", []string{"outcome=no_terminal"}},
-		{"agui_relay_runs_total", []string{"outcome=upstream_unavailable"}},
 	} {
 		if got := value(fams, c.name, c.labels...); got != 1 {
 			t.Errorf("%s%v = %v, want 1", c.name, c.labels, got)
 		}
+	}
+	if got := value(fams, "agui_relay_runs_total", "outcome=upstream_unavailable"); got != 2 {
+		t.Errorf("agui_relay_runs_total[outcome=upstream_unavailable] = %v, want 2", got)
 	}
 	if fams["go_goroutines"] != nil {
 		t.Error("runtime metrics with NoRuntime")

@@ -27,6 +27,8 @@ type Problem struct {
 	// Errors lists what is wrong with a malformed input, one entry per
 	// located problem.
 	Errors []InputError `json:"errors,omitempty"`
+
+	retryAfter int // seconds; above 0, the answer says Retry-After
 }
 
 // InputError is one located problem of a RunAgentInput.
@@ -85,6 +87,9 @@ func (p *Problem) Write(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(p.Status)
 	ctx.SetContentType("application/problem+json")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
+	if p.retryAfter > 0 {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(p.retryAfter))
+	}
 	ctx.SetBody(b)
 }
 

@@ -85,6 +85,12 @@ type Relay struct {
 	// MaxBody is the largest RunAgentInput accepted, in bytes; larger gets
 	// 413. Zero means 64 MiB.
 	MaxBody int
+	// MaxBodiesInFlight bounds the bytes of request bodies the relay's
+	// Server holds at once, all requests together (see bodyBudget): a body
+	// that would take them over is refused with 503 and Retry-After before
+	// it is read. Zero means four times MaxBody; it is never below MaxBody.
+	// (A Router's server has the Router's.)
+	MaxBodiesInFlight int
 	// MaxFrame is the largest event frame accepted from the producer; a
 	// larger one ends the run with a RUN_ERROR. Zero means 10 MiB.
 	MaxFrame int
@@ -136,6 +142,7 @@ type Relay struct {
 	endGrace     time.Duration                   // the grace after the requested run's end (relayedStream.checkEnd); 0: runEndGrace
 	streamPoller streamPoller                    // where streams park and are counted; nil: Poller
 	srv          atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
+	bodies       *bodyBudget                     // the budget of Server's bodies; set by Server
 	lastURL      atomic.Pointer[string]          // the URL a run was last sent to (upstreamURL)
 	client       Doer
 	translator   *event.Translator
@@ -261,6 +268,8 @@ func (r *Relay) Server() *fasthttp.Server {
 		MaxIdleWorkerDuration: time.Second,
 		Logger:                zapPrintf{r.log},
 	}
+	r.bodies = newBodyBudget(r.MaxBodiesInFlight, r.maxBody(), s)
+	r.bodies.install(s)
 	r.srv.Store(s)
 	return s
 }
@@ -269,14 +278,19 @@ func (r *Relay) Server() *fasthttp.Server {
 // 100-continue) before sending its body: 413 at once when its
 // Content-Length is over MaxBody, so that the body is never sent.
 func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
-	code := expectWithin(ctx, r.maxBody())
+	code := expectWithin(ctx, r.bodies, r.maxBody())
 	if code != fasthttp.StatusContinue {
+		r.bodies.release(&ctx.Request.Header) // the body is never read, the handler never called
 		r.CORS.apply(ctx)
 	}
 	return code
 }
 
-func expectWithin(ctx *fasthttp.RequestCtx, limit int) int {
+func expectWithin(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) int {
+	if p := bodies.refusedBeforeContinue(ctx); p != nil {
+		p.Write(ctx)
+		return p.Status
+	}
 	if ctx.Request.Header.ContentLength() > limit {
 		problemTooLarge(limit).Write(ctx)
 		return fasthttp.StatusRequestEntityTooLarge
@@ -286,7 +300,11 @@ func expectWithin(ctx *fasthttp.RequestCtx, limit int) int {
 
 // serverError answers a request the server could not read.
 func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
-	serverProblem(err, r.maxBody()).Write(ctx)
+	p := r.bodies.refusal(ctx, err)
+	if p == nil {
+		p = serverProblem(err, r.maxBody())
+	}
+	p.Write(ctx)
 	r.CORS.apply(ctx)
 }
 
@@ -303,7 +321,13 @@ func serverProblem(err error, maxBody int) *Problem {
 		return &Problem{Type: "urn:agui-relay:request-timeout", Title: "The request was not received in time", Status: fasthttp.StatusRequestTimeout}
 	}
 	// The kind alone: the error quotes the request's headers.
-	return &Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: requestErrorKind(err)}
+	return problemBadRequest(requestErrorKind(err))
+}
+
+// problemBadRequest answers a request the relay cannot read, kind naming
+// its fault (requestErrorKind).
+func problemBadRequest(kind string) *Problem {
+	return &Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: kind}
 }
 
 // translateInput applies the TranslateInput hook, or by default the input
@@ -335,10 +359,16 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 // gives its goroutine up (parks); on any other, a stream keeps the server's
 // hijack goroutine to its end and closes its connection (Connection: close).
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
-	r.once.Do(r.init)
-	if servedInPlace(ctx) {
+	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
 	}
+	r.serve(ctx)
+}
+
+// serve is Handle for a request whose framing was checked (Router.Handle
+// checks it before the route is matched).
+func (r *Relay) serve(ctx *fasthttp.RequestCtx) {
+	r.once.Do(r.init)
 	switch t := ctx.RequestURI(); {
 	case len(t) == 0 || t[0] != '/':
 		// Absolute-form ("http://other/x"), CONNECT's authority-form or
@@ -390,6 +420,9 @@ func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	var buf [256]byte
 	req.SetRequestURIBytes(append(append(buf[:0], r.base...), uri...))
 	req.Header.SetMethodBytes(ctx.Method())
+	// A body without a Content-Type goes without one: fasthttp's client
+	// would add application/octet-stream, a header the consumer did not send.
+	req.Header.SetNoDefaultContentType(true)
 	copyRequestHeaders(&req.Header, &ctx.Request.Header)
 	setForwarded(&req.Header, ctx)
 	if strip {
@@ -414,7 +447,10 @@ func (r *Relay) upstreamURL(uri *fasthttp.URI) string {
 // upstreamProblem maps a failure to get the producer's answer to the
 // problem the consumer reads.
 func upstreamProblem(err error) *Problem {
+	var m *malformedAnswerError
 	switch {
+	case errors.As(err, &m):
+		return problemMalformed(m)
 	case errors.Is(err, fasthttp.ErrNoFreeConns):
 		return problemBusy(err)
 	case isTimeout(err):
@@ -724,6 +760,9 @@ func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 	}
 	if rep.URL != "" {
 		fields = append(fields, zap.String("upstream", redact.URL(rep.URL)))
+	}
+	if m := (*malformedAnswerError)(nil); errors.As(rep.Err, &m) {
+		fields = append(fields, zap.String("excerpt", m.excerpt))
 	}
 	if p.Status >= 500 {
 		r.log.Error("run refused", fields...)

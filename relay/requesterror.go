@@ -29,10 +29,13 @@ var requestErrorKinds = [...]struct{ has, kind string }{
 	{"invalid header value", "invalid header value"},
 	{"duplicate content-length", "more than one Content-Length"},
 	{"content-length and transfer-encoding", "both Content-Length and Transfer-Encoding"},
-	{"transfer-encoding", "unsupported Transfer-Encoding"},
+	{"transfer-encoding", kindTransferCoding},
 	{"content-length", "invalid Content-Length"},
-	{"host header", "more than one Host header"},
-	{"host required", "no Host header"},
+	// fasthttp's "missing required host header" and "too many host
+	// headers": each before the other's words can match it.
+	{"missing required host", "no Host header"},
+	{"too many host", "more than one Host header"},
+	{"invalid host", "invalid Host header"},
 	{"request method", "invalid request method"},
 	{"http version", "unsupported HTTP version"},
 	{"whitespace", "malformed request line"},

@@ -129,7 +129,13 @@ func prefixMatches(prefix string, path []byte) bool {
 // A Router keeps the tables it retired while any of their runs is in
 // flight, so that Active and EndRuns still reach them at shutdown.
 type Router struct {
+	// MaxBodiesInFlight bounds the bytes of request bodies the Router's
+	// Server holds at once, as Relay.MaxBodiesInFlight does; zero means
+	// four times the router's body limit. Set it before Server.
+	MaxBodiesInFlight int
+
 	maxBody int
+	bodies  *bodyBudget // from Server
 	log     *zap.Logger
 	cur     atomic.Pointer[Table]
 	srv     atomic.Pointer[fasthttp.Server] // from Server, for the tables' relays
@@ -258,7 +264,7 @@ func (rt *Router) EndRuns() {
 // Handle serves one request with the relay of the route its path matches,
 // or answers 404 with a problem when none does.
 func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
-	if servedInPlace(ctx) {
+	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
 	}
 	t := rt.acquire()
@@ -275,7 +281,7 @@ func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
 		problemNoRoute(string(path)).Write(ctx)
 		return
 	}
-	r.Relay.Handle(ctx)
+	r.Relay.serve(ctx)
 }
 
 // Server returns a fasthttp server for the router, configured as
@@ -288,6 +294,8 @@ func (rt *Router) Server() *fasthttp.Server {
 	s.ExpectHandler = rt.expect
 	s.MaxRequestBodySize = rt.maxBody
 	s.Logger = zapPrintf{rt.log}
+	rt.bodies = newBodyBudget(rt.MaxBodiesInFlight, rt.maxBody, s)
+	rt.bodies.install(s)
 	rt.srv.Store(s)
 	t.serveWith(s)
 	return s
@@ -304,9 +312,24 @@ func (t *Table) serveWith(s *fasthttp.Server) {
 // expect is Relay.expect with the limit and the CORS policy of the route
 // the path matches (the router's limit, and no CORS, when none does).
 func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
+	code := rt.expectRoute(ctx)
+	if code != fasthttp.StatusContinue {
+		rt.bodies.release(&ctx.Request.Header) // the body is never read, the handler never called
+	}
+	return code
+}
+
+func (rt *Router) expectRoute(ctx *fasthttp.RequestCtx) int {
 	r := rt.Table().Match(ctx.URI().PathOriginal())
+	if p := rt.bodies.refusedBeforeContinue(ctx); p != nil {
+		p.Write(ctx)
+		if r != nil {
+			r.Relay.CORS.apply(ctx)
+		}
+		return p.Status
+	}
 	if r == nil {
-		return expectWithin(ctx, rt.maxBody)
+		return expectWithin(ctx, nil, rt.maxBody)
 	}
 	return r.Relay.expect(ctx)
 }
@@ -315,7 +338,11 @@ func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
 // headers of the route its path matches (none when it matches none, or its
 // path could not be read).
 func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
-	serverProblem(err, rt.maxBody).Write(ctx)
+	p := rt.bodies.refusal(ctx, err)
+	if p == nil {
+		p = serverProblem(err, rt.maxBody)
+	}
+	p.Write(ctx)
 	if m := rt.Table().Match(ctx.URI().PathOriginal()); m != nil {
 		m.Relay.CORS.apply(ctx)
 	}

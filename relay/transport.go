@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/agui-relay/agui-relay/wire"
@@ -27,7 +28,11 @@ const maxInterim = 10
 
 func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
 	if !resp.StreamBody || resp.SkipBody || req.Header.IsHead() {
-		return fasthttp.DefaultTransport.RoundTrip(hc, req, resp)
+		retry, err := fasthttp.DefaultTransport.RoundTrip(hc, req, resp)
+		if m, ok := malformedAnswer(err, nil).(*malformedAnswerError); ok && strings.Contains(err.Error(), "reading response headers") {
+			return false, m // the client's errors quote no bytes (SecureErrorLogMessage): no excerpt
+		}
+		return retry, err
 	}
 	cc, err := hc.AcquireConn(0, req.ConnectionClose())
 	if err != nil {
@@ -98,6 +103,13 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 		err = errHeadWaitGone // whatever the interrupted read said
 	}
 	if err != nil {
+		err = malformedAnswer(err, br)
+		if _, ok := err.(*malformedAnswerError); ok {
+			// No retry: the producer would answer the same again.
+			hc.ReleaseReader(br)
+			hc.CloseConn(cc)
+			return false, err
+		}
 		hc.ReleaseReader(br)
 		hc.CloseConn(cc)
 		return err != errHeadWaitGone, err

@@ -71,6 +71,8 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 		WriteBufferSize:          16 << 10,
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
+		// fasthttp's errors would quote the producer's answer (malformed.go).
+		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
 	}
 }
 

@@ -1,7 +1,11 @@
-// Package redact keeps secrets a URL may carry out of the logs.
+// Package redact keeps secrets a URL may carry, and a peer's bytes beyond
+// a short excerpt, out of the logs.
 package redact
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // URL returns u as a log line names it: without the query, the fragment or
 // the userinfo, which may hold a token or a password (an agent's
@@ -26,4 +30,15 @@ func URL(u string) string {
 		}
 	}
 	return u + marks
+}
+
+// Excerpt returns the first n bytes of b at most, quoted and escaped as Go
+// does (%q: control bytes and invalid UTF-8 escaped, so that they cannot
+// forge a log line), with "…" after the quote when b was longer. It is
+// what a log line may show of bytes a peer sent that could not be read.
+func Excerpt(b []byte, n int) string {
+	if len(b) <= n {
+		return strconv.Quote(string(b))
+	}
+	return strconv.Quote(string(b[:n])) + "…"
 }

@@ -19,3 +19,20 @@ func TestURL(t *testing.T) {
 		}
 	}
 }
+
+func TestExcerpt(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"HTTP/1.1 2OO OK\r\n", 64, `"HTTP/1.1 2OO OK\r\n"`},
+		{"abcdef", 3, `"abc"…`},
+		{"a\x00\xffb", 8, `"a\x00\xffb"`},
+		{"", 8, `""`},
+	} {
+		if got := Excerpt([]byte(c.in), c.n); got != c.want {
+			t.Errorf("Excerpt(%q, %d) = %s, want %s", c.in, c.n, got, c.want)
+		}
+	}
+}

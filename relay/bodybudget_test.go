@@ -1,0 +1,222 @@
+package relay
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
+)
+
+// runOfLen returns a RunAgentInput of exactly n bytes.
+func runOfLen(t *testing.T, n int) string {
+	t.Helper()
+	head := `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[],"forwardedProps":{"pad":"`
+	tail := `"}}`
+	if n < len(head)+len(tail) {
+		t.Fatalf("no input of %d bytes", n)
+	}
+	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+}
+
+// runHead is the head of a run's request whose body is framed by framing
+// (a Content-Length or Transfer-Encoding line and any other).
+func runHead(framing string) string {
+	return "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n" + framing + "\r\n"
+}
+
+// readOne reads one answer from c, its body whole.
+func readOne(t *testing.T, c net.Conn, br *bufio.Reader) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	return resp, string(b)
+}
+
+// wantBudgetRefusal reads c's answer: a 503 of the bodies' budget with
+// Retry-After, and the connection closed after it.
+func wantBudgetRefusal(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	br := bufio.NewReader(c)
+	resp, body := readOne(t, c, br)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(body, `"type":"`+ProblemBodiesInFlight+`"`) {
+		t.Errorf("%s: %d Retry-After %q %s, want 503 %s with Retry-After: 1", what, resp.StatusCode, resp.Header.Get("Retry-After"), body, ProblemBodiesInFlight)
+	}
+	if n, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("%s: the connection was kept (%q, %v)", what, n, err)
+	}
+}
+
+// Request bodies held at once are bounded, all connections together (issue
+// #31): past MaxBodiesInFlight a body is refused with 503 and Retry-After
+// before it is read (from its Content-Length; a chunked one as it outgrows
+// what was free), and what a body held comes back once it was served.
+func TestBodiesInFlightAreBounded(t *testing.T) {
+	h, seen := recordingProducer(t, func(r *Relay) {
+		r.MaxBody = 8 << 10
+		r.MaxBodiesInFlight = 12 << 10
+	})
+	addr := strings.TrimPrefix(h.url, "http://")
+	held := func() int { return h.relay.bodies.inFlight() }
+
+	// A holds 8000 bytes: its head came, its body is on the way.
+	a := testkit.DialConsumer(t, addr)
+	bodyA := runOfLen(t, 8000)
+	io.WriteString(a, runHead("Content-Length: 8000\r\n")+bodyA[:100])
+	testkit.WaitFor(t, "the first body claimed", func() bool { return held() == 8000 })
+
+	// Over the budget: refused from the head alone, whatever the framing.
+	b := testkit.DialConsumer(t, addr)
+	io.WriteString(b, runHead("Content-Length: 5000\r\n"))
+	wantBudgetRefusal(t, b, "Content-Length 5000")
+	e := testkit.DialConsumer(t, addr)
+	io.WriteString(e, runHead("Content-Length: 5000\r\nExpect: 100-continue\r\n"))
+	wantBudgetRefusal(t, e, "Expect: 100-continue") // and no 100 Continue before it
+	c := testkit.DialConsumer(t, addr)
+	io.WriteString(c, runHead("Transfer-Encoding: chunked\r\n")+strconv.FormatInt(5000, 16)+"\r\n")
+	wantBudgetRefusal(t, c, "a chunk of 5000 with 4 KiB free")
+
+	// Within what is free: served, and given back.
+	small := runOfLen(t, 3000)
+	d := testkit.DialConsumer(t, addr)
+	io.WriteString(d, runHead("Content-Length: 3000\r\nConnection: close\r\n")+small)
+	if resp, _ := readOne(t, d, bufio.NewReader(d)); resp.StatusCode != 200 {
+		t.Errorf("a body that fits: %d", resp.StatusCode)
+	}
+	if n := held(); n != 8000 {
+		t.Errorf("%d bytes held after the small body was served, want the first body's 8000", n)
+	}
+
+	// A's body completes: served, and the budget is whole again.
+	io.WriteString(a, bodyA[100:])
+	if resp, _ := readOne(t, a, bufio.NewReader(a)); resp.StatusCode != 200 {
+		t.Errorf("the first body: %d", resp.StatusCode)
+	}
+	if n := held(); n != 0 {
+		t.Errorf("%d bytes held once every body was served", n)
+	}
+	for name, req := range map[string]string{
+		"Content-Length 8000": runHead("Content-Length: 8000\r\nConnection: close\r\n") + bodyA,
+		"chunked 8000":        runHead("Transfer-Encoding: chunked\r\nConnection: close\r\n") + chunk(bodyA[:5000]) + chunk(bodyA[5000:]) + "0\r\n\r\n",
+	} {
+		if got := rawExchange(t, addr, req); statusOf(got) != 200 {
+			t.Errorf("%s, the budget free: %.200q", name, got)
+		}
+	}
+	if n := held(); n != 0 {
+		t.Errorf("%d bytes held at the end", n)
+	}
+	if n := len(seen()); n != 4 {
+		t.Errorf("the producer saw %d runs, want the 4 served", n)
+	}
+}
+
+// A Router's server has one budget for every route's bodies.
+func TestRouterBoundsBodiesInFlight(t *testing.T) {
+	h, _ := recordingProducer(t, nil)
+	tab, err := NewTable([]Route{
+		{Name: "a", Prefix: "/a", Relay: &Relay{Upstream: h.producer.URL, MaxBody: 8 << 10}},
+		{Name: "b", Prefix: "/agent", Relay: &Relay{Upstream: h.producer.URL, MaxBody: 8 << 10}},
+		{Name: "small", Prefix: "/small", Relay: &Relay{Upstream: h.producer.URL, MaxBody: 1 << 10}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := NewRouter(tab, 0, nil)
+	rt.MaxBodiesInFlight = 12 << 10
+	addr := testkit.Serve(t, rt.Server(), Listener)
+	t.Cleanup(rt.EndRuns)
+
+	a := testkit.DialConsumer(t, addr)
+	io.WriteString(a, "POST /a/x HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 8000\r\n\r\n{")
+	testkit.WaitFor(t, "the first body claimed", func() bool { return rt.bodies.inFlight() == 8000 })
+	b := testkit.DialConsumer(t, addr)
+	io.WriteString(b, runHead("Content-Length: 5000\r\n"))
+	wantBudgetRefusal(t, b, "another route's body over the budget")
+	a.Close()
+	testkit.WaitFor(t, "the budget given back by a body never finished", func() bool { return rt.bodies.inFlight() == 0 })
+	if got := rawExchange(t, addr, runHead("Content-Length: 8000\r\nConnection: close\r\n")+runOfLen(t, 8000)); statusOf(got) != 200 {
+		t.Errorf("the budget free: %.200q", got)
+	}
+	// A body over its route's limit, refused before 100 Continue: never
+	// read, and its claim given back.
+	got := rawExchange(t, addr, "POST /small HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 4000\r\nExpect: 100-continue\r\n\r\n")
+	if statusOf(got) != 413 {
+		t.Errorf("over the route's limit: %.200q", got)
+	}
+	if n := rt.bodies.inFlight(); n != 0 {
+		t.Errorf("%d bytes held after a body refused before 100 Continue", n)
+	}
+}
+
+// A body whose read fails without the server telling the relay (the client
+// closes at a chunk's start: the server takes it for a closed connection)
+// leaves its claim behind; it is dropped when its header serves the next
+// request (the server's request contexts are pooled), or once it is older
+// than the server's read timeout and the budget is short.
+func TestBodiesInFlightLeftByASilentFailureAreDropped(t *testing.T) {
+	h, _ := recordingProducer(t, func(r *Relay) {
+		r.MaxBody = 8 << 10
+		r.MaxBodiesInFlight = 8 << 10
+	})
+	addr := strings.TrimPrefix(h.url, "http://")
+	bodies := h.relay.bodies
+	c := testkit.DialConsumer(t, addr)
+	io.WriteString(c, runHead("Transfer-Encoding: chunked\r\n")+chunk("{"))
+	c.Close()
+	testkit.WaitFor(t, "the chunked body claimed", func() bool { return bodies.inFlight() == 8<<10 })
+	ageClaims(bodies)
+	if got := rawExchange(t, addr, runHead("Content-Length: 8000\r\nConnection: close\r\n")+runOfLen(t, 8000)); statusOf(got) != 200 {
+		t.Errorf("the claim left behind was not dropped: %.200q", got)
+	}
+	if n := bodies.inFlight(); n != 0 {
+		t.Errorf("%d bytes held at the end", n)
+	}
+}
+
+// ageClaims makes every claim of b older than its server's read timeout.
+func ageClaims(b *bodyBudget) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, cl := range b.claims {
+		cl.at = cl.at.Add(-b.srv.ReadTimeout - time.Second)
+		b.claims[k] = cl
+	}
+	b.lastSweep = time.Time{}
+}
+
+// The sweep alone: a claim no handler saw, older than the read timeout,
+// gives way to a body that would not fit otherwise; a younger one does not.
+func TestBodyBudgetSweepsOnlyStaleClaims(t *testing.T) {
+	b := newBodyBudget(8<<10, 8<<10, &fasthttp.Server{ReadTimeout: time.Minute})
+	claim := func(n int) *fasthttp.RequestHeader {
+		h := &fasthttp.RequestHeader{}
+		h.SetContentLength(n)
+		b.headerReceived(h)
+		return h
+	}
+	claim(8000)
+	if h := claim(8000); h.ContentLength() != 8<<10+1 || b.inFlight() != 8000 {
+		t.Fatalf("a second body over the budget: length %d, %d held", h.ContentLength(), b.inFlight())
+	}
+	ageClaims(b)
+	if h := claim(8000); h.ContentLength() != 8000 || b.inFlight() != 8000 {
+		t.Fatalf("after the first claim went stale: length %d, %d held", h.ContentLength(), b.inFlight())
+	}
+	if h := claim(1000); h.ContentLength() != 8<<10+1 || b.inFlight() != 8000 {
+		t.Errorf("a body over the budget held by a young claim: length %d, %d held", h.ContentLength(), b.inFlight())
+	}
+}

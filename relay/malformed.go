@@ -1,0 +1,97 @@
+package relay
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/agui-relay/agui-relay/internal/redact"
+)
+
+// A producer's answer whose head cannot be parsed is told from a producer
+// that cannot be reached: 502 typed upstream-malformed, whose detail names
+// the fault's kind alone. fasthttp's parse errors quote the head they
+// failed on, and what followed it in the buffer (up to the 4 KiB of the
+// client's read buffer): none of that reaches the consumer, and the log
+// keeps a short escaped excerpt of the answer's start.
+
+// excerptLen bounds the bytes of a malformed answer a log line shows: the
+// status line and a little more.
+const excerptLen = 64
+
+// malformedAnswerError is the producer's answer that could not be parsed.
+type malformedAnswerError struct {
+	kind    string // what is wrong, a fixed phrase (answerErrorKinds)
+	excerpt string // the answer's first bytes, quoted (redact.Excerpt)
+}
+
+func (e *malformedAnswerError) Error() string {
+	return "the producer's answer cannot be parsed: " + e.kind + "; it begins " + e.excerpt
+}
+
+// answerErrorKinds maps what fasthttp's errors reading a response head say
+// (lower case, before any quoted bytes) to the kind the relay reports,
+// first match first.
+var answerErrorKinds = [...]struct{ has, kind string }{
+	{"status code", "invalid status code"},
+	{"whitespace in the first line", "malformed status line"},
+	{"duplicate content-length", "more than one Content-Length"},
+	{"content-length and transfer-encoding", "both Content-Length and Transfer-Encoding"},
+	{"transfer-encoding", "unsupported Transfer-Encoding"},
+	{"content-length", "invalid Content-Length"},
+	{"missing colon", "header line without a colon"},
+	{"invalid header key", "invalid header name"},
+	{"invalid header value", "invalid header value"},
+	{"http version", "unsupported HTTP version"},
+	{"protocol", "unsupported HTTP version"},
+	{"small read buffer", "a head over the 4 KiB read buffer"},
+	{"interim", "too many interim (1xx) answers"},
+}
+
+// malformedAnswer returns err, an error of reading the producer's answer
+// head from br, as a malformedAnswerError when it says the head cannot be
+// parsed; the connection's own failures (a reset, an end, a timeout) are
+// returned as they are.
+func malformedAnswer(err error, br *bufio.Reader) error {
+	var op *net.OpError
+	var errno syscall.Errno
+	if err == nil || err == errHeadWaitGone || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, net.ErrClosed) || isTimeout(err) ||
+		errors.As(err, &op) || errors.As(err, &errno) {
+		return err
+	}
+	msg := err.Error()
+	if i := strings.IndexAny(msg, "\"\\"); i >= 0 {
+		msg = msg[:i]
+	}
+	if i := strings.Index(msg, "buffer size="); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = strings.ToLower(msg)
+	kind := "malformed head"
+	for _, k := range answerErrorKinds {
+		if strings.Contains(msg, k.has) {
+			kind = k.kind
+			break
+		}
+	}
+	var head []byte
+	if br != nil {
+		head, _ = br.Peek(min(br.Buffered(), excerptLen+1))
+	}
+	return &malformedAnswerError{kind: kind, excerpt: redact.Excerpt(head, excerptLen)}
+}
+
+// ProblemMalformed is the problem type of a producer's answer whose head
+// cannot be parsed.
+const ProblemMalformed = "urn:agui-relay:upstream-malformed"
+
+func problemMalformed(e *malformedAnswerError) *Problem {
+	return &Problem{Type: ProblemMalformed, Title: "The producer's answer is malformed", Status: fasthttp.StatusBadGateway,
+		Detail: "the producer's answer cannot be parsed: " + e.kind}
+}
