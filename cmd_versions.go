@@ -36,15 +36,14 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, func() error { return fs.Parse(args) }); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return 2
+		return usageError(fs, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "agui-relay versions: takes no arguments")
-		return 2
+		return usageError(fs, fmt.Errorf("takes no arguments, got %q", fs.Args()))
 	}
 	var usage map[string]metrics.DeprecationUsage
 	if *admin != "" {
