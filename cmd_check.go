@@ -258,7 +258,7 @@ func (c *checker) findings(doc []byte, j rules.Judgement) {
 			}
 		}
 		fmt.Fprintln(c.out, line)
-		if h := rules.Hint(doc, f); h != "" && !seen[h] {
+		if h := rules.Hint(c.v, doc, f); h != "" && !seen[h] {
 			seen[h] = true
 			fmt.Fprintf(c.out, "    hint: %s\n", h)
 		}
