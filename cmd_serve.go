@@ -106,7 +106,7 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address for relayed traffic")
 	fs.StringVar(&c.config, "config", "", "routes file (YAML or JSON): path prefixes to upstreams, each with its versions, timeouts and limits; the\nflags below are the defaults of what a route leaves out. Re-read on SIGHUP. Empty: one route, every path to --upstream")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz, /metrics (Prometheus) and /deprecations (JSON)")
-	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process (see --demo-version)")
+	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process, which answers POST /agent and GET /agent/capabilities (see --demo-version)")
 	fs.Func("producer-version", "what the producer speaks when it does not declare it (1.0, or a legacy SDK release such as 0.0.45,\nor the Python SDK release it is built on: ag-ui-protocol@0.1.19, py0.1.19 for short).\nEmpty: learnt per run from RUN_STARTED.protocolVersion; absent there means the producer predates the field", producerVersionFlag(&c.producerVersion, &c.producerPython))
 	fs.Func("consumer-version", "what consumers that do not declare RunAgentInput.protocolVersion speak (a consumer that declares is taken at its word).\n"+
 		"auto (the default): one that does not declare predates the field and is read as "+negotiate.NewestBeforeField().String()+", the newest release before it\n"+

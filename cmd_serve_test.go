@@ -166,6 +166,17 @@ func TestServeRelaysTheDemoAgent(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"versions":["0.0.40","1.0"]`) {
 		t.Errorf("capabilities: %d %s", resp.StatusCode, b)
 	}
+	// A run posted to another path than the demo's reaches a 404 that says
+	// which paths exist and how --upstream joins them.
+	for _, path := range []string{"/whatever", "/agent/agent"} {
+		resp := postRun(t, "http://"+at.relay+path, `{"threadId":"t","runId":"r","protocolVersion":"1.0","messages":[]}`)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 404 || !strings.Contains(string(b), "the demo agent answers POST /agent (a run) and GET /agent/capabilities") ||
+			!strings.Contains(string(b), "--upstream's base URL") {
+			t.Errorf("POST %s: %d %s", path, resp.StatusCode, b)
+		}
+	}
 	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/deprecations": 200, "/other": 404, "/debug/pprof/": 404} {
 		resp, err := http.Get("http://" + at.admin + path)
 		if err != nil {
