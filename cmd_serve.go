@@ -278,15 +278,20 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	var at listening
 	upstream := c.upstream
 	var demoSrv *fasthttp.Server
+	var demoLn net.Listener // closed on a return before the demo serves on it
 	if upstream == "" && c.config == "" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		var err error
+		if demoLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			return fmt.Errorf("starting the demo agent: %w", err)
 		}
+		defer func() {
+			if demoLn != nil {
+				demoLn.Close()
+			}
+		}()
 		agent := &demo.Agent{Recordings: recordings, Version: c.demoVersion, Pace: c.demoPace}
 		demoSrv = &fasthttp.Server{Handler: agent.Handle, NoDefaultServerHeader: true, ReadTimeout: time.Minute}
-		go demoSrv.Serve(ln) //nolint:errcheck // ends at shutdown
-		upstream = "http://" + ln.Addr().String()
+		upstream = "http://" + demoLn.Addr().String()
 		at.demo = upstream
 	}
 
@@ -317,7 +322,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	srv := r.Server()
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
-		return fmt.Errorf("listening for relayed traffic: %w", err)
+		return fmt.Errorf("--listen %s: %w", c.listen, err)
 	}
 	at.relay = ln.Addr().String()
 	ln = relay.Listener(ln) // consumers' connections read and written with raw system calls
@@ -327,10 +332,14 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	aln, err := net.Listen("tcp", c.adminListen)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("listening for admin traffic: %w", err)
+		return fmt.Errorf("--admin-listen %s: %w", c.adminListen, err)
 	}
 	at.admin = aln.Addr().String()
 
+	if demoSrv != nil {
+		go demoSrv.Serve(demoLn) //nolint:errcheck // ends at shutdown
+		demoLn = nil
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	go func() { errc <- admin.Serve(aln) }()

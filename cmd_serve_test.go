@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -247,6 +248,29 @@ func TestServePprofOnlyWhenAsked(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
 			t.Errorf("%s: %d %.200s", path, resp.StatusCode, b)
+		}
+	}
+}
+
+// An address taken already fails serve with the flag that named it (with
+// the demo agent or an upstream).
+func TestServeNamesTheFlagOfATakenAddress(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	for _, args := range [][]string{{"--listen", addr}, {"--admin-listen", addr}, {"--upstream", "http://127.0.0.1:1", "--listen", addr}} {
+		flag := args[len(args)-2]
+		args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)
+		c, err := parseServe(args, func(string) string { return "" }, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = serve(context.Background(), c, zap.NewNop(), nil, nil)
+		if err == nil || !strings.HasPrefix(err.Error(), flag+" "+addr+": ") {
+			t.Errorf("%s %s taken: serve: %v", flag, addr, err)
 		}
 	}
 }
