@@ -64,3 +64,20 @@ func TestMakefileFuzzesEveryTarget(t *testing.T) {
 		t.Errorf("make fuzz fuzzes\n  %s\nthe fuzz targets of the module are\n  %s", strings.Join(listed, "\n  "), strings.Join(defined, "\n  "))
 	}
 }
+
+// The README installs the binary with make build: the target builds
+// ./agui-relay from the module's main package (and git ignores it).
+func TestMakeBuildBuildsTheBinary(t *testing.T) {
+	makefile, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(makefile), "\nbuild:\n\t$(GO) build -o agui-relay .\n") ||
+		!regexp.MustCompile(`(?m)^\.PHONY:.* build( |$)`).Match(makefile) {
+		t.Error("the Makefile has no phony build target running $(GO) build -o agui-relay .")
+	}
+	ignore, err := os.ReadFile(".gitignore")
+	if err != nil || !slices.Contains(strings.Split(string(ignore), "\n"), "/agui-relay") {
+		t.Errorf(".gitignore does not ignore /agui-relay: %v", err)
+	}
+}
