@@ -109,6 +109,11 @@ func translateEvents(in io.Reader, stdout, stderr io.Writer, consumer, producer 
 	w := bufio.NewWriter(stdout)
 	st := tr.NewStream(consumer, producer, w)
 	st.ProducerPython = py
+	st.OnPlan = func(p negotiate.Plan) { // as the relay logs them, once per run
+		for _, w := range p.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+	}
 	sc := event.NewScanner(in, maxFrame)
 	for {
 		f, err := sc.Next()
