@@ -118,10 +118,16 @@ func (a *Agent) Handle(ctx *fasthttp.RequestCtx) {
 	default:
 		// The relay passes a producer's 404 on unchanged: this is what
 		// the consumer reads.
-		fail(ctx, fasthttp.StatusNotFound, "no "+string(ctx.Method())+" "+path+
-			": the demo agent answers POST "+p+" (a run) and GET "+p+"/capabilities."+
-			" The relay appends a request's path and query to --upstream's base URL: with --upstream http://127.0.0.1:8000/api,"+
-			" POST /agent?x=1 to the relay goes to http://127.0.0.1:8000/api/agent?x=1")
+		b, _ := json.Marshal(map[string]any{
+			"title":  "demo agent: no " + string(ctx.Method()) + " " + path,
+			"status": fasthttp.StatusNotFound,
+			"detail": "no " + string(ctx.Method()) + " " + path + ": the demo agent answers POST " + p + " (a run) and GET " + p + "/capabilities." +
+				" The relay appends a request's path and query to --upstream's base URL: with --upstream http://127.0.0.1:8000/api," +
+				" POST /agent?x=1 to the relay goes to http://127.0.0.1:8000/api/agent?x=1",
+		})
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		ctx.SetContentType("application/problem+json")
+		ctx.SetBody(b)
 	}
 }
 
