@@ -55,11 +55,13 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./event/
 	$(GO) test -run '^$$' -fuzz '^FuzzScannerFraming$$' -fuzztime $(FUZZTIME) ./event/
-	$(GO) test -run '^$$' -fuzz '^FuzzChunked$$' -fuzztime $(FUZZTIME) ./relay/
+	$(GO) test -run '^$$' -fuzz '^FuzzChunked$$' -fuzztime $(FUZZTIME) ./wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzJudgeEvent$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzJudgeInput$$' -fuzztime $(FUZZTIME) ./rules/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzValidMatchesGJSON$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzEventTranslation$$' -fuzztime $(FUZZTIME) ./translate/
 	$(GO) test -run '^$$' -fuzz '^FuzzInputTranslation$$' -fuzztime $(FUZZTIME) ./translate/
 	$(GO) test -run '^$$' -fuzz '^FuzzThinkingSplice$$' -fuzztime $(FUZZTIME) ./translate/
 	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./translate/
+	$(GO) test -run '^$$' -fuzz '^FuzzTopMembers$$' -fuzztime $(FUZZTIME) ./translate/

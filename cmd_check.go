@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,14 +70,11 @@ flags:
 		return code
 	}
 	if len(files) > 1 {
-		fmt.Fprintln(stderr, "agui-relay check: at most one FILE")
-		fs.Usage()
-		return 2
+		return usageError(fs, fmt.Errorf("at most one FILE, got %q", files))
 	}
-	v, err := negotiate.Parse(*version)
+	v, err := negotiate.ParseKnown(*version)
 	if err != nil {
-		fmt.Fprintf(stderr, "agui-relay check: --version: %v\n", err)
-		return 2
+		return usageError(fs, fmt.Errorf("--version: %v", err))
 	}
 	r := stdin
 	name := "stdin"
@@ -92,8 +90,7 @@ flags:
 	}
 	if *url != "" {
 		if len(files) > 0 && !*input {
-			fmt.Fprintln(stderr, "agui-relay check: with --url, FILE is the RunAgentInput to post: give --input")
-			return 2
+			return usageError(fs, errors.New("with --url, FILE is the RunAgentInput to post: give --input"))
 		}
 		if !*input {
 			r = nil
@@ -102,8 +99,7 @@ flags:
 	}
 	if *profiles {
 		if *input {
-			fmt.Fprintln(stderr, "agui-relay check: --profiles judges an event stream, not --input")
-			return 2
+			return usageError(fs, errors.New("--profiles judges an event stream, not --input"))
 		}
 		return checkProfiles(r, name, stdout, stderr)
 	}
@@ -262,7 +258,7 @@ func (c *checker) findings(doc []byte, j rules.Judgement) {
 			}
 		}
 		fmt.Fprintln(c.out, line)
-		if h := rules.Hint(doc, f); h != "" && !seen[h] {
+		if h := rules.Hint(c.v, doc, f); h != "" && !seen[h] {
 			seen[h] = true
 			fmt.Fprintf(c.out, "    hint: %s\n", h)
 		}

@@ -192,3 +192,21 @@ func TestCheckCorpusAgreesWithConsumers(t *testing.T) {
 		t.Errorf("consumers.tsv: 1.0.0 resolves %d runs, 0.0.52 %d; the README says 117 and 109", resolves["1.0"], resolves["0.0.52"])
 	}
 }
+
+// An event type a later release added is no framework's own: check names
+// the release that added it.
+func TestCheckHintNamesTheReleaseThatAddedAType(t *testing.T) {
+	stream := `{"type":"RUN_STARTED","threadId":"t","runId":"r"}
+{"type":"SUBAGENT_STARTED","subagentRunId":"s","parentRunId":"r","name":"researcher"}
+{"type":"RUN_FINISHED","threadId":"t","runId":"r"}
+`
+	code, out, _ := runCmd(t, stream, "check", "--version", "0.0.45")
+	if code != 1 {
+		t.Errorf("exit %d, want 1:\n%s", code, out)
+	}
+	wantContains(t, out, "#1 SUBAGENT_STARTED: rejected",
+		"hint: SUBAGENT_STARTED came in release 0.0.59, later than 0.0.45, the version judged: a consumer of 0.0.45 fails the run on it")
+	if strings.Contains(out, "framework-specific") {
+		t.Errorf("the hint calls a type of 0.0.59 framework-specific:\n%s", out)
+	}
+}

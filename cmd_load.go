@@ -124,12 +124,10 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		return code
 	}
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "agui-relay load: "+format+"\n", a...)
-		return 2
+		return usageError(fs, fmt.Errorf(format, a...))
 	}
 	if len(urls) != 1 {
-		fs.Usage()
-		return 2
+		return usageErr("want one URL, got %d", len(urls))
 	}
 	if o.runs < 0 || o.duration < 0 || o.rate < 0 || o.judge < 0 || o.rounds < 1 || o.interval <= 0 {
 		return usageErr("-n, -d, --rate and --judge-every must not be negative, --rounds and --interval must be positive")

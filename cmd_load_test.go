@@ -117,7 +117,7 @@ func TestLoadClearErrors(t *testing.T) {
 		{[]string{"-c", "0", gone}, 2, `invalid value "0" for flag -c`},
 		{[]string{"--header", "novalue", gone}, 2, `is not 'Name: value'`},
 		{[]string{"--progress", "fancy", gone}, 2, `--progress "fancy"`},
-		{[]string{}, 2, "usage: agui-relay load"},
+		{[]string{}, 2, "agui-relay load: want one URL, got 0\nRun 'agui-relay load --help' for usage.\n"},
 	} {
 		code, out, errs := loadCmd(t, context.Background(), tc.args...)
 		if code != tc.code || !strings.Contains(out+errs, tc.out) {

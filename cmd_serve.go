@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -68,12 +67,50 @@ type serveConfig struct {
 // parseServe reads the serve flags from args and, for flags not given
 // there, from AGUI_RELAY_<FLAG> through getenv.
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*serveConfig, error) {
-	c := &serveConfig{maxBody: 64 << 20, maxBodiesInFlight: 256 << 20, maxFrame: 10 << 20, recordMaxBytes: 16 << 20}
-	fs := newFlagSet("serve", stderr)
+	c := &serveConfig{}
+	fs := serveFlags(c, stderr)
+	if err := parseWithEnv(fs, args, getenv); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if c.upstream != "" {
+		if err := checkUpstream(c.upstream); err != nil {
+			return nil, fmt.Errorf("--upstream %v", err)
+		}
+	}
+	if err := checkCORS(c.cors); err != nil {
+		return nil, fmt.Errorf("--cors-allow-origins: %v", err)
+	}
+	if c.config != "" {
+		routes, err := loadRoutes(c.config, c)
+		if err != nil {
+			return nil, fmt.Errorf("--config %v", err)
+		}
+		c.routes = routes
+	}
+	if largest := largestMaxBody(c); c.maxBodiesInFlight > 0 && int(c.maxBodiesInFlight) < largest {
+		return nil, fmt.Errorf("--max-bodies-in-flight %v is below the largest body limit, %v: such a body could never be read", &c.maxBodiesInFlight, (*byteSize)(&largest))
+	}
+	if c.logFormat != "json" && c.logFormat != "console" {
+		return nil, fmt.Errorf("--log-format %q: want json or console", c.logFormat)
+	}
+	if _, err := zapcore.ParseLevel(c.logLevel); err != nil {
+		return nil, fmt.Errorf("--log-level: %v", err)
+	}
+	return c, nil
+}
+
+// serveFlags defines the serve flags on a flag set writing to out, with
+// their defaults set in c.
+func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
+	c.maxBody, c.maxBodiesInFlight, c.maxFrame, c.recordMaxBytes = 64<<20, 256<<20, 10<<20, 16<<20
+	fs := newFlagSet("serve", out)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address for relayed traffic")
 	fs.StringVar(&c.config, "config", "", "routes file (YAML or JSON): path prefixes to upstreams, each with its versions, timeouts and limits; the\nflags below are the defaults of what a route leaves out. Re-read on SIGHUP. Empty: one route, every path to --upstream")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "address for /healthz, /readyz, /metrics (Prometheus) and /deprecations (JSON)")
-	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process (see --demo-version)")
+	fs.StringVar(&c.upstream, "upstream", "", "base URL of the producer (the agent); the request's path and query are appended.\nEmpty: an embedded demo agent is started in-process, which answers POST /agent and GET /agent/capabilities (see --demo-version)")
 	fs.Func("producer-version", "what the producer speaks when it does not declare it (1.0, or a legacy SDK release such as 0.0.45,\nor the Python SDK release it is built on: ag-ui-protocol@0.1.19, py0.1.19 for short).\nEmpty: learnt per run from RUN_STARTED.protocolVersion; absent there means the producer predates the field", producerVersionFlag(&c.producerVersion, &c.producerPython))
 	fs.Func("consumer-version", "what consumers that do not declare RunAgentInput.protocolVersion speak (a consumer that declares is taken at its word).\n"+
 		"auto (the default): one that does not declare predates the field and is read as "+negotiate.NewestBeforeField().String()+", the newest release before it\n"+
@@ -102,47 +139,18 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 		fmt.Fprint(fs.Output(), "usage: agui-relay [serve] [flags]\n\nRuns the relay. Every flag can also be set by the environment variable\nAGUI_RELAY_<FLAG> (upper case, - becomes _); the command line wins.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseWithEnv(fs, args, getenv); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-	if c.upstream != "" {
-		u, err := url.Parse(c.upstream)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
-			return nil, fmt.Errorf("--upstream %q: want an http(s) base URL without a query", c.upstream)
-		}
-	}
-	if err := checkCORS(c.cors); err != nil {
-		return nil, fmt.Errorf("--cors-allow-origins: %v", err)
-	}
-	if c.config != "" {
-		routes, err := loadRoutes(c.config, c)
-		if err != nil {
-			return nil, fmt.Errorf("--config %v", err)
-		}
-		c.routes = routes
-	}
-	if largest := largestMaxBody(c); c.maxBodiesInFlight > 0 && int(c.maxBodiesInFlight) < largest {
-		return nil, fmt.Errorf("--max-bodies-in-flight %v is below the largest body limit, %v: such a body could never be read", &c.maxBodiesInFlight, (*byteSize)(&largest))
-	}
-	if c.logFormat != "json" && c.logFormat != "console" {
-		return nil, fmt.Errorf("--log-format %q: want json or console", c.logFormat)
-	}
-	if _, err := zapcore.ParseLevel(c.logLevel); err != nil {
-		return nil, fmt.Errorf("--log-level: %v", err)
-	}
-	return c, nil
+	return fs
 }
 
-func versionFlag(dst *negotiate.Version) func(string) error {
+// versionFlag reads a version that names a release the relay knows; also
+// lists what else the flag takes, for the error.
+func versionFlag(dst *negotiate.Version, also ...string) func(string) error {
 	return func(s string) error {
 		if s == "" {
 			*dst = negotiate.Version{}
 			return nil
 		}
-		v, err := negotiate.Parse(s)
+		v, err := negotiate.ParseKnown(s, also...)
 		if err == nil {
 			*dst = v
 		}
@@ -154,7 +162,7 @@ func versionFlag(dst *negotiate.Version) func(string) error {
 // name the Python SDK release the producer is built on (py is then set, and
 // the version is the release's PyProfile.Events).
 func producerVersionFlag(dst *negotiate.Version, py *negotiate.PyRelease) func(string) error {
-	set := versionFlag(dst)
+	set := versionFlag(dst, negotiate.KnownPyReleases())
 	return func(s string) error {
 		v, r, named, err := parseProducer(s)
 		if !named {
@@ -172,7 +180,7 @@ func producerVersionFlag(dst *negotiate.Version, py *negotiate.PyRelease) func(s
 // negotiate.ConsumerVersion) and refusing, at start, a consumer release the
 // relay cannot serve (every run would otherwise be refused with 400).
 func consumerVersionFlag(dst *negotiate.Version) func(string) error {
-	set := versionFlag(dst)
+	set := versionFlag(dst, auto)
 	return func(s string) error {
 		if s == auto {
 			*dst = negotiate.Version{}
@@ -249,7 +257,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "agui-relay serve: %v\n", err)
+		fmt.Fprintf(stderr, "agui-relay serve: %v\nRun 'agui-relay serve --help' for usage.\n", err)
 		return 2
 	}
 	log := newLogger(c, stderr)
@@ -276,15 +284,20 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	var at listening
 	upstream := c.upstream
 	var demoSrv *fasthttp.Server
+	var demoLn net.Listener // closed on a return before the demo serves on it
 	if upstream == "" && c.config == "" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		var err error
+		if demoLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			return fmt.Errorf("starting the demo agent: %w", err)
 		}
+		defer func() {
+			if demoLn != nil {
+				demoLn.Close()
+			}
+		}()
 		agent := &demo.Agent{Recordings: recordings, Version: c.demoVersion, Pace: c.demoPace}
 		demoSrv = &fasthttp.Server{Handler: agent.Handle, NoDefaultServerHeader: true, ReadTimeout: time.Minute}
-		go demoSrv.Serve(ln) //nolint:errcheck // ends at shutdown
-		upstream = "http://" + ln.Addr().String()
+		upstream = "http://" + demoLn.Addr().String()
 		at.demo = upstream
 	}
 
@@ -316,7 +329,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	srv := r.Server()
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
-		return fmt.Errorf("listening for relayed traffic: %w", err)
+		return fmt.Errorf("--listen %s: %w", c.listen, err)
 	}
 	at.relay = ln.Addr().String()
 	ln = relay.Listener(ln) // consumers' connections read and written with raw system calls
@@ -326,10 +339,14 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	aln, err := net.Listen("tcp", c.adminListen)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("listening for admin traffic: %w", err)
+		return fmt.Errorf("--admin-listen %s: %w", c.adminListen, err)
 	}
 	at.admin = aln.Addr().String()
 
+	if demoSrv != nil {
+		go demoSrv.Serve(demoLn) //nolint:errcheck // ends at shutdown
+		demoLn = nil
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	go func() { errc <- admin.Serve(aln) }()

@@ -169,6 +169,17 @@ func TestServeRelaysTheDemoAgent(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"versions":["0.0.40","1.0"]`) {
 		t.Errorf("capabilities: %d %s", resp.StatusCode, b)
 	}
+	// A run posted to another path than the demo's reaches a 404 that says
+	// which paths exist and how --upstream joins them.
+	for _, path := range []string{"/whatever", "/agent/agent"} {
+		resp := postRun(t, "http://"+at.relay+path, `{"threadId":"t","runId":"r","protocolVersion":"1.0","messages":[]}`)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 404 || !strings.Contains(string(b), "the demo agent answers POST /agent (a run) and GET /agent/capabilities") ||
+			!strings.Contains(string(b), "--upstream's base URL") {
+			t.Errorf("POST %s: %d %s", path, resp.StatusCode, b)
+		}
+	}
 	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/deprecations": 200, "/other": 404, "/debug/pprof/": 404} {
 		resp, err := http.Get("http://" + at.admin + path)
 		if err != nil {
@@ -267,5 +278,28 @@ func TestServeBoundsBodiesInFlight(t *testing.T) {
 	resp := testkit.Await(t, refused, "neither body refused")
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// An address taken already fails serve with the flag that named it (with
+// the demo agent or an upstream).
+func TestServeNamesTheFlagOfATakenAddress(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	for _, args := range [][]string{{"--listen", addr}, {"--admin-listen", addr}, {"--upstream", "http://127.0.0.1:1", "--listen", addr}} {
+		flag := args[len(args)-2]
+		args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)
+		c, err := parseServe(args, func(string) string { return "" }, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = serve(context.Background(), c, zap.NewNop(), nil, nil)
+		if err == nil || !strings.HasPrefix(err.Error(), flag+" "+addr+": ") {
+			t.Errorf("%s %s taken: serve: %v", flag, addr, err)
+		}
 	}
 }

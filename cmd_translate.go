@@ -28,15 +28,17 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "usage: agui-relay translate [--input] --to V [--from V] [FILE]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, func() error { return fs.Parse(args) }); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0 // --help asked for the usage; it is no usage error
 		}
-		return 2
+		return usageError(fs, err)
 	}
-	if *to == "" || fs.NArg() > 1 {
-		fs.Usage()
-		return 2
+	switch {
+	case *to == "":
+		return usageError(fs, errors.New("--to is required"))
+	case fs.NArg() > 1:
+		return usageError(fs, fmt.Errorf("at most one FILE, got %q", fs.Args()))
 	}
 	// --input: --to names the producer, which may be a Python release.
 	toV, toPy, toNamed, err := parseProducer(*to)
@@ -44,20 +46,19 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		err = fmt.Errorf("%s names a producer; the consumer reads 1.0 or a TypeScript release", *to)
 	}
 	if toNamed && err != nil {
-		fmt.Fprintf(stderr, "agui-relay translate: --to: %v\n", err)
-		return 2
+		return usageError(fs, fmt.Errorf("--to: %v", err))
 	}
 	consumer := toV
-	if !toNamed {
-		consumer, err = negotiate.Parse(*to)
+	if !toNamed && *input {
+		consumer, err = negotiate.ParseKnown(*to, negotiate.KnownPyReleases())
+	} else if !toNamed {
+		consumer, err = negotiate.ParseKnown(*to)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "agui-relay translate: --to: %v\n", err)
-		return 2
+		return usageError(fs, fmt.Errorf("--to: %v", err))
 	}
 	if ok, why := negotiate.Supported(consumer); !ok && !*input { // any producer takes input
-		fmt.Fprintf(stderr, "agui-relay translate: --to %s: %s\n", consumer, why)
-		return 2
+		return usageError(fs, fmt.Errorf("--to %s: %s", consumer, why))
 	}
 	var producer negotiate.Version
 	var producerPy negotiate.PyRelease
@@ -66,12 +67,13 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		if producer, producerPy, named, err = parseProducer(*from); named && *input {
 			err = fmt.Errorf("%s names a producer; with --input, --from is the consumer", *from)
 		}
-		if !named {
-			producer, err = negotiate.Parse(*from)
+		if !named && *input {
+			producer, err = negotiate.ParseKnown(*from)
+		} else if !named {
+			producer, err = negotiate.ParseKnown(*from, negotiate.KnownPyReleases())
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "agui-relay translate: --from: %v\n", err)
-			return 2
+			return usageError(fs, fmt.Errorf("--from: %v", err))
 		}
 	}
 	in := stdin
@@ -107,6 +109,11 @@ func translateEvents(in io.Reader, stdout, stderr io.Writer, consumer, producer 
 	w := bufio.NewWriter(stdout)
 	st := tr.NewStream(consumer, producer, w)
 	st.ProducerPython = py
+	st.OnPlan = func(p negotiate.Plan) { // as the relay logs them, once per run
+		for _, w := range p.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+	}
 	sc := event.NewScanner(in, maxFrame)
 	for {
 		f, err := sc.Next()

@@ -68,3 +68,18 @@ func TestTranslateCommandUsage(t *testing.T) {
 		t.Errorf("missing file: exit %d", code)
 	}
 }
+
+// A producer declaring a version newer than the relay's is translated as
+// newer, with one warning a run, as the relay logs it.
+func TestTranslateWarnsOfANewerProducer(t *testing.T) {
+	run1 := "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r1\",\"protocolVersion\":\"99.0\"}\n\ndata: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r1\"}\n\n"
+	stream := run1 + strings.ReplaceAll(run1, "r1", "r2")
+	var out, errb bytes.Buffer
+	if code := run([]string{"translate", "--to", "1.0"}, strings.NewReader(stream), &out, &errb); code != 0 || out.String() != stream {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	want := "warning: producer speaks protocol 99.0, newer than the relay's 1.0: material the relay does not know passes on\n"
+	if errb.String() != want+want {
+		t.Errorf("stderr %q, want the warning once a run", errb.String())
+	}
+}

@@ -8,9 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -36,15 +37,14 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, func() error { return fs.Parse(args) }); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return 2
+		return usageError(fs, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "agui-relay versions: takes no arguments")
-		return 2
+		return usageError(fs, fmt.Errorf("takes no arguments, got %q", fs.Args()))
 	}
 	var usage map[string]metrics.DeprecationUsage
 	if *admin != "" {
@@ -69,21 +69,19 @@ flags:
 
 `, negotiate.Declared, negotiate.Configured, negotiate.Inferred, negotiate.NewestBeforeField())
 
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROFILE\tRELEASES\tEVENT TYPES\tSERVED\tSUMMARY")
+	var rows [][]string
 	for i := len(negotiate.Profiles) - 1; i >= 0; i-- {
 		p := negotiate.Profiles[i]
 		served := "yes"
 		if ok, _ := negotiate.Supported(p.Last); !ok {
 			served = "no"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Name, releases(p), len(rules.EventTypes(p.Last)), served, p.Summary)
+		rows = append(rows, []string{p.Name, releases(p), strconv.Itoa(len(rules.EventTypes(p.Last))), served, p.Summary})
 	}
-	tw.Flush()
+	writeTable(stdout, []string{"PROFILE", "RELEASES", "EVENT TYPES", "SERVED", "SUMMARY"}, rows, 4)
 
 	fmt.Fprintln(stdout, "\nPython SDK releases (ag-ui-protocol; --producer-version ag-ui-protocol@X.Y.Z or pyX.Y.Z):")
-	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RELEASE\tEVENTS AS\tINPUT AS CORE\tINPUT RULES OF ITS OWN\tADDS\tSOURCE")
+	rows = nil
 	for i := len(negotiate.PyProfiles) - 1; i >= 0; i-- {
 		p := negotiate.PyProfiles[i]
 		var own []string
@@ -92,22 +90,26 @@ flags:
 				own = append(own, r.Name)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s (%s)\t%s\t%s\t%s\t%s\n", p.Release.Name(), p.Events, negotiate.ProfileOf(p.Events).Name, p.Input,
-			strings.Join(own, "; "), p.Adds, p.Source)
+		rows = append(rows, []string{p.Release.Name(), fmt.Sprintf("%s (%s)", p.Events, negotiate.ProfileOf(p.Events).Name), p.Input.String(),
+			p.Adds, strings.Join(own, "; "), p.Source})
 	}
-	tw.Flush()
+	writeTable(stdout, []string{"RELEASE", "EVENTS AS", "INPUT AS CORE", "ADDS", "INPUT RULES OF ITS OWN", "SOURCE"}, rows, 3)
 	fmt.Fprintln(stdout, "Every release to 0.1.20 writes events with exclude_none, which drops a CUSTOM.value, RAW.event or\n"+
 		"STATE_SNAPSHOT.snapshot holding None: the registry's absent-means-null entries below.")
 
 	fmt.Fprintln(stdout, "\ndeprecation registry:")
-	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	header := "RETIRED SHAPE\tREPLACEMENT\tTRANSLATION STEP\tRETIRED IN\tEXPIRES"
+	header := []string{"RETIRED SHAPE", "TRANSLATION STEP", "RETIRED IN", "EXPIRES"}
 	if usage != nil {
-		header += "\tRUNS\tLAST SEEN\tNEEDED BY (route: producer -> consumer, runs)"
+		header = append(header, "RUNS")
 	}
-	fmt.Fprintln(tw, header)
+	side := len(header)
+	header = append(header, "REPLACEMENT")
+	if usage != nil {
+		header = append(header, "LAST SEEN", "NEEDED BY (route: producer -> consumer, runs)")
+	}
+	rows = nil
 	for _, d := range rules.Deprecations() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", d.Shape, d.Replacement, d.Step, d.Retired, d.Expires.Format(time.DateOnly))
+		row := []string{d.Shape, d.Step, d.Retired.String(), d.Expires.Format(time.DateOnly)}
 		if usage != nil {
 			u := usage[d.Shape]
 			last, users := "-", []string{}
@@ -117,24 +119,109 @@ flags:
 			for _, who := range u.Users {
 				users = append(users, fmt.Sprintf("%s: %s -> %s (%d)", who.Route, who.From, who.To, who.Runs))
 			}
-			fmt.Fprintf(tw, "\t%d\t%s\t%s", u.Runs, last, strings.Join(users, "; "))
+			row = append(row, strconv.FormatInt(u.Runs, 10), d.Replacement, last, strings.Join(users, "; "))
+		} else {
+			row = append(row, d.Replacement)
 		}
-		fmt.Fprintln(tw)
+		rows = append(rows, row)
 	}
-	tw.Flush()
+	writeTable(stdout, header, rows, side)
 	return 0
 }
 
-// releases spells the releases of a profile: "1.0", or each 0.0.N.
+// releases spells the releases of a profile: "1.0", "0.0.59" or
+// "0.0.45 to 0.0.53".
 func releases(p negotiate.Profile) string {
-	if !p.First.Legacy() {
+	if p.First == p.Last {
 		return p.First.String()
 	}
-	var rs []string
-	for n := p.First.Patch; n <= p.Last.Patch; n++ {
-		rs = append(rs, negotiate.Version{Patch: n}.String())
+	return p.First.String() + " to " + p.Last.String()
+}
+
+// maxWidth is the widest line versions writes.
+const maxWidth = 100
+
+// writeTable writes a header and rows for a terminal maxWidth wide. The
+// first side columns are set side by side, aligned; the others go below
+// each row, one "name: value" a column (empty values left out), indented
+// and wrapped. A single other column stays on the row, wrapped in place,
+// when there is room for it there.
+func writeTable(w io.Writer, header []string, rows [][]string, side int) {
+	widths := make([]int, side)
+	for _, r := range append([][]string{header}, rows...) {
+		for i := range widths {
+			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
+		}
 	}
-	return strings.Join(rs, " ")
+	at := 0 // where the columns after the side ones start
+	for _, n := range widths {
+		at += n + 2
+	}
+	inline := len(header) == side+1 && maxWidth-at >= 40
+	line := func(r []string) string {
+		var b strings.Builder
+		for i, n := range widths {
+			b.WriteString(r[i])
+			b.WriteString(strings.Repeat(" ", n+2-utf8.RuneCountInString(r[i])))
+		}
+		return b.String()
+	}
+	head := line(header)
+	if inline {
+		head += header[side]
+	}
+	fmt.Fprintln(w, strings.TrimRight(head, " "))
+	for _, r := range rows {
+		l := line(r)
+		if inline {
+			for i, part := range wrap(r[side], maxWidth-at) {
+				if i > 0 {
+					l = strings.Repeat(" ", at)
+				}
+				fmt.Fprintln(w, l+part)
+			}
+			continue
+		}
+		fmt.Fprintln(w, strings.TrimRight(l, " "))
+		for i := side; i < len(header); i++ {
+			if r[i] == "" {
+				continue
+			}
+			for j, part := range wrap(strings.ToLower(header[i])+": "+r[i], maxWidth-6) {
+				indent := "    "
+				if j > 0 {
+					indent = "      "
+				}
+				fmt.Fprintln(w, indent+part)
+			}
+		}
+	}
+}
+
+// wrap splits s at spaces into lines of at most width runes; a word longer
+// than width has a line of its own.
+func wrap(s string, width int) []string {
+	var lines []string
+	var cur strings.Builder
+	n := 0
+	for _, word := range strings.Fields(s) {
+		wn := utf8.RuneCountInString(word)
+		if n > 0 && n+1+wn > width {
+			lines = append(lines, cur.String())
+			cur.Reset()
+			n = 0
+		}
+		if n > 0 {
+			cur.WriteByte(' ')
+			n++
+		}
+		cur.WriteString(word)
+		n += wn
+	}
+	if n > 0 || len(lines) == 0 {
+		lines = append(lines, cur.String())
+	}
+	return lines
 }
 
 // fetchDeprecations reads GET /deprecations of a running relay's admin

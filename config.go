@@ -206,7 +206,7 @@ func resolveRoute(rf *routeFile, c *serveConfig) (routeConfig, error) {
 	}
 	if string(rf.ConsumerVersion) == `"`+auto+`"` {
 		rc.consumerVersion = negotiate.Version{}
-	} else if rc.consumerVersion, err = versionField(rf.ConsumerVersion, rc.consumerVersion); err != nil {
+	} else if rc.consumerVersion, err = versionField(rf.ConsumerVersion, rc.consumerVersion, auto); err != nil {
 		return rc, fmt.Errorf("consumerVersion: %v", err)
 	}
 	if !rc.consumerVersion.IsZero() {
@@ -256,8 +256,10 @@ func absent(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// versionField reads a version written as a string; "" means unknown.
-func versionField(raw json.RawMessage, def negotiate.Version) (negotiate.Version, error) {
+// versionField reads a version written as a string, which names a release
+// the relay knows; "" means unknown. also lists what else the field takes,
+// for the error.
+func versionField(raw json.RawMessage, def negotiate.Version, also ...string) (negotiate.Version, error) {
 	if absent(raw) {
 		return def, nil
 	}
@@ -268,7 +270,7 @@ func versionField(raw json.RawMessage, def negotiate.Version) (negotiate.Version
 	if s == "" {
 		return negotiate.Version{}, nil
 	}
-	return negotiate.Parse(s)
+	return negotiate.ParseKnown(s, also...)
 }
 
 // producerVersionField is versionField for a producer, which may also be
@@ -284,7 +286,7 @@ func producerVersionField(raw json.RawMessage, def negotiate.Version, defPy nego
 			return v, py, err
 		}
 	}
-	v, err := versionField(raw, def)
+	v, err := versionField(raw, def, negotiate.KnownPyReleases())
 	return v, negotiate.PyRelease{}, err
 }
 

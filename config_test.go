@@ -98,6 +98,8 @@ func TestRoutesFileErrorsNameTheRouteAndTheField(t *testing.T) {
 		{route("    prefix: /b\n    upstream: http://agent/x?y=1"), `routes[1] "bad": upstream: "http://agent/x?y=1"`},
 		{route("    prefix: /b\n    upstream: http://a\n    producerVersion: 1.0"), `routes[1] "bad": producerVersion: 1: write the version as a string, "1.0"`},
 		{route("    prefix: /b\n    upstream: http://a\n    producerVersion: 1.0.0"), `routes[1] "bad": producerVersion: version "1.0.0": want MAJOR.MINOR`},
+		{route("    prefix: /b\n    upstream: http://a\n    producerVersion: \"2.0\""), `routes[1] "bad": producerVersion: 2.0 is not a release the relay knows (0.0.27 to 0.0.59, 1.0, ag-ui-protocol@0.1.4 to 1.0.0; see agui-relay versions)`},
+		{route("    prefix: /b\n    upstream: http://a\n    consumerVersion: 0.0.450"), `routes[1] "bad": consumerVersion: 0.0.450 is not a release the relay knows (0.0.27 to 0.0.59, 1.0, auto; see agui-relay versions)`},
 		{route("    prefix: /b\n    upstream: http://a\n    consumerVersion: 0.0.30"), `routes[1] "bad": consumerVersion: 0.0.30 is not served: consumers older than 0.0.37`},
 		{route("    prefix: /b\n    upstream: http://a\n    timeouts: {idle: 5}"), `routes[1] "bad": timeouts.idle: 5: want a duration string such as "30s"`},
 		{route("    prefix: /b\n    upstream: http://a\n    timeouts: {run: 1 hour}"), `routes[1] "bad": timeouts.run: "1 hour": want a duration`},
@@ -130,6 +132,40 @@ func TestInvalidConfigFailsFast(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"serve", "--config", filepath.Join(dir, "missing.yaml")}, nil, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "missing.yaml: no such file") {
 		t.Errorf("missing file: exit %d, %q", code, stderr.String())
+	}
+}
+
+// A configured version names a release the relay knows: anything else
+// stops serve before it listens, with exit 2 and the list of those it
+// knows, flag or environment alike.
+func TestConfiguredVersionsMustBeKnown(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--consumer-version", "2.0"}, `invalid value "2.0" for flag -consumer-version: 2.0 is not a release the relay knows (0.0.27 to 0.0.59, 1.0, auto; see agui-relay versions)`},
+		{[]string{"--consumer-version", "0.0.450"}, `0.0.450 is not a release the relay knows (0.0.27 to 0.0.59, 1.0, auto;`},
+		{[]string{"--producer-version", "3.1"}, `invalid value "3.1" for flag -producer-version: 3.1 is not a release the relay knows (0.0.27 to 0.0.59, 1.0, ag-ui-protocol@0.1.4 to 1.0.0; see agui-relay versions)`},
+		{[]string{"--producer-version", "0.0.4"}, `0.0.4 is not a release the relay knows (0.0.27 to 0.0.59, 1.0, ag-ui-protocol@0.1.4 to 1.0.0;`},
+		{[]string{"--producer-version", "py0.1.99"}, `ag-ui-protocol@0.1.99 is not a release the relay knows (ag-ui-protocol@0.1.4 to 1.0.0;`},
+		{[]string{"--demo-version", "1.1"}, `1.1 is not a release the relay knows (0.0.27 to 0.0.59, 1.0;`},
+	} {
+		var stderr strings.Builder
+		args := append([]string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, tc.args...)
+		if code := run(args, nil, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+	env := map[string]string{"AGUI_RELAY_PRODUCER_VERSION": "1.5"}
+	if _, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), `AGUI_RELAY_PRODUCER_VERSION="1.5": 1.5 is not a release the relay knows`) {
+		t.Errorf("from the environment: %v", err)
+	}
+	for _, args := range [][]string{
+		{"--consumer-version", "0.0.37"}, {"--consumer-version", "1.0"}, {"--consumer-version", "auto"},
+		{"--producer-version", "0.0.27"}, {"--producer-version", "0.0.59"}, {"--producer-version", "1.0"}, {"--producer-version", "py0.1.19"},
+	} {
+		flagDefaults(t, args...)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"path"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -54,9 +53,18 @@ type Agent struct {
 	// Pace is the pause before each event after the first; zero sends the
 	// events back to back. The synthetic scenario paces by its rate instead.
 	Pace time.Duration
+	// Path is where runs are posted, and Path + "/capabilities" where the
+	// agent is described; "" means DefaultPath. Any other path is a 404
+	// that says which exist, so that a wrong path shows on the demo as it
+	// would on a real agent.
+	Path string
 
 	plans sync.Map // synthetic plans by synthPlan
 }
+
+// DefaultPath is the path the demo agent serves runs on unless Agent.Path
+// says otherwise: the one the README's examples post to.
+const DefaultPath = "/agent"
 
 // Synthetic is the name of the generated scenario.
 const Synthetic = "synthetic"
@@ -95,16 +103,31 @@ func (a *Agent) pick(want negotiate.Version) (negotiate.Version, bool) {
 	return negotiate.Version{}, false
 }
 
-// Handle serves the demo agent: GET …/capabilities describes it, a POST is
-// a run, anything else is 404.
+// Handle serves the demo agent: a POST to Path is a run, GET
+// Path/capabilities describes it, anything else is 404.
 func (a *Agent) Handle(ctx *fasthttp.RequestCtx) {
-	switch {
-	case ctx.IsGet() && strings.HasSuffix(string(ctx.Path()), "/capabilities"):
-		a.capabilities(ctx)
-	case ctx.IsPost():
+	p := a.Path
+	if p == "" {
+		p = DefaultPath
+	}
+	switch path := string(ctx.Path()); {
+	case path == p && ctx.IsPost():
 		a.run(ctx)
+	case path == p+"/capabilities" && ctx.IsGet():
+		a.capabilities(ctx)
 	default:
-		fail(ctx, fasthttp.StatusNotFound, "the demo agent answers POST (a run) and GET …/capabilities")
+		// The relay passes a producer's 404 on unchanged: this is what
+		// the consumer reads.
+		b, _ := json.Marshal(map[string]any{
+			"title":  "demo agent: no " + string(ctx.Method()) + " " + path,
+			"status": fasthttp.StatusNotFound,
+			"detail": "no " + string(ctx.Method()) + " " + path + ": the demo agent answers POST " + p + " (a run) and GET " + p + "/capabilities." +
+				" The relay appends a request's path and query to --upstream's base URL: with --upstream http://127.0.0.1:8000/api," +
+				" POST /agent?x=1 to the relay goes to http://127.0.0.1:8000/api/agent?x=1",
+		})
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		ctx.SetContentType("application/problem+json")
+		ctx.SetBody(b)
 	}
 }
 

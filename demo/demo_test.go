@@ -79,7 +79,7 @@ func TestAgentSpeaksTheVersionAskedFor(t *testing.T) {
 
 func TestAgentPutsTheRunIdsIn(t *testing.T) {
 	url := startAgent(t, &Agent{Recordings: os.DirFS("../testdata/demo"), Version: negotiate.MustParse("1.0")})
-	_, body := post(t, url+"/x", `{"threadId":"a\"b\u00e9","runId":"</r>","messages":[]}`)
+	_, body := post(t, url+"/agent", `{"threadId":"a\"b\u00e9","runId":"</r>","messages":[]}`)
 	for _, want := range []string{
 		`{"type":"RUN_STARTED","threadId":"a\"bé","runId":"\u003c/r\u003e","protocolVersion":"1.0"}`,
 		`{"type":"RUN_FINISHED","threadId":"a\"bé","runId":"\u003c/r\u003e"}`,
@@ -103,6 +103,41 @@ func TestAgentCapabilities(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"versions":["0.0.40","1.0"]`) {
 		t.Errorf("%d %s", resp.StatusCode, b)
+	}
+}
+
+// The demo agent answers on its path only: any other path, or method, is a
+// 404 that names the paths it has and how --upstream joins paths, so that
+// a mistake with the path shows on the demo as on a real agent.
+func TestAgentAnswersOnItsPathOnly(t *testing.T) {
+	url := startAgent(t, &Agent{Recordings: os.DirFS("../testdata/demo")})
+	for _, tc := range []struct{ method, path string }{
+		{"POST", "/whatever"}, {"POST", "/agent/agent"}, {"POST", "/"}, {"POST", "/agent/"},
+		{"GET", "/agent"}, {"GET", "/capabilities"}, {"POST", "/agent/capabilities"},
+	} {
+		req, _ := http.NewRequest(tc.method, url+tc.path, strings.NewReader(`{"threadId":"t","runId":"r","messages":[]}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		for _, want := range []string{"no " + tc.method + " " + tc.path + ":", "POST /agent (a run)", "GET /agent/capabilities",
+			"appends a request's path and query to --upstream's base URL", "goes to http://127.0.0.1:8000/api/agent?x=1"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s %s: body lacks %q: %s", tc.method, tc.path, want, b)
+			}
+		}
+	}
+	other := startAgent(t, &Agent{Recordings: os.DirFS("../testdata/demo"), Path: "/api/run"})
+	if status, body := post(t, other+"/api/run", `{"threadId":"t","runId":"r","messages":[]}`); status != 200 || !strings.Contains(body, "RUN_FINISHED") {
+		t.Errorf("Path /api/run: %d %s", status, body)
+	}
+	if status, body := post(t, other+"/agent", `{"threadId":"t","runId":"r","messages":[]}`); status != 404 || !strings.Contains(body, "POST /api/run (a run)") {
+		t.Errorf("Path /api/run, POST /agent: %d %s", status, body)
 	}
 }
 

@@ -103,15 +103,16 @@ func NewestBeforeField() Version {
 // at its word; else the configured version names its release exactly (1.0
 // reads an undeclared consumer as current); else, with nothing configured
 // (auto), the absence is a declaration too: the consumer predates the field
-// and reads as NewestBeforeField. A declaration that cannot be interpreted
-// is handled like a newer one. It fails only for a consumer older than the
-// relay serves.
+// and reads as NewestBeforeField. A declaration newer than Current, or one
+// that cannot be interpreted, is served as Current with a warning. It fails
+// only for a consumer older than the relay serves.
 func ConsumerVersion(c Peer) (v Version, how Learnt, warnings []string, err error) {
 	switch {
 	case c.HasDeclared:
 		how = Declared
 		d, perr := Parse(c.Declared)
-		if perr != nil {
+		if perr != nil || (d.Legacy() && NewestBeforeField().Less(d)) {
+			// A legacy release after the last one is no release at all.
 			return Current, how, []string{fmt.Sprintf("consumer declared protocol version %q, which the relay cannot interpret: treated as newer, emitting %s", c.Declared, Current)}, nil
 		}
 		v = d
@@ -124,9 +125,14 @@ func ConsumerVersion(c Peer) (v Version, how Learnt, warnings []string, err erro
 		return v, how, nil, fmt.Errorf("consumer version %s is not served: %s", v, why)
 	}
 	if Current.Less(v) {
-		v = Current // a newer consumer reads everything the relay emits
+		// A newer consumer reads everything the relay emits; the spec's
+		// rule is to serve it and warn.
+		if how == Declared {
+			warnings = []string{fmt.Sprintf("consumer declared protocol version %s, newer than the relay's %s: treated as newer, emitting %s", v, Current, Current)}
+		}
+		v = Current
 	}
-	return v, how, nil, nil
+	return v, how, warnings, nil
 }
 
 // Decide decides one run from the consumer's version (see ConsumerVersion)

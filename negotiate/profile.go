@@ -1,5 +1,10 @@
 package negotiate
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Profile is a range of consumer releases that accept the same shapes, as
 // measured release by release (shared reference: legacy-profiles.md §6.0).
 // Within a profile a few traits still differ by release; the translation
@@ -42,4 +47,51 @@ func Supported(v Version) (bool, string) {
 			" verify strictly serially and accept one run per stream; serving them faithfully would mean reordering events, which a translation must not do"
 	}
 	return true, ""
+}
+
+// Known reports whether v names a release the relay knows: a TypeScript SDK
+// release of one of the Profiles (served or not), or a published protocol
+// version it implements. A configured version must be one (ParseKnown); an
+// in-band declaration may be anything (see ConsumerVersion, Decide).
+func Known(v Version) bool {
+	for _, p := range Profiles {
+		if v.AtLeast(p.First) && !p.Last.Less(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// KnownReleases spells the releases Known accepts as ranges, oldest first:
+// "0.0.27 to 0.0.59, 1.0".
+func KnownReleases() string {
+	var spans []string
+	for i := 0; i < len(Profiles); {
+		first, last := Profiles[i].First, Profiles[i].Last
+		i++
+		for ; i < len(Profiles) && last.Legacy() && Profiles[i].First == (Version{Patch: last.Patch + 1}); i++ {
+			last = Profiles[i].Last
+		}
+		if first == last {
+			spans = append(spans, first.String())
+		} else {
+			spans = append(spans, first.String()+" to "+last.String())
+		}
+	}
+	return strings.Join(spans, ", ")
+}
+
+// ParseKnown is Parse for a configured version: one that parses but names no
+// release the relay knows (2.0, 0.0.450) is an error too. The error lists the
+// releases it knows, and also the other values the caller takes ("auto").
+func ParseKnown(s string, also ...string) (Version, error) {
+	v, err := Parse(s)
+	if err == nil && Known(v) {
+		return v, nil
+	}
+	known := strings.Join(append([]string{KnownReleases()}, also...), ", ")
+	if err != nil {
+		return Version{}, fmt.Errorf("%v; the relay knows %s (see agui-relay versions)", err, known)
+	}
+	return Version{}, fmt.Errorf("%s is not a release the relay knows (%s; see agui-relay versions)", v, known)
 }

@@ -61,10 +61,15 @@ func ParsePyRelease(s string) (r PyRelease, named bool, err error) {
 	}
 	r = PyRelease{n[0], n[1], n[2]}
 	if _, known := PyProfileOf(r); !known {
-		first, last := PyProfiles[0].Release, PyProfiles[len(PyProfiles)-1].Release
-		return r, true, fmt.Errorf("%s is not a release the relay knows (%s to %s; see agui-relay versions)", r.Name(), first, last)
+		return r, true, fmt.Errorf("%s is not a release the relay knows (%s; see agui-relay versions)", r.Name(), KnownPyReleases())
 	}
 	return r, true, nil
+}
+
+// KnownPyReleases spells the Python releases the relay knows as a range:
+// "ag-ui-protocol@0.1.4 to 1.0.0".
+func KnownPyReleases() string {
+	return PyProfiles[0].Release.Name() + " to " + PyProfiles[len(PyProfiles)-1].Release.String()
 }
 
 // PyProfile is what one Python release speaks, in the TypeScript terms the

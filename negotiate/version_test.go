@@ -1,6 +1,9 @@
 package negotiate
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParse(t *testing.T) {
 	tests := []struct {
@@ -91,6 +94,31 @@ func TestProfilesAreContiguous(t *testing.T) {
 		}
 		if !prev.Last.Less(cur.First) {
 			t.Errorf("%s overlaps %s", prev.Name, cur.Name)
+		}
+	}
+}
+
+// A configured version names a release the relay knows; the refusal lists
+// them as ranges.
+func TestParseKnown(t *testing.T) {
+	if got := KnownReleases(); got != "0.0.27 to 0.0.59, 1.0" {
+		t.Errorf("KnownReleases() = %q", got)
+	}
+	for _, s := range []string{"0.0.27", "0.0.45", "0.0.59", "1.0"} {
+		if v, err := ParseKnown(s); err != nil || v.String() != s {
+			t.Errorf("ParseKnown(%q) = %v, %v", s, v, err)
+		}
+	}
+	for _, s := range []string{"2.0", "1.1", "0.0.450", "0.0.4", "0.0.26", "0.0.60", "3.1"} {
+		_, err := ParseKnown(s, "auto")
+		if err == nil || err.Error() != s+" is not a release the relay knows (0.0.27 to 0.0.59, 1.0, auto; see agui-relay versions)" {
+			t.Errorf("ParseKnown(%q) error = %v", s, err)
+		}
+	}
+	for _, s := range []string{"latest", "", "1.0.0"} {
+		_, err := ParseKnown(s)
+		if err == nil || !strings.HasSuffix(err.Error(), "; the relay knows 0.0.27 to 0.0.59, 1.0 (see agui-relay versions)") {
+			t.Errorf("ParseKnown(%q) error = %v", s, err)
 		}
 	}
 }

@@ -877,3 +877,32 @@ func testPoller(tb testing.TB) *wire.Poller {
 	tb.Cleanup(func() { p.Close() })
 	return p
 }
+
+// A version declared in-band that is newer than the relay's (or that it
+// cannot interpret) is served as newer, and warned about once per run on
+// each side: the spec's rule ("proceed, and SHOULD warn").
+func TestNewerDeclarationsAreServedWithOneWarningPerRun(t *testing.T) {
+	stream := `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"99.0"}` + "\n\n" +
+		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n"
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, stream)
+	}, nil)
+	for run := 1; run <= 2; run++ {
+		resp := h.post("/agent", `{"threadId":"t1","runId":"r1","protocolVersion":"99.0","messages":[],"tools":[],"context":[],"state":{},"forwardedProps":{}}`)
+		if got := testkit.ReadAll(t, resp); got != stream {
+			t.Fatalf("run %d: stream %q, want it relayed as is", run, got)
+		}
+		if rep := h.report(); rep.Consumer != negotiate.Current || rep.ConsumerLearnt != negotiate.Declared {
+			t.Errorf("run %d: consumer %s (%s), want 1.0 (declared)", run, rep.Consumer, rep.ConsumerLearnt)
+		}
+		for _, msg := range []string{
+			"consumer declared protocol version 99.0, newer than the relay's 1.0",
+			"producer speaks protocol 99.0, newer than the relay's 1.0",
+		} {
+			if n := h.logs.FilterMessageSnippet(msg).FilterLevelExact(zapcore.WarnLevel).Len(); n != run {
+				t.Errorf("after run %d: %d warnings %q, want %d", run, n, msg, run)
+			}
+		}
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/agui-relay/agui-relay/negotiate"
 )
 
 // Hint returns the likely cause at the producer of a finding on document
-// doc (an event or a RunAgentInput), or "" when there is no telling. It is
-// for operators reading `check` output, not for the hot path.
-func Hint(doc []byte, f Finding) string {
+// doc (an event or a RunAgentInput) judged against v, or "" when there is no
+// telling. It is for operators reading `check` output, not for the hot path.
+func Hint(v negotiate.Version, doc []byte, f Finding) string {
 	s := unsafe.String(unsafe.SliceData(doc), len(doc))
 	who := "the producer"
 	if strings.HasPrefix(f.Shape, "RunAgentInput") {
@@ -30,6 +32,11 @@ func Hint(doc []byte, f Finding) string {
 			return "field names are snake_case: " + who + " likely serialises its models without camelCase aliases"
 		}
 	case f.Rule == "unknown-event-type":
+		if added, ok := EventTypeAddedIn(f.Shape); ok {
+			return f.Shape + " came in release " + added.String() + ", later than " + v.String() +
+				", the version judged: a consumer of " + v.String() + " " + unknownEventFate(f) +
+				"; one of " + added.String() + " or later reads it (see agui-relay versions)"
+		}
 		h := "no AG-UI version has this event type: the producer likely emits a framework-specific event; consumers up to 0.0.59 fail the run on it, 1.0 drops it with a warning"
 		if strings.Contains(f.Shape, "USAGE") {
 			h += "; token usage belongs on RUN_FINISHED.usage or RUN_ERROR.usage (0.0.58 and later)"
@@ -37,6 +44,15 @@ func Hint(doc []byte, f Finding) string {
 		return h
 	}
 	return ""
+}
+
+// unknownEventFate says what a consumer does with an event type it does
+// not know.
+func unknownEventFate(f Finding) string {
+	if f.Fatal {
+		return "fails the run on it"
+	}
+	return "drops it with a warning"
 }
 
 // hasKeyAt reports whether the object holding ptr's last token has key.

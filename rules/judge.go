@@ -122,6 +122,17 @@ func KnownEventType(v negotiate.Version, typ []byte) bool {
 	return schemaFor(v).eventObj[string(typ)] != nil
 }
 
+// EventTypeAddedIn returns the release that added the event type typ to
+// the shape tables, and false when no release the relay knows has it.
+func EventTypeAddedIn(typ string) (negotiate.Version, bool) {
+	for _, s := range history {
+		if s.eventObj[typ] != nil {
+			return s.version, true
+		}
+	}
+	return negotiate.Version{}, false
+}
+
 // PeekType returns an event's type ("" when it has no string type), a copy
 // the caller may keep. For listings, not the hot path: it does not validate.
 func PeekType(ev []byte) string {

@@ -68,7 +68,7 @@ func TestHints(t *testing.T) {
 	n := 0
 	for _, f := range j.Findings {
 		if f.Rule == "required" {
-			if h := Hint(ev, f); !strings.Contains(h, "snake_case") {
+			if h := Hint(negotiate.Current, ev, f); !strings.Contains(h, "snake_case") {
 				t.Errorf("%+v: hint %q", f, h)
 			}
 			n++
@@ -79,20 +79,35 @@ func TestHints(t *testing.T) {
 	}
 	in := []byte(`{"threadId":"t","runId":"r","messages":[{"id":"1","role":"tool","content":"x","tool_call_id":"c"}]}`)
 	j = JudgeInput(negotiate.Current, in)
-	if len(j.Findings) == 0 || !strings.Contains(Hint(in, j.Findings[len(j.Findings)-1]), "snake_case") {
+	if len(j.Findings) == 0 || !strings.Contains(Hint(negotiate.Current, in, j.Findings[len(j.Findings)-1]), "snake_case") {
 		t.Errorf("nested snake_case not hinted: %+v", j.Findings)
 	}
 	ev = []byte(`{"type":"RUN_ERROR","error":"boom"}`)
 	j = JudgeEvent(negotiate.Current, ev)
-	if h := Hint(ev, j.Findings[len(j.Findings)-1]); !strings.Contains(h, "no message") {
+	if h := Hint(negotiate.Current, ev, j.Findings[len(j.Findings)-1]); !strings.Contains(h, "no message") {
 		t.Errorf("RUN_ERROR without message: hint %q (%+v)", h, j.Findings)
 	}
 	ev = []byte(`{"type":"USAGE_METADATA"}`)
-	if h := Hint(ev, JudgeEvent(negotiate.Current, ev).Findings[0]); !strings.Contains(h, "RUN_FINISHED.usage") {
+	if h := Hint(negotiate.Current, ev, JudgeEvent(negotiate.Current, ev).Findings[0]); !strings.Contains(h, "RUN_FINISHED.usage") {
 		t.Errorf("USAGE_METADATA hint %q", h)
 	}
+	// A type a later release added is no framework's own: the hint names
+	// the release, read from the shape tables.
+	ev = []byte(`{"type":"SUBAGENT_STARTED","subagentRunId":"s"}`)
+	v45 := negotiate.MustParse("0.0.45")
+	added, ok := EventTypeAddedIn("SUBAGENT_STARTED")
+	if !ok || KnownEventType(negotiate.MustParse("0.0.58"), []byte("SUBAGENT_STARTED")) || !KnownEventType(added, []byte("SUBAGENT_STARTED")) {
+		t.Fatalf("EventTypeAddedIn(SUBAGENT_STARTED) = %s, %v", added, ok)
+	}
+	want := "SUBAGENT_STARTED came in release " + added.String() + ", later than 0.0.45, the version judged: a consumer of 0.0.45 fails the run on it; one of " + added.String() + " or later reads it (see agui-relay versions)"
+	if h := Hint(v45, ev, JudgeEvent(v45, ev).Findings[0]); h != want {
+		t.Errorf("SUBAGENT_STARTED against 0.0.45: hint %q, want %q", h, want)
+	}
+	if _, ok := EventTypeAddedIn("USAGE_METADATA"); ok {
+		t.Error("EventTypeAddedIn(USAGE_METADATA): no release has it")
+	}
 	ev = []byte(`{"type":"STEP_STARTED","stepName":"s"}`)
-	if h := Hint(ev, Finding{Rule: "required", Pointer: "/x", Shape: "STEP_STARTED.x"}); h != "" {
+	if h := Hint(negotiate.Current, ev, Finding{Rule: "required", Pointer: "/x", Shape: "STEP_STARTED.x"}); h != "" {
 		t.Errorf("hint without cause: %q", h)
 	}
 }
