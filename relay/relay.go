@@ -89,7 +89,9 @@ type Relay struct {
 	// larger one ends the run with a RUN_ERROR. Zero means 10 MiB.
 	MaxFrame int
 	// IdleTimeout ends a run whose producer sends nothing (not even a
-	// comment) for this long; zero means never.
+	// comment) for this long; zero means never. The time the relay spends
+	// blocked writing to a consumer that does not read is not counted: the
+	// producer waits behind it then (ConsumerStallTimeout bounds it).
 	IdleTimeout time.Duration
 	// RunTimeout ends a run that lasts longer, counted from the request;
 	// zero means never.
