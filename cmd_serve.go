@@ -49,6 +49,7 @@ type serveConfig struct {
 	shutdownGrace                    time.Duration
 	connectTimeout, firstByteTimeout time.Duration
 	idleTimeout, runTimeout          time.Duration
+	consumerStallTimeout             time.Duration
 	maxConns                         int
 	demoVersion                      negotiate.Version
 	demoPace                         time.Duration
@@ -126,6 +127,10 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long opening a connection to the producer may take (0: no limit)")
 	fs.DurationVar(&c.firstByteTimeout, "first-byte-timeout", 5*time.Minute, "how long the producer may take to start answering a request; LLM agents may think first (0: no limit)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 5*time.Minute, "how long the producer may send nothing in the middle of a stream (not even a comment) before the run is ended with a RUN_ERROR (0: no limit)")
+	fs.DurationVar(&c.consumerStallTimeout, "consumer-stall-timeout", relay.DefaultConsumerStallTimeout, "how long a consumer may take none of a stream while the relay has bytes for it (its socket full) before the run is\n"+
+		"cut: the producer's request cancelled, the connection closed, the run counted consumer_stalled. The producer waits\n"+
+		"behind such a consumer, and the wait is not counted as its silence (--idle-timeout). A consumer that reads takes\n"+
+		"bytes within milliseconds; one that took nothing for a minute is frozen, asleep or gone without a reset (0: no limit)")
 	fs.DurationVar(&c.runTimeout, "run-timeout", time.Hour, "longest run, from the request to the end of the stream, before it is ended with a RUN_ERROR (0: no limit)")
 	fs.IntVar(&c.maxConns, "upstream-max-conns", 4096, "most connections to the producer, that is runs in flight; more get 503")
 	fs.Func("demo-version", "protocol version the embedded demo agent speaks unless a run asks (?version=, forwardedProps.demo.version); default: the newest recorded (1.0)", versionFlag(&c.demoVersion))

@@ -29,6 +29,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 		"AGUI_RELAY_MAX_BODIES_IN_FLIGHT":       "3MiB",
 		"AGUI_RELAY_MAX_FRAME":                  "2048",
 		"AGUI_RELAY_IDLE_TIMEOUT":               "90s",
+		"AGUI_RELAY_CONSUMER_STALL_TIMEOUT":     "20s",
 		"AGUI_RELAY_LOG_FORMAT":                 "console",
 	}
 	c, err := parseServe([]string{"--listen", "127.0.0.1:2222"}, func(k string) string { return env[k] }, io.Discard)
@@ -39,7 +40,8 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 		t.Errorf("listen %q: the command line must win", c.listen)
 	}
 	if c.upstream != "http://agent.internal:8000/api" || c.producerVersion.String() != "0.0.45" || c.consumerVersion.String() != "1.0" ||
-		!c.quietWarnings || c.maxBody != 1<<20 || c.maxBodiesInFlight != 3<<20 || c.maxFrame != 2048 || c.idleTimeout != 90*time.Second || c.logFormat != "console" {
+		!c.quietWarnings || c.maxBody != 1<<20 || c.maxBodiesInFlight != 3<<20 || c.maxFrame != 2048 || c.idleTimeout != 90*time.Second || c.logFormat != "console" ||
+		c.consumerStallTimeout != 20*time.Second {
 		t.Errorf("config %+v", c)
 	}
 	// Defaults, per the contract.
@@ -48,7 +50,8 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.listen != "127.0.0.1:8080" || c.adminListen != "127.0.0.1:9090" || c.upstream != "" || c.maxBody != 64<<20 || c.maxBodiesInFlight != 256<<20 ||
-		c.maxFrame != 10<<20 || c.shutdownGrace != 30*time.Second || c.logFormat != "json" || c.logLevel != "info" {
+		c.maxFrame != 10<<20 || c.shutdownGrace != 30*time.Second || c.logFormat != "json" || c.logLevel != "info" ||
+		c.consumerStallTimeout != time.Minute {
 		t.Errorf("defaults %+v", c)
 	}
 	for _, bad := range [][]string{{"--upstream", "agent:8000"}, {"--producer-version", "1.0.0"}, {"--max-body", "-1"}, {"--log-format", "xml"},
@@ -73,7 +76,7 @@ func TestServeHelpDocumentsDefaults(t *testing.T) {
 		t.Errorf("exit %d", code)
 	}
 	for _, want := range []string{"AGUI_RELAY_", "-listen", `default "127.0.0.1:8080"`, "-idle-timeout", "default 5m0s", "-max-body", "64MiB", "-max-bodies-in-flight", "256MiB", "-shutdown-grace", "default 30s",
-		"-consumer-version", "(default auto)", "read as 0.0.59"} {
+		"-consumer-version", "(default auto)", "read as 0.0.59", "-consumer-stall-timeout", "default 1m0s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}

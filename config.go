@@ -29,6 +29,7 @@ type routeConfig struct {
 	producerPython                   negotiate.PyRelease // set when producerVersion names a Python release
 	connectTimeout, firstByteTimeout time.Duration
 	idleTimeout, runTimeout          time.Duration
+	consumerStallTimeout             time.Duration
 	maxBody, maxFrame, maxConns      int
 	cors                             relay.CORSOptions // off without AllowOrigins
 }
@@ -42,7 +43,8 @@ func defaultRoute(c *serveConfig, upstream string) routeConfig {
 		producerPython: c.producerPython,
 		connectTimeout: c.connectTimeout, firstByteTimeout: c.firstByteTimeout,
 		idleTimeout: c.idleTimeout, runTimeout: c.runTimeout,
-		maxBody: int(c.maxBody), maxFrame: int(c.maxFrame), maxConns: c.maxConns,
+		consumerStallTimeout: c.consumerStallTimeout,
+		maxBody:              int(c.maxBody), maxFrame: int(c.maxFrame), maxConns: c.maxConns,
 		cors: c.cors,
 	}
 }
@@ -68,6 +70,9 @@ type routeFile struct {
 		FirstByte json.RawMessage `json:"firstByte"`
 		Idle      json.RawMessage `json:"idle"`
 		Run       json.RawMessage `json:"run"`
+		// ConsumerStall is --consumer-stall-timeout's: how long the
+		// consumer may take none of the stream.
+		ConsumerStall json.RawMessage `json:"consumerStall"`
 	} `json:"timeouts"`
 	MaxBody  json.RawMessage `json:"maxBody"`
 	MaxFrame json.RawMessage `json:"maxFrame"`
@@ -223,6 +228,7 @@ func resolveRoute(rf *routeFile, c *serveConfig) (routeConfig, error) {
 		{"timeouts.firstByte", rf.Timeouts.FirstByte, &rc.firstByteTimeout},
 		{"timeouts.idle", rf.Timeouts.Idle, &rc.idleTimeout},
 		{"timeouts.run", rf.Timeouts.Run, &rc.runTimeout},
+		{"timeouts.consumerStall", rf.Timeouts.ConsumerStall, &rc.consumerStallTimeout},
 	} {
 		if *d.dst, err = durationField(d.raw, *d.dst); err != nil {
 			return rc, fmt.Errorf("%s: %v", d.name, err)
@@ -390,9 +396,11 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			MaxFrame:        rc.maxFrame,
 			IdleTimeout:     rc.idleTimeout,
 			RunTimeout:      rc.runTimeout,
-			Log:             rlog,
-			Tap:             sh.tap,
-			Poller:          sh.poller,
+			// The flag's 0 is no limit, the Relay's the default.
+			ConsumerStallTimeout: negativeIfZero(rc.consumerStallTimeout),
+			Log:                  rlog,
+			Tap:                  sh.tap,
+			Poller:               sh.poller,
 		}
 		if rc.stripPrefix && rc.prefix != "/" {
 			r.StripPrefix = rc.prefix

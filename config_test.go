@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
 )
 
 func flagDefaults(t *testing.T, args ...string) *serveConfig {
@@ -36,7 +37,7 @@ routes:
     stripPrefix: true
     producerVersion: 0.0.40
     consumerVersion: "1.0"
-    timeouts: {connect: 2s, firstByte: 1m, idle: "0", run: 30m}
+    timeouts: {connect: 2s, firstByte: 1m, idle: "0", run: 30m, consumerStall: 15s}
     maxBody: 1MiB
     maxFrame: 65536
     maxConns: 64
@@ -46,9 +47,9 @@ routes:
 	jsonFile := `{"routes":[
 	  {"name":"legacy","prefix":"/agents/legacy","upstream":"http://127.0.0.1:8001/api","stripPrefix":true,
 	   "producerVersion":"0.0.40","consumerVersion":"1.0",
-	   "timeouts":{"connect":"2s","firstByte":"1m","idle":0,"run":"30m"},"maxBody":"1MiB","maxFrame":65536,"maxConns":64},
+	   "timeouts":{"connect":"2s","firstByte":"1m","idle":0,"run":"30m","consumerStall":"15s"},"maxBody":"1MiB","maxFrame":65536,"maxConns":64},
 	  {"name":"new","prefix":"/"}]}`
-	c := flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--consumer-version", "0.0.45", "--idle-timeout", "90s", "--max-frame", "2MiB")
+	c := flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--consumer-version", "0.0.45", "--idle-timeout", "90s", "--max-frame", "2MiB", "--consumer-stall-timeout", "2m")
 	for name, file := range map[string]string{"yaml": yamlFile, "json": jsonFile} {
 		routes, err := parseRoutes([]byte(file), c)
 		if err != nil {
@@ -58,13 +59,15 @@ routes:
 			name: "legacy", prefix: "/agents/legacy", upstream: "http://127.0.0.1:8001/api", stripPrefix: true,
 			producerVersion: negotiate.MustParse("0.0.40"), consumerVersion: negotiate.MustParse("1.0"),
 			connectTimeout: 2 * time.Second, firstByteTimeout: time.Minute, idleTimeout: 0, runTimeout: 30 * time.Minute,
-			maxBody: 1 << 20, maxFrame: 65536, maxConns: 64, cors: c.cors,
+			consumerStallTimeout: 15 * time.Second,
+			maxBody:              1 << 20, maxFrame: 65536, maxConns: 64, cors: c.cors,
 		}, {
 			// Everything left out comes from the flags.
 			name: "new", prefix: "/", upstream: "http://127.0.0.1:8002",
 			consumerVersion: negotiate.MustParse("0.0.45"),
 			connectTimeout:  10 * time.Second, firstByteTimeout: 5 * time.Minute, idleTimeout: 90 * time.Second, runTimeout: time.Hour,
-			maxBody: 64 << 20, maxFrame: 2 << 20, maxConns: 4096, cors: c.cors,
+			consumerStallTimeout: 2 * time.Minute,
+			maxBody:              64 << 20, maxFrame: 2 << 20, maxConns: 4096, cors: c.cors,
 		}}
 		if fmt.Sprint(routes) != fmt.Sprint(want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", name, routes, want)
@@ -102,6 +105,7 @@ func TestRoutesFileErrorsNameTheRouteAndTheField(t *testing.T) {
 		{route("    prefix: /b\n    upstream: http://a\n    consumerVersion: 0.0.450"), `routes[1] "bad": consumerVersion: 0.0.450 is not a release the relay knows (0.0.27 to 0.0.59, 1.0, auto; see agui-relay versions)`},
 		{route("    prefix: /b\n    upstream: http://a\n    consumerVersion: 0.0.30"), `routes[1] "bad": consumerVersion: 0.0.30 is not served: consumers older than 0.0.37`},
 		{route("    prefix: /b\n    upstream: http://a\n    timeouts: {idle: 5}"), `routes[1] "bad": timeouts.idle: 5: want a duration string such as "30s"`},
+		{route("    prefix: /b\n    upstream: http://a\n    timeouts: {consumerStall: soon}"), `routes[1] "bad": timeouts.consumerStall: "soon": want a duration such as "30s"`},
 		{route("    prefix: /b\n    upstream: http://a\n    timeouts: {run: 1 hour}"), `routes[1] "bad": timeouts.run: "1 hour": want a duration`},
 		{route("    prefix: /b\n    upstream: http://a\n    timeouts: {connect: -1s}"), `routes[1] "bad": timeouts.connect: "-1s": want a duration`},
 		{route("    prefix: /b\n    upstream: http://a\n    maxBody: 0"), `routes[1] "bad": maxBody: 0: want a positive size`},
@@ -256,5 +260,34 @@ func TestConsumerVersionAuto(t *testing.T) {
 		if _, err := parseServe([]string{"--consumer-version", bad}, func(string) string { return "" }, io.Discard); err == nil {
 			t.Errorf("--consumer-version %s accepted", bad)
 		}
+	}
+}
+
+// A route's consumer stall limit reaches its Relay: its own, else the
+// flag's; "0" is no limit (the Relay's negative), never the Relay's
+// default.
+func TestRouteConsumerStallTimeoutReachesTheRelay(t *testing.T) {
+	c := flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--consumer-stall-timeout", "45s")
+	routes, err := parseRoutes([]byte(`
+routes:
+  - {name: own, prefix: /own, timeouts: {consumerStall: 5s}}
+  - {name: unlimited, prefix: /unlimited, timeouts: {consumerStall: "0"}}
+  - {name: flag, prefix: /}
+`), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := routeTable(routes, relayShared{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{"own": 5 * time.Second, "unlimited": -1, "flag": 45 * time.Second}
+	for _, r := range table.Routes() {
+		if got := r.Relay.ConsumerStallTimeout; got != want[r.Name] {
+			t.Errorf("route %s: ConsumerStallTimeout %v, want %v", r.Name, got, want[r.Name])
+		}
+	}
+	if d := flagDefaults(t).consumerStallTimeout; d != relay.DefaultConsumerStallTimeout {
+		t.Errorf("--consumer-stall-timeout defaults to %v, want the Relay's default %v", d, relay.DefaultConsumerStallTimeout)
 	}
 }

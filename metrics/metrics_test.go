@@ -21,6 +21,7 @@ import (
 
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/testkit"
+	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/relay/relaytest"
 	"github.com/agui-relay/agui-relay/rules"
@@ -307,6 +308,29 @@ func TestMetricsUpstreamErrors(t *testing.T) {
 	}
 	if fams["go_goroutines"] != nil {
 		t.Error("runtime metrics with NoRuntime")
+	}
+}
+
+// A streamed run the relay cut because its consumer read nothing is
+// counted consumer_stalled, apart from consumer_gone, and is no producer
+// failure.
+func TestMetricsConsumerStalledApartFromGone(t *testing.T) {
+	m := New(Options{NoRuntime: true})
+	for _, abort := range []string{relay.CodeConsumerStalled, relay.CodeConsumerGone, relay.CodeConsumerStalled} {
+		rep := &relay.RunReport{Route: "default", Status: 200, Start: time.Now(), Abort: abort}
+		tap := m.Tap(rep)
+		tap.Streaming(negotiate.Current, negotiate.Current)
+		tap.End(rep)
+	}
+	fams := scrape(t, m)
+	if got := value(fams, "agui_relay_runs_total", "outcome=consumer_stalled"); got != 2 {
+		t.Errorf("runs_total{outcome=consumer_stalled} = %v, want 2", got)
+	}
+	if got := value(fams, "agui_relay_runs_total", "outcome=consumer_gone"); got != 1 {
+		t.Errorf("runs_total{outcome=consumer_gone} = %v, want 1", got)
+	}
+	if f := fams["agui_relay_upstream_errors_total"]; f != nil && len(f.GetMetric()) > 0 {
+		t.Errorf("upstream errors counted for consumers: %v", f.GetMetric())
 	}
 }
 

@@ -25,15 +25,11 @@ import (
 //
 // What the server no longer does for a hijacked connection, the relay does:
 // it answers the headers the server would have (see respondHead), bounds
-// each write by a deadline (a consumer that stops reading for that long is
-// gone), closes the connection at the end of the stream, and keeps its own
+// each write by a deadline (ConsumerStallTimeout: a consumer that takes
+// nothing for that long is cut, consumer_stalled), closes the connection
+// at the end of the stream, and keeps its own
 // registry of the runs in flight (track, Active, EndRuns), since the
 // server's Shutdown no longer counts them: call AwaitRuns after it.
-
-// streamWriteTimeout bounds a write to a consumer that does not read, when
-// the relay has no IdleTimeout: the server's WriteTimeout for ordinary
-// answers.
-const streamWriteTimeout = 2 * time.Minute
 
 // respond answers the consumer with the event stream of a run: the headers
 // set on ctx.Response now, then what pump writes. ctx must not be used
@@ -63,9 +59,9 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		sc.head = head
 	}
 	done := ctx.Done()
-	timeout := r.IdleTimeout
-	if timeout <= 0 {
-		timeout = streamWriteTimeout
+	timeout := r.ConsumerStallTimeout
+	if timeout == 0 {
+		timeout = DefaultConsumerStallTimeout
 	}
 	// When a goroutine serves the connection (nextStream), the stream is
 	// handed to it to run (wire.Handover), without a hijack: the server's

@@ -89,6 +89,9 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 		p.poller = r.Poller
 	}
 	p.noPark = cw.holds || p.poller == nil
+	if r.IdleTimeout > 0 {
+		ub.watchWrites(&cw.ChunkWriter)
+	}
 	p.clock = time.Now()
 	p.enter()
 	// cw buffers what the Stream writes until the flush.
@@ -149,9 +152,10 @@ func (p *relayedStream) pumpSome() bool {
 // clock is read on the monotonic clock alone (one reading where time.Now
 // makes two), and not for the read that a polled body answers without
 // asking the kernel (Drained): it follows the last one in the same wake,
-// whose time stands for it.
+// whose time stands for it, unless a write to the consumer that the idle
+// timer found in flight came between (touchAfterWrite).
 func (p *relayedStream) Read(b []byte) (int, error) {
-	if p.sb == nil || !p.sb.Drained() {
+	if p.sb == nil || !p.sb.Drained() || p.ub.touchAfterWrite() {
 		p.now = p.clock.Add(time.Since(p.clock))
 		p.ub.touch(p.now)
 	}
@@ -308,7 +312,11 @@ func (p *relayedStream) finish() (kept bool) {
 	abort := ub.why()
 	switch {
 	case werr != nil || abort == errConsumerGone:
-		abort = errConsumerGone
+		if abort != errConsumerGone && errors.Is(werr, os.ErrDeadlineExceeded) {
+			abort = errConsumerStalled // a write waited out ConsumerStallTimeout
+		} else {
+			abort = errConsumerGone
+		}
 		ub.cancel(abort)
 	case abort == errRunEnded && st.Owed():
 		// A run started after the requested one's end: cut off.
@@ -341,7 +349,8 @@ func (p *relayedStream) finish() (kept bool) {
 		r.log.Warn("the producer sent events that are not JSON; relayed untouched for the consumer to report",
 			zap.Int("count", st.NotJSON), zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", redact.URL(rep.URL)))
 	}
-	if werr == nil && abort != errConsumerGone { // a gone consumer is written no more
+	gone := abort == errConsumerGone || abort == errConsumerStalled
+	if werr == nil && !gone { // a gone or stalled consumer is written no more
 		werr = p.cw.End()
 		if werr == nil && p.tap != nil {
 			p.tap.Flushed(st.Events)
@@ -356,7 +365,7 @@ func (p *relayedStream) finish() (kept bool) {
 	// After ub.finish the watcher's cancel is a no-op: the connection can
 	// go (back to the server when the answer is whole).
 	keep := false
-	if werr == nil && abort != errConsumerGone {
+	if werr == nil && !gone {
 		keep = p.cw.handBack()
 	} else {
 		p.cw.Close() //nolint:errcheck // the consumer is gone or cannot be written

@@ -95,11 +95,22 @@ type Relay struct {
 	// larger one ends the run with a RUN_ERROR. Zero means 10 MiB.
 	MaxFrame int
 	// IdleTimeout ends a run whose producer sends nothing (not even a
-	// comment) for this long; zero means never.
+	// comment) for this long; zero means never. The time the relay spends
+	// blocked writing to a consumer that does not read is not counted: the
+	// producer waits behind it then (ConsumerStallTimeout bounds it).
 	IdleTimeout time.Duration
 	// RunTimeout ends a run that lasts longer, counted from the request;
 	// zero means never.
 	RunTimeout time.Duration
+	// ConsumerStallTimeout ends a run whose consumer takes none of the
+	// stream for this long (within an eighth) while the relay has bytes
+	// for it: the producer waits behind it meanwhile, and the time is not
+	// counted as the producer's silence (IdleTimeout). The producer's
+	// request is cancelled and the consumer's connection closed, with no
+	// RUN_ERROR (it could not be read); the run's Abort is
+	// consumer_stalled. Zero means DefaultConsumerStallTimeout; negative
+	// means never.
+	ConsumerStallTimeout time.Duration
 	// CheckInput judges a RunAgentInput for a consumer of the given version
 	// and returns what is malformed; any error answers 400 and the producer
 	// is never contacted. It sees only bodies that are JSON objects. nil
@@ -158,6 +169,14 @@ type Relay struct {
 	ending *abortError
 }
 
+// DefaultConsumerStallTimeout is the ConsumerStallTimeout of a Relay that
+// sets none. A consumer that reads takes what the relay writes within
+// milliseconds, and the relay writes only once the socket's buffers have
+// room; one that has taken nothing for a minute (a frozen page, a suspended
+// laptop, a peer gone without a reset) holds its producer and the
+// producer's connection for nothing.
+const DefaultConsumerStallTimeout = time.Minute
+
 // RunReport describes one relayed run, for the log and for metrics.
 type RunReport struct {
 	// Route is the Relay's Route.
@@ -191,7 +210,9 @@ type RunReport struct {
 	// Terminal is the last terminal event relayed, "" when none.
 	Terminal string
 	// Abort is the RUN_ERROR code of the relay's own when it ended the
-	// stream early ("consumer_gone" when the consumer did), "" otherwise.
+	// stream early ("consumer_gone" when the consumer did,
+	// "consumer_stalled" when it read nothing for ConsumerStallTimeout),
+	// "" otherwise.
 	Abort string
 	// Err is the error behind Abort, when there is one: what broke the
 	// producer's stream, or the write that failed to a consumer that went

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/agui-relay/agui-relay/wire"
 )
 
 // Doer sends a request to the producer. The relay needs the response body
@@ -144,6 +146,13 @@ type upstreamBody struct {
 	timer    *time.Timer   // fires at the nearer of the idle and run ends
 	started  time.Time     // for touched and runEnd: its monotonic reading
 	touched  atomic.Int64  // when the stream last read, as time since started
+
+	// writer is the consumer's (watchWrites): while the stream writes to
+	// it, the relay is not reading the producer, and the producer's silence
+	// is not counted. slowWrite is set when the timer found a write in
+	// flight, and cleared by the touch that follows it.
+	writer    *wire.ChunkWriter
+	slowWrite atomic.Bool
 }
 
 func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
@@ -230,16 +239,50 @@ func (u *upstreamBody) endWithin(grace time.Duration) {
 
 // touch notes a read at now; the relay calls it before each. The idle timer
 // is not moved on every read (a timer update per event): when it fires,
-// idleCheck arms it again for what is left since the last touch.
+// check arms it again for what is left since the last touch.
 func (u *upstreamBody) touch(now time.Time) {
 	if u.idle > 0 {
 		u.touched.Store(int64(now.Sub(u.started)))
+		if u.slowWrite.Load() {
+			u.slowWrite.Store(false)
+		}
 	}
 }
 
+// watchWrites has the idle timeout leave out the time the stream spends
+// writing to the consumer (w), which a consumer that reads slowly or not
+// at all stretches (up to Relay.ConsumerStallTimeout): the producer is
+// then waiting behind the relay, not silent. The stream must touch at its
+// first read after a write the timer found in flight (touchAfterWrite),
+// also one it would not touch otherwise. Call it before the stream's
+// first read.
+func (u *upstreamBody) watchWrites(w *wire.ChunkWriter) {
+	u.mu.Lock()
+	u.writer = w
+	u.mu.Unlock()
+}
+
+// touchAfterWrite reports whether the timer found a write to the consumer
+// in flight since the last touch: the next read must touch, the silence
+// counting from the write's end.
+func (u *upstreamBody) touchAfterWrite() bool { return u.slowWrite.Load() }
+
+// writing reports whether a write to the consumer is in flight: the stream
+// is not waiting for the producer, and its next read touches
+// (touchAfterWrite). A write that ends before slowWrite is set, whose read
+// may not touch, ended now: check counts the silence from now.
+func (u *upstreamBody) writing() bool {
+	if u.writer == nil || u.writer.WriteSeq()&1 == 0 {
+		return false
+	}
+	u.slowWrite.Store(true)
+	return true
+}
+
 // check runs when the timer fires: the stream is cancelled when its run
-// is over or it has not read for the idle timeout, else the timer waits for
-// the nearer of the two. Under the mutex, so that finish (done, then Stop)
+// is over or it has not read for the idle timeout while waiting for the
+// producer (see watchWrites), else the timer waits for the nearer of the
+// two. Under the mutex, so that finish (done, then Stop)
 // leaves no timer armed.
 func (u *upstreamBody) check() {
 	u.mu.Lock()
@@ -257,6 +300,11 @@ func (u *upstreamBody) check() {
 		u.cancelLocked(errRunEnded)
 	case u.runEnd > 0 && elapsed >= u.runEnd:
 		u.cancelLocked(errRunTimeout)
+	case u.writing():
+		// Busy with the consumer: the producer's silence counts from now
+		// at the earliest (the stream's next read touches again).
+		u.touched.Store(int64(elapsed))
+		u.timer.Reset(u.untilEnd(elapsed))
 	default:
 		u.cancelLocked(errIdleTimeout)
 	}
@@ -310,13 +358,18 @@ const (
 	// CodeConsumerGone is RunReport.Abort when the consumer went away; no
 	// RUN_ERROR is written then.
 	CodeConsumerGone = "consumer_gone"
+	// CodeConsumerStalled is RunReport.Abort when the consumer took none
+	// of the answer for Relay.ConsumerStallTimeout and the relay cut it; no
+	// RUN_ERROR is written then (it could not be).
+	CodeConsumerStalled = "consumer_stalled"
 )
 
 var (
-	errConsumerGone = &abortError{CodeConsumerGone, "the consumer went away"}
-	errIdleTimeout  = &abortError{CodeUpstreamIdleTimeout, "the producer sent nothing for longer than the idle timeout"}
-	errRunTimeout   = &abortError{CodeRunTimeout, "the run took longer than the run timeout"}
-	errShutdown     = &abortError{CodeShutdown, "the relay is shutting down"}
+	errConsumerGone    = &abortError{CodeConsumerGone, "the consumer went away"}
+	errConsumerStalled = &abortError{CodeConsumerStalled, "the consumer read nothing for longer than the consumer stall timeout"}
+	errIdleTimeout     = &abortError{CodeUpstreamIdleTimeout, "the producer sent nothing for longer than the idle timeout"}
+	errRunTimeout      = &abortError{CodeRunTimeout, "the run took longer than the run timeout"}
+	errShutdown        = &abortError{CodeShutdown, "the relay is shutting down"}
 	// errRunEnded ends a stream the producer keeps open after the run the
 	// input asked for ended: the stream is complete, no RUN_ERROR is owed.
 	errRunEnded = &abortError{"run_ended", "the requested run ended and the producer kept the stream open"}

@@ -338,11 +338,19 @@ func (b *Body) dropReader() {
 // buffer are written from there by the next flush, with their chunk's size
 // line and CRLF, in one call when the connection writes pieces at once
 // (VecWriter: one writev(2) on a wire.Conn).
+//
+// Each write is bounded by the timeout: one that waits that long for the
+// consumer to take any of it (within an eighth, see arm) fails with
+// os.ErrDeadlineExceeded, and so does the writer from then on.
 type ChunkWriter struct {
 	conn     net.Conn  // what the answer is written to
 	vec      VecWriter // conn, when it writes pieces in one call; nil otherwise
 	timeout  time.Duration
 	deadline time.Time // the write deadline set last
+
+	// writeSeq moves at the start and at the end of each write to conn:
+	// odd while one is in flight (WriteSeq).
+	writeSeq atomic.Uint64
 
 	// head is the answer's status line and headers until they are written,
 	// by the first flush (or write); the caller leaves it unchanged.
@@ -390,8 +398,8 @@ var pendingPool = sync.Pool{New: func() any {
 }}
 
 // Init makes w the writer of an answer to conn, chunked or not, each write
-// within timeout (conn's write deadline). A ChunkWriter is used in place:
-// it is not copied.
+// within timeout (conn's write deadline; zero or less: none). A
+// ChunkWriter is used in place: it is not copied.
 func (w *ChunkWriter) Init(conn net.Conn, chunked bool, timeout time.Duration) {
 	*w = ChunkWriter{conn: conn, chunked: chunked, timeout: timeout}
 	w.vec, _ = conn.(VecWriter)
@@ -413,6 +421,12 @@ func (w *ChunkWriter) Conn() net.Conn { return w.conn }
 
 // Err returns the error that failed a write, nil when none has.
 func (w *ChunkWriter) Err() error { return w.err }
+
+// WriteSeq returns a number that moves at the start and at the end of
+// every write to the connection, and is odd while one is in flight: from
+// another goroutine, whether the stream has been writing (not waiting for
+// its source) since it last asked. Safe from any goroutine.
+func (w *ChunkWriter) WriteSeq() uint64 { return w.writeSeq.Load() }
 
 // Write buffers p for the next flush.
 func (w *ChunkWriter) Write(p []byte) (int, error) {
@@ -571,6 +585,8 @@ func (w *ChunkWriter) emit(a, b, c []byte) error {
 	}
 	head := w.head
 	w.head = nil
+	w.writeSeq.Add(1)
+	defer w.writeSeq.Add(1)
 	if w.vec != nil {
 		_, err := w.vec.WriteVec(head, a, b, c)
 		return w.fail(err)
@@ -591,7 +607,7 @@ func (w *ChunkWriter) emit(a, b, c []byte) error {
 // timeout is given up, at the cost of a timer update every timeout/8 rather
 // than on every write.
 func (w *ChunkWriter) arm() error {
-	if time.Until(w.deadline) > w.timeout-w.timeout/8 { // the monotonic clock alone
+	if w.timeout <= 0 || time.Until(w.deadline) > w.timeout-w.timeout/8 { // the monotonic clock alone
 		return nil
 	}
 	w.deadline = time.Now().Add(w.timeout)

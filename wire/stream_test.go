@@ -349,6 +349,66 @@ func TestChunkWriterArmsDeadlineSparingly(t *testing.T) {
 	}
 }
 
+// Without a timeout the writer sets no write deadline: a consumer may take
+// as long as it likes.
+func TestChunkWriterWithoutTimeoutSetsNoDeadline(t *testing.T) {
+	for _, timeout := range []time.Duration{0, -1} {
+		c := &stuckConn{}
+		w := newChunkWriter(c, false, timeout)
+		io.WriteString(w, "a")
+		if err := w.Flush(); err != nil || !c.deadline.IsZero() || c.wrote.String() != "a" {
+			t.Errorf("timeout %v: deadline %v, wrote %q, %v", timeout, c.deadline, c.wrote.String(), err)
+		}
+	}
+}
+
+// gateConn is a connection whose Write waits until it is let go, telling
+// entered when it starts to wait: a write in flight for as long as a test
+// needs.
+type gateConn struct {
+	stuckConn
+	entered, release chan struct{}
+}
+
+func (c *gateConn) Write(p []byte) (int, error) {
+	c.entered <- struct{}{}
+	<-c.release
+	return c.stuckConn.Write(p)
+}
+
+// WriteSeq is odd while a write is in flight, and has moved on by two once
+// it has returned, whether it failed or not.
+func TestChunkWriterWriteSeq(t *testing.T) {
+	c := &gateConn{entered: make(chan struct{}), release: make(chan struct{})}
+	w := newChunkWriter(c, false, time.Minute)
+	if s := w.WriteSeq(); s != 0 {
+		t.Fatalf("WriteSeq %d before any write", s)
+	}
+	io.WriteString(w, "a")
+	done := make(chan error)
+	go func() { done <- w.Flush() }()
+	<-c.entered
+	if s := w.WriteSeq(); s != 1 {
+		t.Errorf("WriteSeq %d while a write is in flight, want 1", s)
+	}
+	close(c.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := w.WriteSeq(); s != 2 {
+		t.Errorf("WriteSeq %d after the write, want 2", s)
+	}
+	c.stuck, c.deadline = true, time.Now() // the next write fails at once
+	io.WriteString(w, "b")
+	go func() { <-c.entered }()
+	if err := w.Flush(); err == nil {
+		t.Fatal("the stuck write succeeded")
+	}
+	if s := w.WriteSeq(); s != 4 {
+		t.Errorf("WriteSeq %d after a failed write, want 4", s)
+	}
+}
+
 // readChunks reads a chunked body to its end and returns each chunk's
 // bytes, checking the framing, and that net/http's chunked reader reads
 // the same body.
