@@ -55,7 +55,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME) ./event/
 	$(GO) test -run '^$$' -fuzz '^FuzzScannerFraming$$' -fuzztime $(FUZZTIME) ./event/
-	$(GO) test -run '^$$' -fuzz '^FuzzChunked$$' -fuzztime $(FUZZTIME) ./wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzChunked$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzJudgeEvent$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzJudgeInput$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) ./rules/

@@ -163,7 +163,7 @@ func TestCorpus(t *testing.T) {
 }
 
 // consumersFile records, run by run, what the published consumers make of
-// the corpus directly, without a relay; cmd_check_test.go holds
+// the corpus directly, without a relay; internal/cli/cmd_check_test.go holds
 // `agui-relay check` to it. TestCorpus holds it to what the consumers do now
 // and rewrites it with -update.
 var (

@@ -20,10 +20,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/relaytest"
 	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
-	"github.com/agui-relay/agui-relay/relay/relaytest"
 	"github.com/agui-relay/agui-relay/rules"
 )
 

@@ -15,11 +15,11 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/relaytest"
 	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
-	"github.com/agui-relay/agui-relay/relay/relaytest"
 )
 
 // recordedRun reads the one recording under dir.

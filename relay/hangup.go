@@ -3,7 +3,7 @@ package relay
 import (
 	"net"
 
-	"github.com/agui-relay/agui-relay/wire"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // A consumer's hangup is noticed by the Relay's Poller, which watches

@@ -7,7 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/agui-relay/agui-relay/wire"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // An event stream is answered on the consumer's connection itself, taken

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
-	"github.com/agui-relay/agui-relay/wire"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // The Poller cancels the stream of a consumer that hangs up, and a watch

@@ -14,8 +14,8 @@ import (
 
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/redact"
+	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/wire"
 )
 
 // relayedStream copies one run's event stream from the producer to the consumer,

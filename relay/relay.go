@@ -20,10 +20,10 @@ import (
 
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/redact"
+	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
-	"github.com/agui-relay/agui-relay/wire"
 )
 
 // Relay relays AG-UI runs between consumers and one producer.

@@ -22,8 +22,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
+	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/wire"
 )
 
 // harness runs a test producer (net/http, so that the relay is tested

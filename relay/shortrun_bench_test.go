@@ -17,10 +17,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
+	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
-	"github.com/agui-relay/agui-relay/wire"
 )
 
 // BenchmarkShortRun measures whole short runs through the relay as serve

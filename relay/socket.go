@@ -8,7 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/agui-relay/agui-relay/wire"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // socketConn is a consumer's or producer's connection read and written

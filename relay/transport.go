@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agui-relay/agui-relay/wire"
+	"github.com/agui-relay/agui-relay/internal/wire"
 
 	"github.com/valyala/fasthttp"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/agui-relay/agui-relay/wire"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // Doer sends a request to the producer. The relay needs the response body

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agui-relay/agui-relay/load"
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 // Config is one bench run.

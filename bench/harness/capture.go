@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 // A proxy's residence time is how long an event spends in it: from the

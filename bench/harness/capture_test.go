@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 // pcapFile builds a capture as tcpdump writes one on Linux's loopback.

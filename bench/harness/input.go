@@ -1,6 +1,6 @@
 package harness
 
-import "github.com/agui-relay/agui-relay/synth"
+import "github.com/agui-relay/agui-relay/internal/synth"
 
 // Input is the RunAgentInput the bench posts (the load generator gives each
 // run a threadId and runId of its own). It declares no protocolVersion: the

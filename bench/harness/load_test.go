@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agui-relay/agui-relay/load"
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 // testProducer starts the synthetic producer on a free port until the test

@@ -461,7 +461,8 @@ var cpuGroups = []struct{ prefix, group string }{
 	{mod + "relay.inputErrors", grAdmit},
 	{mod + "translate.", grTranslate},
 	{mod + "event.", grEvent},
-	{mod + "wire.", grWire},
+	{mod + "internal/wire.", grWire},
+	{mod + "wire.", grWire}, // recordings from before wire moved under internal/
 	{mod + "relay.", grRelay},
 	{mod + "metrics.", grMetrics},
 	{"github.com/prometheus/", grMetrics},

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agui-relay/agui-relay/plot"
+	"github.com/agui-relay/agui-relay/internal/plot"
 )
 
 // find returns the named case, nil when absent or not measured.

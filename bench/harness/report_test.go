@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agui-relay/agui-relay/plot"
+	"github.com/agui-relay/agui-relay/internal/plot"
 )
 
 func fakeReport() *Report {

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 // Proxy is a kind of process the workload goes through.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 // The addresses are all different and free once returned: the proxy's and

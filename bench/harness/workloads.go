@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agui-relay/agui-relay/load"
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 // The workloads a run can take (Config.Workloads): the bench's own phases

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 // secondReport is a report of the workloads beside the bench's own: three

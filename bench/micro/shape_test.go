@@ -10,8 +10,8 @@ import (
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 
-	"github.com/agui-relay/agui-relay/load"
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 type shapeCase struct {

@@ -3,7 +3,7 @@
 // consumer's run read off a connection, loopback connection pairs, the
 // streams the benchmarks pump, and the bound of every wait. It imports
 // neither relay nor event, so that both their internal tests and
-// relay/relaytest can use it.
+// internal/relaytest can use it.
 package testkit
 
 import (

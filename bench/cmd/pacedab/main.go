@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/agui-relay/agui-relay/bench/harness"
-	"github.com/agui-relay/agui-relay/synth"
+	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 type relayFlags []string

@@ -1,0 +1,347 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
+)
+
+// maxCheckStream caps the stream check --url reads from a live agent.
+const maxCheckStream = 64 << 20
+
+// liveRun posts input to url and returns the answer's event stream. A
+// stream that breaks off returns what arrived and the error; an answer that
+// is no event stream, or none at all, only the error.
+func liveRun(url string, o liveOptions, input []byte) ([]byte, load.Response, error) {
+	c, err := load.NewClient(url, o.headers, o.timeouts)
+	if err != nil {
+		return nil, load.Response{}, err
+	}
+	if o.insecure {
+		c.SetTLS(&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // asked for by --insecure
+	}
+	defer c.Close()
+	var got []byte
+	var head load.Response
+	over := false
+	err = c.Run(context.Background(), input, func(r load.Response) { head = r }, func(p []byte) {
+		if len(got)+len(p) > maxCheckStream {
+			if !over {
+				over = true
+				c.Close()
+			}
+			return
+		}
+		got = append(got, p...)
+	})
+	if over {
+		return got, head, fmt.Errorf("the stream is larger than %d MiB: judged what came before", maxCheckStream>>20)
+	}
+	var le *load.Error
+	if errors.As(err, &le) && (le.Kind == load.KindBroken || strings.HasPrefix(le.Kind, "timeout")) && len(got) > 0 {
+		return got, head, err
+	}
+	if err != nil {
+		return nil, head, err
+	}
+	return got, head, nil
+}
+
+// streamEvents returns the data of every frame of an SSE stream.
+func streamEvents(sse []byte) ([][]byte, error) {
+	sc := event.NewScanner(bytes.NewReader(sse), 0)
+	var evs [][]byte
+	for {
+		f, err := sc.Next()
+		if err == io.EOF {
+			return evs, nil
+		}
+		if err != nil {
+			return evs, err
+		}
+		if f.HasData() {
+			evs = append(evs, bytes.Clone(f.Data))
+		}
+	}
+}
+
+// consumerRow is one row of the table: a profile of releases, or a UI stack
+// by the client it bundles.
+type consumerRow struct {
+	name     string
+	releases []negotiate.Version
+}
+
+// consumerRows lists every consumer profile the relay knows, then the UI
+// stacks of negotiate.Consumers.
+func consumerRows() []consumerRow {
+	var rows []consumerRow
+	for _, p := range negotiate.Profiles {
+		rows = append(rows, consumerRow{name: p.Name, releases: p.Releases()})
+	}
+	for _, c := range negotiate.Consumers {
+		rows = append(rows, consumerRow{name: c.Name, releases: []negotiate.Version{c.Client}})
+	}
+	return rows
+}
+
+func (r consumerRow) span() string {
+	first, last := r.releases[0], r.releases[len(r.releases)-1]
+	if first == last {
+		return first.String()
+	}
+	return first.String() + "–" + last.String()
+}
+
+// firstFatal returns the first thing in events that a consumer of v fails
+// the run on ("" when it reads them all): a finding, with its JSON pointer,
+// or a sequence fault.
+func firstFatal(v negotiate.Version, events [][]byte, now time.Time) string {
+	c := checker{v: v, now: now}
+	st := rules.NewStream(v)
+	for i, ev := range events {
+		for _, f := range rules.JudgeEvent(v, ev).Findings {
+			if w := c.findingWord(f); w >= wRejected {
+				ptr := f.Pointer
+				if ptr == "" {
+					ptr = "(whole)"
+				}
+				return fmt.Sprintf("#%d %s %s: %s %s", i, eventType(ev), ptr, words[w], f.Rule)
+			}
+		}
+		if fs := st.Next(ev); len(fs) > 0 {
+			return fmt.Sprintf("#%d %s: %s", i, eventType(ev), fs[0].Rule)
+		}
+	}
+	return ""
+}
+
+// reading is what a row's consumers make of a stream.
+type reading struct {
+	ok    bool
+	first string // the first fatal finding, of the first release that fails
+}
+
+func (r reading) String() string {
+	if r.ok {
+		return "yes"
+	}
+	return "no: " + r.first
+}
+
+// readAll judges the stream for every release of a row, directly and as
+// the relay translates it for that release.
+func readAll(row consumerRow, sse []byte, events [][]byte, now time.Time) (direct, through reading, served bool, why string) {
+	direct, through = reading{ok: true}, reading{ok: true}
+	served = true
+	tr := &event.Translator{Now: func() time.Time { return now }}
+	for _, v := range row.releases {
+		tag := ""
+		if len(row.releases) > 1 {
+			tag = v.String() + " "
+		}
+		if f := firstFatal(v, events, now); f != "" && direct.ok {
+			direct = reading{first: tag + f}
+		}
+		if ok, w := negotiate.Supported(v); !ok {
+			served, why = false, w
+			continue
+		}
+		var out bytes.Buffer
+		st := tr.NewStream(v, negotiate.Version{}, &out)
+		sc := event.NewScanner(bytes.NewReader(sse), 0)
+		for {
+			f, err := sc.Next()
+			if err != nil {
+				break
+			}
+			if st.Frame(&f) != nil {
+				break
+			}
+		}
+		st.Close()
+		evs, _ := streamEvents(out.Bytes())
+		if f := firstFatal(v, evs, now); f != "" && through.ok {
+			through = reading{first: tag + f}
+		}
+	}
+	return direct, through, served, why
+}
+
+// declaredVersion says what the producer declared on its first RUN_STARTED.
+func declaredVersion(events [][]byte) string {
+	for _, ev := range events {
+		if rules.PeekType(ev) != "RUN_STARTED" {
+			continue
+		}
+		pv := gjson.GetBytes(ev, "protocolVersion")
+		if pv.Type == gjson.String {
+			return fmt.Sprintf("%q", pv.String())
+		}
+		return "none (a producer from before the field: 0.0.x)"
+	}
+	return "unknown: no RUN_STARTED"
+}
+
+// profilesTable prints the producer's declared version and faults, then
+// one row per consumer; it reports whether every served consumer reads the
+// stream through the relay.
+func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
+	events, err := streamEvents(sse)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(w, "producer: %d events; protocolVersion declared: %s\n", len(events), declaredVersion(events))
+	c := checker{v: negotiate.Current, out: w, now: now}
+	faults := 0
+	st := rules.NewStream(negotiate.Current)
+	for i, ev := range events {
+		j := rules.JudgeEvent(negotiate.Current, ev)
+		var bad []rules.Finding
+		for _, f := range j.Findings {
+			if f.Verdict == rules.Malformed {
+				bad = append(bad, f)
+			}
+		}
+		sf := st.Next(ev)
+		if len(bad) == 0 && len(sf) == 0 {
+			continue
+		}
+		if faults == 0 {
+			fmt.Fprintln(w, "producer faults (by the 1.0 rules):")
+		}
+		faults += len(bad) + len(sf)
+		fmt.Fprintf(w, "#%d %s:\n", i, eventType(ev))
+		c.findings(ev, rules.Judgement{Verdict: rules.Malformed, Findings: bad})
+		for _, f := range sf {
+			fmt.Fprintf(w, "  stream: %s: %s\n", f.Rule, f.Detail)
+			if f.Hint != "" {
+				fmt.Fprintf(w, "    hint: %s\n", f.Hint)
+			}
+		}
+	}
+	if faults == 0 {
+		fmt.Fprintln(w, "producer faults (by the 1.0 rules): none")
+	}
+	fmt.Fprintln(w)
+	t := &table{left: 4, head: []string{"consumer", "@ag-ui/client", "reads it directly", "through the relay"}}
+	all := true
+	for _, row := range consumerRows() {
+		direct, through, served, _ := readAll(row, sse, events, now)
+		th := through.String()
+		if !served {
+			th = "not served"
+		} else if !through.ok {
+			all = false
+		}
+		t.add(row.name, row.span(), direct.String(), th)
+	}
+	t.text(w)
+	if ok, why := negotiate.Supported(negotiate.Profiles[0].Last); !ok {
+		fmt.Fprintf(w, "(not served: %s)\n", why)
+	}
+	if all {
+		fmt.Fprintln(w, "\nsummary: every consumer the relay serves reads the stream through it")
+	} else {
+		fmt.Fprintln(w, "\nsummary: some consumers the relay serves cannot read the stream even through it (the producer's faults above are the likely cause)")
+	}
+	return all, nil
+}
+
+// liveOptions are check's flags for a live run.
+type liveOptions struct {
+	headers  []load.Header
+	timeouts load.Timeouts
+	insecure bool
+}
+
+func (o *liveOptions) flags(fs *flag.FlagSet) {
+	o.timeouts = load.Timeouts{Connect: 10 * time.Second, Headers: 5 * time.Minute, Idle: 5 * time.Minute, Run: 10 * time.Minute}
+	fs.Func("header", "with --url, a request header 'Name: value'; repeat for several", headerFlag(&o.headers))
+	fs.DurationVar(&o.timeouts.Connect, "connect-timeout", o.timeouts.Connect, "with --url, time to connect (0: none)")
+	fs.DurationVar(&o.timeouts.Headers, "headers-timeout", o.timeouts.Headers, "with --url, time from the request to the response's headers (0: none)")
+	fs.DurationVar(&o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "with --url, longest silence inside the stream (0: none)")
+	fs.DurationVar(&o.timeouts.Run, "run-timeout", o.timeouts.Run, "with --url, longest run (0: none)")
+	fs.BoolVar(&o.insecure, "insecure", false, "with an https --url, do not verify the server's certificate")
+}
+
+// checkURL makes one live run, posting the RunAgentInput read from r (nil:
+// the default input), and prints the profiles table.
+func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stderr io.Writer) int {
+	input := load.DefaultInput
+	if r != nil {
+		b, err := io.ReadAll(io.LimitReader(r, maxCheckInput+1))
+		if err == nil && len(b) > maxCheckInput {
+			err = fmt.Errorf("input larger than %d bytes", maxCheckInput)
+		}
+		if err == nil {
+			err = load.CheckInput(b)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "agui-relay check: --input %s: %v\n", name, err)
+			return 1
+		}
+		input = b
+	}
+	if _, err := load.ParseTarget(url); err != nil {
+		fmt.Fprintf(stderr, "agui-relay check: --url: %v\n", err)
+		return 2
+	}
+	sse, head, err := liveRun(url, o, input)
+	if sse == nil {
+		fmt.Fprintf(stderr, "agui-relay check: %s: %v\n", url, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "agui-relay check: %s: HTTP %d, %s, %d bytes\n", url, head.Status, head.ContentType, len(sse))
+	if err != nil {
+		fmt.Fprintf(stdout, "the stream ended early (%v): judged what arrived\n", err)
+	}
+	all, terr := profilesTable(stdout, sse, time.Now())
+	if terr != nil {
+		fmt.Fprintf(stderr, "agui-relay check: reading the stream: %v\n", terr)
+		return 1
+	}
+	if !all || err != nil {
+		return 1
+	}
+	return 0
+}
+
+// checkProfiles prints the profiles table of a recorded stream.
+func checkProfiles(r io.Reader, name string, stdout, stderr io.Writer) int {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var in io.Reader = br
+	if jsonLines(br) {
+		in = &linesAsSSE{r: br}
+	}
+	sse, err := io.ReadAll(io.LimitReader(in, maxCheckStream+1))
+	if err == nil && len(sse) > maxCheckStream {
+		err = fmt.Errorf("larger than %d MiB", maxCheckStream>>20)
+	}
+	var all bool
+	if err == nil {
+		all, err = profilesTable(stdout, sse, time.Now())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "agui-relay check: reading %s: %v\n", name, err)
+		return 1
+	}
+	if !all {
+		return 1
+	}
+	return 0
+}

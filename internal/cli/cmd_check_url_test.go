@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rowOf returns the table row of a consumer.
+func rowOf(t *testing.T, out, consumer string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, consumer+" ") {
+			return l
+		}
+	}
+	t.Fatalf("no row %q in\n%s", consumer, out)
+	return ""
+}
+
+// One live run against the demo agent: every profile, 1.0 and the
+// CopilotKit releases get a row saying whether they read the stream
+// directly and through the relay.
+func TestCheckURLAgainstTheDemoAgent(t *testing.T) {
+	at, _, _ := startServe(t, nil)
+	code, out, errs := runCmd(t, "", "check", "--url", at.demo+"/agent?scenario=synthetic&events=300")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "HTTP 200, text/event-stream", `protocolVersion declared: "1.0"`, "producer faults (by the 1.0 rules): none",
+		"summary: every consumer the relay serves reads the stream through it")
+	for _, row := range []struct{ consumer, want string }{
+		{"P30", "no: 0.0.27 #33 REASONING_START (whole): rejected unknown-event-type  not served"},
+		{"P45", "0.0.45–0.0.53  no: 0.0.45 #86 TOOL_CALL_RESULT /content: malformed type:string"},
+		{"V1", "1.0            yes"},
+		{"CopilotKit 1.75 (@copilotkit/runtime, @copilotkit/core)", "0.0.59         no: #86 TOOL_CALL_RESULT /content: malformed type:string"},
+		{"CopilotKit 1.74 (@copilotkit/react-core)", "0.0.59"},
+		{"CopilotKit 2 (@copilotkitnext/* 1.54)", "0.0.48"},
+	} {
+		r := rowOf(t, out, row.consumer)
+		if !strings.Contains(r, row.want) {
+			t.Errorf("row %q lacks %q", r, row.want)
+		}
+		if row.consumer != "P30" && !strings.HasSuffix(r, "  yes") {
+			t.Errorf("row %q: not read through the relay", r)
+		}
+	}
+	// A legacy agent: no declaration, and 0.0.37 to 0.0.44 read it as it is.
+	code, out, _ = runCmd(t, "", "check", "--url", at.demo+"/agent?version=0.0.40")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	wantContains(t, out, "protocolVersion declared: none (a producer from before the field: 0.0.x)")
+	if r := rowOf(t, out, "P37"); !strings.Contains(r, "0.0.37–0.0.40  yes") {
+		t.Errorf("row %q", r)
+	}
+}
+
+// A producer fault the relay does not repair: listed with its pointer and
+// likely cause, and no consumer reads the stream even through the relay.
+func TestCheckURLProducerFaults(t *testing.T) {
+	var posted string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		posted = string(b)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"thread_id\":\"t\",\"run_id\":\"r\"}\n\n")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
+	}))
+	defer srv.Close()
+	in := filepath.Join(t.TempDir(), "in.json")
+	os.WriteFile(in, []byte(`{"threadId":"mine","runId":"r1","messages":[],"tools":[],"context":[],"state":{},"forwardedProps":{"k":1}}`), 0o644)
+	code, out, errs := runCmd(t, "", "check", "--url", srv.URL, "--input", in)
+	if code != 1 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(posted, `"threadId":"mine"`) || !strings.Contains(posted, `"forwardedProps":{"k":1}`) {
+		t.Errorf("posted %s", posted)
+	}
+	wantContains(t, out, "producer faults (by the 1.0 rules):", "#0 RUN_STARTED:", "/threadId: malformed: required",
+		"hint: field names are snake_case", "summary: some consumers the relay serves cannot read the stream")
+	if r := rowOf(t, out, "V1"); strings.Count(r, "no: #0 RUN_STARTED /threadId: malformed required") != 2 {
+		t.Errorf("row %q", r)
+	}
+}
+
+func TestCheckURLClearErrors(t *testing.T) {
+	gone := refusedURL(t)
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html>sign in</html>")
+	}))
+	defer html.Close()
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer silent.Close()
+	defer close(release)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"threadId":"t","runId":"r","messages":"hi"}`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--url", gone}, 1, "refused: dial tcp"},
+		{[]string{"--url", html.URL}, 1, `not SSE: HTTP 200 with Content-Type "text/html", not text/event-stream: <html>sign in</html>`},
+		{[]string{"--url", silent.URL, "--headers-timeout", "50ms"}, 1, "timeout headers"},
+		{[]string{"--url", gone, "--input", bad}, 1, "--input " + bad + ": malformed for AG-UI 1.0 at /messages: "},
+		{[]string{"--url", gone, bad}, 2, "with --url, FILE is the RunAgentInput to post: give --input"},
+		{[]string{"--url", "agent:8000"}, 2, `"agent:8000" is not an http:// or https:// URL`},
+	} {
+		code, out, errs := runCmd(t, "", append([]string{"check"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s%s", tc.args, code, tc.code, tc.want, out, errs)
+		}
+	}
+}
+
+// --profiles gives the same table for a recording.
+func TestCheckProfilesOfARecording(t *testing.T) {
+	code, out, errs := runCmd(t, "", "check", "--profiles", "testdata/streams/legacy-thinking.sse")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "protocolVersion declared: none", "CopilotKit 2 (@copilotkitnext/* 1.54)")
+	if r := rowOf(t, out, "P59"); !strings.HasSuffix(r, "yes") {
+		t.Errorf("row %q", r)
+	}
+}

@@ -1,0 +1,310 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/agui-relay/agui-relay/internal/load"
+)
+
+// loadOptions are the load command's flags.
+type loadOptions struct {
+	levels   []int
+	runs     int64
+	duration time.Duration
+	ramp     time.Duration
+	rate     float64
+	inputs   []string
+	headers  []load.Header
+	timeouts load.Timeouts
+	drain    time.Duration
+	judge    int
+	out      string
+	compare  string
+	rounds   int
+	interval time.Duration
+	progress string
+	insecure bool
+}
+
+const loadUsage = `usage: agui-relay load [flags] URL
+
+Runs AG-UI runs against URL (a POST of a RunAgentInput answered by an event
+stream), -c at a time, and reports what a user waits for: the time to the
+response headers, to the first event and to the first content event, the
+gaps between events and the whole run, each as p50/p90/p99/p99.9/max; the
+throughput (runs/s, events/s, bytes/s); errors by kind (refused, HTTP
+status, timeout, RUN_ERROR by code, a stream cut before its terminal
+event, events the 1.0 rules find malformed) and how many runs were complete
+(ended with RUN_FINISHED or RUN_ERROR and no other error).
+
+Each run posts the next --input file in turn (or a small default input),
+with a fresh threadId and runId. With neither -n nor -d it runs for 10s.
+While it runs it shows a progress line on a terminal and a plain line per
+--interval otherwise; Ctrl-C stops it, cuts the runs in flight (not judged)
+and prints the report of what ran.
+
+Exit status: 0 when every run was complete, 1 when any failed (or the load
+could not start), 2 on usage errors, 130 when interrupted.
+
+examples:
+  # the demo agent's synthetic scenario through the relay (go run . first)
+  agui-relay load -c 100 -d 10s 'http://127.0.0.1:8080/agent?scenario=synthetic&events=1000'
+  # an agent of your own, with auth, your inputs in turn, 5 new runs a second
+  agui-relay load -c 50 -n 500 --rate 5 --header 'Authorization: Bearer $TOKEN' \
+      --input chat1.json --input chat2.json https://agent.example.com/api/agent
+  # what the relay in front of an agent costs, in alternating rounds
+  agui-relay load -c 10,100,500 -d 20s --out report/ \
+      --compare http://127.0.0.1:8080/agent http://127.0.0.1:8000/agent
+
+flags:
+`
+
+func runLoad(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The first Ctrl-C ends the load and prints the report; a second one
+	// kills the process as usual.
+	context.AfterFunc(ctx, stop)
+	return loadCommand(ctx, args, stdout, stderr, term.IsTerminal(int(os.Stderr.Fd())))
+}
+
+func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+	fs := newFlagSet("load", stderr)
+	o := loadOptions{levels: []int{10}, timeouts: load.DefaultTimeouts}
+	fs.Func("c", "concurrent runs, or a comma-separated list of levels run one after the other (10,100,500) (default 10)", func(s string) error {
+		o.levels = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return fmt.Errorf("%q is not a positive whole number", f)
+			}
+			o.levels = append(o.levels, n)
+		}
+		return nil
+	})
+	fs.Int64Var(&o.runs, "n", 0, "runs per level (with --compare: per target); 0: by -d")
+	fs.DurationVar(&o.duration, "d", 0, "duration per level (with --compare: per target); no run starts after it (default 10s when -n is not given)")
+	fs.DurationVar(&o.ramp, "ramp", 0, "spread the start of the concurrent runs over this long")
+	fs.Float64Var(&o.rate, "rate", 0, "at most this many new runs per second (0: the next run as soon as one ends)")
+	fs.Func("input", "a RunAgentInput file; repeat for several, taken in turn (default: one user message, protocolVersion 1.0)", func(s string) error {
+		o.inputs = append(o.inputs, s)
+		return nil
+	})
+	fs.Func("header", "a request header 'Name: value'; repeat for several", headerFlag(&o.headers))
+	fs.DurationVar(&o.timeouts.Connect, "connect-timeout", o.timeouts.Connect, "time to connect (0: none)")
+	fs.DurationVar(&o.timeouts.Headers, "headers-timeout", o.timeouts.Headers, "time from the request to the response's headers (0: none)")
+	fs.DurationVar(&o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "longest silence inside a stream (0: none)")
+	fs.DurationVar(&o.timeouts.Run, "run-timeout", o.timeouts.Run, "longest run (0: none)")
+	fs.DurationVar(&o.drain, "drain", 10*time.Second, "with -d, how long runs in flight at its end may take to finish before they are cut")
+	fs.IntVar(&o.judge, "judge-every", 1, "judge one event in N against the 1.0 rules (0: none); a judged event costs about 0.5 µs of CPU")
+	fs.BoolVar(&o.insecure, "insecure", false, "with https, do not verify the server's certificate")
+	fs.StringVar(&o.out, "out", "", "write report.md, results.json and SVG plots into this directory")
+	fs.StringVar(&o.compare, "compare", "", "a second URL, loaded in alternating rounds with URL; the report gives the ratios")
+	fs.IntVar(&o.rounds, "rounds", 4, "with --compare, rounds per target (the runs or duration are split between them)")
+	fs.DurationVar(&o.interval, "interval", time.Second, "period of the progress lines and the time series")
+	fs.StringVar(&o.progress, "progress", "auto", "auto (a progress bar on a terminal, lines otherwise), bar, lines or none")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), loadUsage)
+		fs.PrintDefaults()
+	}
+	urls, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	usageErr := func(format string, a ...any) int {
+		return usageError(fs, fmt.Errorf(format, a...))
+	}
+	if len(urls) != 1 {
+		return usageErr("want one URL, got %d", len(urls))
+	}
+	if o.runs < 0 || o.duration < 0 || o.rate < 0 || o.judge < 0 || o.rounds < 1 || o.interval <= 0 {
+		return usageErr("-n, -d, --rate and --judge-every must not be negative, --rounds and --interval must be positive")
+	}
+	switch o.progress {
+	case "auto", "bar", "lines", "none":
+	default:
+		return usageErr("--progress %q: auto, bar, lines or none", o.progress)
+	}
+	if o.runs == 0 && o.duration == 0 {
+		o.duration = 10 * time.Second
+	}
+	targets := []string{urls[0]}
+	if o.compare != "" {
+		targets = append(targets, o.compare)
+	}
+	for _, u := range targets {
+		if _, err := load.ParseTarget(u); err != nil {
+			return usageErr("%v", err)
+		}
+	}
+	var inputs [][]byte
+	for _, name := range o.inputs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "agui-relay load: --input: %v\n", err)
+			return 1
+		}
+		if err := load.CheckInput(b); err != nil {
+			fmt.Fprintf(stderr, "agui-relay load: --input %s: %v\n", name, err)
+			return 1
+		}
+		inputs = append(inputs, b)
+	}
+	if o.progress == "auto" {
+		o.progress = "lines"
+		if tty {
+			o.progress = "bar"
+		}
+	}
+	rep := &loadReport{Command: "agui-relay load " + strings.Join(args, " "), Targets: targets, Started: time.Now()}
+	for _, c := range o.levels {
+		lv := loadLevel{Concurrency: c, Results: make([]*load.Result, len(targets))}
+		rounds := 1
+		if len(targets) > 1 {
+			rounds = o.rounds
+			if o.runs > 0 && o.runs < int64(rounds) {
+				rounds = int(o.runs) // a round makes at least one run
+			}
+		}
+		for round := 0; round < rounds && ctx.Err() == nil; round++ {
+			for k := range targets {
+				i := k
+				if round%2 == 1 {
+					i = len(targets) - 1 - k // ABBA: drift in the host falls on both alike
+				}
+				cfg := load.Config{URL: targets[i], Headers: o.headers, Inputs: inputs, Concurrency: c,
+					Runs: splitRuns(o.runs, rounds, round), Duration: o.duration / time.Duration(rounds),
+					Drain: o.drain, Ramp: o.ramp, Rate: o.rate, Timeouts: o.timeouts, JudgeEvery: o.judge, Interval: o.interval}
+				if o.insecure {
+					cfg.TLS = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for by --insecure
+				}
+				label := fmt.Sprintf("c=%d", c)
+				if len(targets) > 1 {
+					label = fmt.Sprintf("c=%d %s round %d/%d", c, targetName(i), round+1, rounds)
+				}
+				res, err := runOneLoad(ctx, cfg, label, o.progress, stderr)
+				if err != nil {
+					fmt.Fprintf(stderr, "agui-relay load: %v\n", err)
+					return 1
+				}
+				if lv.Results[i] == nil {
+					lv.Results[i] = &load.Result{}
+				}
+				lv.Results[i].Merge(res)
+				if ctx.Err() != nil {
+					break
+				}
+			}
+		}
+		rep.Levels = append(rep.Levels, lv)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	rep.Interrupted = ctx.Err() != nil
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.text(stdout)
+	if o.out != "" {
+		if err := rep.write(o.out); err != nil {
+			fmt.Fprintf(stderr, "agui-relay load: --out: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "\nwritten: %s\n", strings.Join(rep.files(o.out), ", "))
+	}
+	switch {
+	case rep.Interrupted:
+		return 130
+	case rep.failed():
+		return 1
+	}
+	return 0
+}
+
+// headerFlag parses a repeated "Name: value" flag into headers.
+func headerFlag(headers *[]load.Header) func(string) error {
+	return func(s string) error {
+		k, v, ok := strings.Cut(s, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("%q is not 'Name: value'", s)
+		}
+		*headers = append(*headers, load.Header{Name: strings.TrimSpace(k), Value: strings.TrimSpace(v)})
+		return nil
+	}
+}
+
+// splitRuns is round's share of n runs over rounds (0: by duration).
+func splitRuns(n int64, rounds, round int) int64 {
+	if n == 0 {
+		return 0
+	}
+	share := n / int64(rounds)
+	if int64(round) < n%int64(rounds) {
+		share++
+	}
+	return share
+}
+
+// targetName is how reports name the URL and the --compare URL.
+func targetName(i int) string { return [...]string{"A", "B"}[i] }
+
+// runOneLoad runs one load, showing its progress as asked.
+func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, stderr io.Writer) (*load.Result, error) {
+	var bar *progressbar.ProgressBar
+	switch progress {
+	case "bar":
+		total := int64(-1) // a spinner: neither -n nor -d
+		if cfg.Runs > 0 {
+			total = cfg.Runs
+		} else if cfg.Duration > 0 {
+			total = int64(cfg.Duration / time.Second)
+		}
+		bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(label),
+			progressbar.OptionSetWidth(20), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
+			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionSetRenderBlankState(true))
+		cfg.Progress = func(p load.Progress) {
+			bar.Describe(progressLine(label, p))
+			if cfg.Runs > 0 {
+				bar.Set64(p.Done) //nolint:errcheck // only draws
+			} else {
+				bar.Set64(min(int64(p.Elapsed/time.Second), total)) //nolint:errcheck // only draws
+			}
+		}
+	case "lines":
+		cfg.Progress = func(p load.Progress) { fmt.Fprintln(stderr, "load: "+progressLine(label, p)) }
+	}
+	res, err := load.Run(ctx, cfg)
+	if bar != nil {
+		bar.Finish() //nolint:errcheck
+		bar.Exit()   //nolint:errcheck
+		bar.Clear()  //nolint:errcheck
+	}
+	return res, err
+}
+
+func progressLine(label string, p load.Progress) string {
+	return fmt.Sprintf("%s %4.0fs: runs %d done, %d complete, %d failed, %d in flight; %s events/s, %.1f runs/s",
+		label, p.Elapsed.Seconds(), p.Done, p.Complete, p.Failed, p.InFlight, humanCount(p.EventsPerSec), p.RunsSec)
+}
+
+// humanCount writes a rate with a k or M suffix.
+func humanCount(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "M"
+	case v >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}

@@ -1,0 +1,334 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/internal/plot"
+)
+
+// loadReport is everything one load command measured.
+type loadReport struct {
+	Command     string      `json:"command"`
+	Targets     []string    `json:"targets"` // URL, then the --compare URL
+	Started     time.Time   `json:"started"`
+	Seconds     float64     `json:"seconds"`
+	Interrupted bool        `json:"interrupted,omitempty"`
+	Levels      []loadLevel `json:"levels"`
+}
+
+// loadLevel is one concurrency level: one result per target.
+type loadLevel struct {
+	Concurrency int            `json:"concurrency"`
+	Results     []*load.Result `json:"results"`
+}
+
+func (r *loadReport) failed() bool {
+	for _, lv := range r.Levels {
+		for _, res := range lv.Results {
+			if res != nil && res.Failed() > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// table is a report table, printed as aligned text or as markdown.
+type table struct {
+	head []string
+	rows [][]string
+	// left is how many leading columns are text, aligned left; the others
+	// are figures, aligned right. 0 means one.
+	left int
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) text(w io.Writer) {
+	width := make([]int, len(t.head))
+	for _, r := range append([][]string{t.head}, t.rows...) {
+		for i, c := range r {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	line := func(r []string) {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i < max(t.left, 1) {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(t.head)
+	for _, r := range t.rows {
+		line(r)
+	}
+}
+
+func (t *table) markdown(w io.Writer) {
+	fmt.Fprintln(w, "| "+strings.Join(t.head, " | ")+" |")
+	sep := make([]string, len(t.head))
+	for i := range sep {
+		sep[i] = "---"
+		if i >= max(t.left, 1) {
+			sep[i] = "---:"
+		}
+	}
+	fmt.Fprintln(w, "| "+strings.Join(sep, " | ")+" |")
+	for _, r := range t.rows {
+		fmt.Fprintln(w, "| "+strings.Join(r, " | ")+" |")
+	}
+}
+
+// ms formats milliseconds with three significant figures or so.
+func ms(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func ratio(b, a float64) string {
+	if a == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("×%.2f", b/a)
+}
+
+func timingsTable(res *load.Result) *table {
+	t := &table{head: []string{"time (ms)", "p50", "p90", "p99", "p99.9", "max", "n"}}
+	for _, tm := range load.Timings() {
+		s := res.Summary(tm)
+		if s.N == 0 {
+			t.add(tm.String(), "–", "–", "–", "–", "–", "0")
+			continue
+		}
+		t.add(tm.String(), ms(s.P50), ms(s.P90), ms(s.P99), ms(s.P999), ms(s.Max), fmt.Sprint(s.N))
+	}
+	return t
+}
+
+// summaryLines are the throughput, completeness and error lines of one
+// result.
+func summaryLines(res *load.Result) []string {
+	lines := []string{
+		fmt.Sprintf("throughput: %.1f runs/s, %s events/s, %s/s", res.RunsSec, humanCount(res.EventsSec), humanBytes(res.BytesSec)),
+		fmt.Sprintf("runs: %d judged, %d complete (%.1f%%), %d with RUN_FINISHED; %d cut by the load's end (not judged)",
+			res.Runs, res.Complete, 100*res.Completeness(), res.Finished, res.Interrupted),
+	}
+	if res.Judged > 0 {
+		lines = append(lines, fmt.Sprintf("events: %d, %d judged by the 1.0 rules, %d malformed", res.Events, res.Judged, res.Malformed))
+	} else {
+		lines = append(lines, fmt.Sprintf("events: %d (not judged)", res.Events))
+	}
+	if len(res.Errors) == 0 {
+		return append(lines, "errors: none")
+	}
+	lines = append(lines, "errors:")
+	for _, k := range res.ErrorKinds() {
+		lines = append(lines, fmt.Sprintf("  %-18s %6d  e.g. %s", k, res.Errors[k], res.Examples[k]))
+	}
+	return lines
+}
+
+func humanBytes(v float64) string {
+	switch {
+	case v >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", v/(1<<30))
+	case v >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", v/(1<<20))
+	case v >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", v/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", v)
+}
+
+// compareTable puts B beside A, with B/A.
+func compareTable(a, b *load.Result) *table {
+	t := &table{head: []string{"", "A", "B", "B/A"}}
+	for _, tm := range load.Timings() {
+		sa, sb := a.Summary(tm), b.Summary(tm)
+		t.add(tm.String()+" p50 (ms)", ms(sa.P50), ms(sb.P50), ratio(sb.P50, sa.P50))
+		t.add(tm.String()+" p99 (ms)", ms(sa.P99), ms(sb.P99), ratio(sb.P99, sa.P99))
+	}
+	t.add("events/s", humanCount(a.EventsSec), humanCount(b.EventsSec), ratio(b.EventsSec, a.EventsSec))
+	t.add("runs/s", fmt.Sprintf("%.1f", a.RunsSec), fmt.Sprintf("%.1f", b.RunsSec), ratio(b.RunsSec, a.RunsSec))
+	t.add("failed runs", fmt.Sprint(a.Failed()), fmt.Sprint(b.Failed()), "")
+	return t
+}
+
+// levelsTable lists throughput and p99s against concurrency.
+func (r *loadReport) levelsTable() *table {
+	t := &table{left: 2, head: []string{"concurrency", "target", "runs/s", "events/s", "p99 first content (ms)", "p99 run (ms)", "failed"}}
+	for _, lv := range r.Levels {
+		for i, res := range lv.Results {
+			if res == nil {
+				continue
+			}
+			t.add(fmt.Sprint(lv.Concurrency), targetName(i), fmt.Sprintf("%.1f", res.RunsSec), humanCount(res.EventsSec),
+				ms(res.Summary(load.FirstContent).P99), ms(res.Summary(load.Whole).P99), fmt.Sprint(res.Failed()))
+		}
+	}
+	return t
+}
+
+func (r *loadReport) header() []string {
+	var h []string
+	for i, u := range r.Targets {
+		h = append(h, fmt.Sprintf("%s: %s", targetName(i), u))
+	}
+	if r.Interrupted {
+		h = append(h, "interrupted: the report covers what ran until then")
+	}
+	return h
+}
+
+func (r *loadReport) text(w io.Writer) {
+	for _, l := range r.header() {
+		fmt.Fprintln(w, l)
+	}
+	for _, lv := range r.Levels {
+		for i, res := range lv.Results {
+			if res == nil {
+				continue
+			}
+			fmt.Fprintf(w, "\n%s, %d concurrent, %.1fs\n", targetName(i), lv.Concurrency, res.Seconds)
+			timingsTable(res).text(w)
+			for _, l := range summaryLines(res) {
+				fmt.Fprintln(w, l)
+			}
+		}
+		if len(lv.Results) == 2 && lv.Results[0] != nil && lv.Results[1] != nil {
+			fmt.Fprintf(w, "\nB against A, %d concurrent, in alternating rounds:\n", lv.Concurrency)
+			compareTable(lv.Results[0], lv.Results[1]).text(w)
+		}
+	}
+	if len(r.Levels) > 1 {
+		fmt.Fprintln(w)
+		r.levelsTable().text(w)
+	}
+}
+
+func (r *loadReport) markdown(w io.Writer) {
+	fmt.Fprintf(w, "# agui-relay load\n\n`%s`, started %s, %.1fs\n\n", r.Command, r.Started.UTC().Format(time.RFC3339), r.Seconds)
+	for _, l := range r.header() {
+		fmt.Fprintf(w, "- %s\n", l)
+	}
+	for _, lv := range r.Levels {
+		for i, res := range lv.Results {
+			if res == nil {
+				continue
+			}
+			fmt.Fprintf(w, "\n## %s, %d concurrent\n\n", targetName(i), lv.Concurrency)
+			timingsTable(res).markdown(w)
+			fmt.Fprintln(w)
+			for _, l := range summaryLines(res) {
+				if strings.HasPrefix(l, "  ") {
+					fmt.Fprintf(w, "  - %s\n", strings.TrimSpace(l))
+				} else {
+					fmt.Fprintf(w, "- %s\n", l)
+				}
+			}
+		}
+		if len(lv.Results) == 2 && lv.Results[0] != nil && lv.Results[1] != nil {
+			fmt.Fprintf(w, "\n## B against A, %d concurrent\n\n", lv.Concurrency)
+			compareTable(lv.Results[0], lv.Results[1]).markdown(w)
+		}
+	}
+	if len(r.Levels) > 1 {
+		fmt.Fprintf(w, "\n## Against concurrency\n\n")
+		r.levelsTable().markdown(w)
+		fmt.Fprintf(w, "\n![throughput](throughput.svg)\n![p99](p99.svg)\n")
+	}
+	fmt.Fprintf(w, "\n![latency over time](latency.svg)\n")
+}
+
+// plots returns the SVG plots by file name.
+func (r *loadReport) plots() map[string]plot.Plot {
+	lat := plot.Plot{Title: "Time to first event over time", XLabel: "seconds since the start", YLabel: "ms"}
+	for _, lv := range r.Levels {
+		for i, res := range lv.Results {
+			if res == nil {
+				continue
+			}
+			off := res.Started.Sub(r.Started).Seconds()
+			name := fmt.Sprintf("%s c=%d", targetName(i), lv.Concurrency)
+			p50, p99 := plot.Series{Name: name + " p50"}, plot.Series{Name: name + " p99"}
+			for _, pt := range res.Series {
+				if pt.FirstEvent.N == 0 {
+					continue
+				}
+				p50.Points = append(p50.Points, plot.Point{X: off + pt.At, Y: pt.FirstEvent.P50})
+				p99.Points = append(p99.Points, plot.Point{X: off + pt.At, Y: pt.FirstEvent.P99})
+			}
+			lat.Series = append(lat.Series, p50, p99)
+		}
+	}
+	out := map[string]plot.Plot{"latency.svg": lat}
+	if len(r.Levels) > 1 {
+		tp := plot.Plot{Title: "Throughput against concurrency", XLabel: "concurrent runs", YLabel: "events/s", LogX: true}
+		p99 := plot.Plot{Title: "p99 whole run against concurrency", XLabel: "concurrent runs", YLabel: "ms", LogX: true}
+		for i := range r.Targets {
+			s1, s2 := plot.Series{Name: targetName(i)}, plot.Series{Name: targetName(i)}
+			for _, lv := range r.Levels {
+				if i < len(lv.Results) && lv.Results[i] != nil {
+					s1.Points = append(s1.Points, plot.Point{X: float64(lv.Concurrency), Y: lv.Results[i].EventsSec})
+					s2.Points = append(s2.Points, plot.Point{X: float64(lv.Concurrency), Y: lv.Results[i].Summary(load.Whole).P99})
+				}
+			}
+			tp.Series, p99.Series = append(tp.Series, s1), append(p99.Series, s2)
+		}
+		out["throughput.svg"], out["p99.svg"] = tp, p99
+	}
+	return out
+}
+
+func (r *loadReport) files(dir string) []string {
+	names := []string{"report.md", "results.json"}
+	for n := range r.plots() {
+		names = append(names, n)
+	}
+	for i := range names {
+		names[i] = filepath.Join(dir, names[i])
+	}
+	return names
+}
+
+func (r *loadReport) write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var md strings.Builder
+	r.markdown(&md)
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{"report.md": []byte(md.String()), "results.json": append(js, '\n')}
+	for n, p := range r.plots() {
+		files[n] = []byte(p.SVG())
+	}
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

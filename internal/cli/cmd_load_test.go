@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func loadCmd(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := loadCommand(ctx, args, &out, &errb, false)
+	return code, out.String(), errb.String()
+}
+
+// The demo agent's synthetic scenario through the relay, and against it
+// the demo agent directly: every run complete, the report's tables, and
+// the files of --out.
+func TestLoadThroughTheRelay(t *testing.T) {
+	at, _, _ := startServe(t, nil)
+	through := "http://" + at.relay + "/agent?scenario=synthetic&events=200"
+	direct := at.demo + "/agent?scenario=synthetic&events=200"
+	dir := t.TempDir()
+	code, out, errs := loadCmd(t, context.Background(), "-c", "2,4", "-n", "16", "--out", dir, "--compare", direct, "--rounds", "2", through)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "A: "+through, "B: "+direct,
+		"first content", "gap between events", "whole run", "p99.9",
+		"runs: 16 judged, 16 complete (100.0%), 16 with RUN_FINISHED", "errors: none",
+		"B against A, 4 concurrent, in alternating rounds:", "B/A", "concurrency  target")
+	wantContains(t, errs, "load: c=2 A round 1/2", "load: c=4 B round 2/2")
+	var rep struct {
+		Levels []struct {
+			Concurrency int `json:"concurrency"`
+			Results     []struct {
+				Runs, Complete, Events int64
+				Timings                map[string]struct {
+					N   int64   `json:"n"`
+					P99 float64 `json:"p99_ms"`
+				}
+			} `json:"results"`
+		} `json:"levels"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Levels) != 2 || rep.Levels[1].Concurrency != 4 || len(rep.Levels[1].Results) != 2 {
+		t.Fatalf("%s", b)
+	}
+	for _, lv := range rep.Levels {
+		for _, r := range lv.Results {
+			if r.Runs != 16 || r.Complete != 16 || r.Events == 0 || r.Timings["first_content"].N != 16 {
+				t.Errorf("c=%d: %+v", lv.Concurrency, r)
+			}
+		}
+	}
+	for _, f := range []string{"report.md", "latency.svg", "throughput.svg", "p99.svg"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if strings.HasSuffix(f, ".svg") && (!bytes.HasPrefix(b, []byte("<svg")) || bytes.Contains(b, []byte("no data"))) {
+			t.Errorf("%s: %.80s", f, b)
+		}
+	}
+}
+
+// refusedURL is the URL of a port nothing listens on.
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	return "http://" + ln.Addr().String() + "/agent"
+}
+
+func TestLoadClearErrors(t *testing.T) {
+	gone := refusedURL(t)
+	notSSE := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html>login</html>")
+	}))
+	defer notSSE.Close()
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"threadId":"t","runId":"r","messages":[{"role":"user"}]}`), 0o644)
+	notJSON := filepath.Join(t.TempDir(), "not.json")
+	os.WriteFile(notJSON, []byte(`threadId: t`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"-n", "3", "-c", "1", gone}, 1, "refused                 3  e.g. refused: dial tcp"},
+		{[]string{"-n", "2", "-c", "1", notSSE.URL}, 1, `not SSE                 2  e.g. not SSE: HTTP 200 with Content-Type "text/html", not text/event-stream: <html>login</html>`},
+		{[]string{"-n", "1", "--input", bad, gone}, 1, "--input " + bad + ": malformed for AG-UI 1.0 at /messages/0/id: required"},
+		{[]string{"-n", "1", "--input", notJSON, gone}, 1, "--input " + notJSON + ": not a JSON object"},
+		{[]string{"-n", "1", "--input", "/nonexistent.json", gone}, 1, "no such file"},
+		{[]string{"-n", "1", "localhost:8080/agent"}, 2, `"localhost:8080/agent" is not an http:// or https:// URL`},
+		{[]string{"-c", "0", gone}, 2, `invalid value "0" for flag -c`},
+		{[]string{"--header", "novalue", gone}, 2, `is not 'Name: value'`},
+		{[]string{"--progress", "fancy", gone}, 2, `--progress "fancy"`},
+		{[]string{}, 2, "agui-relay load: want one URL, got 0\nRun 'agui-relay load --help' for usage.\n"},
+	} {
+		code, out, errs := loadCmd(t, context.Background(), tc.args...)
+		if code != tc.code || !strings.Contains(out+errs, tc.out) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s\n%s", tc.args, code, tc.code, tc.out, out, errs)
+		}
+	}
+}
+
+func TestLoadHelp(t *testing.T) {
+	code, _, errs := loadCmd(t, context.Background(), "--help")
+	if code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	wantContains(t, errs, "usage: agui-relay load [flags] URL", "examples:", "--compare http://", "-idle-timeout duration", "(default 5m0s)", "-judge-every")
+}
+
+// Ctrl-C ends the load at once, cuts the runs in flight and still prints
+// the report of what ran.
+func TestLoadInterruptedStillReports(t *testing.T) {
+	arrived := make(chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			RunID string `json:"runId"`
+		}
+		json.NewDecoder(r.Body).Decode(&in)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":%q}\n\n", in.RunID)
+		if strings.HasSuffix(in.RunID, "-0") {
+			fmt.Fprintf(w, "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":%q}\n\n", in.RunID)
+			return
+		}
+		w.(http.Flusher).Flush()
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for i := 0; i < 3; i++ {
+			<-arrived
+		}
+		cancel()
+	}()
+	code, out, errs := loadCmd(t, ctx, "-c", "3", "-d", "1h", srv.URL)
+	if code != 130 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "interrupted: the report covers what ran until then",
+		"runs: 3 judged, 3 complete (100.0%), 3 with RUN_FINISHED; 3 cut by the load's end (not judged)")
+}
+
+// On a terminal the progress is a bar whose description carries the
+// counts; the report is the same.
+func TestLoadProgressBarOnATerminal(t *testing.T) {
+	at, _, _ := startServe(t, nil)
+	var out, errb bytes.Buffer
+	code := loadCommand(context.Background(), []string{"-c", "2", "-n", "6", "--interval", "1ms", at.demo + "/agent?scenario=synthetic&events=2000&rate=20000"}, &out, &errb, true)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	wantContains(t, errb.String(), "c=2", "complete", "|")
+	if strings.Contains(errb.String(), "load: c=2") {
+		t.Errorf("plain lines on a terminal:\n%s", errb.String())
+	}
+	wantContains(t, out.String(), "runs: 6 judged, 6 complete")
+}
+
+// Ctrl-C to the real process: the runs in flight are cut, the report of
+// what ran is printed, and the exit status is 130.
+func TestLoadSIGINTPrintsTheReport(t *testing.T) {
+	arrived := make(chan struct{}, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
+		w.(http.Flusher).Flush()
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	cmd := exec.Command(relayBinary(t), "load", "-c", "2", "-d", "1h", "--progress", "none", srv.URL)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-arrived
+	<-arrived
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	wantContains(t, out.String(), "interrupted: the report covers what ran until then", "2 cut by the load's end (not judged)", "errors: none")
+}
+
+// -n runs per target are split between the rounds of --compare, each
+// round at least one run.
+func TestSplitRuns(t *testing.T) {
+	for _, tc := range []struct {
+		n      int64
+		rounds int
+		want   []int64
+	}{{10, 4, []int64{3, 3, 2, 2}}, {4, 4, []int64{1, 1, 1, 1}}, {0, 2, []int64{0, 0}}} {
+		var got []int64
+		for r := 0; r < tc.rounds; r++ {
+			got = append(got, splitRuns(tc.n, tc.rounds, r))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("splitRuns(%d, %d) = %v, want %v", tc.n, tc.rounds, got, tc.want)
+		}
+	}
+	at, _, _ := startServe(t, nil)
+	code, out, errs := loadCmd(t, context.Background(), "-n", "2", "--compare", at.demo+"/agent?scenario=synthetic&events=10", "http://"+at.relay+"/agent?scenario=synthetic&events=10")
+	if code != 0 || strings.Count(out, "runs: 2 judged, 2 complete") != 2 {
+		t.Errorf("exit %d\n%s\n%s", code, out, errs)
+	}
+}

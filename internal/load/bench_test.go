@@ -1,0 +1,136 @@
+//go:build unix
+
+package load_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/internal/synth"
+)
+
+// BenchmarkGenerator measures what the load generator sustains against
+// the demo agent's synthetic scenario (1,000-event runs, as the bench's
+// saturation phase) over 100 concurrent streams, through the relay and
+// directly, both in a process of their own (agui-relay serve, built from
+// this tree, and the demo agent it starts), and against it a baseline in
+// the same run: the same connections read by a client that only counts the
+// bytes (no frames, no timings, no judging). It reports events/s and this
+// process's CPU per event: the generator's alone.
+//
+//	go test -run '^$' -bench Generator -benchtime 3000x ./load/
+func BenchmarkGenerator(b *testing.B) {
+	relay, demo := startRelay(b)
+	const streams = 100
+	events := len(synth.NewPlan(synth.Dialect10, 1000).Kinds)
+	for _, target := range []struct{ name, url string }{{"relay", relay}, {"direct", demo}} {
+		url := target.url + "/agent?scenario=synthetic&events=1000"
+		for _, judge := range []int{0, 16, 1} {
+			name := target.name + "/" + map[int]string{0: "generator/judge=off", 1: "generator/judge=every", 16: "generator/judge=1in16"}[judge]
+			b.Run(name, func(b *testing.B) {
+				cpu0, t0 := cpuTime(), time.Now()
+				res, err := load.Run(context.Background(), load.Config{URL: url, Concurrency: streams, Runs: int64(b.N),
+					Timeouts: load.DefaultTimeouts, JudgeEvery: judge})
+				if err != nil {
+					b.Fatal(err)
+				}
+				report(b, res.Events, cpu0, t0)
+				if res.Complete != int64(b.N) || res.Events != int64(b.N*events) {
+					b.Fatalf("complete %d of %d, %d events: %v", res.Complete, b.N, res.Events, res.Examples)
+				}
+			})
+		}
+		b.Run(target.name+"/baseline/bytes-only", func(b *testing.B) { bytesOnly(b, url, streams, events) })
+	}
+}
+
+// bytesOnly runs b.N runs over streams connections, counting the bytes.
+func bytesOnly(b *testing.B, url string, streams, events int) {
+	var mu sync.Mutex
+	next := 0
+	var total int64
+	var wg sync.WaitGroup
+	cpu0, t0 := cpuTime(), time.Now()
+	for i := 0; i < streams; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, _ := load.NewClient(url, nil, load.DefaultTimeouts)
+			defer c.Close()
+			var n int64
+			for {
+				mu.Lock()
+				k := next
+				next++
+				mu.Unlock()
+				if k >= b.N {
+					break
+				}
+				if err := c.Run(context.Background(), load.DefaultInput, func(load.Response) {}, func(p []byte) { n += int64(len(p)) }); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	report(b, int64(b.N*events), cpu0, t0)
+	b.ReportMetric(float64(total)/float64(b.N*events), "bytes/event")
+}
+
+// startRelay builds agui-relay from this tree and serves it, with its demo
+// agent, on free ports until the benchmark ends; it returns the relay's
+// and the demo agent's base URLs (the latter from the relay's first log
+// line).
+func startRelay(b *testing.B) (relay, demo string) {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "agui-relay")
+	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--demo-pace", "0", "--log-level", "info")
+	logs, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var first struct{ Listen, Upstream string }
+	line, err := bufio.NewReader(logs).ReadBytes('\n')
+	if err == nil {
+		err = json.Unmarshal(line, &first)
+	}
+	if err != nil || first.Listen == "" || first.Upstream == "" {
+		b.Fatalf("the relay's first log line %q: %v", line, err)
+	}
+	go io.Copy(io.Discard, logs) //nolint:errcheck // the rest of its log
+	return "http://" + first.Listen, first.Upstream
+}
+
+func report(b *testing.B, events int64, cpu0 time.Duration, t0 time.Time) {
+	secs := time.Since(t0).Seconds()
+	b.ReportMetric(float64(events)/secs, "events/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(events), "cpu-ns/event")
+	b.ReportMetric(0, "ns/op")
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru) //nolint:errcheck
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
