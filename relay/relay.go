@@ -99,9 +99,9 @@ type Relay struct {
 	// TranslateInput rewrites a RunAgentInput for the producer when plan
 	// says it must be translated. It must leave forwardedProps byte for byte
 	// as it was; body is borrowed for the call. An error answers 400. nil
-	// means the translate package's input chain, reporting to the relay's
-	// log and the run's tap, which also runs on untranslated input to keep
-	// activity messages from the producer.
+	// means the translate package's input chain (reporting to Log and the
+	// run's tap), which also runs on untranslated input to keep activity
+	// messages from the producer.
 	TranslateInput func(plan negotiate.InputPlan, body []byte) ([]byte, error)
 	// Log receives one INFO line per run, a WARN line per lossy
 	// translation of a run (once per shape, with a count) and the errors;
