@@ -17,7 +17,10 @@ import (
 type Translator struct {
 	// Steps is the registry; nil means translate.Registry().
 	Steps []*translate.Step
-	// Observer receives counts and warnings; nil discards them.
+	// Observer receives counts and warnings of every run's translation, as
+	// the translate package reports them (a Relay's log of lossy
+	// translations; the translate command's lines); nil discards them. A
+	// Stream's Tap is told them too.
 	Observer translate.Observer
 	// Now tells the time that decides which translations of retired shapes
 	// are still live: once every deprecation-registry entry a step serves
@@ -139,7 +142,8 @@ type Stream struct {
 	Terminal string
 	// ThreadID and RunID of the current (or last) run, copied.
 	ThreadID, RunID string
-	// OnPlan, when set, is called with each run's plan (for logs).
+	// OnPlan, when set, is called with each run's plan: the relay logs the
+	// plan's warnings (a tap is not told decisions).
 	OnPlan func(negotiate.Plan)
 	// Tap, when set, sees every byte written and every translation of the
 	// stream.

@@ -5,9 +5,11 @@ import (
 	"github.com/agui-relay/agui-relay/translate"
 )
 
-// Tap watches what a Stream writes and translates: the relay's RunTap is
-// one. Every slice it is given is borrowed for the call; its methods are
-// called one at a time, on the stream's path, and must be quick.
+// Tap watches what a Stream writes and translates. It is the event layer's
+// part of the relay's RunTap, which the relay hands to its streams as it is
+// (event imports no relay). Every slice it is given is borrowed for the
+// call; its methods are called one at a time, on the stream's path, and
+// must be quick.
 type Tap interface {
 	// Wrote is called with each chunk written to the sink.
 	Wrote(p []byte)

@@ -19,7 +19,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/relaytest"
 	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -425,7 +424,7 @@ func TestQuietWarningsStillCount(t *testing.T) {
 		testkit.SSE(w, relaytest.ThinkingStream...)
 	}, func(r *relay.Relay) {
 		r.Tap = m.Tap
-		r.Translator = &event.Translator{Observer: &relay.Observer{Log: zap.New(core), Quiet: true}}
+		r.Log, r.QuietTranslationWarnings = zap.New(core), true
 	})
 	testkit.ReadAll(t, h.Post("/agent", testkit.MinimalInput))
 	h.Report()

@@ -22,10 +22,10 @@ func canonicalFrame(ev string) *event.Frame {
 	return &event.Frame{Raw: raw, Data: data, Canonical: true}
 }
 
-func TestObserverLogsLossyTranslations(t *testing.T) {
+func TestLossLogLogsLossyTranslations(t *testing.T) {
 	for _, quiet := range []bool{false, true} {
 		core, logs := observer.New(zapcore.DebugLevel)
-		o := &Observer{Log: zap.New(core), Quiet: quiet}
+		o := &lossLog{log: zap.New(core), quiet: quiet}
 		step := &translate.Step{Name: "thinking-to-reasoning", Direction: translate.Events}
 		from, to := negotiate.MustParse("0.0.40"), negotiate.Current
 		o.Translated(step, "THINKING_START", from, to)

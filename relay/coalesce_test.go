@@ -51,12 +51,12 @@ func rawRelay(t *testing.T, upstream string, onRun func(*RunReport), configure .
 		Upstream: upstream,
 		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.NewNop(),
-		OnRun:    onRun,
 		Poller:   testPoller(t),
 	}
 	for _, c := range configure {
 		c(r)
 	}
+	r.Tap = onEnd(r.Tap, onRun)
 	addr = testkit.Serve(t, r.Server(), func(l net.Listener) net.Listener {
 		ln = &capturingListener{Listener: Listener(l)}
 		return ln

@@ -10,7 +10,6 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
@@ -101,7 +100,7 @@ func TestConsumerVersionIsLearnt(t *testing.T) {
 // included, arrives byte for byte, and the lossy step warns.
 func TestUndeclaredConsumerInputIsUpgraded(t *testing.T) {
 	got := make(chan string, 1)
-	h := newHarness(t, bodiesTo(got), func(r *Relay) { r.Translator = &event.Translator{Observer: &Observer{Log: r.Log}} })
+	h := newHarness(t, bodiesTo(got), nil)
 	const props = `{"n":null,"k":[1,"\u00e9",null] }`
 	in := `{"threadId":"t1","runId":"r1","state":null,"messages":[{"id":"u1","role":"user","content":[` +
 		`{"type":"binary","mimeType":"image/png","url":"https://example.test/a.png"},` +

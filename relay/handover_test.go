@@ -89,7 +89,7 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	})
 	parked := make(chan bool, 4)
 	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- testkit.GoroutinesIn("relay.(*relayedStream).resume") > 0 },
-		func(r *Relay) { r.parkAfter, r.streamPoller = time.Millisecond, pk })
+		func(r *Relay) { parkingAfter(r, time.Millisecond); parkingWith(r, pk) })
 	c := testkit.DialConsumer(t, addr)
 	br := bufio.NewReader(c)
 	for range 3 {

@@ -72,7 +72,7 @@ func recordingProducer(t *testing.T, configure func(*Relay)) (*harness, func() [
 		}
 		io.WriteString(w, "from the producer")
 	}, func(r *Relay) {
-		r.OnRun = nil // these tests make more runs than the harness keeps reports
+		r.Tap = nil // these tests make more runs than the harness keeps reports
 		if configure != nil {
 			configure(r)
 		}

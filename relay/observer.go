@@ -7,30 +7,33 @@ import (
 	"github.com/agui-relay/agui-relay/translate"
 )
 
-// Observer is the relay's translate.Observer: it logs each lossy
-// translation at WARN, once per shape per run with its count, unless Quiet.
-// Counting is the metrics' (Relay.Tap sees every translation, logged or
-// not).
-type Observer struct {
-	// Log receives the warnings; nil discards them.
-	Log *zap.Logger
-	// Quiet silences the warnings (--quiet-translation-warnings).
-	Quiet bool
+// lossLog is the Relay's translate.Observer, the translate package's own
+// report of a run's translations: it logs each lossy translation at WARN,
+// once per shape per run with its count, unless quiet. The taps are told
+// the same through event.ObserverFor (RunTap.Translated, RunTap.Warned);
+// counting them is the metrics' tap's.
+type lossLog struct {
+	log   *zap.Logger
+	quiet bool // Relay.QuietTranslationWarnings
 }
 
 // Translated does nothing: translations are counted by the metrics tap.
-func (o *Observer) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
+func (o *lossLog) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
 
 // Warn logs one lossy translation of a run.
-func (o *Observer) Warn(run *translate.Run, w translate.Warning) {
-	if o.Quiet || o.Log == nil {
+func (o *lossLog) Warn(run *translate.Run, w translate.Warning) {
+	if o.quiet {
+		return
+	}
+	ce := o.log.Check(zap.WarnLevel, "lossy translation") // fields only for a line that is written
+	if ce == nil {
 		return
 	}
 	var runID, threadID string
 	if run != nil {
 		runID, threadID = run.RunID, run.ThreadID
 	}
-	o.Log.Warn("lossy translation",
+	ce.Write(
 		zap.String("shape", w.Shape),
 		zap.String("why", w.Why),
 		zap.String("upgrade", w.Upgrade),
@@ -43,5 +46,3 @@ func (o *Observer) Warn(run *translate.Run, w translate.Warning) {
 		zap.Int("count", w.Count),
 	)
 }
-
-var _ translate.Observer = (*Observer)(nil)

@@ -57,8 +57,16 @@ type relayedStream struct {
 }
 
 // parkAfter is how long a polled stream waits for the producer in its own
-// goroutine before it parks (Relay.parkAfter overrides it in tests).
+// goroutine before it parks.
 const parkAfter = time.Second
+
+// streamTuning is what a test changes of a Relay's streams, through the
+// helpers of export_test.go; the zero value is production's.
+type streamTuning struct {
+	parkAfter time.Duration // 0: the constant parkAfter; a test parks its streams sooner
+	endGrace  time.Duration // 0: runEndGrace (relayedStream.checkEnd)
+	poller    streamPoller  // nil: Relay.Poller; a test's may refuse to park, or tell when a stream parked
+}
 
 // streamPoller is what a stream asks of the Relay's Poller: parking
 // (Reserve, ArmRead, Remove) and the count of the streams that hold a
@@ -81,9 +89,9 @@ type streamPoller interface {
 // too when the stream parked (the goroutine that takes it up serves the
 // connection on).
 func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) (kept bool) {
-	p := &relayedStream{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, poller: r.streamPoller}
-	if r.parkAfter != 0 {
-		p.parkAfter = r.parkAfter
+	p := &relayedStream{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, poller: r.tuning.poller}
+	if r.tuning.parkAfter != 0 {
+		p.parkAfter = r.tuning.parkAfter
 	}
 	if p.poller == nil && r.Poller != nil {
 		p.poller = r.Poller
@@ -174,8 +182,7 @@ func (p *relayedStream) Read(b []byte) (int, error) {
 // connection for the next run) before the relay ends it.
 const runEndGrace = 100 * time.Millisecond
 
-// checkEnd ends the stream within the grace (Relay.endGrace, else
-// runEndGrace) once the run the input asked for (its runId) has had its
+// checkEnd ends the stream within the grace (grace) once the run the input asked for (its runId) has had its
 // terminal event, or the stream failed before any run started: that run is
 // the exchange's last (spec 003), and many agents keep the connection open
 // after it. The consumer has every event already (they are flushed before
@@ -208,10 +215,10 @@ func (p *relayedStream) armGrace() {
 }
 
 // grace is how long the producer has to end its answer after the
-// requested run's end: Relay.endGrace, else runEndGrace.
+// requested run's end: runEndGrace, unless a test tuned it.
 func (p *relayedStream) grace() time.Duration {
-	if p.r.endGrace > 0 {
-		return p.r.endGrace
+	if p.r.tuning.endGrace > 0 {
+		return p.r.tuning.endGrace
 	}
 	return runEndGrace
 }

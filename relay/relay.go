@@ -65,9 +65,6 @@ type Relay struct {
 	// Client sends requests to the producer; nil means NewClient with
 	// default options.
 	Client Doer
-	// Translator shapes event streams; nil means a Translator over the
-	// whole registry, with no observer.
-	Translator *event.Translator
 	// ConsumerVersion is what consumers that do not declare protocolVersion
 	// read. Zero is auto: such a consumer predates the field and reads as
 	// negotiate.NewestBeforeField (0.0.59); 1.0 reads it as current. A
@@ -119,16 +116,17 @@ type Relay struct {
 	// TranslateInput rewrites a RunAgentInput for the producer when plan
 	// says it must be translated. It must leave forwardedProps byte for byte
 	// as it was; body is borrowed for the call. An error answers 400. nil
-	// means the translate package's input chain, reporting to the
-	// Translator's observer, which also runs on untranslated input to keep
-	// activity messages from the producer.
+	// means the translate package's input chain (reporting to Log and the
+	// run's tap), which also runs on untranslated input to keep activity
+	// messages from the producer.
 	TranslateInput func(plan negotiate.InputPlan, body []byte) ([]byte, error)
-	// Log receives one INFO line per run and the errors; nil discards.
+	// Log receives one INFO line per run, a WARN line per lossy
+	// translation of a run (once per shape, with a count) and the errors;
+	// nil discards.
 	Log *zap.Logger
-	// OnRun, when set, is called once for every run when it ends, with the
-	// report that is also logged. The report is borrowed for the call.
-	// (Metrics hook in through Tap.)
-	OnRun func(*RunReport)
+	// QuietTranslationWarnings leaves the lossy translations out of Log
+	// (--quiet-translation-warnings); the taps still see them (Warned).
+	QuietTranslationWarnings bool
 	// CORS, when set, is the route's cross-origin policy: the relay answers
 	// preflights and puts the CORS headers on every answer (see CORS). nil:
 	// no CORS of the relay's; the producer's headers pass through.
@@ -144,23 +142,24 @@ type Relay struct {
 	// next request.
 	Poller *wire.Poller
 	// Tap, when set, is called when a run starts and returns what watches
-	// the run's material as it passes (metrics, recordings; see RunTap), or
-	// nil. The report is the run's, filled in as the run goes.
+	// the run as it passes (metrics, recordings; see RunTap), or nil. It is
+	// the one way to watch a Relay's runs: a tap's End is given the report
+	// that is also logged, once the run is over, whether it was streamed or
+	// refused. The report is the run's, filled in as the run goes.
 	Tap func(*RunReport) RunTap
 
-	once         sync.Once
-	parkAfter    time.Duration                   // how long a stream waits in its goroutine before it parks; 0: the constant parkAfter
-	endGrace     time.Duration                   // the grace after the requested run's end (relayedStream.checkEnd); 0: runEndGrace
-	streamPoller streamPoller                    // where streams park and are counted; nil: Poller
-	srv          atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); set by Server
-	bodies       *bodyBudget                     // the budget of Server's bodies; set by Server
-	lastURL      atomic.Pointer[string]          // the URL a run was last sent to (upstreamURL)
-	client       Doer
-	translator   *event.Translator
-	log          *zap.Logger
+	once       sync.Once
+	tuning     streamTuning                    // what a test changes of the streams (export_test.go); zero in production
+	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); see serveNextWith
+	bodies     *bodyBudget                     // the budget of Server's bodies; set by Server
+	lastURL    atomic.Pointer[string]          // the URL a run was last sent to (upstreamURL)
+	client     Doer
+	translator *event.Translator // over the whole registry, reporting to losses
+	losses     lossLog
+	log        *zap.Logger
 	// counts holds the event.Counts of ended runs for the next (1.2 KiB a
-	// tapped run; the report that carries them is borrowed by its taps
-	// and OnRun, so they come back once it has been reported).
+	// tapped run; the report that carries them is borrowed by its tap, so
+	// they come back once it has been reported).
 	counts sync.Pool
 	base   string
 
@@ -224,13 +223,14 @@ type RunReport struct {
 	Problem string
 	// Counts are the events and bytes by type and direction, kept when the
 	// run is tapped and streamed; nil otherwise. They are borrowed as the
-	// report is: the relay takes them back once End and OnRun returned.
+	// report is: the relay takes them back once End returned.
 	Counts *event.Counts
 	// Start and Duration time the run from the request.
 	Start    time.Time
 	Duration time.Duration
 
-	tap RunTap
+	tap     RunTap
+	refused *Problem // the answer of a run refused (refuse), for its log line
 }
 
 var zeroTime time.Time
@@ -240,14 +240,12 @@ func (r *Relay) init() {
 	if r.client == nil {
 		r.client = NewClient(ClientOptions{})
 	}
-	r.translator = r.Translator
-	if r.translator == nil {
-		r.translator = &event.Translator{}
-	}
 	r.log = r.Log
 	if r.log == nil {
 		r.log = zap.NewNop()
 	}
+	r.losses = lossLog{log: r.log, quiet: r.QuietTranslationWarnings}
+	r.translator = &event.Translator{Observer: &r.losses}
 	r.base = strings.TrimSuffix(r.Upstream, "/")
 }
 
@@ -291,9 +289,16 @@ func (r *Relay) Server() *fasthttp.Server {
 	}
 	r.bodies = newBodyBudget(r.MaxBodiesInFlight, r.maxBody(), s)
 	r.bodies.install(s)
-	r.srv.Store(s)
+	r.serveNextWith(s)
 	return s
 }
+
+// serveNextWith sets the server that takes a consumer's connection back
+// after a stream, to serve its next request (keep-alive): the one Server
+// made, or the Router's, which serves this Relay among others. Without one
+// (Handle on a server of the caller's) a stream's connection is closed at
+// its end.
+func (r *Relay) serveNextWith(s *fasthttp.Server) { r.srv.Store(s) }
 
 // expect answers a request that waits for 100 Continue (Expect:
 // 100-continue) before sending its body: 413 at once when its
@@ -352,8 +357,8 @@ func problemBadRequest(kind string) *Problem {
 }
 
 // translateInput applies the TranslateInput hook, or by default the input
-// chain of the translate package with the translator's observer (lossy
-// steps warn once per shape, when the input is done).
+// chain of the translate package, reporting to the relay's log and the
+// run's tap (lossy steps warn once per shape, when the input is done).
 func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap RunTap) ([]byte, error) {
 	body := doc.Body()
 	if r.TranslateInput != nil {
@@ -768,38 +773,48 @@ func isEventStream(ct []byte) bool {
 	return bytes.EqualFold(bytes.TrimSpace(mt), []byte(mediaEventStream))
 }
 
-// refuse answers a run with a problem before its stream started.
+// refuse answers a run with a problem before its stream started, and
+// reports it.
 func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 	p.Write(ctx)
 	rep.Status = p.Status
 	rep.Problem = p.Type
 	rep.Duration = time.Since(rep.Start)
-	fields := []zap.Field{zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID),
-		zap.Int("status", p.Status), zap.String("problem", p.Type), zap.String("detail", p.Detail)}
-	if len(p.Errors) > 0 {
-		fields = append(fields, zap.Any("errors", p.Errors))
-	}
-	if rep.URL != "" {
-		fields = append(fields, zap.String("upstream", redact.URL(rep.URL)))
-	}
-	if m := (*malformedAnswerError)(nil); errors.As(rep.Err, &m) {
-		fields = append(fields, zap.String("excerpt", m.excerpt))
-	}
-	if p.Status >= 500 {
-		r.log.Error("run refused", fields...)
+	rep.refused = p
+	r.report(rep)
+}
+
+// report ends a run, streamed or refused: it writes the run's one log line
+// and tells the run's tap (End). It is the one place a run's end is told.
+func (r *Relay) report(rep *RunReport) {
+	if p := rep.refused; p != nil {
+		fields := []zap.Field{zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID),
+			zap.Int("status", p.Status), zap.String("problem", p.Type), zap.String("detail", p.Detail)}
+		if len(p.Errors) > 0 {
+			fields = append(fields, zap.Any("errors", p.Errors))
+		}
+		if rep.URL != "" {
+			fields = append(fields, zap.String("upstream", redact.URL(rep.URL)))
+		}
+		if m := (*malformedAnswerError)(nil); errors.As(rep.Err, &m) {
+			fields = append(fields, zap.String("excerpt", m.excerpt))
+		}
+		if p.Status >= 500 {
+			r.log.Error("run refused", fields...)
+		} else {
+			r.log.Info("run refused", fields...)
+		}
 	} else {
-		r.log.Info("run refused", fields...)
+		r.logRun(rep)
 	}
 	if rep.tap != nil {
 		rep.tap.End(rep)
 	}
-	if r.OnRun != nil {
-		r.OnRun(rep)
-	}
 }
 
-// report logs the run's line and calls OnRun.
-func (r *Relay) report(rep *RunReport) {
+// logRun writes the line of a run that was answered (streamed or passed
+// on).
+func (r *Relay) logRun(rep *RunReport) {
 	level, msg := zapcore.InfoLevel, "run"
 	if rep.Abort != "" && rep.Abort != errConsumerGone.Code {
 		level, msg = zapcore.WarnLevel, "run ended by the relay"
@@ -826,12 +841,6 @@ func (r *Relay) report(rep *RunReport) {
 			}
 		}
 		ce.Write(fields...)
-	}
-	if rep.tap != nil {
-		rep.tap.End(rep)
-	}
-	if r.OnRun != nil {
-		r.OnRun(rep)
 	}
 }
 

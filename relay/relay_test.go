@@ -51,11 +51,11 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.New(core),
 		Poller:   testPoller(t),
-		// Every pause of a producer over a millisecond parks its stream, so
-		// that the tests below exercise parked streams too (see pump.go).
-		parkAfter: time.Millisecond,
-		OnRun:     reportsTo(h.reports),
+		Tap:      onEnd(nil, reportsTo(h.reports)),
 	}
+	// Every pause of a producer over a millisecond parks its stream, so
+	// that the tests below exercise parked streams too (see pump.go).
+	parkingAfter(h.relay, time.Millisecond)
 	if configure != nil {
 		configure(h.relay)
 	}
@@ -66,7 +66,7 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 	return h
 }
 
-// reportsTo is an OnRun that sends each run's report to reports, its Counts
+// reportsTo is an end of runs (onEnd) that sends each run's report to reports, its Counts
 // left out (they are borrowed: the relay reuses them).
 func reportsTo(reports chan<- *RunReport) func(*RunReport) {
 	return func(rep *RunReport) { c := *rep; c.Counts = nil; reports <- &c }

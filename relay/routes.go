@@ -302,10 +302,10 @@ func (rt *Router) Server() *fasthttp.Server {
 }
 
 // serveWith tells every relay of t which server takes a consumer's
-// connection back after a stream (see Relay.srv).
+// connection back after a stream (Relay.serveNextWith).
 func (t *Table) serveWith(s *fasthttp.Server) {
 	for _, r := range t.routes {
-		r.Relay.srv.Store(s)
+		r.Relay.serveNextWith(s)
 	}
 }
 

@@ -147,8 +147,8 @@ func TestRouterSendsEachPathToItsRoute(t *testing.T) {
 	reports := make(chan *RunReport, 4)
 	onRun := func(rep *RunReport) { c := *rep; reports <- &c }
 	tab, err := NewTable([]Route{
-		{Name: "a", Prefix: "/agents/a", Relay: &Relay{Upstream: a.URL + "/api", StripPrefix: "/agents/a", Route: "a", OnRun: onRun}},
-		{Name: "b", Prefix: "/agents/b", Relay: &Relay{Upstream: b.URL, Route: "b", OnRun: onRun}},
+		{Name: "a", Prefix: "/agents/a", Relay: &Relay{Upstream: a.URL + "/api", StripPrefix: "/agents/a", Route: "a", Tap: onEnd(nil, onRun)}},
+		{Name: "b", Prefix: "/agents/b", Relay: &Relay{Upstream: b.URL, Route: "b", Tap: onEnd(nil, onRun)}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -99,7 +99,7 @@ func TestStreamEndsAfterTheRequestedRun(t *testing.T) {
 			reports := make(chan *RunReport, 4)
 			addr, _ := rawRelay(t, url, reportsTo(reports), func(r *Relay) {
 				r.IdleTimeout, r.RunTimeout = time.Hour, time.Hour
-				r.endGrace = time.Millisecond
+				endingWithin(r, time.Millisecond)
 			})
 			c := testkit.DialConsumer(t, addr)
 			testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)

@@ -114,7 +114,7 @@ func runSoak(t *testing.T, c soakConfig) soakResult {
 		// reading them are gone when the baseline is checked.
 		Client: NewClient(ClientOptions{MaxConns: 2 * c.concurrent, MaxIdleConnDuration: 500 * time.Millisecond}),
 		Log:    zap.NewNop(),
-		OnRun:  func(*RunReport) { reported.Add(1) },
+		Tap:    onEnd(nil, func(*RunReport) { reported.Add(1) }),
 		Poller: testPoller(t),
 	}
 	srv := r.Server()

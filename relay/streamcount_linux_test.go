@@ -19,7 +19,7 @@ import (
 func TestParkedStreamIsNotCountedRunning(t *testing.T) {
 	pk := signalParker{testPoller(t), make(chan struct{}, 16)}
 	count := &streamCount{signalParker: pk}
-	h, br, release := heldStream(t, func(r *Relay) { r.streamPoller = count },
+	h, br, release := heldStream(t, func(r *Relay) { parkingWith(r, count) },
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	testkit.Await(t, pk.parked, "the stream did not park")
 	testkit.WaitFor(t, "the parked stream not counted", func() bool { return count.running.Load() == 0 })

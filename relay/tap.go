@@ -5,8 +5,9 @@ import (
 	"github.com/agui-relay/agui-relay/translate"
 )
 
-// RunTap watches one run's material as it passes through the relay: metrics
-// and recordings hook in here (Relay.Tap). Every slice it is given is
+// RunTap watches one run as it passes through the relay, from its request
+// to its report: it is the one way to watch a Relay's runs (Relay.Tap), and
+// metrics and recordings are taps. Every slice it is given is
 // borrowed for the call. The methods of one RunTap are called one at a
 // time, in the order the run goes through them (never concurrently), and
 // only End is certain to be called; they must be quick, as most run on the

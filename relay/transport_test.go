@@ -154,7 +154,7 @@ func heldStream(t *testing.T, configure func(*Relay), rest ...string) (h *harnes
 }
 
 func quietStream(t *testing.T, pk streamPoller) {
-	h, br, release := heldStream(t, func(r *Relay) { r.streamPoller = pk },
+	h, br, release := heldStream(t, func(r *Relay) { parkingWith(r, pk) },
 		`data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`+"\n\n",
 		`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")

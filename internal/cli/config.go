@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 	"sigs.k8s.io/yaml"
 
-	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
@@ -388,7 +387,6 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 				ConnectTimeout: negativeIfZero(rc.connectTimeout), FirstByteTimeout: negativeIfZero(rc.firstByteTimeout),
 				MaxConns: rc.maxConns,
 			}),
-			Translator:      &event.Translator{Observer: &relay.Observer{Log: rlog, Quiet: sh.quiet}},
 			ConsumerVersion: rc.consumerVersion,
 			ProducerVersion: rc.producerVersion,
 			ProducerPython:  rc.producerPython,
@@ -402,6 +400,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			Tap:                  sh.tap,
 			Poller:               sh.poller,
 		}
+		r.QuietTranslationWarnings = sh.quiet
 		if rc.stripPrefix && rc.prefix != "/" {
 			r.StripPrefix = rc.prefix
 		}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/internal/wire"
+	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/translate"
 )
 
 // ThinkingStream is a run as a 0.0.40 producer streams it: no
@@ -69,19 +71,41 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 		Client:   relay.NewClient(relay.ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.NewNop(),
 		Poller:   poller,
-		OnRun: func(rep *relay.RunReport) {
-			c := *rep
-			c.Counts = nil
-			h.reports <- &c
-		},
 	}
 	if configure != nil {
 		configure(h.Relay)
+	}
+	// The reports are taken at each run's end, after the taps configure set.
+	tap, reports := h.Relay.Tap, reportTap(h.reports)
+	h.Relay.Tap = func(rep *relay.RunReport) relay.RunTap {
+		if tap == nil {
+			return reports
+		}
+		return relay.JoinTaps(tap(rep), reports)
 	}
 	h.URL = "http://" + testkit.Serve(t, h.Relay.Server(), relay.Listener)
 	t.Cleanup(h.Relay.EndRuns)
 	h.consumer = testkit.Consumer(t)
 	return h
+}
+
+// reportTap sends a copy of each run's report, its Counts left out, to a
+// Harness's reports at the run's end; it watches nothing else.
+type reportTap chan<- *relay.RunReport
+
+func (reportTap) Received([]byte)                                                          {}
+func (reportTap) Forwarded(negotiate.InputPlan, []byte)                                    {}
+func (reportTap) Streaming(negotiate.Version, negotiate.Version)                           {}
+func (reportTap) Read([]byte)                                                              {}
+func (reportTap) Wrote([]byte)                                                             {}
+func (reportTap) Flushed(int)                                                              {}
+func (reportTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
+func (reportTap) Warned(translate.Warning)                                                 {}
+
+func (t reportTap) End(rep *relay.RunReport) {
+	c := *rep
+	c.Counts = nil
+	t <- &c
 }
 
 // Post sends body to the relay as a run's JSON, with the extra header

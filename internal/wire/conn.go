@@ -62,7 +62,8 @@ func (c *Conn) Init(tc *net.TCPConn) error {
 func (c *Conn) RawConn() syscall.RawConn { return c.rc }
 
 // Writes reports the write system calls made so far: how many pieces an
-// answer went out in.
+// answer went out in. It is for tests, the relay's among them, which an
+// export_test.go of wire's cannot serve.
 func (c *Conn) Writes() int {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()

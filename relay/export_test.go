@@ -1,0 +1,46 @@
+package relay
+
+import (
+	"time"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/translate"
+)
+
+// What the tests change of a Relay's streams (streamTuning), and the tap
+// they are told each run's end by.
+
+// parkingAfter makes r's polled streams park after d without bytes
+// from the producer, where production waits parkAfter.
+func parkingAfter(r *Relay, d time.Duration) { r.tuning.parkAfter = d }
+
+// endingWithin gives r's producers d to end their answer after the
+// requested run's end, where production gives runEndGrace.
+func endingWithin(r *Relay, d time.Duration) { r.tuning.endGrace = d }
+
+// parkingWith makes r's streams park and be counted with p, not r.Poller.
+func parkingWith(r *Relay, p streamPoller) { r.tuning.poller = p }
+
+// endTap is a RunTap told only each run's end, as the tests' report
+// channels are fed.
+type endTap func(*RunReport)
+
+func (endTap) Received([]byte)                                                          {}
+func (endTap) Forwarded(negotiate.InputPlan, []byte)                                    {}
+func (endTap) Streaming(negotiate.Version, negotiate.Version)                           {}
+func (endTap) Read([]byte)                                                              {}
+func (endTap) Wrote([]byte)                                                             {}
+func (endTap) Flushed(int)                                                              {}
+func (endTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
+func (endTap) Warned(translate.Warning)                                                 {}
+func (t endTap) End(rep *RunReport)                                                     { t(rep) }
+
+// onEnd is a Relay.Tap that calls end with each run's report, after what
+// tap (nil: none) returns for the run.
+func onEnd(tap func(*RunReport) RunTap, end func(*RunReport)) func(*RunReport) RunTap {
+	et := endTap(end)
+	if tap == nil {
+		return func(*RunReport) RunTap { return et }
+	}
+	return func(rep *RunReport) RunTap { return JoinTaps(tap(rep), et) }
+}
