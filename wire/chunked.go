@@ -30,7 +30,7 @@ type Framing struct {
 	ext   bool // in an extension (after ';')
 	cr    bool // the size line's CR has been read
 	done  bool // the body is complete
-	extra bool // bytes followed the end of the body
+	stray int  // bytes that followed the end of the body
 	// overrun: data followed the end of a Content-Length body (not only
 	// blank lines, which broken servers leave): the length lied, and the
 	// answer is broken, not complete.
@@ -87,13 +87,13 @@ func (f *Framing) Decode(p []byte) (int, error) {
 		return len(p), nil
 	case framingLength:
 		if f.done {
-			f.extra = f.extra || len(p) > 0
+			f.stray += len(p)
 			return 0, nil
 		}
 		n := len(p)
 		if int64(n) >= f.left {
-			f.extra = int64(n) > f.left
-			f.overrun = f.extra && len(bytes.Trim(p[f.left:], "\r\n")) > 0
+			f.stray += n - int(f.left)
+			f.overrun = f.stray > 0 && len(bytes.Trim(p[f.left:], "\r\n")) > 0
 			n = int(f.left)
 			f.done = true
 		}
@@ -103,7 +103,7 @@ func (f *Framing) Decode(p []byte) (int, error) {
 	w := 0
 	for i := 0; i < len(p); {
 		if f.done {
-			f.extra = true
+			f.stray += len(p) - i
 			return w, nil
 		}
 		switch f.state {
@@ -208,7 +208,10 @@ func (f *Framing) End() error {
 func (f *Framing) Done() bool { return f.done }
 
 // Extra reports whether bytes followed the end of the body.
-func (f *Framing) Extra() bool { return f.extra }
+func (f *Framing) Extra() bool { return f.stray > 0 }
+
+// Stray returns how many bytes followed the end of the body (Extra).
+func (f *Framing) Stray() int { return f.stray }
 
 // Overrun reports whether data, not only blank lines, followed the end of
 // a Content-Length body: the length lied.
