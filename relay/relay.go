@@ -63,7 +63,7 @@ type Relay struct {
 	// and sent to the producer as X-Forwarded-Prefix.
 	StripPrefix string
 	// Client sends requests to the producer; nil means NewClient with
-	// default options.
+	// default options, logging to Log.
 	Client Doer
 	// Translator shapes event streams; nil means a Translator over the
 	// whole registry, with no observer.
@@ -208,17 +208,17 @@ type RunReport struct {
 var zeroTime time.Time
 
 func (r *Relay) init() {
+	r.log = r.Log
+	if r.log == nil {
+		r.log = zap.NewNop()
+	}
 	r.client = r.Client
 	if r.client == nil {
-		r.client = NewClient(ClientOptions{})
+		r.client = NewClient(ClientOptions{Log: r.log})
 	}
 	r.translator = r.Translator
 	if r.translator == nil {
 		r.translator = &event.Translator{}
-	}
-	r.log = r.Log
-	if r.log == nil {
-		r.log = zap.NewNop()
 	}
 	r.base = strings.TrimSuffix(r.Upstream, "/")
 }
