@@ -20,17 +20,17 @@ import (
 // without one ("1f ") is refused, and size lines and chunk ends must end
 // in CRLF (a bare LF is how request smuggling between proxies starts).
 type Framing struct {
-	mode  framingMode
 	left  int64 // data bytes still to come in this chunk, or of the Content-Length
-	state chunkState
-	line  int // bytes of the size or trailer line read so far
 	size  int64
+	line  int // bytes of the size or trailer line read so far
+	stray int // bytes that followed the end of the body
+	mode  framingMode
+	state chunkState
 	sized bool // a hex digit of the size line has been read
 	ows   bool // spaces after the digits
 	ext   bool // in an extension (after ';')
 	cr    bool // the size line's CR has been read
 	done  bool // the body is complete
-	stray int  // bytes that followed the end of the body
 	// overrun: data followed the end of a Content-Length body (not only
 	// blank lines, which broken servers leave): the length lied, and the
 	// answer is broken, not complete.
