@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -310,5 +311,44 @@ func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
 	}
 	if w := logs.FilterLevelExact(zapcore.WarnLevel).All(); len(w) != 0 {
 		t.Errorf("warnings: %+v", w)
+	}
+}
+
+// A request that goes through fasthttp's own transport (an answer asked
+// not to be streamed: its body skipped here) is kept off a poisoned pooled
+// connection too: its first write finds the stray bytes, and the client
+// sends it again on a new connection.
+func TestStrayBytesStopFasthttpsOwnTransport(t *testing.T) {
+	stale := answerOf("content-length", "text/plain", "STALE")
+	read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
+	upstream := strayProducer(t, "content-length", "late", stale, read, written)
+	strays := make(chan strayReport, 2)
+	client := NewClient(ClientOptions{MaxIdleConnDuration: time.Minute, OnStray: func(addr string, n int) { strays <- strayReport{addr, n} }})
+
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(upstream + "/one")
+	if err := client.Do(req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(resp.BodyStream()); string(b) != "/one" || err != nil {
+		t.Fatalf("GET /one: %q, %v", b, err)
+	}
+	resp.CloseBodyStream() //nolint:errcheck // the connection back to the pool
+	close(read)
+	awaitDelivered(t, testkit.Await(t, written, "the stray bytes were not written"))
+
+	req.SetRequestURI(upstream + "/two")
+	resp.Reset()
+	resp.SkipBody = true
+	if err := client.Do(req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if n := resp.Header.ContentLength(); n != len("/two") {
+		t.Errorf("GET /two answered with a Content-Length of %d, want its own %d", n, len("/two"))
+	}
+	if got := testkit.Await(t, strays, "the stray bytes were not reported"); got.n != len(stale) {
+		t.Errorf("reported %d bytes, want %d", got.n, len(stale))
 	}
 }
