@@ -152,13 +152,29 @@ func strayRelay(t *testing.T, upstream string) (addr string, strays chan strayRe
 }
 
 // runOn sends the run runID on a consumer connection of its own and returns
-// the body of its answer.
+// the body of its answer, once the relay is done with the answer (settled).
 func runOn(t *testing.T, addr, runID string) string {
 	t.Helper()
 	c := testkit.DialConsumer(t, addr)
 	testkit.SendRun(t, c, `{"threadId":"t1","runId":"`+runID+`","messages":[],"protocolVersion":"1.0"}`)
 	_, body := testkit.ReadAnswer(t, c)
+	settled(t, c)
 	return body
+}
+
+// settled waits until the relay is done with the last answer on the
+// consumer's connection c, its producer connection back in the pool: the
+// consumer may read an answer's end before the relay has released the
+// producer's, but the relay reads c's next request only after. That
+// request (an asterisk-form target) it answers itself, with 400.
+func settled(t *testing.T, c net.Conn) {
+	t.Helper()
+	if _, err := io.WriteString(c, "OPTIONS * HTTP/1.1\r\nHost: relay\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := testkit.ReadAnswer(t, c); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("OPTIONS *: %d, want 400", resp.StatusCode)
+	}
 }
 
 // requestOn sends a request without a body on a consumer connection of
@@ -177,6 +193,7 @@ func requestOn(t *testing.T, addr, method, path string) (*http.Response, string)
 	if err != nil {
 		t.Fatalf("reading the answer: %v", err)
 	}
+	settled(t, c)
 	return resp, string(b)
 }
 
