@@ -191,7 +191,8 @@ func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 
 // Write writes, unless the connection is not fit to carry a request
 // (fit): streamTransport asks before it writes, fasthttp's own transport
-// (a HEAD, a body not streamed) does not.
+// (an answer asked not to be streamed, or skipped) does not, and retries
+// an idempotent request on another connection after this error.
 func (c *firstByteConn) Write(p []byte) (int, error) {
 	if c.served && !c.fit() {
 		return 0, errStrayConn
