@@ -22,10 +22,12 @@ import (
 
 // Metrics are the relay's Prometheus metrics, on a registry of their own
 // (never the global default one): runs, events and bytes, translations,
-// malformed and unrecognised material, upstream errors, latencies, the
+// malformed and unrecognised material, upstream errors, producer
+// connections discarded for stray bytes, latencies, the
 // deprecation telemetry and the Go runtime and process collectors.
 //
-// Hook them into a Relay with Tap (Relay.Tap = m.Tap). Everything a run
+// Hook them into a Relay with Tap (Relay.Tap = m.Tap), and into its client
+// with OnStray (relay.ClientOptions.OnStray = m.OnStray(route)). Everything a run
 // counts is kept in the run (Stream counts events and bytes by type in a
 // fixed array) and added to the counters when the run ends; the latency
 // histogram times one read in eight (latencySample), so that the clock is
@@ -52,6 +54,7 @@ type Metrics struct {
 	translations   *prometheus.CounterVec
 	material       *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
+	strayDiscards  *prometheus.CounterVec
 	firstEvent     *prometheus.HistogramVec
 	deprecatedRuns *prometheus.CounterVec
 
@@ -115,6 +118,9 @@ func New(o Options) *Metrics {
 	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_errors_total",
 		Help: "Producer failures by kind: unreachable, timeout (no answer in time), busy (--upstream-max-conns runs in flight), malformed (an answer whose head cannot be parsed), http_status (a non-2xx answer), broken (the stream broke), idle_timeout, frame_too_large, no_terminal (the stream ended inside a run)."},
 		[]string{"route", "kind"})
+	m.strayDiscards = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_stray_discards_total",
+		Help: "Connections to the producer discarded because the producer sent bytes outside any answer (after an answer was complete, or while the connection sat idle in the pool, found before its reuse); those bytes reached no consumer. Each is logged at WARN with the producer's address and the byte count."},
+		route)
 	m.firstEvent = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "time_to_first_event_seconds",
 		Help:    "From the consumer's request to the first event flushed to it.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}}, route)
@@ -122,7 +128,7 @@ func New(o Options) *Metrics {
 		Help: "Runs that needed the translation of a retired shape of the deprecation registry (once per run and shape), by version pair: who must upgrade before the translation expires."},
 		[]string{"shape", "step", "route", "from", "to"})
 	m.reg.MustRegister(m.active, m.runs, m.consumerRuns, m.untranslated, m.events, m.bytes, m.translations, m.material, m.upstreamErrors,
-		m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
+		m.strayDiscards, m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -130,6 +136,17 @@ func New(o Options) *Metrics {
 		m.deps = append(m.deps, deprecation{Deprecation: d, norm: strings.ReplaceAll(d.Shape, "[]", "")})
 	}
 	return m
+}
+
+// OnStray returns the relay.ClientOptions.OnStray of the client of route:
+// it counts the connections to the producer discarded for bytes outside
+// any answer (agui_relay_upstream_stray_discards_total).
+func (m *Metrics) OnStray(route string) func(addr string, n int) {
+	if route == "" {
+		route = "default"
+	}
+	c := m.strayDiscards.WithLabelValues(route)
+	return func(string, int) { c.Inc() }
 }
 
 // Registry returns the registry the metrics are on.

@@ -35,9 +35,12 @@ func (endTap) Translated(*translate.Step, string, negotiate.Version, negotiate.V
 func (endTap) Warned(translate.Warning)                                                 {}
 func (t endTap) End(rep *RunReport)                                                     { t(rep) }
 
-// onEnd is a Relay.Tap that calls end with each run's report, after what
-// tap (nil: none) returns for the run.
+// onEnd is a Relay.Tap that calls end (nil: none) with each run's report,
+// after what tap (nil: none) returns for the run.
 func onEnd(tap func(*RunReport) RunTap, end func(*RunReport)) func(*RunReport) RunTap {
+	if end == nil {
+		return tap
+	}
 	et := endTap(end)
 	if tap == nil {
 		return func(*RunReport) RunTap { return et }

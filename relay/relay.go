@@ -63,7 +63,7 @@ type Relay struct {
 	// and sent to the producer as X-Forwarded-Prefix.
 	StripPrefix string
 	// Client sends requests to the producer; nil means NewClient with
-	// default options.
+	// default options, logging to Log.
 	Client Doer
 	// ConsumerVersion is what consumers that do not declare protocolVersion
 	// read. Zero is auto: such a consumer predates the field and reads as
@@ -236,13 +236,13 @@ type RunReport struct {
 var zeroTime time.Time
 
 func (r *Relay) init() {
-	r.client = r.Client
-	if r.client == nil {
-		r.client = NewClient(ClientOptions{})
-	}
 	r.log = r.Log
 	if r.log == nil {
 		r.log = zap.NewNop()
+	}
+	r.client = r.Client
+	if r.client == nil {
+		r.client = NewClient(ClientOptions{Log: r.log})
 	}
 	r.losses = lossLog{log: r.log, quiet: r.QuietTranslationWarnings}
 	r.translator = &event.Translator{Observer: &r.losses}

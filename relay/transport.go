@@ -19,22 +19,38 @@ import (
 // the connection into the caller's buffer. fasthttp's own streamed body
 // reads through the client's buffered reader, held for the whole stream
 // (4 KiB per open stream, and a goroutine parked deep in its chunk
-// parser), and hands out at most one chunk per read. Answers that are not
-// streamed go through fasthttp's transport unchanged.
+// parser), and hands out at most one chunk per read. A connection taken
+// from the pool carries the request only if nothing arrived on it while it
+// sat there (fit), and bytes past a complete answer keep it from the pool
+// (wire.BodyOptions.Stray): a producer's bytes of no answer reach no
+// consumer. Answers asked not to be streamed (or skipped) go through
+// fasthttp's transport unchanged; a HEAD's answer, which has no body, is
+// the relay's, so that bytes past its head are seen.
 type streamTransport struct{}
 
 // maxInterim bounds the 1xx answers skipped before the real one.
 const maxInterim = 10
 
 func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
-	if !resp.StreamBody || resp.SkipBody || req.Header.IsHead() {
+	if !resp.StreamBody || resp.SkipBody {
 		retry, err := fasthttp.DefaultTransport.RoundTrip(hc, req, resp)
 		if m, ok := malformedAnswer(err, nil).(*malformedAnswerError); ok && strings.Contains(err.Error(), "reading response headers") {
 			return false, m // the client's errors quote no bytes (SecureErrorLogMessage): no excerpt
 		}
 		return retry, err
 	}
+	head := req.Header.IsHead()
+	if head {
+		resp.SkipBody = true
+	}
+	// A pooled connection not fit to carry the request (fit) is closed
+	// and the next taken, the request not written yet: each turn takes one
+	// out of the pool, and a new connection is fit.
 	cc, err := hc.AcquireConn(0, req.ConnectionClose())
+	for err == nil && !fit(cc.Conn()) {
+		hc.CloseConn(cc)
+		cc, err = hc.AcquireConn(0, req.ConnectionClose())
+	}
 	if err != nil {
 		return false, err
 	}
@@ -104,21 +120,22 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	}
 	if err != nil {
 		err = malformedAnswer(err, br)
-		if _, ok := err.(*malformedAnswerError); ok {
-			// No retry: the producer would answer the same again.
-			hc.ReleaseReader(br)
-			hc.CloseConn(cc)
-			return false, err
-		}
 		hc.ReleaseReader(br)
 		hc.CloseConn(cc)
-		return err != errHeadWaitGone, err
+		// No retry of a malformed answer: the producer would answer the same again.
+		_, malformed := err.(*malformedAnswerError)
+		return !malformed && err != errHeadWaitGone, err
 	}
 	closeConn := req.ConnectionClose() || resp.ConnectionClose()
 	status := resp.StatusCode()
-	if status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
-		// No body (and a 101's connection is not HTTP any more).
-		reuse := !closeConn && status >= 200 && br.Buffered() == 0
+	if head || status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
+		// No body (and a 101's connection is not HTTP any more): anything
+		// buffered past the head is of no answer.
+		stray := br.Buffered()
+		if fc, ok := conn.(*firstByteConn); ok && stray > 0 && status >= 200 {
+			fc.afterAnswer(stray)
+		}
+		reuse := !closeConn && status >= 200 && stray == 0
 		hc.ReleaseReader(br)
 		if reuse {
 			hc.ReleaseConn(cc)
@@ -135,6 +152,7 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 		KeepAlive:     !closeConn,
 	}
 	if fc, ok := conn.(*firstByteConn); ok {
+		o.Stray = ret.stray
 		// firstByteConn's deadline state belongs to the reader.
 		o.Interrupt = fc.Conn
 		// The dialer's socketConn, where reads by descriptor work.
@@ -149,6 +167,13 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 
 var _ fasthttp.ReadCloserWithError = (*wire.Body)(nil)
 
+// fit reports whether conn may carry a request (firstByteConn.fit); a
+// connection not of the relay's dialer is taken as it is.
+func fit(conn net.Conn) bool {
+	fc, ok := conn.(*firstByteConn)
+	return !ok || fc.fit()
+}
+
 // connReturn gives an answer's producer connection and the client's reader
 // of it back to the HostClient they came from (wire.BodyOptions' Release
 // and ReleaseReader). One is made per producer connection (firstByteConn's
@@ -161,6 +186,7 @@ type connReturn[C any] struct {
 	reuse, close  func(*fasthttp.HostClient, C)
 	release       func(reuse bool)
 	releaseReader func(*bufio.Reader)
+	stray         func(n int) // the connection's firstByteConn.afterAnswer; nil without one
 }
 
 // connReturnOf returns conn's connReturn for the answer on cc, made at the
@@ -178,6 +204,7 @@ func connReturnOf[C any](conn net.Conn, hc *fasthttp.HostClient, cc C, reuse, cl
 	r.release, r.releaseReader = r.give, hc.ReleaseReader
 	if ok {
 		fc.ret = r
+		r.stray = fc.afterAnswer
 	}
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/agui-relay/agui-relay/internal/wire"
+	"go.uber.org/zap"
 )
 
 // Doer sends a request to the producer. The relay needs the response body
@@ -38,6 +39,21 @@ type ClientOptions struct {
 	// 4s, below the 5s keep-alive of common Python and Node servers, so that
 	// a run is never sent on a connection the producer is closing).
 	MaxIdleConnDuration time.Duration
+	// Log receives a WARN line for each connection to the producer the
+	// client discards because the producer sent bytes outside any answer
+	// (see OnStray), with the producer's address and the byte count, never
+	// the bytes; nil discards.
+	Log *zap.Logger
+	// OnStray, when set, is called once for each connection to the
+	// producer discarded because the producer sent bytes outside any
+	// answer: after an answer was complete (with its last bytes, or while
+	// the connection sat idle in the pool, found before the connection is
+	// reused). addr is the producer's host:port, n the bytes found (up to
+	// 64 KiB are counted); the bytes themselves reach no consumer. It is
+	// called on the goroutine of the request that found them and must be
+	// quick (a counter). A connection the producer closed while idle is
+	// discarded too, without a call: a keep-alive ending is no fault.
+	OnStray func(addr string, n int)
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -60,7 +76,10 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 	if maxConns <= 0 {
 		maxConns = 4096
 	}
-	d := &dialer{net: net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}}
+	d := &dialer{net: net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}, log: o.Log, onStray: o.OnStray}
+	if d.log == nil {
+		d.log = zap.NewNop()
+	}
 	return &fasthttp.Client{
 		Dial:                     d.dial,
 		Transport:                streamTransport{},
@@ -79,9 +98,13 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 }
 
 // dialer opens connections to the producer, wrapped so that the client's
-// read deadline bounds only the wait for the first byte of each answer.
+// read deadline bounds only the wait for the first byte of each answer,
+// and so that a connection is checked for stray bytes before it is reused
+// (firstByteConn.fit).
 type dialer struct {
-	net net.Dialer
+	net     net.Dialer
+	log     *zap.Logger
+	onStray func(addr string, n int)
 }
 
 func (d *dialer) dial(addr string) (net.Conn, error) {
@@ -89,7 +112,17 @@ func (d *dialer) dial(addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, &dialError{err}
 	}
-	return &firstByteConn{Conn: newSocketConn(c)}, nil
+	return &firstByteConn{Conn: newSocketConn(c), d: d, addr: addr}, nil
+}
+
+// stray reports a connection to the producer at addr discarded for the n
+// bytes it carried outside any answer, found when (ClientOptions.OnStray).
+func (d *dialer) stray(addr string, n int, when string) {
+	d.log.Warn("discarded a connection to the producer: it sent bytes outside any answer",
+		zap.String("producer", addr), zap.Int("bytes", n), zap.String("found", when))
+	if d.onStray != nil {
+		d.onStray(addr, n)
+	}
 }
 
 // dialError marks a failure to reach the producer at all (502, or 504 for a
@@ -104,20 +137,75 @@ func (e *dialError) Unwrap() error { return e.err }
 // whole run, into a first-byte timeout: the deadline is cleared as soon as a
 // byte of the answer arrives. The client sets the deadline before reading
 // each answer, from the goroutine that then reads, so armed needs no lock.
+//
+// It also keeps a connection from carrying a request while it holds
+// bytes of no answer (fit).
 type firstByteConn struct {
 	net.Conn
 	armed bool
+	// served: the connection has been read since it was last found fit,
+	// so it has carried an answer and is to be checked before it carries
+	// the next request.
+	served bool
 	// ret gives the connection back after each answer (connReturn), made
 	// at its first; set by the goroutine that holds the connection.
-	ret any
+	ret  any
+	d    *dialer
+	addr string // the producer's host:port
 }
+
+// errStrayConn is the write of a request on a connection that held bytes
+// of no answer (fit): it is closed and the request, not sent, is retried
+// on another by the client when it may be.
+var errStrayConn = errors.New("the producer's connection held bytes outside any answer")
+
+// fit reports whether the connection may carry the next request: nothing
+// may be readable on a connection taken from the pool, since nothing is
+// owed on it. Bytes there (an answer nobody asked for) would be read as
+// the next request's answer, and that request's as the one after: every
+// later consumer would read another's. Such a connection is reported and
+// is to be closed, as is one the producer closed. A new connection, and
+// one found fit already, is not looked at again: the check is one read
+// that finds nothing, on each reuse. Called by the goroutine that holds
+// the connection, before it writes.
+func (c *firstByteConn) fit() bool {
+	if !c.served {
+		return true
+	}
+	c.served = false
+	sc, ok := c.Conn.(*socketConn)
+	if !ok {
+		return true // no descriptor to look at without waiting
+	}
+	n, err := sc.Stray()
+	if n > 0 {
+		c.d.stray(c.addr, n, "idle")
+	}
+	return n == 0 && err == nil
+}
+
+// afterAnswer reports the n bytes that followed a complete answer on the
+// connection (wire.BodyOptions.Stray).
+func (c *firstByteConn) afterAnswer(n int) { c.d.stray(c.addr, n, "after an answer") }
 
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 	c.armed = !t.IsZero()
 	return c.Conn.SetReadDeadline(t)
 }
 
+// Write writes, unless the connection is not fit to carry a request
+// (fit): streamTransport asks before it writes, fasthttp's own transport
+// (an answer asked not to be streamed, or skipped) does not, and retries
+// an idempotent request on another connection after this error.
+func (c *firstByteConn) Write(p []byte) (int, error) {
+	if c.served && !c.fit() {
+		return 0, errStrayConn
+	}
+	return c.Conn.Write(p)
+}
+
 func (c *firstByteConn) Read(p []byte) (int, error) {
+	c.served = true
 	n, err := c.Conn.Read(p)
 	if n > 0 && c.armed {
 		c.armed = false

@@ -313,7 +313,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	poller := wire.NewPoller()
 	defer poller.Close()
 	poller.ReleaseMemory()
-	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, named: c.config != "", poller: poller}
+	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, onStray: mets.OnStray, named: c.config != "", poller: poller}
 	routes := c.routes
 	if c.config == "" {
 		routes = []routeConfig{defaultRoute(c, upstream)}

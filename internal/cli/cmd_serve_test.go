@@ -306,3 +306,35 @@ func TestServeNamesTheFlagOfATakenAddress(t *testing.T) {
 		}
 	}
 }
+
+// A producer that sends bytes after its answer (an answer nobody asked
+// for) has the connection discarded, and serve counts it on /metrics under
+// the route.
+func TestServeCountsStrayProducerBytes(t *testing.T) {
+	const stray = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nSTALE"
+	producer := testkit.RawProducer(t, func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"+stray) //nolint:errcheck
+	})
+	at, _, _ := startServe(t, func(c *serveConfig) { c.upstream = producer })
+	resp, err := http.Get("http://" + at.relay + "/anything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Fatalf("proxied GET read %q", b)
+	}
+	const want = `agui_relay_upstream_stray_discards_total{route="default"} 1`
+	var metrics string
+	testkit.WaitFor(t, "the discard counted", func() bool {
+		resp, err := http.Get("http://" + at.admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		metrics = string(b)
+		return strings.Contains(metrics, want)
+	}, func() string { return metrics })
+}

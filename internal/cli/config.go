@@ -369,6 +369,9 @@ type relayShared struct {
 	// poller watches every route's consumers and parked streams, and
 	// releases memory when they are all quiet: one for the process.
 	poller *wire.Poller
+	// onStray counts the producer connections of a route discarded for
+	// bytes outside any answer (relay.ClientOptions.OnStray); may be nil.
+	onStray func(route string) func(addr string, n int)
 }
 
 // routeTable builds the relays of routes, each with its own client (so its
@@ -380,12 +383,16 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 		if sh.named {
 			rlog = rlog.With(zap.String("route", rc.name))
 		}
+		var onStray func(addr string, n int)
+		if sh.onStray != nil {
+			onStray = sh.onStray(rc.name)
+		}
 		r := &relay.Relay{
 			Upstream: rc.upstream,
 			Route:    rc.name,
 			Client: relay.NewClient(relay.ClientOptions{
 				ConnectTimeout: negativeIfZero(rc.connectTimeout), FirstByteTimeout: negativeIfZero(rc.firstByteTimeout),
-				MaxConns: rc.maxConns,
+				MaxConns: rc.maxConns, Log: rlog, OnStray: onStray,
 			}),
 			ConsumerVersion: rc.consumerVersion,
 			ProducerVersion: rc.producerVersion,

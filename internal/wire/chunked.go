@@ -20,17 +20,17 @@ import (
 // without one ("1f ") is refused, and size lines and chunk ends must end
 // in CRLF (a bare LF is how request smuggling between proxies starts).
 type Framing struct {
-	mode  framingMode
 	left  int64 // data bytes still to come in this chunk, or of the Content-Length
-	state chunkState
-	line  int // bytes of the size or trailer line read so far
 	size  int64
+	line  int // bytes of the size or trailer line read so far
+	stray int // bytes that followed the end of the body
+	mode  framingMode
+	state chunkState
 	sized bool // a hex digit of the size line has been read
 	ows   bool // spaces after the digits
 	ext   bool // in an extension (after ';')
 	cr    bool // the size line's CR has been read
 	done  bool // the body is complete
-	extra bool // bytes followed the end of the body
 	// overrun: data followed the end of a Content-Length body (not only
 	// blank lines, which broken servers leave): the length lied, and the
 	// answer is broken, not complete.
@@ -87,13 +87,13 @@ func (f *Framing) Decode(p []byte) (int, error) {
 		return len(p), nil
 	case framingLength:
 		if f.done {
-			f.extra = f.extra || len(p) > 0
+			f.stray += len(p)
 			return 0, nil
 		}
 		n := len(p)
 		if int64(n) >= f.left {
-			f.extra = int64(n) > f.left
-			f.overrun = f.extra && len(bytes.Trim(p[f.left:], "\r\n")) > 0
+			f.stray += n - int(f.left)
+			f.overrun = f.stray > 0 && len(bytes.Trim(p[f.left:], "\r\n")) > 0
 			n = int(f.left)
 			f.done = true
 		}
@@ -103,7 +103,7 @@ func (f *Framing) Decode(p []byte) (int, error) {
 	w := 0
 	for i := 0; i < len(p); {
 		if f.done {
-			f.extra = true
+			f.stray += len(p) - i
 			return w, nil
 		}
 		switch f.state {
@@ -208,7 +208,10 @@ func (f *Framing) End() error {
 func (f *Framing) Done() bool { return f.done }
 
 // Extra reports whether bytes followed the end of the body.
-func (f *Framing) Extra() bool { return f.extra }
+func (f *Framing) Extra() bool { return f.stray > 0 }
+
+// Stray returns how many bytes followed the end of the body (Extra).
+func (f *Framing) Stray() int { return f.stray }
 
 // Overrun reports whether data, not only blank lines, followed the end of
 // a Content-Length body: the length lied.

@@ -168,3 +168,29 @@ func TestConnEOF(t *testing.T) {
 		t.Fatalf("read after the end: %v", err)
 	}
 }
+
+// Stray reads what arrived on a connection owed nothing, without waiting:
+// nothing on a quiet one, the bytes (counted) when the peer sent some, and
+// io.EOF once the peer closed it.
+func TestConnStray(t *testing.T) {
+	a, b := connPair(t)
+	if n, err := b.Stray(); n != 0 || err != nil {
+		t.Fatalf("quiet connection: %d, %v; want 0, nil", n, err)
+	}
+	stray := bytes.Repeat([]byte("HTTP/1.1 200 OK\r\n"), 100) // past Stray's buffer
+	if _, err := a.Write(stray); err != nil {
+		t.Fatal(err)
+	}
+	waitConnReadable(t, b.RawConn()) // one segment on loopback: all of it
+	if n, err := b.Stray(); n != len(stray) || err != nil {
+		t.Fatalf("after %d stray bytes: %d, %v", len(stray), n, err)
+	}
+	if n, err := b.Stray(); n != 0 || err != nil {
+		t.Fatalf("once read: %d, %v; want 0, nil", n, err)
+	}
+	a.CloseWrite() //nolint:errcheck
+	waitConnReadable(t, b.RawConn())
+	if n, err := b.Stray(); n != 0 || err != io.EOF {
+		t.Fatalf("closed by the peer: %d, %v; want 0, io.EOF", n, err)
+	}
+}

@@ -39,6 +39,7 @@ type Body struct {
 	br            *bufio.Reader // the HTTP client's reader, while it holds unread bytes
 	releaseReader func(*bufio.Reader)
 	release       func(reuse bool)
+	stray         func(n int)
 	keepAlive     bool
 
 	raw     syscall.RawConn // the TCP connection, for polled reads; nil for TLS
@@ -74,6 +75,11 @@ type BodyOptions struct {
 	// KeepAlive says the connection may serve another request after the
 	// answer.
 	KeepAlive bool
+	// Stray, when set, is told at the end, once and before Release, of the
+	// n bytes the producer sent after the answer was complete (with its
+	// last bytes, or left in Buffered): bytes of no answer, for which the
+	// connection is not reused.
+	Stray func(n int)
 }
 
 // ErrWouldBlock is a polled read's answer when nothing has arrived: the
@@ -97,7 +103,7 @@ var interruptNow = time.Unix(1, 0)
 // contentLength says (NewFraming).
 func NewBody(conn net.Conn, contentLength int, o BodyOptions) *Body {
 	b := &Body{conn: conn, interrupt: o.Interrupt, framing: NewFraming(contentLength), br: o.Buffered,
-		releaseReader: o.ReleaseReader, release: o.Release, keepAlive: o.KeepAlive, raw: o.Raw, fd: -1}
+		releaseReader: o.ReleaseReader, release: o.Release, stray: o.Stray, keepAlive: o.KeepAlive, raw: o.Raw, fd: -1}
 	if b.interrupt == nil {
 		b.interrupt = conn
 	}
@@ -312,11 +318,21 @@ func (b *Body) closed() {
 }
 
 func (b *Body) free(reuse bool) {
+	stray := 0
+	if b.framing.Done() {
+		stray = b.framing.Stray()
+	}
 	if b.br != nil {
-		if reuse && b.br.Buffered() > 0 {
+		if n := b.br.Buffered(); n > 0 {
 			reuse = false // the producer sent more than its answer
+			if b.framing.Done() {
+				stray += n
+			}
 		}
 		b.dropReader()
+	}
+	if stray > 0 && b.stray != nil {
+		b.stray(stray)
 	}
 	b.release(reuse)
 }

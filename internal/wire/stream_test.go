@@ -169,6 +169,51 @@ func TestBodyReadsTheClientsBytesThenTheConnection(t *testing.T) {
 	}
 }
 
+// Bytes after a complete answer, in the read that ended it or left in the
+// client's reader, are reported (Stray) with their count before the
+// connection is released, and it is released to be closed. A body closed
+// before its end reports nothing: what is left is its own.
+func TestBodyReportsBytesAfterTheAnswer(t *testing.T) {
+	const stray = "HTTP/1.1 200 OK\r\n\r\n"
+	for _, tc := range []struct {
+		name, buffered string
+		length         int
+		want           int
+	}{
+		{"content-length, in the reader", "hello" + stray, 5, len(stray)},
+		{"chunked, in the reader", "5\r\nhello\r\n0\r\n\r\n" + stray, -1, len(stray)},
+		{"cut short", "hel", 5, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			peer, c := net.Pipe()
+			defer peer.Close()
+			br := bufio.NewReader(strings.NewReader(tc.buffered))
+			br.Peek(1) //nolint:errcheck // fills the reader (all of it), as the client's head read does
+			var events []string
+			b := NewBody(c, tc.length, BodyOptions{Buffered: br, ReleaseReader: func(*bufio.Reader) {},
+				Release: func(reuse bool) { events = append(events, fmt.Sprintf("release %v", reuse)) },
+				Stray:   func(n int) { events = append(events, fmt.Sprintf("stray %d", n)) }, KeepAlive: true})
+			buf := make([]byte, 8)
+			if tc.want > 0 {
+				// A Content-Length answer followed by data is an overrun.
+				if got, err := io.ReadAll(struct{ io.Reader }{b}); string(got) != "hello" || (err != nil && err != ErrOverrun) {
+					t.Fatalf("read %q, %v", got, err)
+				}
+			} else if n, err := b.Read(buf); n != 3 || err != nil {
+				t.Fatalf("read %d, %v", n, err)
+			}
+			b.CloseWithError(nil) //nolint:errcheck
+			want := []string{"release false"}
+			if tc.want > 0 {
+				want = []string{fmt.Sprintf("stray %d", tc.want), "release false"}
+			}
+			if strings.Join(events, ", ") != strings.Join(want, ", ") {
+				t.Errorf("%q, want %q", events, want)
+			}
+		})
+	}
+}
+
 // A body closed before its end releases its connection to be closed, not
 // reused, and a read in flight (or after) returns ErrBodyClosed.
 func TestBodyClosedMidAnswerIsNotReused(t *testing.T) {

@@ -1,0 +1,371 @@
+//go:build linux
+
+package relay
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
+)
+
+// These tests are issue 31's: a producer that sends bytes outside any
+// answer (an unrequested second answer on a kept connection) must not
+// shift the answers of later requests onto other consumers. The producer
+// is a raw socket; the relay is in front of it, the consumers are raw
+// sockets too.
+
+// answerOf is an HTTP/1.1 answer with body, framed by Content-Length or
+// chunked (in two chunks).
+func answerOf(framing, contentType, body string) string {
+	head := "HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\n"
+	if framing == "chunked" {
+		half := len(body) / 2
+		return head + "Transfer-Encoding: chunked\r\n\r\n" +
+			strconv.FormatInt(int64(half), 16) + "\r\n" + body[:half] + "\r\n" +
+			strconv.FormatInt(int64(len(body)-half), 16) + "\r\n" + body[half:] + "\r\n0\r\n\r\n"
+	}
+	return head + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}
+
+// ownAnswer is the producer's answer to req: a run's events for the runId
+// of its input, a GET's path as text.
+func ownAnswer(t *testing.T, framing string, req *http.Request) string {
+	if req.Method == http.MethodHead {
+		a := answerOf("content-length", "text/plain", req.URL.Path)
+		return a[:strings.Index(a, "\r\n\r\n")+4]
+	}
+	if req.Method != http.MethodPost {
+		return answerOf(framing, "text/plain", req.URL.Path)
+	}
+	var in struct {
+		RunID string `json:"runId"`
+	}
+	if err := json.NewDecoder(req.Body).Decode(&in); err != nil {
+		t.Errorf("the producer reading the input: %v", err)
+	}
+	return answerOf(framing, "text/event-stream", runEvents(in.RunID))
+}
+
+// strayProducer is a raw producer that answers each request with its own
+// answer (ownAnswer) and follows the first answer it gives with stray, as
+// when says: "same read" (in the write of the answer's end), "late" (once
+// read is closed: the answer was read and the connection sits idle),
+// "split" (its first half in the write of the answer's end, the rest late),
+// or "close" (nothing; the producer ends the connection late). Once the
+// last of it is written it sends its end of the connection on written.
+func strayProducer(t *testing.T, framing, when, stray string, read <-chan struct{}, written chan<- *net.TCPConn) string {
+	var once sync.Once
+	return "http://" + testkit.AcceptEach(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			answer := ownAnswer(t, framing, req)
+			io.Copy(io.Discard, req.Body) //nolint:errcheck
+			first := false
+			once.Do(func() { first = true })
+			if !first {
+				io.WriteString(c, answer) //nolint:errcheck
+				continue
+			}
+			now, later := "", stray
+			switch when {
+			case "same read":
+				now, later = stray, ""
+			case "split":
+				now, later = stray[:len(stray)/2], stray[len(stray)/2:]
+			}
+			io.WriteString(c, answer+now) //nolint:errcheck
+			if when != "same read" {
+				<-read
+			}
+			if when == "close" {
+				c.(*net.TCPConn).CloseWrite() //nolint:errcheck
+				written <- c.(*net.TCPConn)
+				io.Copy(io.Discard, c) //nolint:errcheck // answering nothing more, until the relay closes
+				return
+			}
+			io.WriteString(c, later) //nolint:errcheck
+			written <- c.(*net.TCPConn)
+		}
+	})
+}
+
+// awaitDelivered waits until the peer of c has acknowledged everything c
+// sent (its FIN included): the bytes are in the relay's socket, readable.
+func awaitDelivered(t *testing.T, c *net.TCPConn) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "the producer's bytes acknowledged by the relay", func() bool {
+		var queued int32
+		var errno syscall.Errno
+		if err := rc.Control(func(fd uintptr) {
+			_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCOUTQ, uintptr(unsafe.Pointer(&queued)))
+		}); err != nil || errno != 0 {
+			t.Fatalf("TIOCOUTQ: %v %v", err, errno)
+		}
+		return queued == 0
+	})
+}
+
+// strayReport is a call of ClientOptions.OnStray.
+type strayReport struct {
+	addr string
+	n    int
+}
+
+// strayRelay is a relay in front of upstream whose client reports stray
+// bytes to the returned channel and logs to the returned logs. Its pooled
+// connections stay for the whole test.
+func strayRelay(t *testing.T, upstream string) (addr string, strays chan strayReport, logs *observer.ObservedLogs) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	strays = make(chan strayReport, 8)
+	addr, _ = rawRelay(t, upstream, nil, func(r *Relay) {
+		r.Client = NewClient(ClientOptions{
+			MaxIdleConnDuration: time.Minute,
+			Log:                 zap.New(core),
+			OnStray:             func(addr string, n int) { strays <- strayReport{addr, n} },
+		})
+	})
+	return addr, strays, logs
+}
+
+// runOn sends the run runID on a consumer connection of its own and returns
+// the body of its answer, once the relay is done with the answer (settled).
+func runOn(t *testing.T, addr, runID string) string {
+	t.Helper()
+	c := testkit.DialConsumer(t, addr)
+	testkit.SendRun(t, c, `{"threadId":"t1","runId":"`+runID+`","messages":[],"protocolVersion":"1.0"}`)
+	_, body := testkit.ReadAnswer(t, c)
+	settled(t, c)
+	return body
+}
+
+// settled waits until the relay is done with the last answer on the
+// consumer's connection c, its producer connection back in the pool: the
+// consumer may read an answer's end before the relay has released the
+// producer's, but the relay reads c's next request only after. That
+// request (an asterisk-form target) it answers itself, with 400.
+func settled(t *testing.T, c net.Conn) {
+	t.Helper()
+	if _, err := io.WriteString(c, "OPTIONS * HTTP/1.1\r\nHost: relay\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := testkit.ReadAnswer(t, c); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("OPTIONS *: %d, want 400", resp.StatusCode)
+	}
+}
+
+// requestOn sends a request without a body on a consumer connection of
+// its own and returns its answer and the answer's body.
+func requestOn(t *testing.T, addr, method, path string) (*http.Response, string) {
+	t.Helper()
+	c := testkit.DialConsumer(t, addr)
+	if _, err := io.WriteString(c, method+" "+path+" HTTP/1.1\r\nHost: relay\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	settled(t, c)
+	return resp, string(b)
+}
+
+// checkStrayReported checks that the stray bytes were reported once, with
+// their count and the producer's address, in the log (WARN) and to
+// OnStray, and that the producer is named in neither by its bytes.
+func checkStrayReported(t *testing.T, upstream string, strays chan strayReport, logs *observer.ObservedLogs, n int) {
+	t.Helper()
+	producer := strings.TrimPrefix(upstream, "http://")
+	got := testkit.Await(t, strays, "the stray bytes were not reported (OnStray)")
+	if got.addr != producer || got.n != n {
+		t.Errorf("OnStray(%q, %d), want (%q, %d)", got.addr, got.n, producer, n)
+	}
+	select {
+	case more := <-strays:
+		t.Errorf("reported again: %+v", more)
+	default:
+	}
+	warned := logs.FilterLevelExact(zapcore.WarnLevel).All()
+	if len(warned) != 1 {
+		t.Fatalf("%d warnings, want 1: %+v", len(warned), warned)
+	}
+	fields := warned[0].ContextMap()
+	if fields["producer"] != producer || fields["bytes"] != int64(n) {
+		t.Errorf("warning %q %v, want producer %q and bytes %d", warned[0].Message, fields, producer, n)
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(e.Message, "STALE") || strings.Contains(strings.ToUpper(fieldsText(e.ContextMap())), "STALE") {
+			t.Errorf("the log repeats the producer's bytes: %q %v", e.Message, e.ContextMap())
+		}
+	}
+}
+
+func fieldsText(m map[string]any) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// A producer's unrequested answer (run STALE) after a complete answer to
+// run A, arriving while the connection sits idle, with A's end, or split
+// between the two, reaches neither of the runs B and C sent after it from
+// consumers of their own: each gets its own answer. The connection is
+// discarded, and that is logged and reported once with the byte count.
+func TestStrayAnswerReachesNoOtherRun(t *testing.T) {
+	for _, framing := range []string{"content-length", "chunked"} {
+		for _, when := range []string{"late", "same read", "split"} {
+			t.Run(framing+", "+when, func(t *testing.T) {
+				stale := answerOf(framing, "text/event-stream", runEvents("STALE"))
+				read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
+				upstream := strayProducer(t, framing, when, stale, read, written)
+				addr, strays, logs := strayRelay(t, upstream)
+
+				if got := runOn(t, addr, "A"); !strings.HasPrefix(got, runEvents("A")) || strings.Contains(got, "STALE") {
+					t.Fatalf("run A read %q", got)
+				}
+				close(read)
+				pc := testkit.Await(t, written, "the stray bytes were not written")
+				if when == "late" {
+					// Otherwise the relay, having read some with A's end,
+					// closed the connection: nothing to wait for.
+					awaitDelivered(t, pc)
+				}
+				for _, run := range []string{"B", "C"} {
+					if got := runOn(t, addr, run); got != runEvents(run) {
+						t.Fatalf("run %s read\n%q\nwant its own events", run, got)
+					}
+				}
+				n := len(stale)
+				if when == "split" {
+					n = len(stale) / 2 // the rest came after the connection was closed
+				}
+				checkStrayReported(t, upstream, strays, logs, n)
+			})
+		}
+	}
+}
+
+// A proxied GET's or HEAD's connection poisoned the same way (an
+// unrequested answer while it sits idle, or with the answer's end) serves
+// no later request: the next GET and the next run, from consumers of their
+// own, get their own answers.
+func TestStrayAnswerReachesNoOtherProxiedRequest(t *testing.T) {
+	for _, method := range []string{"GET", "HEAD"} {
+		for _, when := range []string{"late", "same read"} {
+			t.Run(method+", "+when, func(t *testing.T) {
+				stale := answerOf("content-length", "text/plain", "STALE")
+				read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
+				upstream := strayProducer(t, "content-length", when, stale, read, written)
+				addr, strays, logs := strayRelay(t, upstream)
+
+				resp, got := requestOn(t, addr, method, "/one")
+				if want := map[string]string{"GET": "/one", "HEAD": ""}[method]; got != want || resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s /one: %d %q, want 200 %q", method, resp.StatusCode, got, want)
+				}
+				close(read)
+				pc := testkit.Await(t, written, "the stray bytes were not written")
+				if when == "late" {
+					awaitDelivered(t, pc)
+				}
+				if _, got := requestOn(t, addr, "GET", "/two"); got != "/two" {
+					t.Fatalf("GET /two read %q, want its own answer", got)
+				}
+				if got := runOn(t, addr, "B"); got != runEvents("B") {
+					t.Fatalf("run B read\n%q\nwant its own events", got)
+				}
+				checkStrayReported(t, upstream, strays, logs, len(stale))
+			})
+		}
+	}
+}
+
+// A pooled connection the producer closed while it sat idle is discarded
+// before it is reused, quietly (a producer's keep-alive ending is no
+// fault): the next run goes out on a new connection and is answered.
+func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
+	read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
+	upstream := strayProducer(t, "content-length", "close", "", read, written)
+	addr, strays, logs := strayRelay(t, upstream)
+
+	if got := runOn(t, addr, "A"); got != runEvents("A") {
+		t.Fatalf("run A read %q", got)
+	}
+	close(read)
+	awaitDelivered(t, testkit.Await(t, written, "the producer did not close"))
+	if got := runOn(t, addr, "B"); got != runEvents("B") {
+		t.Fatalf("run B read\n%q\nwant its own events", got)
+	}
+	select {
+	case got := <-strays:
+		t.Errorf("a close reported as stray bytes: %+v", got)
+	default:
+	}
+	if w := logs.FilterLevelExact(zapcore.WarnLevel).All(); len(w) != 0 {
+		t.Errorf("warnings: %+v", w)
+	}
+}
+
+// A request that goes through fasthttp's own transport (an answer asked
+// not to be streamed: its body skipped here) is kept off a poisoned pooled
+// connection too: its first write finds the stray bytes, and the client
+// sends it again on a new connection.
+func TestStrayBytesStopFasthttpsOwnTransport(t *testing.T) {
+	stale := answerOf("content-length", "text/plain", "STALE")
+	read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
+	upstream := strayProducer(t, "content-length", "late", stale, read, written)
+	strays := make(chan strayReport, 2)
+	client := NewClient(ClientOptions{MaxIdleConnDuration: time.Minute, OnStray: func(addr string, n int) { strays <- strayReport{addr, n} }})
+
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(upstream + "/one")
+	if err := client.Do(req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(resp.BodyStream()); string(b) != "/one" || err != nil {
+		t.Fatalf("GET /one: %q, %v", b, err)
+	}
+	resp.CloseBodyStream() //nolint:errcheck // the connection back to the pool
+	close(read)
+	awaitDelivered(t, testkit.Await(t, written, "the stray bytes were not written"))
+
+	req.SetRequestURI(upstream + "/two")
+	resp.Reset()
+	resp.SkipBody = true
+	if err := client.Do(req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if n := resp.Header.ContentLength(); n != len("/two") {
+		t.Errorf("GET /two answered with a Content-Length of %d, want its own %d", n, len("/two"))
+	}
+	if got := testkit.Await(t, strays, "the stray bytes were not reported"); got.n != len(stale) {
+		t.Errorf("reported %d bytes, want %d", got.n, len(stale))
+	}
+}
