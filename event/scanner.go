@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 )
 
 // ErrFrameTooLarge is returned by Scanner.Next when a frame grows past the
 // scanner's limit. The frame is refused, not buffered without end.
 var ErrFrameTooLarge = errors.New("relay: event frame exceeds the size limit")
-
-// ErrWouldBlock is a polled source's answer when nothing has arrived (see
-// Scanner.Polled); Fill returns it, having lost nothing, and is called
-// again once the source has input.
-var ErrWouldBlock = errors.New("would block")
 
 // Frame is one server-sent-events frame: the lines up to a blank line.
 //
@@ -95,10 +91,11 @@ type Scanner struct {
 	one         [1]byte
 
 	// Polled, when set, says the source never blocks but returns
-	// ErrWouldBlock when nothing has arrived (the relay's polled producer
-	// body), so waiting costs no read: the base buffer is taken for each
-	// read and goes back to the pool when the read finds nothing. Set it
-	// before the first Fill.
+	// syscall.EAGAIN, the would-block error, when nothing has arrived (the
+	// relay's polled producer body, wire.Body); Fill returns it, having lost
+	// nothing, and is called again once the source has input. Waiting costs
+	// no read: the base buffer is taken for each read and goes back to the
+	// pool when the read finds nothing. Set it before the first Fill.
 	Polled bool
 }
 
@@ -472,8 +469,8 @@ func (s *Scanner) checkSize(n int) error {
 // Fill reads src once (retrying reads that return nothing), compacting,
 // growing or shrinking the buffer first as needed: every Frame returned
 // before is dead once it is called, since their bytes may move. It returns
-// ErrWouldBlock when a polled source has nothing yet, ErrFrameTooLarge when
-// a frame outgrew the limit; a read error (io.EOF included) is kept, and
+// syscall.EAGAIN when a polled source has nothing yet (Polled),
+// ErrFrameTooLarge when a frame outgrew the limit; a read error (io.EOF included) is kept, and
 // Scan returns it once the frames read before it are out. After that Fill
 // does nothing.
 func (s *Scanner) Fill(src io.Reader) error {
@@ -508,7 +505,7 @@ func (s *Scanner) Fill(src io.Reader) error {
 	for tries := 0; ; tries++ {
 		room := len(s.buf) - s.end
 		n, err := src.Read(s.buf[s.end:])
-		if err == ErrWouldBlock {
+		if err == syscall.EAGAIN {
 			if s.end == 0 && s.pooled != nil && len(s.buf) == baseSize {
 				scanPool.Put(s.pooled)
 				s.pooled, s.buf, s.grow = nil, nil, false

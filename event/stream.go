@@ -207,7 +207,7 @@ type flusher interface {
 // borrowed go out before the read moves the scanner's bytes. A flush that
 // blocks on a slow consumer slows the reading of the producer too.
 //
-// Pump returns what stopped it: readErr is src's (ErrWouldBlock when a
+// Pump returns what stopped it: readErr is src's (syscall.EAGAIN when a
 // polled src has nothing for now: call Pump again once it has; io.EOF at
 // its end; ErrFrameTooLarge), writeErr the sink's (the stream is over).
 // Both are nil after a frame that ended a run (Terminal is set then): the
