@@ -263,7 +263,7 @@ func (s *Stream) Frame(f *Frame) error {
 		}
 		return s.put(out, f.Canonical)
 	}
-	typ := translate.PeekType(f.Data)
+	typ := rules.PeekType(f.Data)
 	ti := 0 // typ's label index, worked out once, when counted
 	if s.Counts != nil {
 		ti = eventIndex(typ)
@@ -424,7 +424,7 @@ func (s *Stream) emit(ev []byte) {
 	s.scratch = AppendFrame(s.scratch[:0], s.fields, ev)
 	ti := 0
 	if s.Counts != nil || s.watchTerminal { // the type is peeked only when it is needed
-		t := translate.PeekType(ev)
+		t := rules.PeekType(ev)
 		ti = eventIndex(t)
 		if tt := terminalType(t); s.watchTerminal && tt != "" {
 			s.emitted = tt

@@ -519,25 +519,7 @@ var (
 	typeRunError    = []byte("RUN_ERROR")
 	typeTextContent = []byte("TEXT_MESSAGE_CONTENT")
 	typeTextChunk   = []byte("TEXT_MESSAGE_CHUNK")
-	typePrefix      = []byte(`{"type":"`)
 )
-
-// eventType returns an event's type without decoding it: the fast path for
-// encoders that write the type first, gjson otherwise. The result may alias
-// ev.
-func eventType(ev []byte) []byte {
-	if bytes.HasPrefix(ev, typePrefix) {
-		rest := ev[len(typePrefix):]
-		if i := bytes.IndexByte(rest, '"'); i >= 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
-			return rest[:i]
-		}
-	}
-	t := gjson.GetBytes(ev, "type")
-	if t.Type != gjson.String {
-		return nil
-	}
-	return []byte(t.Str)
-}
 
 func (s *runState) event(ev []byte) {
 	now := s.now
@@ -553,7 +535,7 @@ func (s *runState) event(ev []byte) {
 		s.gaps = append(s.gaps, now-s.last)
 	}
 	s.last = now
-	typ := eventType(ev)
+	typ := rules.PeekType(ev)
 	switch {
 	case s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)):
 		s.firstCont = now
