@@ -13,7 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/agui-relay/agui-relay/load"
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/synth"
 )
@@ -141,7 +141,12 @@ func TestAgentSyntheticScenario(t *testing.T) {
 			}
 			plan := synth.NewMixedPlan(d, tc.events, tc.mix)
 			chk := synth.NewRunCheck(plan, true)
-			sp := &load.FrameSplitter{OnEvent: func(ev []byte) {
+			sc := event.NewScanner(nil, 0)
+			err := sc.Push([]byte(body), func(f *event.Frame) {
+				if !f.HasData() {
+					return
+				}
+				ev := f.Data
 				if !json.Valid(ev) {
 					t.Errorf("not JSON: %s", ev)
 				}
@@ -152,8 +157,10 @@ func TestAgentSyntheticScenario(t *testing.T) {
 					}
 				}
 				chk.Event(ev)
-			}}
-			sp.Write([]byte(body))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := chk.Err(); err != nil {
 				t.Error(err)
 			}

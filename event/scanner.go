@@ -90,6 +90,8 @@ type Scanner struct {
 	pooled      *[]byte
 	one         [1]byte
 
+	pushed []byte // what Push has still to copy into buf
+
 	// Polled, when set, says the source never blocks but returns
 	// syscall.EAGAIN, the would-block error, when nothing has arrived (the
 	// relay's polled producer body, wire.Body); Fill returns it, having lost
@@ -526,6 +528,64 @@ func (s *Scanner) Fill(src io.Reader) error {
 			return nil
 		}
 	}
+}
+
+// Push scans bytes the caller read itself, for a caller that is handed
+// them (the load generator's HTTP client): p is copied into the buffer as
+// Fill would read it, and frame is called with each frame it completes,
+// borrowed until frame returns. A frame p leaves open waits for the next
+// Push; End ends the stream. It returns ErrFrameTooLarge when a frame
+// outgrows the limit, after which the scanner takes nothing more.
+func (s *Scanner) Push(p []byte, frame func(*Frame)) error {
+	var f Frame
+	for {
+		ok, err := s.Scan(&f)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			frame(&f)
+			continue
+		case len(p) == 0:
+			return nil
+		}
+		s.pushed = p
+		err = s.Fill(pushSource{s})
+		p, s.pushed = s.pushed, nil
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// End ends a stream given by Push at a clean end: frame is called with
+// the frame left open, if any, as Scan returns it at the source's end.
+func (s *Scanner) End(frame func(*Frame)) error {
+	s.Fill(pushSource{}) // the end: io.EOF, kept
+	var f Frame
+	for {
+		ok, err := s.Scan(&f)
+		if !ok {
+			if err == io.EOF {
+				err = nil
+			}
+			return err
+		}
+		frame(&f)
+	}
+}
+
+// pushSource is Fill's source in Push: the bytes pushed, or with no
+// scanner, the end of the stream.
+type pushSource struct{ s *Scanner }
+
+func (r pushSource) Read(b []byte) (int, error) {
+	if r.s == nil {
+		return 0, io.EOF
+	}
+	n := copy(b, r.s.pushed)
+	r.s.pushed = r.s.pushed[n:]
+	return n, nil
 }
 
 // sized notes how a read of n bytes filled the buffer (filled: all the room

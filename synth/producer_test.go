@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agui-relay/agui-relay/load"
+	"github.com/agui-relay/agui-relay/event"
 )
 
 // testProducer starts a producer on a free port until the test ends.
@@ -47,14 +47,13 @@ func TestProducerFramingThroughNetHTTP(t *testing.T) {
 			}
 			plan := NewPlan(d, 400)
 			chk := NewRunCheck(plan, true)
-			sp := &load.FrameSplitter{OnEvent: func(ev []byte) {
+			pending := splitEvents(t, body, func(ev []byte) {
 				if !json.Valid(ev) {
 					t.Errorf("%s: invalid JSON event %s", d, ev)
 				}
 				chk.Event(ev)
-			}}
-			sp.Write(body)
-			if sp.Pending() {
+			})
+			if pending {
 				t.Errorf("%s: stream ends inside a frame", d)
 			}
 			if err := chk.Err(); err != nil {
@@ -126,4 +125,19 @@ func TestPacerCloseFailsHeldRuns(t *testing.T) {
 	if err := <-late.done; err != errPacerStopped {
 		t.Fatalf("a run added after close ended with %v", err)
 	}
+}
+
+// splitEvents hands onEvent the data of every event of stream, split as the
+// relay splits it, and reports whether stream ends inside a frame.
+func splitEvents(t *testing.T, stream []byte, onEvent func([]byte)) (pending bool) {
+	t.Helper()
+	sc := event.NewScanner(nil, 0)
+	if err := sc.Push(stream, func(f *event.Frame) {
+		if f.HasData() {
+			onEvent(f.Data)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return sc.Buffered() > 0
 }
