@@ -1,12 +1,15 @@
 package synth
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/agui-relay/agui-relay/event"
@@ -140,4 +143,46 @@ func splitEvents(t *testing.T, stream []byte, onEvent func([]byte)) (pending boo
 		t.Fatal(err)
 	}
 	return sc.Buffered() > 0
+}
+
+// The producer reads a chunked request body (wire.Framing) up to its end,
+// and the next request on the connection after it, in any pieces.
+func TestReadRequestChunkedThenNext(t *testing.T) {
+	body := `{"threadId":"t","runId":"run-chunked","messages":[]}`
+	in := "POST /run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf("%x;ext=1\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n", 10, body[:10], len(body)-10, body[10:]) +
+		"POST /run?events=3 HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n" + `{"runId":"run-next"}`
+	for _, size := range []int{len(in), 5, 1} {
+		br := bufio.NewReaderSize(iotest.OneByteReader(strings.NewReader(in)), 64)
+		if size > 1 {
+			br = bufio.NewReaderSize(&pieces{s: in, n: size}, 64)
+		}
+		first, err := readRequest(br)
+		if err != nil || first.runID != "run-chunked" {
+			t.Fatalf("reads of %d: first request %+v, %v", size, first, err)
+		}
+		next, err := readRequest(br)
+		if err != nil || next.runID != "run-next" || next.target != "/run?events=3" {
+			t.Fatalf("reads of %d: next request %+v, %v", size, next, err)
+		}
+	}
+	bad := "POST /run HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n"
+	if _, err := readRequest(bufio.NewReader(strings.NewReader(bad))); err == nil {
+		t.Error("a chunk size line ending in a bare LF was read")
+	}
+}
+
+// pieces reads s n bytes at a time.
+type pieces struct {
+	s string
+	n int
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if p.s == "" {
+		return 0, io.EOF
+	}
+	k := copy(b[:min(len(b), p.n)], p.s)
+	p.s = p.s[k:]
+	return k, nil
 }

@@ -31,6 +31,7 @@ type Framing struct {
 	cr    bool // the size line's CR has been read
 	done  bool // the body is complete
 	extra bool // bytes followed the end of the body
+	rest  int  // of them, how many ended the last Decode's p, untouched
 	// overrun: data followed the end of a Content-Length body (not only
 	// blank lines, which broken servers leave): the length lied, and the
 	// answer is broken, not complete.
@@ -80,19 +81,23 @@ func NewFraming(contentLength int) Framing {
 
 // Decode removes the framing from p, the bytes just read, and returns how
 // many data bytes are now at the front of p. Bytes after the end of the
-// body are dropped and noted (Extra).
+// body are dropped and noted (Extra), and left as they were at the end of
+// p (Rest).
 func (f *Framing) Decode(p []byte) (int, error) {
+	f.rest = 0
 	switch f.mode {
 	case framingClose:
 		return len(p), nil
 	case framingLength:
 		if f.done {
 			f.extra = f.extra || len(p) > 0
+			f.rest = len(p)
 			return 0, nil
 		}
 		n := len(p)
 		if int64(n) >= f.left {
 			f.extra = int64(n) > f.left
+			f.rest = n - int(f.left)
 			f.overrun = f.extra && len(bytes.Trim(p[f.left:], "\r\n")) > 0
 			n = int(f.left)
 			f.done = true
@@ -103,7 +108,7 @@ func (f *Framing) Decode(p []byte) (int, error) {
 	w := 0
 	for i := 0; i < len(p); {
 		if f.done {
-			f.extra = true
+			f.extra, f.rest = true, len(p)-i
 			return w, nil
 		}
 		switch f.state {
@@ -209,6 +214,12 @@ func (f *Framing) Done() bool { return f.done }
 
 // Extra reports whether bytes followed the end of the body.
 func (f *Framing) Extra() bool { return f.extra }
+
+// Rest returns how many bytes at the end of the p of the last Decode came
+// after the end of the body, left there unchanged: on a connection kept
+// for another exchange, the start of the next message. The bytes before
+// them were this body's.
+func (f *Framing) Rest() int { return f.rest }
 
 // Overrun reports whether data, not only blank lines, followed the end of
 // a Content-Length body: the length lied.
