@@ -91,6 +91,7 @@ type Scanner struct {
 	one         [1]byte
 
 	pushed []byte // what Push has still to copy into buf
+	out    Frame  // the frame Push hands on: a local would escape to the heap
 
 	// Polled, when set, says the source never blocks but returns
 	// syscall.EAGAIN, the would-block error, when nothing has arrived (the
@@ -531,20 +532,29 @@ func (s *Scanner) Fill(src io.Reader) error {
 }
 
 // Push scans bytes the caller read itself, for a caller that is handed
-// them (the load generator's HTTP client): p is copied into the buffer as
-// Fill would read it, and frame is called with each frame it completes,
-// borrowed until frame returns. A frame p leaves open waits for the next
-// Push; End ends the stream. It returns ErrFrameTooLarge when a frame
-// outgrows the limit, after which the scanner takes nothing more.
+// them (the load generator's HTTP client), and calls frame with each frame
+// they complete, borrowed until frame returns. The frames p completes when
+// nothing is buffered are scanned where they are; only the rest is copied
+// into the buffer, where a frame p leaves open waits for the next Push. End
+// ends the stream. Push returns ErrFrameTooLarge when a frame outgrows the
+// limit, after which the scanner takes nothing more.
 func (s *Scanner) Push(p []byte, frame func(*Frame)) error {
-	var f Frame
+	f := &s.out
+	inPlace := s.start == s.end && s.readErr == nil && s.buf != nil
 	for {
-		ok, err := s.Scan(&f)
+		if inPlace && len(p) > 0 {
+			inPlace = false
+			var err error
+			if p, err = s.scanInPlace(p, frame); err != nil {
+				return err
+			}
+		}
+		ok, err := s.Scan(f)
 		switch {
 		case err != nil:
 			return err
 		case ok:
-			frame(&f)
+			frame(f)
 			continue
 		case len(p) == 0:
 			return nil
@@ -558,20 +568,50 @@ func (s *Scanner) Push(p []byte, frame func(*Frame)) error {
 	}
 }
 
+// scanInPlace scans p as if it were the buffer, which holds nothing, calls
+// frame with each frame it completes and returns the rest of p, a frame
+// left open.
+func (s *Scanner) scanInPlace(p []byte, frame func(*Frame)) ([]byte, error) {
+	own := s.buf
+	s.buf, s.start, s.end, s.cr = p, 0, len(p), -1
+	s.lineStart, s.scanned = 0, 0
+	f := &s.out
+	var err error
+	for {
+		var ok bool
+		if ok, err = s.Scan(f); !ok {
+			break
+		}
+		frame(f)
+	}
+	rest := p[s.start:]
+	s.buf, s.start, s.end, s.cr = own, 0, 0, -1
+	s.lineStart, s.scanned = 0, 0 // the search starts again in the buffer
+	return rest, err
+}
+
+// Reset readies the scanner for another stream, keeping its buffer: what
+// is buffered and the end of the last stream are forgotten. Not after
+// Release.
+func (s *Scanner) Reset() {
+	s.start, s.end, s.readErr, s.bomDone, s.skipLF = 0, 0, nil, false, false
+	s.lineStart, s.scanned, s.cr, s.pushed = 0, 0, -1, nil
+}
+
 // End ends a stream given by Push at a clean end: frame is called with
 // the frame left open, if any, as Scan returns it at the source's end.
 func (s *Scanner) End(frame func(*Frame)) error {
 	s.Fill(pushSource{}) // the end: io.EOF, kept
-	var f Frame
+	f := &s.out
 	for {
-		ok, err := s.Scan(&f)
+		ok, err := s.Scan(f)
 		if !ok {
 			if err == io.EOF {
 				err = nil
 			}
 			return err
 		}
-		frame(&f)
+		frame(f)
 	}
 }
 

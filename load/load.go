@@ -471,7 +471,7 @@ func (r *Runner) slot(i int) {
 			return
 		}
 	}
-	st := &runState{r: r, sh: sh, in: in, judgeEvery: int64(r.cfg.JudgeEvery)}
+	st := &runState{r: r, sh: sh, in: in, judgeEvery: int64(r.cfg.JudgeEvery), sc: event.NewScanner(nil, 0)}
 	for n := int64(0); ; n++ {
 		k, ok := r.take()
 		if !ok {
@@ -593,7 +593,8 @@ func (s *runState) run(c *Client, input []byte) {
 	s.events, s.firstEv, s.firstCont, s.terminal, s.judged, s.malformed, s.malformedEx = 0, 0, 0, "", 0, 0, ""
 	s.head = Response{}
 	s.gaps, s.zeroGaps = s.gaps[:0], 0
-	s.sc, s.splitErr = event.NewScanner(nil, 0), nil
+	s.sc.Reset()
+	s.splitErr = nil
 	if s.in != nil {
 		s.in.Begin()
 	}

@@ -18,11 +18,11 @@ func BenchmarkEventPath(b *testing.B) {
 		run = w.AppendFrame(run, k, int64(i))
 	}
 	sh := &shard{total: newHists(), interval: newHists()}
-	st := &runState{r: &Runner{}, sh: sh}
+	st := &runState{r: &Runner{}, sh: sh, sc: event.NewScanner(nil, 0)}
 	b.SetBytes(int64(len(run)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		st.sc = event.NewScanner(nil, 0)
+		st.sc.Reset()
 		st.events, st.firstEv, st.firstCont, st.terminal = 0, 0, 0, ""
 		for off := 0; off < len(run); off += 16 << 10 {
 			st.now = int64(i*1000 + off)
