@@ -142,7 +142,7 @@ func TestAgentSyntheticScenario(t *testing.T) {
 			plan := synth.NewMixedPlan(d, tc.events, tc.mix)
 			chk := synth.NewRunCheck(plan, true)
 			sc := event.NewScanner(nil, 0)
-			err := sc.Push([]byte(body), func(f *event.Frame) {
+			err := sc.Push([]byte(body), func(f event.Frame) {
 				if !f.HasData() {
 					return
 				}

@@ -91,7 +91,6 @@ type Scanner struct {
 	one         [1]byte
 
 	pushed []byte // what Push has still to copy into buf
-	out    Frame  // the frame Push hands on: a local would escape to the heap
 
 	// Polled, when set, says the source never blocks but returns
 	// syscall.EAGAIN, the would-block error, when nothing has arrived (the
@@ -533,13 +532,13 @@ func (s *Scanner) Fill(src io.Reader) error {
 
 // Push scans bytes the caller read itself, for a caller that is handed
 // them (the load generator's HTTP client), and calls frame with each frame
-// they complete, borrowed until frame returns. The frames p completes when
+// they complete, its bytes borrowed until frame returns. The frames p completes when
 // nothing is buffered are scanned where they are; only the rest is copied
 // into the buffer, where a frame p leaves open waits for the next Push. End
 // ends the stream. Push returns ErrFrameTooLarge when a frame outgrows the
 // limit, after which the scanner takes nothing more.
-func (s *Scanner) Push(p []byte, frame func(*Frame)) error {
-	f := &s.out
+func (s *Scanner) Push(p []byte, frame func(Frame)) error {
+	var f Frame
 	inPlace := s.start == s.end && s.readErr == nil && s.buf != nil
 	for {
 		if inPlace && len(p) > 0 {
@@ -549,7 +548,7 @@ func (s *Scanner) Push(p []byte, frame func(*Frame)) error {
 				return err
 			}
 		}
-		ok, err := s.Scan(f)
+		ok, err := s.Scan(&f)
 		switch {
 		case err != nil:
 			return err
@@ -571,15 +570,15 @@ func (s *Scanner) Push(p []byte, frame func(*Frame)) error {
 // scanInPlace scans p as if it were the buffer, which holds nothing, calls
 // frame with each frame it completes and returns the rest of p, a frame
 // left open.
-func (s *Scanner) scanInPlace(p []byte, frame func(*Frame)) ([]byte, error) {
+func (s *Scanner) scanInPlace(p []byte, frame func(Frame)) ([]byte, error) {
 	own := s.buf
 	s.buf, s.start, s.end, s.cr = p, 0, len(p), -1
 	s.lineStart, s.scanned = 0, 0
-	f := &s.out
+	var f Frame
 	var err error
 	for {
 		var ok bool
-		if ok, err = s.Scan(f); !ok {
+		if ok, err = s.Scan(&f); !ok {
 			break
 		}
 		frame(f)
@@ -600,11 +599,11 @@ func (s *Scanner) Reset() {
 
 // End ends a stream given by Push at a clean end: frame is called with
 // the frame left open, if any, as Scan returns it at the source's end.
-func (s *Scanner) End(frame func(*Frame)) error {
+func (s *Scanner) End(frame func(Frame)) error {
 	s.Fill(pushSource{}) // the end: io.EOF, kept
-	f := &s.out
+	var f Frame
 	for {
-		ok, err := s.Scan(f)
+		ok, err := s.Scan(&f)
 		if !ok {
 			if err == io.EOF {
 				err = nil

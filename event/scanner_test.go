@@ -447,7 +447,7 @@ func pushEveryWay(t *testing.T, stream string) {
 		var got []string
 		empty := 0
 		sc := NewScanner(nil, 0)
-		frame := func(f *Frame) {
+		frame := func(f Frame) {
 			if f.HasData() {
 				got = append(got, string(f.Data))
 			} else {
@@ -472,7 +472,7 @@ func pushEveryWay(t *testing.T, stream string) {
 func TestEndDeliversTheOpenFrame(t *testing.T) {
 	sc := NewScanner(nil, 0)
 	var got []string
-	frame := func(f *Frame) { got = append(got, string(f.Data)) }
+	frame := func(f Frame) { got = append(got, string(f.Data)) }
 	if err := sc.Push([]byte("data: {\"a\":1}\n\ndata: {\"b\":2}"), frame); err != nil || len(got) != 1 {
 		t.Fatalf("pushed: %q, %v", got, err)
 	}

@@ -524,7 +524,7 @@ var (
 )
 
 // frame takes one frame of the answer: an event, or a comment.
-func (s *runState) frame(f *event.Frame) {
+func (s *runState) frame(f event.Frame) {
 	if f.HasData() {
 		s.event(f.Data)
 	}

@@ -135,7 +135,7 @@ func TestPacerCloseFailsHeldRuns(t *testing.T) {
 func splitEvents(t *testing.T, stream []byte, onEvent func([]byte)) (pending bool) {
 	t.Helper()
 	sc := event.NewScanner(nil, 0)
-	if err := sc.Push(stream, func(f *event.Frame) {
+	if err := sc.Push(stream, func(f event.Frame) {
 		if f.HasData() {
 			onEvent(f.Data)
 		}

@@ -231,7 +231,7 @@ func runOnce(proc *Proc, p synth.RunParams, runID string, t load.Timeouts, onEve
 // its clean end included).
 func runEvents(c *load.Client, input []byte, onEvent func([]byte)) error {
 	sc := sse.NewScanner(nil, 0)
-	frame := func(f *sse.Frame) {
+	frame := func(f sse.Frame) {
 		if f.HasData() {
 			onEvent(f.Data)
 		}

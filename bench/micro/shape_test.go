@@ -88,7 +88,7 @@ func TestShapesKeepTheStamps(t *testing.T) {
 			var out bytes.Buffer
 			shape(bufio.NewWriter(&out))
 			chk := synth.NewRunCheck(plan, c.mode == naive.None)
-			if err := event.NewScanner(nil, 0).Push(out.Bytes(), func(f *event.Frame) {
+			if err := event.NewScanner(nil, 0).Push(out.Bytes(), func(f event.Frame) {
 				if f.HasData() {
 					chk.Event(f.Data)
 				}
