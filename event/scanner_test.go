@@ -480,3 +480,23 @@ func TestEndDeliversTheOpenFrame(t *testing.T) {
 		t.Fatalf("ended: %q, %v", got, err)
 	}
 }
+
+// Push refuses a frame over the limit, whole or still open, in one piece
+// or in many, as Fill does.
+func TestPushRefusesAFrameOverTheLimit(t *testing.T) {
+	big := "data: " + strings.Repeat("x", 64)
+	for _, stream := range []string{big + "\n\n", big} {
+		for _, piece := range []int{len(stream), 5} {
+			sc := NewScanner(nil, 32)
+			var err error
+			for off := 0; off < len(stream) && err == nil; off += piece {
+				err = sc.Push([]byte(stream[off:min(off+piece, len(stream))]), func(f Frame) {
+					t.Errorf("%.20q in pieces of %d: a frame of %d bytes came out", stream, piece, len(f.Raw))
+				})
+			}
+			if err != ErrFrameTooLarge {
+				t.Errorf("%.20q in pieces of %d: %v, want ErrFrameTooLarge", stream, piece, err)
+			}
+		}
+	}
+}
