@@ -59,6 +59,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzJudgeEvent$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzJudgeInput$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) ./rules/
+	$(GO) test -run '^$$' -fuzz '^FuzzPeekType$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzValidMatchesGJSON$$' -fuzztime $(FUZZTIME) ./rules/
 	$(GO) test -run '^$$' -fuzz '^FuzzEventTranslation$$' -fuzztime $(FUZZTIME) ./translate/
 	$(GO) test -run '^$$' -fuzz '^FuzzInputTranslation$$' -fuzztime $(FUZZTIME) ./translate/

@@ -87,7 +87,7 @@ var eventLabels = [NumLabels]string{
 	"other", "invalid", "comment",
 }
 
-// eventIndex returns the label index of an event type (PeekType's result:
+// eventIndex returns the label index of an event type (rules.PeekType's result:
 // nil when the frame has no string type). A switch on string(typ) neither
 // allocates nor hashes.
 func eventIndex(typ []byte) int {

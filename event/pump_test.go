@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/iotest"
 
@@ -126,19 +127,19 @@ func TestPumpPausesAtTheEndOfARun(t *testing.T) {
 	}
 }
 
-// politeSource is a polled source: ErrWouldBlock whenever it has nothing.
+// politeSource is a polled source: syscall.EAGAIN whenever it has nothing.
 type politeSource struct{ pending []string }
 
 func (p *politeSource) Read(b []byte) (int, error) {
 	if len(p.pending) == 0 {
-		return 0, ErrWouldBlock
+		return 0, syscall.EAGAIN
 	}
 	n := copy(b, p.pending[0])
 	p.pending = p.pending[1:]
 	return n, nil
 }
 
-// A polled source that has nothing makes Pump return ErrWouldBlock, having
+// A polled source that has nothing makes Pump return syscall.EAGAIN, having
 // flushed what came before and lost nothing: called again once the
 // source has input, it goes on, a frame split across the wait whole.
 func TestPumpReturnsWhenAPolledSourceWouldBlock(t *testing.T) {
@@ -148,14 +149,14 @@ func TestPumpReturnsWhenAPolledSourceWouldBlock(t *testing.T) {
 	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &flushCounter{Writer: &out, log: l})
 	sc := NewIdleScanner(nil, 0)
 	sc.Polled = true
-	if rerr, werr := st.Pump(sc, src); rerr != ErrWouldBlock || werr != nil {
-		t.Fatalf("Pump returned %v, %v; want ErrWouldBlock", rerr, werr)
+	if rerr, werr := st.Pump(sc, src); rerr != syscall.EAGAIN || werr != nil {
+		t.Fatalf("Pump returned %v, %v; want syscall.EAGAIN", rerr, werr)
 	}
 	if out.String() != testkit.ContentEvent || l.ops.String() != "ff" {
 		t.Fatalf("before the wait: wrote %q, flushes %q", out.String(), l.ops.String())
 	}
 	src.pending = []string{testkit.ContentEvent[20:]}
-	if rerr, _ := st.Pump(sc, src); rerr != ErrWouldBlock || out.String() != testkit.ContentEvent+testkit.ContentEvent {
+	if rerr, _ := st.Pump(sc, src); rerr != syscall.EAGAIN || out.String() != testkit.ContentEvent+testkit.ContentEvent {
 		t.Fatalf("after the wait: %v, wrote %q", rerr, out.String())
 	}
 	if sc.buf != nil {

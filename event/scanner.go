@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 )
 
 // ErrFrameTooLarge is returned by Scanner.Next when a frame grows past the
 // scanner's limit. The frame is refused, not buffered without end.
 var ErrFrameTooLarge = errors.New("relay: event frame exceeds the size limit")
-
-// ErrWouldBlock is a polled source's answer when nothing has arrived (see
-// Scanner.Polled); Fill returns it, having lost nothing, and is called
-// again once the source has input.
-var ErrWouldBlock = errors.New("would block")
 
 // Frame is one server-sent-events frame: the lines up to a blank line.
 //
@@ -94,11 +90,14 @@ type Scanner struct {
 	pooled      *[]byte
 	one         [1]byte
 
+	pushed []byte // what Push has still to copy into buf
+
 	// Polled, when set, says the source never blocks but returns
-	// ErrWouldBlock when nothing has arrived (the relay's polled producer
-	// body), so waiting costs no read: the base buffer is taken for each
-	// read and goes back to the pool when the read finds nothing. Set it
-	// before the first Fill.
+	// syscall.EAGAIN, the would-block error, when nothing has arrived (the
+	// relay's polled producer body, wire.Body); Fill returns it, having lost
+	// nothing, and is called again once the source has input. Waiting costs
+	// no read: the base buffer is taken for each read and goes back to the
+	// pool when the read finds nothing. Set it before the first Fill.
 	Polled bool
 }
 
@@ -472,8 +471,8 @@ func (s *Scanner) checkSize(n int) error {
 // Fill reads src once (retrying reads that return nothing), compacting,
 // growing or shrinking the buffer first as needed: every Frame returned
 // before is dead once it is called, since their bytes may move. It returns
-// ErrWouldBlock when a polled source has nothing yet, ErrFrameTooLarge when
-// a frame outgrew the limit; a read error (io.EOF included) is kept, and
+// syscall.EAGAIN when a polled source has nothing yet (Polled),
+// ErrFrameTooLarge when a frame outgrew the limit; a read error (io.EOF included) is kept, and
 // Scan returns it once the frames read before it are out. After that Fill
 // does nothing.
 func (s *Scanner) Fill(src io.Reader) error {
@@ -508,7 +507,7 @@ func (s *Scanner) Fill(src io.Reader) error {
 	for tries := 0; ; tries++ {
 		room := len(s.buf) - s.end
 		n, err := src.Read(s.buf[s.end:])
-		if err == ErrWouldBlock {
+		if err == syscall.EAGAIN {
 			if s.end == 0 && s.pooled != nil && len(s.buf) == baseSize {
 				scanPool.Put(s.pooled)
 				s.pooled, s.buf, s.grow = nil, nil, false
@@ -529,6 +528,103 @@ func (s *Scanner) Fill(src io.Reader) error {
 			return nil
 		}
 	}
+}
+
+// Push scans bytes the caller read itself, for a caller that is handed
+// them (the load generator's HTTP client), and calls frame with each frame
+// they complete, its bytes borrowed until frame returns. The frames p completes when
+// nothing is buffered are scanned where they are; only the rest is copied
+// into the buffer, where a frame p leaves open waits for the next Push. End
+// ends the stream. Push returns ErrFrameTooLarge when a frame outgrows the
+// limit, after which the scanner takes nothing more.
+func (s *Scanner) Push(p []byte, frame func(Frame)) error {
+	var f Frame
+	inPlace := s.start == s.end && s.readErr == nil && s.buf != nil
+	for {
+		if inPlace && len(p) > 0 {
+			inPlace = false
+			var err error
+			if p, err = s.scanInPlace(p, frame); err != nil {
+				return err
+			}
+		}
+		ok, err := s.Scan(&f)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			frame(f)
+			continue
+		case len(p) == 0:
+			return nil
+		}
+		s.pushed = p
+		err = s.Fill(pushSource{s})
+		p, s.pushed = s.pushed, nil
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// scanInPlace scans p as if it were the buffer, which holds nothing, calls
+// frame with each frame it completes and returns the rest of p, a frame
+// left open.
+func (s *Scanner) scanInPlace(p []byte, frame func(Frame)) ([]byte, error) {
+	own := s.buf
+	s.buf, s.start, s.end, s.cr = p, 0, len(p), -1
+	s.lineStart, s.scanned = 0, 0
+	var f Frame
+	var err error
+	for {
+		var ok bool
+		if ok, err = s.Scan(&f); !ok {
+			break
+		}
+		frame(f)
+	}
+	rest := p[s.start:]
+	s.buf, s.start, s.end, s.cr = own, 0, 0, -1
+	s.lineStart, s.scanned = 0, 0 // the search starts again in the buffer
+	return rest, err
+}
+
+// Reset readies the scanner for another stream, keeping its buffer: what
+// is buffered and the end of the last stream are forgotten. Not after
+// Release.
+func (s *Scanner) Reset() {
+	s.start, s.end, s.readErr, s.bomDone, s.skipLF = 0, 0, nil, false, false
+	s.lineStart, s.scanned, s.cr, s.pushed = 0, 0, -1, nil
+}
+
+// End ends a stream given by Push at a clean end: frame is called with
+// the frame left open, if any, as Scan returns it at the source's end.
+func (s *Scanner) End(frame func(Frame)) error {
+	s.Fill(pushSource{}) // the end: io.EOF, kept
+	var f Frame
+	for {
+		ok, err := s.Scan(&f)
+		if !ok {
+			if err == io.EOF {
+				err = nil
+			}
+			return err
+		}
+		frame(f)
+	}
+}
+
+// pushSource is Fill's source in Push: the bytes pushed, or with no
+// scanner, the end of the stream.
+type pushSource struct{ s *Scanner }
+
+func (r pushSource) Read(b []byte) (int, error) {
+	if r.s == nil {
+		return 0, io.EOF
+	}
+	n := copy(b, r.s.pushed)
+	r.s.pushed = r.s.pushed[n:]
+	return n, nil
 }
 
 // sized notes how a read of n bytes filled the buffer (filled: all the room

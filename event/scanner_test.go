@@ -420,3 +420,83 @@ func TestScannerBufferGrowsAndShrinks(t *testing.T) {
 		t.Errorf("after small reads the buffer is %d bytes, want %d", last, baseSize)
 	}
 }
+
+// Push gives the same events however the stream is cut, in two anywhere
+// or byte by byte, whether its lines end in LF, CRLF or CR.
+func TestPushAcrossPieces(t *testing.T) {
+	lf := "data: {\"a\":1}\n\n: keep-alive\n\nevent: x\ndata: {\"b\":\ndata: 2}\n\ndata:{\"c\":3}\n\n"
+	for _, eol := range []string{"\n", "\r\n", "\r"} {
+		pushEveryWay(t, strings.ReplaceAll(lf, "\n", eol))
+	}
+}
+
+func pushEveryWay(t *testing.T, stream string) {
+	t.Helper()
+	want := []string{`{"a":1}`, "{\"b\":\n2}", `{"c":3}`}
+	// Every way of cutting the stream in two, and byte by byte.
+	cuts := [][]int{}
+	for i := 0; i <= len(stream); i++ {
+		cuts = append(cuts, []int{i})
+	}
+	var every []int
+	for i := 1; i < len(stream); i++ {
+		every = append(every, i)
+	}
+	cuts = append(cuts, every)
+	for _, cut := range cuts {
+		var got []string
+		empty := 0
+		sc := NewScanner(nil, 0)
+		frame := func(f Frame) {
+			if f.HasData() {
+				got = append(got, string(f.Data))
+			} else {
+				empty++
+			}
+		}
+		prev := 0
+		for _, c := range append(cut, len(stream)) {
+			if err := sc.Push([]byte(stream[prev:c]), frame); err != nil {
+				t.Fatalf("%q cut %v: %v", stream, cut, err)
+			}
+			prev = c
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") || empty != 1 || sc.Buffered() != 0 {
+			t.Fatalf("%q cut %v: got %q (empty %d, pending %d bytes), want %q", stream, cut, got, empty, sc.Buffered(), want)
+		}
+	}
+}
+
+// End delivers the frame a pushed stream left open at its clean end, as
+// Scan does at a source's io.EOF.
+func TestEndDeliversTheOpenFrame(t *testing.T) {
+	sc := NewScanner(nil, 0)
+	var got []string
+	frame := func(f Frame) { got = append(got, string(f.Data)) }
+	if err := sc.Push([]byte("data: {\"a\":1}\n\ndata: {\"b\":2}"), frame); err != nil || len(got) != 1 {
+		t.Fatalf("pushed: %q, %v", got, err)
+	}
+	if err := sc.End(frame); err != nil || strings.Join(got, "|") != `{"a":1}|{"b":2}` {
+		t.Fatalf("ended: %q, %v", got, err)
+	}
+}
+
+// Push refuses a frame over the limit, whole or still open, in one piece
+// or in many, as Fill does.
+func TestPushRefusesAFrameOverTheLimit(t *testing.T) {
+	big := "data: " + strings.Repeat("x", 64)
+	for _, stream := range []string{big + "\n\n", big} {
+		for _, piece := range []int{len(stream), 5} {
+			sc := NewScanner(nil, 32)
+			var err error
+			for off := 0; off < len(stream) && err == nil; off += piece {
+				err = sc.Push([]byte(stream[off:min(off+piece, len(stream))]), func(f Frame) {
+					t.Errorf("%.20q in pieces of %d: a frame of %d bytes came out", stream, piece, len(f.Raw))
+				})
+			}
+			if err != ErrFrameTooLarge {
+				t.Errorf("%.20q in pieces of %d: %v, want ErrFrameTooLarge", stream, piece, err)
+			}
+		}
+	}
+}

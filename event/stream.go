@@ -211,7 +211,7 @@ type flusher interface {
 // borrowed go out before the read moves the scanner's bytes. A flush that
 // blocks on a slow consumer slows the reading of the producer too.
 //
-// Pump returns what stopped it: readErr is src's (ErrWouldBlock when a
+// Pump returns what stopped it: readErr is src's (syscall.EAGAIN when a
 // polled src has nothing for now: call Pump again once it has; io.EOF at
 // its end; ErrFrameTooLarge), writeErr the sink's (the stream is over).
 // Both are nil after a frame that ended a run (Terminal is set then): the
@@ -267,7 +267,7 @@ func (s *Stream) Frame(f *Frame) error {
 		}
 		return s.put(out, f.Canonical)
 	}
-	typ := translate.PeekType(f.Data)
+	typ := rules.PeekType(f.Data)
 	ti := 0 // typ's label index, worked out once, when counted
 	if s.Counts != nil {
 		ti = eventIndex(typ)
@@ -428,7 +428,7 @@ func (s *Stream) emit(ev []byte) {
 	s.scratch = AppendFrame(s.scratch[:0], s.fields, ev)
 	ti := 0
 	if s.Counts != nil || s.watchTerminal { // the type is peeked only when it is needed
-		t := translate.PeekType(ev)
+		t := rules.PeekType(ev)
 		ti = eventIndex(t)
 		if tt := terminalType(t); s.watchTerminal && tt != "" {
 			s.emitted = tt

@@ -1,6 +1,9 @@
 package event
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -27,6 +30,68 @@ func TestTerminalIsWhatTheConsumerGot(t *testing.T) {
 		}
 		if st.Terminal != c.want || st.InRun {
 			t.Errorf("consumer %s: Terminal %q (in run %v), want %q: the consumer got %s", c.consumer, st.Terminal, st.InRun, c.want, out)
+		}
+	}
+}
+
+// An event that names its type twice is of the last type to every
+// JavaScript consumer (JSON.parse keeps the last of a repeated key): the
+// stream's idea of the run's terminal event is the consumer's (issue #31),
+// whichever of the two is the terminal one, and the event is relayed as
+// it came, translated or not.
+func TestTerminalIsTheConsumersWhenAnEventNamesItsTypeTwice(t *testing.T) {
+	const start = `data: {"type":"RUN_STARTED","threadId":"t","runId":"r","protocolVersion":"1.0"}` + "\n\n" +
+		`data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}` + "\n\n"
+	for _, c := range []struct {
+		name, twice, want string
+	}{
+		{"finished last", `{"type":"TEXT_MESSAGE_END","messageId":"m","type":"RUN_FINISHED","threadId":"t","runId":"r"}`, "RUN_FINISHED"},
+		{"errored last", `{"type":"TEXT_MESSAGE_END","messageId":"m","type":"RUN_ERROR","message":"x"}`, "RUN_ERROR"},
+		{"finished first", `{"type":"RUN_FINISHED","threadId":"t","runId":"r","type":"TEXT_MESSAGE_END","messageId":"m"}`, ""},
+	} {
+		in := start + "data: " + c.twice + "\n\n"
+		for _, consumer := range []string{"1.0", "0.0.45"} {
+			out, st := replayStream(t, []byte(in), negotiate.MustParse(consumer), negotiate.Version{})
+			if !strings.Contains(string(out), "data: "+c.twice+"\n\n") {
+				t.Errorf("%s, consumer %s: the event was not relayed as it came: %s", c.name, consumer, out)
+			}
+			got := consumerTerminal(t, out)
+			if got != c.want {
+				t.Fatalf("%s, consumer %s: the consumer reads terminal %q, want %q: %s", c.name, consumer, got, c.want, out)
+			}
+			if st.Terminal != got || st.InRun != (got == "") || st.Owed() != (got == "") {
+				t.Errorf("%s, consumer %s: the stream has Terminal %q (in run %v, owed %v), the consumer %q",
+					c.name, consumer, st.Terminal, st.InRun, st.Owed(), got)
+			}
+		}
+	}
+}
+
+// consumerTerminal is the terminal event a JavaScript consumer reads in an
+// SSE stream, "" when the last run has none: each event decoded as
+// JSON.parse decodes it, by encoding/json, which keeps the last of a
+// repeated key too.
+func consumerTerminal(t *testing.T, stream []byte) string {
+	t.Helper()
+	sc := NewScanner(bytes.NewReader(stream), 0)
+	terminal := ""
+	for {
+		f, err := sc.Next()
+		if err == io.EOF {
+			return terminal
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev map[string]any // keys compared exactly, as JSON.parse does
+		if err := json.Unmarshal(f.Data, &ev); err != nil {
+			t.Fatalf("not JSON: %s", f.Data)
+		}
+		switch typ, _ := ev["type"].(string); typ {
+		case "RUN_STARTED":
+			terminal = ""
+		case "RUN_FINISHED", "RUN_ERROR":
+			terminal = typ
 		}
 	}
 }

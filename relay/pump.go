@@ -140,7 +140,7 @@ func (p *relayedStream) pumpSome() bool {
 		case werr != nil:
 			p.werr = werr
 			return true
-		case rerr == event.ErrWouldBlock:
+		case rerr == syscall.EAGAIN:
 			if !p.endedAt.IsZero() {
 				p.armGrace()
 			}
@@ -170,9 +170,6 @@ func (p *relayedStream) Read(b []byte) (int, error) {
 	n, err := p.ub.Read(b)
 	if n > 0 && p.tap != nil {
 		p.tap.Read(b[:n])
-	}
-	if err == wire.ErrWouldBlock {
-		err = event.ErrWouldBlock // the same answer, in the event layer's word
 	}
 	return n, err
 }

@@ -133,20 +133,6 @@ func EventTypeAddedIn(typ string) (negotiate.Version, bool) {
 	return negotiate.Version{}, false
 }
 
-// PeekType returns an event's type ("" when it has no string type), a copy
-// the caller may keep. For listings, not the hot path: it does not validate.
-func PeekType(ev []byte) string {
-	doc := unsafe.String(unsafe.SliceData(ev), len(ev))
-	if i := skipWS(doc, 0); i == len(doc) || doc[i] != '{' || !Valid(doc) {
-		return ""
-	}
-	t := memberOf(strings.TrimSpace(doc), "type")
-	if len(t) < 2 || t[0] != '"' {
-		return ""
-	}
-	return strings.Clone(text(t, true))
-}
-
 // EventTypes lists the event types a consumer of v parses, sorted.
 func EventTypes(v negotiate.Version) []string { return schemaFor(v).eventTypes() }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // benchEvents are, per step, an event the step rewrites.
@@ -71,7 +72,7 @@ func BenchmarkChain(b *testing.B) {
 			e := []byte(c.ev)
 			b.ReportAllocs()
 			for b.Loop() {
-				cr.Wanted(PeekType(e), e).Any()
+				cr.Wanted(rules.PeekType(e), e).Any()
 			}
 		})
 	}
@@ -80,7 +81,7 @@ func BenchmarkChain(b *testing.B) {
 		e := []byte(ev)
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = c.Concerns(PeekType(e))
+			_ = c.Concerns(rules.PeekType(e))
 		}
 	})
 }

@@ -106,7 +106,7 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
 	cr := &ChainRun{Run: r, chain: c, out: out, declare: plan.Declare, declared: plan.Declared}
 	cr.state = make([]EventStep, len(c.Steps))
 	cr.wants = make([]Wanter, len(c.Steps))
-	cr.emit = func(ev []byte) { cr.push(cr.at+1, ev, PeekType(ev)) }
+	cr.emit = func(ev []byte) { cr.push(cr.at+1, ev, rules.PeekType(ev)) }
 	return cr
 }
 
@@ -135,7 +135,7 @@ type Wanted struct{ next int } // the step's index + 1
 func (w Wanted) Any() bool { return w.next > 0 }
 
 // Wanted reports whether the run's chain may change ev, of type typ
-// (PeekType(ev), both borrowed), and which step wants it: the step of typ's
+// (rules.PeekType(ev), both borrowed), and which step wants it: the step of typ's
 // list (Chain.stepsFor) that wants it first, or the whole chain for a
 // RUN_STARTED the run declares on. When none does, the caller forwards the
 // event's bytes as they are. Steps that can tell cheaply that ev is none of
@@ -177,7 +177,7 @@ const (
 
 // Shape is the gate every event passes before a step may shape it, as
 // TranslateInputWith is the input's: a valid event (rules.ValidEvent) is
-// pushed through the chain (PushTyped; typ is PeekType(ev)), any other is
+// pushed through the chain (PushTyped; typ is rules.PeekType(ev)), any other is
 // left to the caller, untouched. ev is borrowed.
 func (cr *ChainRun) Shape(ev, typ []byte) Verdict {
 	if v := valid(ev); v != Shaped {
@@ -216,10 +216,10 @@ func valid(ev []byte) Verdict {
 
 // Push feeds one event into the chain, valid or not (see Shape). ev is
 // borrowed.
-func (cr *ChainRun) Push(ev []byte) { cr.PushTyped(ev, PeekType(ev)) }
+func (cr *ChainRun) Push(ev []byte) { cr.PushTyped(ev, rules.PeekType(ev)) }
 
 // PushTyped is Push for a caller that has read the event's type already
-// (typ is PeekType(ev), borrowed as ev is): the relay peeks every event to
+// (typ is rules.PeekType(ev), borrowed as ev is): the relay peeks every event to
 // ask Wanted, and a second peek was a tenth of a THINKING upgrade.
 func (cr *ChainRun) PushTyped(ev, typ []byte) {
 	if string(typ) == "RUN_STARTED" {
@@ -229,13 +229,13 @@ func (cr *ChainRun) PushTyped(ev, typ []byte) {
 		cr.Run.ThreadID = strings.Clone(Get(ev, "threadId").String())
 		if cr.declare != negotiate.DeclareKeep {
 			ev, cr.buf = Declare(ev, cr.declare, cr.declared, cr.buf)
-			typ = PeekType(ev)
+			typ = rules.PeekType(ev)
 		}
 	}
 	cr.push(0, ev, typ)
 }
 
-// push hands ev, of type typ (PeekType of it), to the first step from i on
+// push hands ev, of type typ (rules.PeekType of it), to the first step from i on
 // that wants it, among the steps of its type (steps): the type is read once
 // per event per hop, and the steps that do not concern it are not visited.
 func (cr *ChainRun) push(i int, ev, typ []byte) {

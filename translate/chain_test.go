@@ -26,7 +26,7 @@ func TestShapeShapesOnlyValidEvents(t *testing.T) {
 	} {
 		out = nil
 		ev := []byte(c.ev)
-		if got := cr.Shape(ev, PeekType(ev)); got != c.want {
+		if got := cr.Shape(ev, rules.PeekType(ev)); got != c.want {
 			t.Errorf("%.80s: verdict %d, want %d", c.ev, got, c.want)
 		}
 		if c.want == Shaped && strings.Join(out, "") != `{"type":"TEXT_MESSAGE_START","messageId":"m"}` {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
 )
 
@@ -275,14 +276,14 @@ func checkProperties(t *testing.T, target string, res relayed, consumer negotiat
 	var all [][]byte
 	run := -1
 	for i, evs := range res.perFrame {
-		if i == 0 || string(translate.PeekType(res.inputs[i])) == "RUN_STARTED" {
+		if i == 0 || string(rules.PeekType(res.inputs[i])) == "RUN_STARTED" {
 			run++ // the relay decides each run at its RUN_STARTED
 		}
 		if run < len(res.plans) && !res.plans[run].Translate {
 			continue // passed through as the producer sent it, nulls and all
 		}
 		for _, ev := range evs {
-			if cr == nil || string(translate.PeekType(ev)) == "RUN_STARTED" {
+			if cr == nil || string(rules.PeekType(ev)) == "RUN_STARTED" {
 				r := translate.NewRun(translate.Events, negotiate.Version{}, consumer, nil)
 				cr = chain.Start(r, negotiate.Plan{}, func(b []byte) { again = append(again, bytes.Clone(b)) })
 			}
@@ -311,7 +312,7 @@ func joinInput(res relayed) string {
 // success, as 1.0 reads it); a run dropped after an error emits nothing.
 func checkOutcome(t *testing.T, target string, src []byte, evs [][]byte) {
 	t.Helper()
-	if string(translate.PeekType(src)) != "RUN_FINISHED" || len(evs) == 0 {
+	if string(rules.PeekType(src)) != "RUN_FINISHED" || len(evs) == 0 {
 		return
 	}
 	if len(evs) != 1 {
@@ -320,7 +321,7 @@ func checkOutcome(t *testing.T, target string, src []byte, evs [][]byte) {
 	}
 	inType := translate.Get(src, "outcome.type").Str
 	out := evs[0]
-	switch string(translate.PeekType(out)) {
+	switch string(rules.PeekType(out)) {
 	case "RUN_FINISHED":
 		outType := translate.Get(out, "outcome.type").Str
 		norm := func(s string) string {

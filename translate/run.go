@@ -124,7 +124,7 @@ func (r *Run) MintID(prefix string) string {
 }
 
 // EventType returns the type of the event the current step is applying
-// (PeekType of it, read once by the chain), borrowed from the event.
+// (rules.PeekType of it, read once by the chain), borrowed from the event.
 func (r *Run) EventType() []byte { return r.typ }
 
 // Warnings returns the lossy translations of the run so far.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // thinkingGeneral is thinkingToReasoning without its splice: every event
@@ -71,7 +72,7 @@ func spliced(events []string) int {
 	n := 0
 	t := &thinkingRun{}
 	for _, ev := range events {
-		if e, ok := t.classify(PeekType([]byte(ev))); ok && t.plain([]byte(ev), e.typ) {
+		if e, ok := t.classify(rules.PeekType([]byte(ev))); ok && t.plain([]byte(ev), e.typ) {
 			n++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 func TestEmptyDeltaDropped(t *testing.T) {
@@ -83,7 +84,7 @@ func TestEmptyDeltaWantsWhatItDrops(t *testing.T) {
 			for _, b := range []string{evs[(i+round)%len(evs)], a} {
 				ev := []byte(b)
 				r.hop++
-				wants := st.Wants(r, PeekType(ev), ev)
+				wants := st.Wants(r, rules.PeekType(ev), ev)
 				drops := Get(ev, "delta").Raw == `""`
 				if escaped := strings.Contains(b, `\u`); wants != drops && !(escaped && wants) {
 					t.Errorf("%s: wanted %v, dropped %v", b, wants, drops)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // lanesThrough runs events through the subagents step for 0.0.58 and returns
@@ -145,7 +146,7 @@ func BenchmarkSubagentLanes(b *testing.B) {
 				cr.Push([]byte(ev))
 			}
 			e := []byte(c.ev)
-			typ := PeekType(e)
+			typ := rules.PeekType(e)
 			b.SetBytes(int64(len(e)))
 			b.ReportAllocs()
 			for b.Loop() {

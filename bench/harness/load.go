@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	sse "github.com/agui-relay/agui-relay/event" // the package name event is a test helper's here
 	"github.com/agui-relay/agui-relay/internal/load"
 	"github.com/agui-relay/agui-relay/internal/synth"
 )
@@ -222,8 +223,32 @@ func runOnce(proc *Proc, p synth.RunParams, runID string, t load.Timeouts, onEve
 		return err
 	}
 	defer c.Close()
-	sp := &load.FrameSplitter{OnEvent: onEvent}
-	return c.Run(context.Background(), input, func(load.Response) {}, sp.Write)
+	return runEvents(c, input, onEvent)
+}
+
+// runEvents makes one run on c and hands onEvent each event's data, split
+// as the relay splits a producer's answer (a frame the answer left open at
+// its clean end included).
+func runEvents(c *load.Client, input []byte, onEvent func([]byte)) error {
+	sc := sse.NewScanner(nil, 0)
+	frame := func(f sse.Frame) {
+		if f.HasData() {
+			onEvent(f.Data)
+		}
+	}
+	var splitErr error
+	err := c.Run(context.Background(), input, func(load.Response) {}, func(p []byte) {
+		if splitErr == nil {
+			splitErr = sc.Push(p, frame)
+		}
+	})
+	if err == nil {
+		err = splitErr
+	}
+	if err == nil {
+		err = sc.End(frame)
+	}
+	return err
 }
 
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
@@ -319,14 +344,13 @@ launch:
 			markOpen := func() { once.Do(func() { opened.Done(); <-sem }) }
 			defer markOpen()
 			chk := synth.NewRunCheck(synth.Plan{Kinds: []synth.Kind{synth.KRunStarted, synth.KRunFinished}}, true)
-			sp := &load.FrameSplitter{OnEvent: func(data []byte) {
+			err := runEvents(c, input, func(data []byte) {
 				chk.Event(data)
 				if chk.Started && !chk.Terminated {
 					nOpen.Add(1)
 					markOpen()
 				}
-			}}
-			err := c.Run(context.Background(), input, func(load.Response) {}, sp.Write)
+			})
 			if err == nil {
 				err = chk.Err()
 			}

@@ -10,7 +10,6 @@ import (
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 
-	"github.com/agui-relay/agui-relay/internal/load"
 	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
@@ -89,8 +88,13 @@ func TestShapesKeepTheStamps(t *testing.T) {
 			var out bytes.Buffer
 			shape(bufio.NewWriter(&out))
 			chk := synth.NewRunCheck(plan, c.mode == naive.None)
-			sp := &load.FrameSplitter{OnEvent: func(d []byte) { chk.Event(d) }}
-			sp.Write(out.Bytes())
+			if err := event.NewScanner(nil, 0).Push(out.Bytes(), func(f event.Frame) {
+				if f.HasData() {
+					chk.Event(f.Data)
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
 			if err := chk.Err(); err != nil {
 				t.Errorf("%s, %s: %v", c.name, name, err)
 			}

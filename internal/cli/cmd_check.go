@@ -265,13 +265,14 @@ func (c *checker) findings(doc []byte, j rules.Judgement) {
 	}
 }
 
-// eventType names an event for the listing, "?" when it has no type.
+// eventType names an event for the listing: its type as the consumer reads
+// it, "?" when it has none or is not JSON.
 func eventType(ev []byte) string {
 	t := rules.PeekType(ev)
-	if t == "" {
+	if len(t) == 0 || !rules.Valid(string(ev)) {
 		return "?"
 	}
-	return t
+	return string(t)
 }
 
 // jsonLines reports whether the stream is one JSON event per line rather

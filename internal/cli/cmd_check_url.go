@@ -185,7 +185,7 @@ func readAll(row consumerRow, sse []byte, events [][]byte, now time.Time) (direc
 // declaredVersion says what the producer declared on its first RUN_STARTED.
 func declaredVersion(events [][]byte) string {
 	for _, ev := range events {
-		if rules.PeekType(ev) != "RUN_STARTED" {
+		if string(rules.PeekType(ev)) != "RUN_STARTED" {
 			continue
 		}
 		pv := gjson.GetBytes(ev, "protocolVersion")

@@ -141,7 +141,7 @@ func TestPythonCorpus(t *testing.T) {
 					t.Errorf("%s: %d malformed events for 1.0 after translation, %d before", id, out10[rules.Malformed], in10[rules.Malformed])
 				}
 				for _, ev := range evs {
-					if rules.PeekType(ev) == "RUN_STARTED" && !bytes.Contains(ev, []byte(`"protocolVersion":"1.0"`)) {
+					if string(rules.PeekType(ev)) == "RUN_STARTED" && !bytes.Contains(ev, []byte(`"protocolVersion":"1.0"`)) {
 						t.Errorf("%s: a translated run does not declare 1.0: %s", id, ev)
 					}
 				}

@@ -12,7 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
-	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/synth"
 	"github.com/agui-relay/agui-relay/negotiate"
 )
@@ -175,7 +175,12 @@ func TestAgentSyntheticScenario(t *testing.T) {
 			}
 			plan := synth.NewMixedPlan(d, tc.events, tc.mix)
 			chk := synth.NewRunCheck(plan, true)
-			sp := &load.FrameSplitter{OnEvent: func(ev []byte) {
+			sc := event.NewScanner(nil, 0)
+			err := sc.Push([]byte(body), func(f event.Frame) {
+				if !f.HasData() {
+					return
+				}
+				ev := f.Data
 				if !json.Valid(ev) {
 					t.Errorf("not JSON: %s", ev)
 				}
@@ -186,8 +191,10 @@ func TestAgentSyntheticScenario(t *testing.T) {
 					}
 				}
 				chk.Event(ev)
-			}}
-			sp.Write([]byte(body))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := chk.Err(); err != nil {
 				t.Error(err)
 			}

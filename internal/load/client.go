@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agui-relay/agui-relay/internal/h1"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // Timeouts bound every wait of a run; zero leaves one unbounded.
@@ -367,27 +367,16 @@ func (c *Client) readResponse(head func(Response), body func([]byte), fresh bool
 		}
 	}
 	c.touch()
+	framing := wire.NewFraming(-2) // until the connection closes
 	switch {
 	case chunked:
-		_, err = h1.ReadChunked(br, func(p []byte) { body(p); c.touch() })
+		framing = wire.NewFraming(-1)
 	case clen >= 0:
-		err = c.readN(br, clen, body)
+		framing = wire.NewFraming(int(clen))
 	default:
 		closeConn = true
-		for {
-			if _, err = br.Peek(1); err != nil {
-				break
-			}
-			p, _ := br.Peek(br.Buffered())
-			body(p)
-			br.Discard(len(p))
-			c.touch()
-		}
-		if err == io.EOF {
-			err = nil
-		}
 	}
-	if err != nil {
+	if err = c.readBody(br, &framing, body); err != nil {
 		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
 			return false, &Error{Kind: KindBroken, Err: errors.New("the connection closed inside the body")}
 		}
@@ -417,19 +406,29 @@ func isEventStream(ct string) bool {
 	return bytes.EqualFold(bytes.TrimSpace(mt), []byte("text/event-stream"))
 }
 
-func (c *Client) readN(br *bufio.Reader, n int64, body func([]byte)) error {
-	for n > 0 {
+// readBody hands body the answer's body as it arrives, each piece borrowed
+// until body returns: br's bytes, framing removed in place (wire.Framing,
+// as the relay reads a producer's answer), up to the end of the body. What
+// follows it stays in br for the connection's next answer.
+func (c *Client) readBody(br *bufio.Reader, framing *wire.Framing, body func([]byte)) error {
+	for !framing.Done() {
 		if _, err := br.Peek(1); err != nil {
+			if err == io.EOF {
+				if err = framing.End(); err == io.EOF {
+					return nil // the body ends with the connection
+				}
+			}
 			return err
 		}
-		want := br.Buffered()
-		if int64(want) > n {
-			want = int(n)
+		p, _ := br.Peek(br.Buffered())
+		n, err := framing.Decode(p) // p is discarded below, but for the next answer's start
+		if err != nil {
+			return err
 		}
-		p, _ := br.Peek(want)
-		body(p)
-		br.Discard(want)
-		n -= int64(want)
+		if n > 0 {
+			body(p[:n])
+		}
+		br.Discard(len(p) - framing.Rest())
 		c.touch()
 	}
 	return nil

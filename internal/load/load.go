@@ -3,7 +3,8 @@
 // answered by an event stream, with the timings, throughput, errors and
 // completeness a user of an agent or a UI asks about. It speaks HTTP/1.1 on
 // raw connections (one per concurrent run, kept between runs) and splits
-// events without decoding them, so that it costs less than what it loads.
+// events as the relay does (event.Scanner), without decoding them, so that
+// it costs less than what it loads and judges a stream as the relay does.
 package load
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/rules"
 )
@@ -469,8 +471,7 @@ func (r *Runner) slot(i int) {
 			return
 		}
 	}
-	st := &runState{r: r, sh: sh, in: in, judgeEvery: int64(r.cfg.JudgeEvery)}
-	st.split.OnEvent = st.event
+	st := &runState{r: r, sh: sh, in: in, judgeEvery: int64(r.cfg.JudgeEvery), sc: event.NewScanner(nil, 0)}
 	for n := int64(0); ; n++ {
 		k, ok := r.take()
 		if !ok {
@@ -498,7 +499,8 @@ type runState struct {
 	r          *Runner
 	sh         *shard
 	in         Inspector
-	split      FrameSplitter
+	sc         *event.Scanner // the answer's frames, as the relay splits a producer's
+	splitErr   error          // why the answer could not be split: a frame over the limit
 	judgeEvery int64
 	judgeN     int64
 
@@ -519,24 +521,13 @@ var (
 	typeRunError    = []byte("RUN_ERROR")
 	typeTextContent = []byte("TEXT_MESSAGE_CONTENT")
 	typeTextChunk   = []byte("TEXT_MESSAGE_CHUNK")
-	typePrefix      = []byte(`{"type":"`)
 )
 
-// eventType returns an event's type without decoding it: the fast path for
-// encoders that write the type first, gjson otherwise. The result may alias
-// ev.
-func eventType(ev []byte) []byte {
-	if bytes.HasPrefix(ev, typePrefix) {
-		rest := ev[len(typePrefix):]
-		if i := bytes.IndexByte(rest, '"'); i >= 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
-			return rest[:i]
-		}
+// frame takes one frame of the answer: an event, or a comment.
+func (s *runState) frame(f event.Frame) {
+	if f.HasData() {
+		s.event(f.Data)
 	}
-	t := gjson.GetBytes(ev, "type")
-	if t.Type != gjson.String {
-		return nil
-	}
-	return []byte(t.Str)
 }
 
 func (s *runState) event(ev []byte) {
@@ -553,7 +544,7 @@ func (s *runState) event(ev []byte) {
 		s.gaps = append(s.gaps, now-s.last)
 	}
 	s.last = now
-	typ := eventType(ev)
+	typ := rules.PeekType(ev)
 	switch {
 	case s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)):
 		s.firstCont = now
@@ -602,7 +593,8 @@ func (s *runState) run(c *Client, input []byte) {
 	s.events, s.firstEv, s.firstCont, s.terminal, s.judged, s.malformed, s.malformedEx = 0, 0, 0, "", 0, 0, ""
 	s.head = Response{}
 	s.gaps, s.zeroGaps = s.gaps[:0], 0
-	s.split.Reset()
+	s.sc.Reset()
+	s.splitErr = nil
 	if s.in != nil {
 		s.in.Begin()
 	}
@@ -614,13 +606,22 @@ func (s *runState) run(c *Client, input []byte) {
 	}, func(p []byte) {
 		s.now = time.Now().UnixNano()
 		before := s.events
-		s.split.Write(p)
+		if s.splitErr == nil {
+			s.splitErr = s.sc.Push(p, s.frame)
+		}
 		r.bytes.Add(int64(len(p)))
 		r.events.Add(s.events - before)
 		if len(s.gaps) >= 256 {
 			s.flushGaps()
 		}
 	})
+	if err == nil && s.splitErr == nil {
+		// A frame the answer left open at its clean end is an event, as
+		// the relay delivers it.
+		before := s.events
+		s.splitErr = s.sc.End(s.frame)
+		r.events.Add(s.events - before)
+	}
 	end := time.Now().UnixNano()
 	interrupted := r.runCtx.Err() != nil && (err != nil || s.terminal == "")
 	kind, msg := "", ""
@@ -631,6 +632,8 @@ func (s *runState) run(c *Client, input []byte) {
 		kind, msg = e.Kind, err.Error()
 	case err != nil:
 		kind, msg = KindBroken, err.Error()
+	case s.splitErr != nil:
+		kind, msg = KindBroken, s.splitErr.Error()
 	case s.events == 0 || s.terminal == "":
 		kind, msg = KindCut, fmt.Sprintf("the stream ended after %d events without RUN_FINISHED or RUN_ERROR", s.events)
 	case s.terminal != "RUN_FINISHED":

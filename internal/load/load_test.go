@@ -335,3 +335,63 @@ func TestLoadReadsCRLFStreams(t *testing.T) {
 		t.Errorf("complete %d events %d malformed %d: %v %v", res.Complete, res.Events, res.Malformed, res.Errors, res.Examples)
 	}
 }
+
+// Answers the client reads on one kept connection are cut where each body
+// ends, whether chunked (with a trailer) or by Content-Length, even when
+// the next answer came in the same write: each run gets its own events,
+// and the connection serves them all.
+func TestClientReadsKeptAnswersWhereTheirBodiesEnd(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ev := func(typ string) string { return `data: {"type":"` + typ + `"}` + "\n\n" }
+	first, second, third := ev("A")+ev("B"), ev("C"), ev("D")+ev("E")
+	answers := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf("%x\r\n%s\r\n0\r\nX-Trailer: 1\r\n\r\n", len(first), first) +
+		fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(second), second) +
+		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(third), third)
+	accepted := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { accepted <- n }()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n++
+			go func() {
+				defer conn.Close()
+				buf := make([]byte, 64<<10)
+				conn.Read(buf)              //nolint:errcheck // the first request
+				conn.Write([]byte(answers)) //nolint:errcheck // all three answers at once
+				for {
+					if _, err := conn.Read(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	c, err := load.NewClient("http://"+ln.Addr().String()+"/run", nil, load.Timeouts{Connect: 5 * time.Second, Idle: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{first, second, third} {
+		var got strings.Builder
+		if err := c.Run(context.Background(), []byte(`{}`), func(load.Response) {}, func(p []byte) { got.Write(p) }); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if got.String() != want {
+			t.Fatalf("run %d read %q, want %q", i, got.String(), want)
+		}
+	}
+	c.Close()
+	ln.Close()
+	if n := <-accepted; n != 1 {
+		t.Errorf("%d connections for three runs, want one kept", n)
+	}
+}

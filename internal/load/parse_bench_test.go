@@ -3,11 +3,12 @@ package load
 import (
 	"testing"
 
+	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/synth"
 )
 
 // BenchmarkEventPath is the generator's work per event without sockets: a
-// synthetic run's bytes, in 16 KiB pieces, through the frame splitter and
+// synthetic run's bytes, in 16 KiB pieces, through the scanner and
 // the per-event bookkeeping (type, first content, gaps), not judged.
 func BenchmarkEventPath(b *testing.B) {
 	plan := synth.NewPlan(synth.Dialect10, 1000)
@@ -17,16 +18,15 @@ func BenchmarkEventPath(b *testing.B) {
 		run = w.AppendFrame(run, k, int64(i))
 	}
 	sh := &shard{total: newHists(), interval: newHists()}
-	st := &runState{r: &Runner{}, sh: sh}
-	st.split.OnEvent = st.event
+	st := &runState{r: &Runner{}, sh: sh, sc: event.NewScanner(nil, 0)}
 	b.SetBytes(int64(len(run)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		st.split.Reset()
+		st.sc.Reset()
 		st.events, st.firstEv, st.firstCont, st.terminal = 0, 0, 0, ""
 		for off := 0; off < len(run); off += 16 << 10 {
 			st.now = int64(i*1000 + off)
-			st.split.Write(run[off:min(off+16<<10, len(run))])
+			st.sc.Push(run[off:min(off+16<<10, len(run))], st.frame)
 			st.flushGaps()
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/agui-relay/agui-relay/internal/load"
 )
 
 // sliceRecorder records each write and how many flushes followed it.
@@ -41,10 +39,9 @@ func TestStreamSlices(t *testing.T) {
 		}
 	}
 	chk := NewRunCheck(NewMixedPlan(Dialect10, 2000, Mix{TextOnly: true, SubagentEvery: 10}), true)
-	sp := &load.FrameSplitter{OnEvent: func(ev []byte) { chk.Event(ev) }}
-	sp.Write(bytes.Join(rec.writes, nil))
-	if err := chk.Err(); err != nil || sp.Pending() {
-		t.Errorf("slices do not make the run: %v (pending %v)", err, sp.Pending())
+	pending := splitEvents(t, bytes.Join(rec.writes, nil), func(ev []byte) { chk.Event(ev) })
+	if err := chk.Err(); err != nil || pending {
+		t.Errorf("slices do not make the run: %v (pending %v)", err, pending)
 	}
 }
 
@@ -80,8 +77,7 @@ func TestHTTPProducer(t *testing.T) {
 			t.Fatalf("%s: %s %q: %.200s", tc.path, resp.Status, resp.Header.Get("Content-Type"), body)
 		}
 		chk := NewRunCheck(NewMixedPlan(rp.Dialect, rp.Events, rp.Mix), true)
-		sp := &load.FrameSplitter{OnEvent: func(ev []byte) { chk.Event(ev) }}
-		sp.Write(body)
+		splitEvents(t, body, func(ev []byte) { chk.Event(ev) })
 		if err := chk.Err(); err != nil {
 			t.Errorf("%s: %v", tc.path, err)
 		}
@@ -119,8 +115,7 @@ func TestProducerParamsFromBody(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	chk := NewRunCheck(NewPlan(DialectLegacy, 77), true)
-	sp := &load.FrameSplitter{OnEvent: func(ev []byte) { chk.Event(ev) }}
-	sp.Write(body)
+	splitEvents(t, body, func(ev []byte) { chk.Event(ev) })
 	if err := chk.Err(); err != nil {
 		t.Error(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agui-relay/agui-relay/internal/h1"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // Producer is the synthetic AG-UI agent: a minimal HTTP/1.1 server that
@@ -389,7 +389,7 @@ func readRequest(br *bufio.Reader) (request, error) {
 	}
 	var body []byte
 	if chunked {
-		body, err = h1.ReadChunked(br, nil)
+		body, err = readChunked(br)
 	} else if clen > 0 {
 		body = make([]byte, clen)
 		_, err = io.ReadFull(br, body)
@@ -400,6 +400,29 @@ func readRequest(br *bufio.Reader) (request, error) {
 	r.runID = jsonStringField(body, "runId")
 	r.bodyQuery = jsonStringField(body, BodyParamsKey)
 	return r, nil
+}
+
+// readChunked reads a chunked request body from br (wire.Framing, as the
+// relay reads a producer's answer), leaving what follows it in br.
+func readChunked(br *bufio.Reader) ([]byte, error) {
+	var body []byte
+	framing := wire.NewFraming(-1)
+	for !framing.Done() {
+		if _, err := br.Peek(1); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return body, err
+		}
+		p, _ := br.Peek(br.Buffered())
+		n, err := framing.Decode(p) // p is discarded below, but for the next request's start
+		if err != nil {
+			return body, err
+		}
+		body = append(body, p[:n]...)
+		br.Discard(len(p) - framing.Rest())
+	}
+	return body, nil
 }
 
 // jsonStringField finds "key":"value" in a flat JSON document without

@@ -1,15 +1,18 @@
 package synth
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
-	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/event"
 )
 
 // testProducer starts a producer on a free port until the test ends.
@@ -47,14 +50,13 @@ func TestProducerFramingThroughNetHTTP(t *testing.T) {
 			}
 			plan := NewPlan(d, 400)
 			chk := NewRunCheck(plan, true)
-			sp := &load.FrameSplitter{OnEvent: func(ev []byte) {
+			pending := splitEvents(t, body, func(ev []byte) {
 				if !json.Valid(ev) {
 					t.Errorf("%s: invalid JSON event %s", d, ev)
 				}
 				chk.Event(ev)
-			}}
-			sp.Write(body)
-			if sp.Pending() {
+			})
+			if pending {
 				t.Errorf("%s: stream ends inside a frame", d)
 			}
 			if err := chk.Err(); err != nil {
@@ -126,4 +128,61 @@ func TestPacerCloseFailsHeldRuns(t *testing.T) {
 	if err := <-late.done; err != errPacerStopped {
 		t.Fatalf("a run added after close ended with %v", err)
 	}
+}
+
+// splitEvents hands onEvent the data of every event of stream, split as the
+// relay splits it, and reports whether stream ends inside a frame.
+func splitEvents(t *testing.T, stream []byte, onEvent func([]byte)) (pending bool) {
+	t.Helper()
+	sc := event.NewScanner(nil, 0)
+	if err := sc.Push(stream, func(f event.Frame) {
+		if f.HasData() {
+			onEvent(f.Data)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return sc.Buffered() > 0
+}
+
+// The producer reads a chunked request body (wire.Framing) up to its end,
+// and the next request on the connection after it, in any pieces.
+func TestReadRequestChunkedThenNext(t *testing.T) {
+	body := `{"threadId":"t","runId":"run-chunked","messages":[]}`
+	in := "POST /run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf("%x;ext=1\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n", 10, body[:10], len(body)-10, body[10:]) +
+		"POST /run?events=3 HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n" + `{"runId":"run-next"}`
+	for _, size := range []int{len(in), 5, 1} {
+		br := bufio.NewReaderSize(iotest.OneByteReader(strings.NewReader(in)), 64)
+		if size > 1 {
+			br = bufio.NewReaderSize(&pieces{s: in, n: size}, 64)
+		}
+		first, err := readRequest(br)
+		if err != nil || first.runID != "run-chunked" {
+			t.Fatalf("reads of %d: first request %+v, %v", size, first, err)
+		}
+		next, err := readRequest(br)
+		if err != nil || next.runID != "run-next" || next.target != "/run?events=3" {
+			t.Fatalf("reads of %d: next request %+v, %v", size, next, err)
+		}
+	}
+	bad := "POST /run HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n"
+	if _, err := readRequest(bufio.NewReader(strings.NewReader(bad))); err == nil {
+		t.Error("a chunk size line ending in a bare LF was read")
+	}
+}
+
+// pieces reads s n bytes at a time.
+type pieces struct {
+	s string
+	n int
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if p.s == "" {
+		return 0, io.EOF
+	}
+	k := copy(b[:min(len(b), p.n)], p.s)
+	p.s = p.s[k:]
+	return k, nil
 }

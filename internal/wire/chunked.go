@@ -24,6 +24,7 @@ type Framing struct {
 	size  int64
 	line  int // bytes of the size or trailer line read so far
 	stray int // bytes that followed the end of the body
+	rest  int // of them, how many ended the last Decode's p, untouched
 	mode  framingMode
 	state chunkState
 	sized bool // a hex digit of the size line has been read
@@ -80,19 +81,23 @@ func NewFraming(contentLength int) Framing {
 
 // Decode removes the framing from p, the bytes just read, and returns how
 // many data bytes are now at the front of p. Bytes after the end of the
-// body are dropped and noted (Extra).
+// body are dropped and noted (Extra), and left as they were at the end of
+// p (Rest).
 func (f *Framing) Decode(p []byte) (int, error) {
+	f.rest = 0
 	switch f.mode {
 	case framingClose:
 		return len(p), nil
 	case framingLength:
 		if f.done {
 			f.stray += len(p)
+			f.rest = len(p)
 			return 0, nil
 		}
 		n := len(p)
 		if int64(n) >= f.left {
 			f.stray += n - int(f.left)
+			f.rest = n - int(f.left)
 			f.overrun = f.stray > 0 && len(bytes.Trim(p[f.left:], "\r\n")) > 0
 			n = int(f.left)
 			f.done = true
@@ -104,6 +109,7 @@ func (f *Framing) Decode(p []byte) (int, error) {
 	for i := 0; i < len(p); {
 		if f.done {
 			f.stray += len(p) - i
+			f.rest = len(p) - i
 			return w, nil
 		}
 		switch f.state {
@@ -212,6 +218,12 @@ func (f *Framing) Extra() bool { return f.stray > 0 }
 
 // Stray returns how many bytes followed the end of the body (Extra).
 func (f *Framing) Stray() int { return f.stray }
+
+// Rest returns how many bytes at the end of the p of the last Decode came
+// after the end of the body, left there unchanged: on a connection kept
+// for another exchange, the start of the next message. The bytes before
+// them were this body's.
+func (f *Framing) Rest() int { return f.rest }
 
 // Overrun reports whether data, not only blank lines, followed the end of
 // a Content-Length body: the length lied.

@@ -156,3 +156,48 @@ func FuzzChunked(f *testing.F) {
 		}
 	})
 }
+
+// Rest says where a body ended in the read that ended it, for a connection
+// kept for the next message: the bytes after it are left as they came,
+// however the body was read, chunked or by its length.
+func TestFramingRestIsWhatFollowsTheBody(t *testing.T) {
+	const next = "HTTP/1.1 200 OK\r\n"
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 200 {
+		data := make([]byte, r.IntN(200))
+		for j := range data {
+			data[j] = "data: {}\r\n"[r.IntN(10)]
+		}
+		for _, c := range []struct {
+			cl   int
+			body []byte
+		}{{-1, chunkEncode(r, data, i%2 == 0)}, {len(data), data}} {
+			wire := append(append([]byte(nil), c.body...), next...)
+			f := NewFraming(c.cl)
+			var got []byte
+			size := 1 + r.IntN(len(wire))
+			for off := 0; off < len(wire); {
+				buf := append([]byte(nil), wire[off:min(off+size, len(wire))]...)
+				n, err := f.Decode(buf)
+				if err != nil {
+					t.Fatalf("case %d (Content-Length %d): %v", i, c.cl, err)
+				}
+				got = append(got, buf[:n]...)
+				if f.Done() {
+					rest := string(buf[len(buf)-f.Rest():]) + string(wire[off+len(buf):])
+					if rest != next || !bytes.Equal(got, data) {
+						t.Fatalf("case %d (Content-Length %d, reads of %d): rest %q, data %q", i, c.cl, size, rest, got)
+					}
+					break
+				}
+				if f.Rest() != 0 {
+					t.Fatalf("case %d: rest %d before the end", i, f.Rest())
+				}
+				off += len(buf)
+			}
+			if !f.Done() {
+				t.Fatalf("case %d (Content-Length %d): not done", i, c.cl)
+			}
+		}
+	}
+}

@@ -28,9 +28,10 @@ import (
 // read to its end, else to be closed.
 //
 // In polled mode (Poll) reads happen inside a RawConn callback and never
-// block: a read that would returns ErrWouldBlock, and so does the read
-// after one that came back short, since the socket was drained then,
-// without asking the kernel (the runtime's poller, edge-triggered, will
+// block: a read that would returns syscall.EAGAIN, read(2)'s own answer
+// passed on (event.Scanner's polled sources answer the same), and so does
+// the read after one that came back short, since the socket was drained
+// then, without asking the kernel (the runtime's poller, edge-triggered, will
 // report new data). That saves the read per event that only finds nothing.
 type Body struct {
 	conn          net.Conn
@@ -81,10 +82,6 @@ type BodyOptions struct {
 	// connection is not reused.
 	Stray func(n int)
 }
-
-// ErrWouldBlock is a polled read's answer when nothing has arrived: the
-// caller returns from the Poll step and is called again once there is.
-var ErrWouldBlock = errors.New("wire: the read would block")
 
 // ErrBodyClosed is a read of a Body that was closed (CloseWithError).
 var ErrBodyClosed = errors.New("the producer's answer was closed")
@@ -150,11 +147,11 @@ func (b *Body) read(p []byte) (int, error) {
 		case b.fd >= 0:
 			if b.drained {
 				b.drained = false
-				return 0, ErrWouldBlock
+				return 0, syscall.EAGAIN
 			}
 			n, err = ReadFD(b.fd, p)
 			if err == syscall.EAGAIN {
-				return 0, ErrWouldBlock
+				return 0, err
 			}
 			if n == 0 && err == nil {
 				err = io.EOF // read(2)'s end of the stream
@@ -194,7 +191,7 @@ func (b *Body) read(p []byte) (int, error) {
 
 // Poll runs step inside the connection's RawConn read, each time the
 // connection may have input: step reads the body (Read, which then never
-// blocks but returns ErrWouldBlock) and returns false to wait until the
+// blocks but returns syscall.EAGAIN) and returns false to wait until the
 // connection is readable, true when it is done. Poll reports false when
 // the body cannot be polled (no Raw, or closed); the caller then reads it
 // the ordinary way. err is the runtime poller's: the read deadline passed,
@@ -224,7 +221,7 @@ func (b *Body) Poll(step func() bool) (polled bool, err error) {
 }
 
 // Drained reports whether the next read, in the Poll step under way,
-// returns ErrWouldBlock without asking the kernel: the last one came back
+// returns syscall.EAGAIN without asking the kernel: the last one came back
 // short (see Poll).
 func (b *Body) Drained() bool { return b.fd >= 0 && b.drained }
 

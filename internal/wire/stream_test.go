@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http/httputil"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
 			for {
 				n, err := b.Read(buf)
 				switch {
-				case err == ErrWouldBlock:
+				case err == syscall.EAGAIN:
 					wouldBlock++
 					return false
 				case err != nil:
@@ -87,7 +88,7 @@ func TestPolledReadWakesForDataAfterAShortRead(t *testing.T) {
 }
 
 // Drained says, inside a Poll step, that the read after a short one will
-// answer ErrWouldBlock without asking the kernel, and is false again once
+// answer syscall.EAGAIN without asking the kernel, and is false again once
 // that read was made; outside a step it is false.
 func TestDrainedAfterAShortPolledRead(t *testing.T) {
 	peer, b := polledBody(t)
@@ -103,7 +104,7 @@ func TestDrainedAfterAShortPolledRead(t *testing.T) {
 		}
 		return true
 	})
-	want := []string{`false:"one":<nil>:true`, `true:"":` + ErrWouldBlock.Error() + `:false`}
+	want := []string{`false:"one":<nil>:true`, `true:"":` + syscall.EAGAIN.Error() + `:false`}
 	if err != nil || strings.Join(seen, " ") != strings.Join(want, " ") {
 		t.Errorf("reads %q, err %v; want %q", seen, err, want)
 	}
@@ -122,7 +123,7 @@ func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
 		got := ""
 		_, err := b.Poll(func() bool {
 			n, err := b.Read(buf)
-			if err == ErrWouldBlock {
+			if err == syscall.EAGAIN {
 				return false
 			}
 			got = string(buf[:n])
