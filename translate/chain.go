@@ -244,8 +244,7 @@ func (cr *ChainRun) push(i int, ev, typ []byte) {
 		if j < i {
 			continue
 		}
-		// As in first, written out: a helper for these lines is not
-		// inlined, and the call cost 2% of an every-event translation.
+		// As in first, written out: a helper for these lines is not inlined.
 		if cr.state[j] == nil {
 			cr.make(j)
 		}
