@@ -1,7 +1,8 @@
 #!/bin/sh
 # Usage: scripts/npm-ci.sh DIR MARKER
 # Installs the Node packages of DIR exactly as DIR/package-lock.json pins
-# them, with Debian's Node.js installed first when the machine has none and
+# them, with Debian's Node.js installed first when the machine has none (the
+# tests want Node.js 20 or newer: README.md, What the tests need) and
 # we may (as root; CI runs so). Runs `npm ci` only when DIR/node_modules is
 # missing, older than the lock file, or lacks DIR/node_modules/MARKER.
 set -eu
@@ -12,7 +13,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	fi
 fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	echo "npm-ci.sh ($(cd "$dir" && pwd)): node and npm (Node.js 18+) are required" >&2
+	echo "npm-ci.sh ($(cd "$dir" && pwd)): node and npm (Node.js 20 or newer) are required" >&2
 	exit 1
 fi
 cd "$dir"
