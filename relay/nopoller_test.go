@@ -40,9 +40,11 @@ func TestRelayWithoutPollerWatchesInAGoroutine(t *testing.T) {
 	if line, err := rb.ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
 		t.Fatalf("first line %q, %v", line, err)
 	}
-	if testkit.GoroutinesIn("relay.watchConsumer") == 0 {
-		t.Fatal("no goroutine watches the consumer")
-	}
+	// The watcher is started before the head is written, but a stack dump
+	// may be taken before the new goroutine first runs.
+	testkit.WaitFor(t, "a goroutine watching the consumer", func() bool {
+		return testkit.GoroutinesIn("relay.watchConsumer") > 0
+	}, func() string { return "no goroutine watches the consumer" })
 	c.Close()
 	if rep := h.report(); rep.Abort != "consumer_gone" {
 		t.Fatalf("the hangup was not noticed: abort %q", rep.Abort)
