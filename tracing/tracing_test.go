@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -309,6 +310,38 @@ func TestRefusedRunSpans(t *testing.T) {
 	wantAttrs(t, s, map[string]any{tracing.AttrProblem: relay.ProblemUnreachable, "http.response.status_code": 502})
 	if s.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || s.Status.GetMessage() != relay.ProblemUnreachable {
 		t.Errorf("a 502's status %v, want error", s.Status)
+	}
+}
+
+// A producer that does not answer in time: 504, an error on the span.
+func TestTimedOutRunSpan(t *testing.T) {
+	cleanEnv(t)
+	rc := newReceiver(t)
+	tr := newTracer(t, tracing.Options{Endpoint: rc.url})
+	release := make(chan struct{})
+	defer close(release)
+	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers within the relay's first-byte timeout
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}, func(r *relay.Relay) {
+		r.Tap = tr.Tap
+		r.Client = relay.NewClient(relay.ClientOptions{FirstByteTimeout: 50 * time.Millisecond})
+	})
+	resp := h.Post("/agent", testkit.MinimalInput)
+	if testkit.ReadAll(t, resp); resp.StatusCode != 504 {
+		t.Fatalf("status %d, want 504", resp.StatusCode)
+	}
+	h.Report()
+	s := rc.span(t, tr).span
+	wantAttrs(t, s, map[string]any{tracing.AttrProblem: relay.ProblemUpstreamTimeout, "http.response.status_code": 504,
+		tracing.AttrConsumerVersion: "1.0", tracing.AttrRunID: "r1"})
+	if s.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("a 504's status %v, want error", s.Status)
+	}
+	if names := eventNames(s); len(names) != 0 {
+		t.Errorf("span events %q on a run that never streamed", names)
 	}
 }
 
