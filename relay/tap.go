@@ -54,8 +54,9 @@ type HeaderTap interface {
 	ConsumerHeaders(h *fasthttp.RequestHeader)
 	// ProducerHeaders is given the headers of the request to the
 	// producer, once the consumer's end-to-end headers are copied into
-	// them and just before it is sent (after Forwarded): what it sets is
-	// sent, in place of a header of the same name.
+	// them and just before it is sent (after Forwarded): what it leaves
+	// there is sent (to replace a header: Del, then Set, as a consumer
+	// may have sent it in several lines).
 	ProducerHeaders(h *fasthttp.RequestHeader)
 }
 

@@ -207,6 +207,13 @@ func (consumerCarrier) Keys() []string          { return nil }
 // producerCarrier sets the trace context of the producer's request.
 type producerCarrier struct{ h *fasthttp.RequestHeader }
 
-func (producerCarrier) Get(string) string       { return "" }
-func (c producerCarrier) Set(key, value string) { c.h.Set(key, value) }
-func (producerCarrier) Keys() []string          { return nil }
+func (producerCarrier) Get(string) string { return "" }
+
+// Set replaces every line of key (a consumer may have sent several, and
+// fasthttp's Set replaces the first).
+func (c producerCarrier) Set(key, value string) {
+	c.h.Del(key)
+	c.h.Set(key, value)
+}
+
+func (producerCarrier) Keys() []string { return nil }

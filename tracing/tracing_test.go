@@ -187,7 +187,9 @@ func TestRunSpan(t *testing.T) {
 	h := relaytest.New(t, producerTraceparents(got, stream), func(r *relay.Relay) {
 		r.Tap, r.Route = tr.Tap, "agents"
 	})
-	resp := h.Post("/agent?key=secret", testkit.MinimalInput, "Traceparent", "00-"+consumerTrace+"-"+consumerParent+"-01", "Tracestate", "vendor=x")
+	// Sent twice: the producer still gets one, the relay's.
+	tp := "00-" + consumerTrace + "-" + consumerParent + "-01"
+	resp := h.Post("/agent?key=secret", testkit.MinimalInput, "Traceparent", tp, "Traceparent", tp, "Tracestate", "vendor=x")
 	if body := testkit.ReadAll(t, resp); body != stream {
 		t.Fatalf("stream %q", body)
 	}
@@ -203,10 +205,10 @@ func TestRunSpan(t *testing.T) {
 	if s.TraceState != "vendor=x" {
 		t.Errorf("tracestate %q, want the consumer's", s.TraceState)
 	}
-	tp := testkit.Await(t, got, "no request")
+	forwarded := testkit.Await(t, got, "no request")
 	want := "00-" + consumerTrace + "-" + hex.EncodeToString(s.SpanId) + "-01"
-	if len(tp) != 1 || tp[0] != want {
-		t.Errorf("the producer got traceparent %q, want one, %s (the relay's span)", tp, want)
+	if len(forwarded) != 1 || forwarded[0] != want {
+		t.Errorf("the producer got traceparent %q, want one, %s (the relay's span)", forwarded, want)
 	}
 	wantAttrs(t, s, map[string]any{
 		tracing.AttrRoute: "agents", tracing.AttrRunID: "r1", tracing.AttrThreadID: "t1",
