@@ -315,6 +315,29 @@ func TestRefusedRunSpans(t *testing.T) {
 	}
 }
 
+// A run over its route's body limit (below the server's, which another
+// route sets) is refused with 413, and has a span saying so: its End
+// comes before the answer is sent.
+func TestTooLargeRunSpan(t *testing.T) {
+	cleanEnv(t)
+	rc := newReceiver(t)
+	tr := newTracer(t, tracing.Options{Endpoint: rc.url})
+	small := &relay.Relay{Upstream: testkit.ClosedURL(t), Route: "small", MaxBody: 16, Tap: tr.Tap}
+	other := &relay.Relay{Upstream: testkit.ClosedURL(t), MaxBody: 1 << 20}
+	table, err := relay.NewTable([]relay.Route{{Name: "small", Prefix: "/small", Relay: small}, {Name: "other", Prefix: "/", Relay: other}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + testkit.Serve(t, relay.NewRouter(table, 0, nil).Server(), relay.Listener)
+	resp := testkit.Post(t, testkit.Consumer(t), url+"/small/agent", testkit.MinimalInput)
+	if testkit.ReadAll(t, resp); resp.StatusCode != 413 {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+	s := rc.span(t, tr).span
+	wantAttrs(t, s, map[string]any{tracing.AttrProblem: "urn:agui-relay:body-too-large", "http.response.status_code": 413,
+		tracing.AttrRoute: "small", "url.path": "/small/agent"})
+}
+
 // A producer that does not answer in time: 504, an error on the span.
 func TestTimedOutRunSpan(t *testing.T) {
 	cleanEnv(t)
