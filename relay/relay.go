@@ -539,6 +539,9 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 	body := ctx.Request.Body()
 	if r.Tap != nil {
 		if rep.tap = r.Tap(rep); rep.tap != nil {
+			if ht, ok := rep.tap.(HeaderTap); ok {
+				ht.ConsumerHeaders(&ctx.Request.Header)
+			}
 			rep.tap.Received(body)
 		}
 	}
@@ -610,6 +613,9 @@ func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate
 		rep.tap.Forwarded(plan, in)
 	}
 	req := r.newRequest(ctx)
+	if ht, ok := rep.tap.(HeaderTap); ok {
+		ht.ProducerHeaders(&req.Header)
+	}
 	req.SetBodyRaw(in)
 	// The relay reads the events; it cannot rewrite compressed ones.
 	req.Header.Set(fasthttp.HeaderAcceptEncoding, "identity")

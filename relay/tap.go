@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/valyala/fasthttp"
+
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/translate"
 )
@@ -40,6 +42,22 @@ type RunTap interface {
 	// End is called once when the run is over, with the final report,
 	// borrowed for the call (copy what is kept, Counts included).
 	End(rep *RunReport)
+}
+
+// HeaderTap is what a RunTap also implements to carry a context across the
+// relay in the run's request headers (a trace's: W3C traceparent). The
+// relay calls it on a tap that implements it, and on no other: a tap
+// without it costs a run nothing. Its calls come in the RunTap's order.
+type HeaderTap interface {
+	// ConsumerHeaders is given the consumer's request headers, borrowed
+	// for the call, right after the tap is made (before Received).
+	ConsumerHeaders(h *fasthttp.RequestHeader)
+	// ProducerHeaders is given the headers of the request to the
+	// producer, once the consumer's end-to-end headers are copied into
+	// them and just before it is sent (after Forwarded): what it leaves
+	// there is sent (to replace a header: Del, then Set, as a consumer
+	// may have sent it in several lines).
+	ProducerHeaders(h *fasthttp.RequestHeader)
 }
 
 // JoinTaps returns a tap that calls each non-nil tap in turn, nil when
@@ -107,6 +125,22 @@ func (m multiTap) Translated(step *translate.Step, shape string, from, to negoti
 func (m multiTap) Warned(w translate.Warning) {
 	for _, t := range m {
 		t.Warned(w)
+	}
+}
+
+func (m multiTap) ConsumerHeaders(h *fasthttp.RequestHeader) {
+	for _, t := range m {
+		if ht, ok := t.(HeaderTap); ok {
+			ht.ConsumerHeaders(h)
+		}
+	}
+}
+
+func (m multiTap) ProducerHeaders(h *fasthttp.RequestHeader) {
+	for _, t := range m {
+		if ht, ok := t.(HeaderTap); ok {
+			ht.ProducerHeaders(h)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/pprofhandler"
+	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -29,6 +31,7 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/record"
 	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/tracing"
 )
 
 // serveConfig is what the serve flags set.
@@ -57,6 +60,10 @@ type serveConfig struct {
 	recordMaxBytes byteSize
 	pprof          bool
 	cors           relay.CORSOptions // the --cors-* flags
+	// otlpEndpoint, when set, exports a span per run to that OTLP/HTTP
+	// collector (--otlp-endpoint); the OTEL_* environment may also turn
+	// tracing on (tracing.Enabled).
+	otlpEndpoint string
 }
 
 // parseServe reads the serve flags from args and, for flags not given
@@ -93,6 +100,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	}
 	if _, err := zapcore.ParseLevel(c.logLevel); err != nil {
 		return nil, fmt.Errorf("--log-level: %v", err)
+	}
+	if _, err := tracing.Enabled(tracing.Options{Endpoint: c.otlpEndpoint}, getenv); err != nil {
+		if c.otlpEndpoint != "" {
+			return nil, fmt.Errorf("--otlp-endpoint %v", err)
+		}
+		return nil, fmt.Errorf("tracing: %v", err)
 	}
 	return c, nil
 }
@@ -132,6 +145,8 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.recordRedact, "record-redact", false, "replace message content in recordings (every string but ids, types, roles, names and versions) with same-length placeholders")
 	fs.Var(&c.recordMaxBytes, "record-max-bytes", "largest recording of one run, its files together; what is over is cut and meta.json says so")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --admin-listen; they reveal memory contents, so keep that address private")
+	fs.StringVar(&c.otlpEndpoint, "otlp-endpoint", "", "export an OpenTelemetry span per run to this OTLP/HTTP collector (http://host:4318; spans go to its /v1/traces).\n"+
+		"Empty: tracing is on only when the OTEL_* environment configures it (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_EXPORTER=otlp)")
 	corsFlags(fs, &c.cors)
 	fs.DurationVar(&c.demoPace, "demo-pace", 50*time.Millisecond, "pause between the demo agent's events, so that streaming shows")
 	fs.Usage = func() {
@@ -301,13 +316,39 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 
 	mets := metrics.New(metrics.Options{})
 	tap := mets.Tap
+	var recorder *record.Recorder
 	if c.recordDir != "" {
 		if err := os.MkdirAll(c.recordDir, 0o700); err != nil {
 			return fmt.Errorf("--record-dir: %w", err)
 		}
-		recorder := &record.Recorder{Dir: c.recordDir, Redact: c.recordRedact, MaxBytes: int(c.recordMaxBytes), Log: log}
+		recorder = &record.Recorder{Dir: c.recordDir, Redact: c.recordRedact, MaxBytes: int(c.recordMaxBytes), Log: log}
 		defer recorder.Close() // after the shutdown below: the last runs are written
+	}
+	tracer, err := tracing.New(ctx, tracing.Options{Endpoint: c.otlpEndpoint, ServiceVersion: moduleVersion()})
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	if tracer != nil {
+		// The exporter's failures (a collector down) are logged, not the
+		// runs': a span that cannot be sent is dropped.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("exporting traces", zap.Error(err)) }))
+		defer func() { // after the shutdown below: the last runs' spans are sent
+			flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tracer.Shutdown(flush); err != nil {
+				log.Warn("exporting the last traces", zap.Error(err))
+			}
+		}()
+	}
+	switch {
+	case recorder != nil && tracer != nil:
+		tap = func(rep *relay.RunReport) relay.RunTap {
+			return relay.JoinTaps(mets.Tap(rep), recorder.Tap(rep), tracer.Tap(rep))
+		}
+	case recorder != nil:
 		tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(mets.Tap(rep), recorder.Tap(rep)) }
+	case tracer != nil:
+		tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(mets.Tap(rep), tracer.Tap(rep)) }
 	}
 	// One poller for every route's relay, closed once their runs ended.
 	poller := wire.NewPoller()
@@ -396,6 +437,15 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		demoSrv.ShutdownWithContext(rest) //nolint:errcheck
 	}
 	return serveErr
+}
+
+// moduleVersion is the relay's version as the build names it ("v1.2.3"),
+// "" for a build from a work tree.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return ""
 }
 
 // negativeIfZero maps the flags' "0 means no limit" onto ClientOptions'

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
+)
+
+func TestServeOTLPEndpointFlag(t *testing.T) {
+	env := map[string]string{"AGUI_RELAY_OTLP_ENDPOINT": "http://collector:4318"}
+	c, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil || c.otlpEndpoint != "http://collector:4318" {
+		t.Fatalf("otlp endpoint %q, %v", c.otlpEndpoint, err)
+	}
+	if c, err := parseServe(nil, func(string) string { return "" }, io.Discard); err != nil || c.otlpEndpoint != "" {
+		t.Errorf("default otlp endpoint %q, %v; want none (off)", c.otlpEndpoint, err)
+	}
+	if _, err := parseServe([]string{"--otlp-endpoint", "collector:4318"}, func(string) string { return "" }, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--otlp-endpoint") {
+		t.Errorf("an endpoint that is not a URL: %v", err)
+	}
+	bad := map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}
+	if _, err := parseServe(nil, func(k string) string { return bad[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), "OTEL_TRACES_EXPORTER") {
+		t.Errorf("an exporter the relay lacks: %v", err)
+	}
+}
+
+// serve with --otlp-endpoint exports a span per run, the consumer's trace
+// continued, and sends the last ones at shutdown.
+func TestServeExportsRunSpans(t *testing.T) {
+	spans := make(chan *tracepb.Span, 16)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if err == nil {
+			err = proto.Unmarshal(b, &req)
+		}
+		if err != nil || r.URL.Path != "/v1/traces" {
+			t.Errorf("export to %s: %v", r.URL.Path, err)
+			return
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					spans <- s
+				}
+			}
+		}
+	}))
+	defer collector.Close()
+	at, cancel, done := startServe(t, func(c *serveConfig) { c.otlpEndpoint = collector.URL })
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	resp := testkit.Post(t, http.DefaultClient, "http://"+at.relay+"/agent", `{"threadId":"t1","runId":"run-7","protocolVersion":"1.0","messages":[]}`,
+		"Traceparent", "00-"+trace+"-00f067aa0ba902b7-01")
+	testkit.ReadAll(t, resp)
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	if err := testkit.Await(t, done, "serve did not stop"); err != nil {
+		t.Fatal(err)
+	}
+	s := testkit.Await(t, spans, "no span exported by the shutdown")
+	if hex.EncodeToString(s.TraceId) != trace {
+		t.Errorf("span in trace %x, want the consumer's", s.TraceId)
+	}
+	var runID string
+	for _, kv := range s.Attributes {
+		if kv.Key == "agui.run_id" {
+			runID = kv.Value.GetStringValue()
+		}
+	}
+	if runID != "run-7" {
+		t.Errorf("span %q has runId %q", s.Name, runID)
+	}
+}

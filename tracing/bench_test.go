@@ -1,0 +1,61 @@
+package tracing_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/tracing"
+)
+
+// BenchmarkRunSpan measures what tracing adds to a run when it is on: the
+// tap's calls for a short streamed run (the consumer's traceparent read,
+// the producer's set, five events flushed, the report's attributes) and
+// the span's export, in batches, to a collector on loopback. Off, there is
+// no tap at all: BenchmarkShortRun in relay/ shows a run's allocations
+// then.
+//
+//	go test -run '^$' -bench RunSpan -benchmem ./tracing/
+func BenchmarkRunSpan(b *testing.B) {
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) //nolint:errcheck
+	}))
+	defer collector.Close()
+	b.Setenv("OTEL_TRACES_EXPORTER", "")
+	b.Setenv("OTEL_SDK_DISABLED", "")
+	tr, err := tracing.New(context.Background(), tracing.Options{Endpoint: collector.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background()) //nolint:errcheck
+	var consumer, producer fasthttp.RequestHeader
+	consumer.SetMethod("POST")
+	consumer.SetRequestURI("/agent")
+	consumer.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	v1 := negotiate.Current
+	b.ReportAllocs()
+	for b.Loop() {
+		rep := &relay.RunReport{Route: "default", RunID: "run-0123456789", ThreadID: "thread-0123456789", Start: time.Now()}
+		tap := tr.Tap(rep)
+		ht := tap.(relay.HeaderTap)
+		ht.ConsumerHeaders(&consumer)
+		tap.Received(nil)
+		rep.Consumer, rep.ConsumerLearnt = v1, negotiate.Declared
+		ht.ProducerHeaders(&producer)
+		tap.Streaming(v1, negotiate.Version{})
+		tap.Flushed(1)
+		tap.Flushed(5)
+		rep.URL, rep.Status, rep.Producer, rep.Events, rep.Bytes, rep.Terminal = "http://agent/agent", 200, v1, 5, 480, "RUN_FINISHED"
+		rep.Duration = time.Since(rep.Start)
+		tap.End(rep)
+	}
+	b.StopTimer()
+	tr.ForceFlush(context.Background()) //nolint:errcheck
+}
