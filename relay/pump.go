@@ -96,7 +96,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 	if p.poller == nil && r.Poller != nil {
 		p.poller = r.Poller
 	}
-	p.noPark = cw.holds || p.poller == nil
+	p.noPark = cw.holds || p.poller == nil || !r.carrier().parks()
 	if r.IdleTimeout > 0 {
 		ub.watchWrites(&cw.ChunkWriter)
 	}

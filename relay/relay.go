@@ -141,6 +141,13 @@ type Relay struct {
 	// watches the consumer, which then cannot keep its connection for a
 	// next request.
 	Poller *wire.Poller
+	// Carrier gives each event stream its goroutine. nil: a goroutine per
+	// stream, the one the server starts for the connection the stream
+	// takes over, kept to the stream's end. ReuseGoroutines (what serve
+	// sets) runs a kept connection's next stream on the goroutine that
+	// served its request, and parks a stream whose producer is silent
+	// (with Poller).
+	Carrier Carrier
 	// Tap, when set, is called when a run starts and returns what watches
 	// the run as it passes (metrics, recordings; see RunTap), or nil. It is
 	// the one way to watch a Relay's runs: a tap's End is given the report

@@ -51,6 +51,7 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.New(core),
 		Poller:   testPoller(t),
+		Carrier:  carrierOf(),
 		Tap:      onEnd(nil, reportsTo(h.reports)),
 	}
 	// Every pause of a producer over a millisecond parks its stream, so
