@@ -63,16 +63,6 @@ func (r *Relay) carrier() Carrier {
 // request is answered with a stream, ReuseGoroutines hands the stream over
 // to it in place (handOver): no hijack, and no goroutine started for it.
 
-// hijackedStream is what a stream needs to run (run).
-type hijackedStream struct {
-	r    *Relay
-	w    *consumerWriter
-	head []byte
-	ub   *upstreamBody
-	resp *fasthttp.Response
-	rep  *RunReport
-}
-
 // serveConnection runs the stream, then, while it ends with the connection
 // kept and the consumer's next request is answered with a stream handed
 // over in place, that one, on this goroutine.

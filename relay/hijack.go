@@ -185,28 +185,6 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []b
 	return h.AppendBytes(dst)
 }
 
-// run runs one stream on the hijacked connection: the watcher, the header
-// (saying Connection: close when the connection cannot be kept), the
-// events, the end. It reports whether the connection is kept for the
-// consumer's next request (see serveConnection).
-func (st hijackedStream) run() (kept bool) {
-	r, w, head, ub := st.r, st.w, st.head, st.ub
-	if tok, ok := watchHangup(r.Poller, w.conn, func() { ub.cancel(errConsumerGone) }); ok {
-		w.watcher, w.hangup, w.watched = r.Poller, tok, true
-	} else {
-		// The watching goroutine reads the connection: it would take the
-		// consumer's next request, so the connection is not kept.
-		if w.srv != nil {
-			w.srv, head = nil, withClose(head)
-		}
-		go watchConsumer(w.conn, ub)
-	}
-	// The head goes out with the first flush, in the same write as the
-	// first events when they came with the producer's head.
-	w.SetHead(head)
-	return r.pump(w, ub, st.resp, st.rep)
-}
-
 // consumerWriter writes a stream's answer to the consumer's connection
 // (wire.ChunkWriter: the head, then the chunks) and holds what the relay
 // keeps of that connection: its hangup watch and its hand-back to the
