@@ -11,25 +11,18 @@ import (
 )
 
 // An event stream is answered on the consumer's connection itself, taken
-// over from the server once the run's handler returns (fasthttp's Hijack,
-// with no response of the server's; on a kept connection's later runs, in
-// place: the server's answer dropped and its loop ended, see respond):
-// the goroutine that reads the producer
-// writes the status line, the headers and the chunked body to the socket.
-// One goroutine carries each stream, and the Relay's Poller (hangup.go;
-// without one, a goroutine per stream, watchConsumer) notices the consumer
-// going away, where the server's own body
-// streaming would hand every block from the relay's goroutine to the
-// server's through a pipe (a copy and a wakeup per flush, and a third
-// goroutine and the server's read buffer held for the whole stream).
+// from the server once the run's handler returns (a hijack, or a hand-over
+// in place: see carrier.go). The stream's goroutine writes the head and the
+// chunked body to the socket, with no pipe to a server goroutine between.
+// The consumer's hangup is noticed by the Relay's Poller (hangup.go).
 //
-// What the server no longer does for a hijacked connection, the relay does:
-// it answers the headers the server would have (see respondHead), bounds
-// each write by a deadline (ConsumerStallTimeout: a consumer that takes
-// nothing for that long is cut, consumer_stalled), closes the connection
-// at the end of the stream, and keeps its own
-// registry of the runs in flight (track, Active, EndRuns), since the
-// server's Shutdown no longer counts them: call AwaitRuns after it.
+// What the server no longer does for such a connection, the relay does: it
+// renders the head (respondHead), bounds each write by ConsumerStallTimeout
+// (a consumer that takes nothing for that long is cut, consumer_stalled),
+// closes the connection at the stream's end or hands it back (handBack),
+// and keeps its own registry of the runs in flight (track, Active,
+// EndRuns), since the server's Shutdown does not count them: call
+// AwaitRuns after it.
 
 // respond answers the consumer with the event stream of a run: the headers
 // set on ctx.Response now, then what pump writes, on the goroutine the
@@ -83,8 +76,7 @@ type streamStart struct {
 // does (nextStream), and reports whether it did: no hijack, the server's
 // answer to the request dropped and its loop ended (socketConn's inPlace),
 // so that no goroutine is started for the stream and none waits for
-// another (the hijack's goroutine, and the wake of a second thread to run
-// it, were a run's largest cost after its system calls).
+// another.
 func (st streamStart) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
 	if !sc.handover.Take() {
 		return false

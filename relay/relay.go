@@ -164,9 +164,9 @@ type Relay struct {
 	translator *event.Translator // over the whole registry, reporting to losses
 	losses     lossLog
 	log        *zap.Logger
-	// counts holds the event.Counts of ended runs for the next (1.2 KiB a
-	// tapped run; the report that carries them is borrowed by its tap, so
-	// they come back once it has been reported).
+	// counts holds the event.Counts of ended runs for the next (the report
+	// that carries them is borrowed by its tap, so they come back once it
+	// has been reported).
 	counts sync.Pool
 	base   string
 
