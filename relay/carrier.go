@@ -22,9 +22,9 @@ type Carrier interface {
 	parks() bool
 }
 
-// goroutinePerStream is the nil Carrier: each stream runs on the goroutine
-// the server starts for the connection it hijacks, and keeps it for its
-// whole life.
+// goroutinePerStream is the nil Carrier: each stream is hijacked (hijack)
+// and runs on a goroutine of its own to its end; the consumer's next
+// request on a kept connection goes back to the server.
 type goroutinePerStream struct{}
 
 func (goroutinePerStream) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart) {

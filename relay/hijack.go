@@ -25,9 +25,9 @@ import (
 // AwaitRuns after it.
 
 // respond answers the consumer with the event stream of a run: the headers
-// set on ctx.Response now, then what pump writes, on the goroutine the
-// Relay's Carrier gives the stream. ctx must not be used
-// after the handler returns; resp and ub belong to the stream from here.
+// set on ctx.Response now, then what the stream writes (run), on the
+// goroutine the Relay's Carrier gives it. ctx must not be used after the
+// handler returns; resp and ub belong to the stream from here.
 //
 // Keep-alive: when the consumer can take another request on the connection
 // (HTTP/1.1, no Connection: close, nothing sent after its request), the
