@@ -388,9 +388,10 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 // Handle serves one request: a run, or anything else proxied unchanged
 // (with a CORS policy, a preflight is answered instead). It works on any
 // fasthttp.Server. On the one Server returns, with a Poller, a stream's
-// connection is kept for the consumer's next request and a quiet stream
-// gives its goroutine up (parks); on any other, a stream keeps the server's
-// hijack goroutine to its end and closes its connection (Connection: close).
+// connection is kept for the consumer's next request, and with
+// ReuseGoroutines a quiet stream gives its goroutine up (parks); on any
+// other, a stream keeps the server's hijack goroutine to its end and closes
+// its connection (Connection: close).
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return

@@ -41,9 +41,8 @@ type socketConn struct {
 	// headWait serves the connection's requests one after another (Relay.do).
 	headWait *headWait
 
-	// handover hands a kept connection's next stream from the server's
-	// hijack goroutine to the goroutine that served the request
-	// (handover.go).
+	// handover hands a kept connection's next stream from the request's
+	// handler to the goroutine that serves the connection (carrier.go).
 	handover wire.Handover[hijackedStream]
 
 	// inPlace is set while the server finishes a request whose stream was

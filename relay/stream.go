@@ -320,7 +320,7 @@ func (p *relayedStream) checkEnd() {
 	}
 	p.ended = true
 	if p.sb == nil {
-		p.ub.endWithin(p.grace()) // its reads wait inside Pump
+		p.ub.endWithin(p.grace()) // its reads wait inside the loop
 		return
 	}
 	// Polled: the grace is armed at the stream's first wait (armGrace),
