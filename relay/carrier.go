@@ -20,6 +20,10 @@ type Carrier interface {
 	// goroutine up (relayedStream.park), to be taken up by a new one
 	// (wake).
 	parks() bool
+	// next serves conn's next requests with srv once a stream on it ended
+	// with the connection kept, and returns the stream this goroutine is
+	// to run next, ok=false when none.
+	next(conn net.Conn, srv *fasthttp.Server) (st hijackedStream, ok bool)
 }
 
 // goroutinePerStream is the nil Carrier: each stream is hijacked (hijack)
@@ -32,6 +36,11 @@ func (goroutinePerStream) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st str
 }
 
 func (goroutinePerStream) parks() bool { return false }
+
+func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (hijackedStream, bool) {
+	srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
+	return hijackedStream{}, false
+}
 
 // ReuseGoroutines is the Carrier that starts as few goroutines as it can:
 // a kept connection's next stream is run by the goroutine that served its
@@ -49,6 +58,10 @@ func (ReuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st stream
 
 func (ReuseGoroutines) parks() bool { return true }
 
+func (ReuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (hijackedStream, bool) {
+	return nextStream(conn, srv)
+}
+
 // carrier returns r's Carrier: goroutinePerStream when it sets none.
 func (r *Relay) carrier() Carrier {
 	if r.Carrier == nil {
@@ -64,12 +77,12 @@ func (r *Relay) carrier() Carrier {
 // to it in place (handOver): no hijack, and no goroutine started for it.
 
 // serveConnection runs the stream, then, while it ends with the connection
-// kept and the consumer's next request is answered with a stream handed
-// over in place, that one, on this goroutine.
+// kept and the Carrier gives this goroutine the next stream (next), that
+// one.
 func (st hijackedStream) serveConnection() {
 	for st.run() {
 		var ok bool
-		if st, ok = nextStream(st.w.conn, st.w.srv); !ok {
+		if st, ok = st.r.carrier().next(st.w.conn, st.w.srv); !ok {
 			return
 		}
 	}

@@ -402,7 +402,7 @@ func (p *relayedStream) resume() {
 		return // parked again
 	}
 	if p.finish() {
-		if st, ok := nextStream(p.cw.conn, p.cw.srv); ok {
+		if st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv); ok {
 			st.serveConnection()
 		}
 	}
