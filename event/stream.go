@@ -124,7 +124,7 @@ type Stream struct {
 	cr      *translate.ChainRun
 	fields  []byte // fields of the frame being translated, written once
 	scratch []byte
-	werr    error
+	out     emitted // what the chain emitted for the frame being shaped
 
 	// Events and Bytes count what was written.
 	Events, Bytes int
@@ -158,11 +158,15 @@ type Stream struct {
 
 	obs translate.Observer // the runs' observer, made at the first decision
 	own bool               // the frame is the relay's own (Fail), not the producer's
+}
 
-	// While a terminal event is shaped, the type of the last terminal
-	// event the chain emitted for it.
-	watchTerminal bool
-	emitted       string
+// emitted is what the run's chain emitted for one frame (Stream.emit,
+// the chain's output): the events framed one after the other, and the
+// type of the last terminal event among them ("" when none). Frame writes
+// it once the chain has returned.
+type emitted struct {
+	frames   []byte
+	terminal string
 }
 
 // terminalType returns typ when it is a terminal event's type, as a
@@ -286,15 +290,12 @@ func (s *Stream) Frame(f *Frame) error {
 		// The frame's fields go with what the chain emits for it.
 		held := s.fields
 		s.fields = f.Fields
-		if terminal != "" {
+		s.out = emitted{frames: s.out.frames[:0]}
+		shapedAs := s.cr.ShapeWanted(w, f.Data, typ)
+		if terminal != "" && shapedAs == translate.Shaped && s.out.terminal != "" {
 			// What the consumer is told: a step may make the producer's
 			// RUN_FINISHED a RUN_ERROR (a cancelled outcome, for 0.0.x).
-			s.emitted, s.watchTerminal = terminal, true
-		}
-		shapedAs := s.cr.ShapeWanted(w, f.Data, typ)
-		s.watchTerminal = false
-		if terminal != "" && shapedAs == translate.Shaped {
-			terminal = s.emitted
+			terminal = s.out.terminal
 		}
 		switch shapedAs {
 		case translate.Shaped:
@@ -309,7 +310,9 @@ func (s *Stream) Frame(f *Frame) error {
 	var err error
 	switch {
 	case shaped:
-		err = s.werr
+		if len(s.out.frames) > 0 {
+			err = s.write(s.out.frames)
+		}
 	case f.Canonical:
 		s.countEvent(ti, len(f.Raw))
 		err = s.put(f.Raw, true)
@@ -424,21 +427,22 @@ func (s *Stream) Fail(cause, code string) (bool, error) {
 	return true, s.Frame(&Frame{Raw: raw, Data: raw[len("data: ") : len(raw)-2], Canonical: true})
 }
 
+// emit is the chain's output: it frames ev after what the chain emitted
+// before it for the frame being shaped (out), with the frame's fields
+// before the first, and counts it. ev is borrowed, so it is copied.
 func (s *Stream) emit(ev []byte) {
-	s.scratch = AppendFrame(s.scratch[:0], s.fields, ev)
-	ti := 0
-	if s.Counts != nil || s.watchTerminal { // the type is peeked only when it is needed
-		t := rules.PeekType(ev)
-		ti = eventIndex(t)
-		if tt := terminalType(t); s.watchTerminal && tt != "" {
-			s.emitted = tt
-		}
-	}
-	s.countEvent(ti, len(s.scratch))
+	n := len(s.out.frames)
+	s.out.frames = AppendFrame(s.out.frames, s.fields, ev)
 	s.fields = nil
-	if err := s.write(s.scratch); err != nil && s.werr == nil {
-		s.werr = err
+	t := rules.PeekType(ev)
+	if tt := terminalType(t); tt != "" {
+		s.out.terminal = tt
 	}
+	ti := 0
+	if s.Counts != nil {
+		ti = eventIndex(t)
+	}
+	s.countEvent(ti, len(s.out.frames)-n)
 }
 
 // countEvent counts one event written, n bytes framed, of label index ti

@@ -52,6 +52,7 @@ func rawRelay(t *testing.T, upstream string, onRun func(*RunReport), configure .
 		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.NewNop(),
 		Poller:   testPoller(t),
+		Carrier:  carrierOf(),
 	}
 	for _, c := range configure {
 		c(r)

@@ -11,29 +11,23 @@ import (
 )
 
 // An event stream is answered on the consumer's connection itself, taken
-// over from the server once the run's handler returns (fasthttp's Hijack,
-// with no response of the server's; on a kept connection's later runs, in
-// place: the server's answer dropped and its loop ended, see respond):
-// the goroutine that reads the producer
-// writes the status line, the headers and the chunked body to the socket.
-// One goroutine carries each stream, and the Relay's Poller (hangup.go;
-// without one, a goroutine per stream, watchConsumer) notices the consumer
-// going away, where the server's own body
-// streaming would hand every block from the relay's goroutine to the
-// server's through a pipe (a copy and a wakeup per flush, and a third
-// goroutine and the server's read buffer held for the whole stream).
+// from the server once the run's handler returns (a hijack, or a hand-over
+// in place: see carrier.go). The stream's goroutine writes the head and the
+// chunked body to the socket, with no pipe to a server goroutine between.
+// The consumer's hangup is noticed by the Relay's Poller (hangup.go).
 //
-// What the server no longer does for a hijacked connection, the relay does:
-// it answers the headers the server would have (see respondHead), bounds
-// each write by a deadline (ConsumerStallTimeout: a consumer that takes
-// nothing for that long is cut, consumer_stalled), closes the connection
-// at the end of the stream, and keeps its own
-// registry of the runs in flight (track, Active, EndRuns), since the
-// server's Shutdown no longer counts them: call AwaitRuns after it.
+// What the server no longer does for such a connection, the relay does: it
+// renders the head (respondHead), bounds each write by ConsumerStallTimeout
+// (a consumer that takes nothing for that long is cut, consumer_stalled),
+// closes the connection at the stream's end or hands it back (handBack),
+// and keeps its own registry of the runs in flight (track, Active,
+// EndRuns), since the server's Shutdown does not count them: call
+// AwaitRuns after it.
 
 // respond answers the consumer with the event stream of a run: the headers
-// set on ctx.Response now, then what pump writes. ctx must not be used
-// after the handler returns; resp and ub belong to the stream from here.
+// set on ctx.Response now, then what the stream writes (run), on the
+// goroutine the Relay's Carrier gives it. ctx must not be used after the
+// handler returns; resp and ub belong to the stream from here.
 //
 // Keep-alive: when the consumer can take another request on the connection
 // (HTTP/1.1, no Connection: close, nothing sent after its request), the
@@ -58,36 +52,58 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	if sc != nil {
 		sc.head = head
 	}
-	done := ctx.Done()
 	timeout := r.ConsumerStallTimeout
 	if timeout == 0 {
 		timeout = DefaultConsumerStallTimeout
 	}
-	// When a goroutine serves the connection (nextStream), the stream is
-	// handed to it to run (wire.Handover), without a hijack: the server's
-	// answer to the request is dropped and its loop ends (socketConn's
-	// inPlace), so that no goroutine is started for the stream and none
-	// waits for another (the hijack's goroutine, and the wake of a second
-	// thread to run it, were a run's largest cost after its system calls).
-	if sc != nil && sc.handover.Take() {
-		w := newConsumerWriter(sc, chunked, timeout)
-		if keep {
-			w.srv, w.shutdown = srv, done
-		}
-		sc.handover.Give(hijackedStream{r, w, head, ub, resp, rep}) // taken once the server returns (nextStream)
-		sc.idleRead = false
-		sc.inPlace.Store(true)
-		ctx.Response.Reset() // what the server writes is dropped: the least to render
-		return
+	st := streamStart{hijackedStream{r: r, head: head, ub: ub, resp: resp, rep: rep}, chunked, keep, timeout, srv, ctx.Done()}
+	r.carrier().carry(ctx, sc, st)
+}
+
+// streamStart is a stream answered by respond, before it has a goroutine
+// (Carrier.carry) and so a writer: how its answer is written (chunked,
+// timeout) and whether its connection may be kept, with the server (srv)
+// and the shutdown signal (done) for that.
+type streamStart struct {
+	hijackedStream
+	chunked, keep bool
+	timeout       time.Duration
+	srv           *fasthttp.Server
+	done          <-chan struct{}
+}
+
+// handOver hands the stream to the goroutine that serves sc, when one
+// does (nextStream), and reports whether it did: no hijack, the server's
+// answer to the request dropped and its loop ended (socketConn's inPlace),
+// so that no goroutine is started for the stream and none waits for
+// another.
+func (st streamStart) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
+	if !sc.handover.Take() {
+		return false
 	}
+	st.w = newConsumerWriter(sc, st.chunked, st.timeout)
+	if st.keep {
+		st.w.srv, st.w.shutdown = st.srv, st.done
+	}
+	sc.handover.Give(st.hijackedStream) // taken once the server returns (nextStream)
+	sc.idleRead = false
+	sc.inPlace.Store(true)
+	ctx.Response.Reset() // what the server writes is dropped: the least to render
+	return true
+}
+
+// hijack takes the connection over from the server once the handler
+// returns (fasthttp's Hijack, with no response of the server's) and runs
+// the stream on the goroutine the server starts for that; sc is the
+// connection under ctx's when the relay's Listener served it (else nil).
+func (st streamStart) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
-		// Copies, changed here: keep and head themselves, captured and
-		// changed, would be moved to the heap on every run, the in-place
-		// ones too.
-		keep, head := keep, head
-		if keep && sentMore(c, sc) {
-			keep, head = false, withClose(head)
+		// A copy, changed here: st itself, captured and changed, would be
+		// moved to the heap on every run, the in-place ones too.
+		st := st
+		if st.keep && sentMore(c, sc) {
+			st.keep, st.head = false, withClose(st.head)
 		}
 		// The server's buffered reader of the connection is left behind
 		// with c (Server.KeepHijackedConns): nothing reads the request any
@@ -96,22 +112,21 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn()
 		}
-		w := newConsumerWriter(c, chunked, timeout)
-		w.holds = srv == nil
-		if keep {
-			w.srv, w.shutdown = srv, done
+		w := newConsumerWriter(c, st.chunked, st.timeout)
+		w.holds = st.srv == nil
+		if st.keep {
+			w.srv, w.shutdown = st.srv, st.done
 		}
-		st := hijackedStream{r, w, head, ub, resp, rep}
-		switch {
-		case srv == nil:
+		st.w = w
+		if st.srv == nil {
 			// A server not made by Server: it may close the connection
 			// once this handler returns (KeepHijackedConns unset), so the
 			// stream runs here to its end (holds: it does not park), and
 			// the connection is not kept.
 			st.run()
-		default:
-			go st.serveConnection()
+			return
 		}
+		go st.serveConnection()
 	})
 }
 
@@ -160,28 +175,6 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []b
 		h.SetContentLength(-2)
 	}
 	return h.AppendBytes(dst)
-}
-
-// run runs one stream on the hijacked connection: the watcher, the header
-// (saying Connection: close when the connection cannot be kept), the
-// events, the end. It reports whether the connection is kept for the
-// consumer's next request (see serveConnection).
-func (st hijackedStream) run() (kept bool) {
-	r, w, head, ub := st.r, st.w, st.head, st.ub
-	if tok, ok := watchHangup(r.Poller, w.conn, func() { ub.cancel(errConsumerGone) }); ok {
-		w.watcher, w.hangup, w.watched = r.Poller, tok, true
-	} else {
-		// The watching goroutine reads the connection: it would take the
-		// consumer's next request, so the connection is not kept.
-		if w.srv != nil {
-			w.srv, head = nil, withClose(head)
-		}
-		go watchConsumer(w.conn, ub)
-	}
-	// The head goes out with the first flush, in the same write as the
-	// first events when they came with the producer's head.
-	w.SetHead(head)
-	return r.pump(w, ub, st.resp, st.rep)
 }
 
 // consumerWriter writes a stream's answer to the consumer's connection

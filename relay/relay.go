@@ -141,6 +141,13 @@ type Relay struct {
 	// watches the consumer, which then cannot keep its connection for a
 	// next request.
 	Poller *wire.Poller
+	// Carrier gives each event stream its goroutine. nil: a goroutine per
+	// stream, the one the server starts for the connection the stream
+	// takes over, kept to the stream's end. ReuseGoroutines (what serve
+	// sets) runs a kept connection's next stream on the goroutine that
+	// served its request, and parks a stream whose producer is silent
+	// (with Poller).
+	Carrier Carrier
 	// Tap, when set, is called when a run starts and returns what watches
 	// the run as it passes (metrics, recordings; see RunTap), or nil. It is
 	// the one way to watch a Relay's runs: a tap's End is given the report
@@ -157,9 +164,9 @@ type Relay struct {
 	translator *event.Translator // over the whole registry, reporting to losses
 	losses     lossLog
 	log        *zap.Logger
-	// counts holds the event.Counts of ended runs for the next (1.2 KiB a
-	// tapped run; the report that carries them is borrowed by its tap, so
-	// they come back once it has been reported).
+	// counts holds the event.Counts of ended runs for the next (the report
+	// that carries them is borrowed by its tap, so they come back once it
+	// has been reported).
 	counts sync.Pool
 	base   string
 
@@ -381,9 +388,10 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 // Handle serves one request: a run, or anything else proxied unchanged
 // (with a CORS policy, a preflight is answered instead). It works on any
 // fasthttp.Server. On the one Server returns, with a Poller, a stream's
-// connection is kept for the consumer's next request and a quiet stream
-// gives its goroutine up (parks); on any other, a stream keeps the server's
-// hijack goroutine to its end and closes its connection (Connection: close).
+// connection is kept for the consumer's next request, and with
+// ReuseGoroutines a quiet stream gives its goroutine up (parks); on any
+// other, a stream keeps the server's hijack goroutine to its end and closes
+// its connection (Connection: close).
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return

@@ -51,10 +51,11 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.New(core),
 		Poller:   testPoller(t),
+		Carrier:  carrierOf(),
 		Tap:      onEnd(nil, reportsTo(h.reports)),
 	}
 	// Every pause of a producer over a millisecond parks its stream, so
-	// that the tests below exercise parked streams too (see pump.go).
+	// that the tests below exercise parked streams too (see stream.go).
 	parkingAfter(h.relay, time.Millisecond)
 	if configure != nil {
 		configure(h.relay)

@@ -25,11 +25,11 @@ type socketConn struct {
 	// or the poller: sentMore's question to the server's reader of the
 	// request, set and cleared by the one goroutine that reads then.
 	noWait bool
-	// idleRead: see inPlace. (In noWait's word.)
+	// idleRead: see inPlace.
 	idleRead bool
 	// hangup is the connection's registration with watcher, the Relay's
 	// Poller (watchHangup), kept from its first run to its close; 0 when
-	// none. (Beside noWait: the two share a word.)
+	// none.
 	hangup atomic.Int32
 	// head is the buffer the answers' heads are rendered into (respond),
 	// one run at a time.
@@ -41,13 +41,12 @@ type socketConn struct {
 	// headWait serves the connection's requests one after another (Relay.do).
 	headWait *headWait
 
-	// handover hands a kept connection's next stream from the server's
-	// hijack goroutine to the goroutine that served the request
-	// (handover.go).
+	// handover hands a kept connection's next stream from the request's
+	// handler to the goroutine that serves the connection (carrier.go).
 	handover wire.Handover[hijackedStream]
 
 	// inPlace is set while the server finishes a request whose stream was
-	// handed over without a hijack (respond): its writes are dropped, its
+	// handed over without a hijack (handOver): its writes are dropped, its
 	// next read ends its loop (idleRead records that it was the wait for
 	// a request's first byte, fasthttp's one-byte read, made only when it
 	// has nothing buffered: no pipelined request is lost), the request
@@ -74,7 +73,9 @@ func servedInPlace(ctx *fasthttp.RequestCtx) bool {
 var errInPlace = errors.New("relay: the connection's stream runs in place")
 
 // Write is wire.Conn's, but for the server's answer to a request whose
-// stream was handed over in place (inPlace): dropped.
+// stream was handed over in place (inPlace): dropped. fasthttp has no way
+// to end its loop on a connection without writing an answer or closing
+// it; this and the read that answers errInPlace are that way.
 func (s *socketConn) Write(p []byte) (int, error) {
 	if s.inPlace.Load() {
 		return len(p), nil

@@ -406,6 +406,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			Log:                  rlog,
 			Tap:                  sh.tap,
 			Poller:               sh.poller,
+			Carrier:              relay.ReuseGoroutines{},
 		}
 		r.QuietTranslationWarnings = sh.quiet
 		if rc.stripPrefix && rc.prefix != "/" {

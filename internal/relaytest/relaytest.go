@@ -71,6 +71,7 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 		Client:   relay.NewClient(relay.ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
 		Log:      zap.NewNop(),
 		Poller:   poller,
+		Carrier:  relay.ReuseGoroutines{},
 	}
 	if configure != nil {
 		configure(h.Relay)

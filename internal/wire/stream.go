@@ -469,10 +469,10 @@ func (w *ChunkWriter) Write(p []byte) (int, error) {
 }
 
 // WriteBorrowed is Write for bytes the caller leaves unchanged until the
-// next flush (the scanner's buffer: Pump flushes before its bytes move).
-// Frames that lie end to end there, as a burst of frames passed through
-// does, go out from where they are in one chunk, with no copy into the
-// pending buffer.
+// next flush (the scanner's buffer: the stream's loop flushes before its
+// bytes move). Frames that lie end to end there, as a burst of frames
+// passed through does, go out from where they are in one chunk, with no
+// copy into the pending buffer.
 func (w *ChunkWriter) WriteBorrowed(p []byte) error {
 	n := len(w.span)
 	switch {

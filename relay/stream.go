@@ -18,10 +18,52 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
-// relayedStream copies one run's event stream from the producer to the consumer,
-// one frame at a time through a Stream (event.Stream.Pump: frames, flush,
-// read). It owns resp and cw, and closes the consumer's connection when it
-// is done.
+// A stream's life, read top to bottom (run):
+//
+//  1. The head: the consumer's hangup watched, the answer's head set to go
+//     out with the first flush, the Stream that shapes the events made.
+//  2. The loop (loop): read → scan → frame → flush, until the producer's
+//     answer ends, the run ends or fails, or the consumer is gone. A body
+//     read by descriptor is read inside wire.Body.Poll; a stream whose
+//     producer is silent for parkAfter parks (park), and a new goroutine
+//     takes it up at phase 2 when bytes arrive (wake).
+//  3. The finish (finish): the terminal event, a RUN_ERROR when the
+//     consumer is owed one, the last flush, the release of both
+//     connections and the run's report.
+//
+// How the stream gets its goroutine is the Relay's Carrier's (carrier.go):
+// run starts on it.
+
+// hijackedStream is what a stream needs to run (run): its answer's head
+// and writer, and the producer's answer.
+type hijackedStream struct {
+	r    *Relay
+	w    *consumerWriter
+	head []byte
+	ub   *upstreamBody
+	resp *fasthttp.Response
+	rep  *RunReport
+}
+
+// run is the life of one stream, on the goroutine its Carrier gave it; it
+// reports whether the connection is kept for the consumer's next request
+// (see serveConnection): false too when the stream parked (the goroutine
+// that takes it up serves the connection on).
+func (st hijackedStream) run() (kept bool) {
+	// 1. The head.
+	p := st.begin()
+	// 2. The loop, until the stream ends or parks.
+	if !p.relay() {
+		p.leave()
+		return false // parked: a new goroutine takes the stream up (wake)
+	}
+	// 3. The finish.
+	return p.finish()
+}
+
+// relayedStream is one run's stream from the producer to the consumer. It
+// owns resp and the consumer's writer, and closes the consumer's
+// connection when it is done.
 //
 // Parking: a polled stream (see wire.Body.Poll) on which the producer
 // has sent nothing for parkAfter gives up its goroutine. Its connection is
@@ -41,12 +83,12 @@ type relayedStream struct {
 	tap RunTap
 	sb  *wire.Body // the body, when it can be polled (and so parked)
 
-	werr, rerr error
-	step       func() bool // p.pumpSome, made once (it escapes into wire.Body.Poll)
+	werr, rerr error       // what ended the loop: a write to the consumer, a read of the producer
+	step       func() bool // p.loop, made once (it escapes into wire.Body.Poll)
 
 	parkAfter time.Duration
 	poller    streamPoller // nil: the stream does not park, and is not counted
-	now       time.Time    // the clock at the last read (Read): a wait that follows starts then
+	now       time.Time    // the clock at the last read (noteRead): a wait that follows starts then
 	clock     time.Time    // the stream's start, from which now is read on the monotonic clock alone
 	deadline  time.Time    // the read deadline that ends a wait by parking
 	parked    atomic.Bool  // waiting in the poller with no goroutine
@@ -84,19 +126,33 @@ type streamPoller interface {
 	Leave()
 }
 
-// pump runs a stream from the stream's goroutine (see stream) and reports
-// whether the connection is kept for the consumer's next request: false
-// too when the stream parked (the goroutine that takes it up serves the
-// connection on).
-func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) (kept bool) {
-	p := &relayedStream{r: r, cw: cw, ub: ub, resp: resp, rep: rep, parkAfter: parkAfter, poller: r.tuning.poller}
+// begin is phase 1 of run, the head: the consumer's hangup watched, the
+// answer's head set, the stream made.
+func (st hijackedStream) begin() *relayedStream {
+	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
+	head := st.head
+	if tok, ok := watchHangup(r.Poller, cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
+		cw.watcher, cw.hangup, cw.watched = r.Poller, tok, true
+	} else {
+		// The watching goroutine reads the connection: it would take the
+		// consumer's next request, so the connection is not kept.
+		if cw.srv != nil {
+			cw.srv, head = nil, withClose(head)
+		}
+		go watchConsumer(cw.conn, ub)
+	}
+	// The head goes out with the first flush, in the same write as the
+	// first events when they came with the producer's head.
+	cw.SetHead(head)
+
+	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter, poller: r.tuning.poller}
 	if r.tuning.parkAfter != 0 {
 		p.parkAfter = r.tuning.parkAfter
 	}
 	if p.poller == nil && r.Poller != nil {
 		p.poller = r.Poller
 	}
-	p.noPark = cw.holds || p.poller == nil
+	p.noPark = cw.holds || p.poller == nil || !r.carrier().parks()
 	if r.IdleTimeout > 0 {
 		ub.watchWrites(&cw.ChunkWriter)
 	}
@@ -116,7 +172,7 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 		}
 	}
 	p.sc = event.NewIdleScanner(nil, r.MaxFrame)
-	p.step = p.pumpSome
+	p.step = p.loop
 	if sb, ok := ub.body.(*wire.Body); ok && sb.Polled() {
 		p.sb = sb
 		p.sc.Polled = true
@@ -127,46 +183,112 @@ func (r *Relay) pump(cw *consumerWriter, ub *upstreamBody, resp *fasthttp.Respon
 		}
 		sb.OnClose(p.wake)
 	}
-	return p.run()
+	return p
 }
 
-// pumpSome relays what the producer has sent: it reports false when the
-// producer has nothing more for now (wait for it, then call it again),
-// true when the stream is over.
-func (p *relayedStream) pumpSome() bool {
+// relay is phase 2 of run, from its start or from a wake: it runs the loop
+// until the stream is over (true) or parked (false).
+//
+// A body read by descriptor (wire.Body.Poll) runs the loop inside the
+// connection's RawConn read, as its callback: the loop returns false to
+// wait for the producer there, true when the stream is over. It stays
+// inside across waits because a new RawConn read resets the runtime
+// poller's readiness, and so would cost a read(2) that finds nothing
+// before every wait. A wait that outlasts the read deadline (armParking)
+// ends the Poll: the stream parks.
+func (p *relayedStream) relay() (over bool) {
+	if p.sb == nil {
+		p.loop() // its reads wait for the producer
+		return true
+	}
 	for {
-		rerr, werr := p.st.Pump(p.sc, p)
+		polled, err := p.sb.Poll(p.step)
 		switch {
-		case werr != nil:
-			p.werr = werr
+		case !polled:
+			p.loop() // closed before it could be polled: reads now say so
 			return true
-		case rerr == syscall.EAGAIN:
-			if !p.endedAt.IsZero() {
-				p.armGrace()
+		case err == nil || p.rerr != nil || p.werr != nil:
+			return true
+		case errors.Is(err, os.ErrDeadlineExceeded) && p.sb.Open():
+			if p.park() {
+				return false
 			}
-			return !p.armParking()
-		case rerr != nil:
-			p.rerr = rerr
+			p.noPark = true // no poller here: wait on in this goroutine
+		default:
+			p.rerr = err
 			return true
-		}
-		if !p.ended { // a run ended
-			p.checkEnd()
 		}
 	}
 }
 
-// Read is the stream's source, what Pump reads: the producer's answer,
-// each read noted for the idle timeout (touch) and shown to the tap. The
+// loop is the stream's loop: read → scan → frame → flush. It relays
+// every frame the scanner holds (Stream.Frame), flushes them to the
+// consumer in one write when none is left, and reads the producer again
+// (Scanner.Fill, through Read). It reports false when the producer has
+// nothing more for now (wait for it, then call loop again), true when the
+// stream is over: rerr (io.EOF at the answer's end) or werr says why.
+func (p *relayedStream) loop() (over bool) {
+	var f event.Frame // on the stack: Scan writes the frame into it
+	st, sc := p.st, p.sc
+	for {
+		// Scan → frame: every whole frame buffered.
+		ok, err := sc.Scan(&f)
+		if err != nil {
+			p.rerr = err
+			return true
+		}
+		if ok {
+			open := st.Terminal == ""
+			if err := st.Frame(&f); err != nil {
+				p.werr = err
+				return true
+			}
+			if open && st.Terminal != "" && !p.ended {
+				p.checkEnd() // a run ended: the stream may end within the grace
+			}
+			continue
+		}
+		// Flush: what the frames wrote goes out in one write (a raw writev
+		// of the head, the chunks and the frames where they lie), before
+		// the read that could wait and that moves the scanner's bytes.
+		if err := p.cw.Flush(); err != nil {
+			p.werr = err
+			return true
+		}
+		if p.tap != nil {
+			p.tap.Flushed(st.Events)
+		}
+		// Read.
+		p.noteRead()
+		switch err := sc.Fill(p); {
+		case err == syscall.EAGAIN:
+			if !p.endedAt.IsZero() {
+				p.armGrace()
+			}
+			return !p.armParking()
+		case err != nil:
+			p.rerr = err
+			return true
+		}
+	}
+}
+
+// noteRead notes the read that follows for the idle timeout (touch). The
 // clock is read on the monotonic clock alone (one reading where time.Now
 // makes two), and not for the read that a polled body answers without
 // asking the kernel (Drained): it follows the last one in the same wake,
 // whose time stands for it, unless a write to the consumer that the idle
 // timer found in flight came between (touchAfterWrite).
-func (p *relayedStream) Read(b []byte) (int, error) {
+func (p *relayedStream) noteRead() {
 	if p.sb == nil || !p.sb.Drained() || p.ub.touchAfterWrite() {
 		p.now = p.clock.Add(time.Since(p.clock))
 		p.ub.touch(p.now)
 	}
+}
+
+// Read is what the scanner reads (Fill): the producer's answer, shown to
+// the tap.
+func (p *relayedStream) Read(b []byte) (int, error) {
 	n, err := p.ub.Read(b)
 	if n > 0 && p.tap != nil {
 		p.tap.Read(b[:n])
@@ -195,7 +317,7 @@ func (p *relayedStream) checkEnd() {
 	}
 	p.ended = true
 	if p.sb == nil {
-		p.ub.endWithin(p.grace()) // its reads wait inside Pump
+		p.ub.endWithin(p.grace()) // its reads wait inside the loop
 		return
 	}
 	// Polled: the grace is armed at the stream's first wait (armGrace),
@@ -236,36 +358,6 @@ func (p *relayedStream) armParking() bool {
 	return p.sb.Open()
 }
 
-// run relays until the stream ends or parks, and reports whether it ended
-// with the connection kept (see finish).
-func (p *relayedStream) run() (kept bool) {
-	if p.sb == nil {
-		p.pumpSome()
-		return p.finish()
-	}
-	for {
-		polled, err := p.sb.Poll(p.step)
-		if !polled {
-			p.pumpSome() // closed before it could be polled: reads now say so
-			break
-		}
-		if err == nil || p.rerr != nil || p.werr != nil {
-			break
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) && p.sb.Open() {
-			if p.park() {
-				p.leave()
-				return false // a new goroutine takes the stream up (wake)
-			}
-			p.noPark = true // no poller here: wait on in this goroutine
-			continue
-		}
-		p.rerr = err
-		break
-	}
-	return p.finish()
-}
-
 // park registers the stream's connection with the poller and reports true
 // when the goroutine may end: wake runs the stream on from a new one.
 func (p *relayedStream) park() bool {
@@ -297,17 +389,23 @@ func (p *relayedStream) wake() {
 	}
 }
 
+// resume takes a parked stream up at phase 2 of run, then serves the
+// connection on when the stream ends with it kept.
 func (p *relayedStream) resume() {
 	p.enter()
 	p.poller.Remove(p.sb.RawConn(), p.token)
-	if p.run() {
-		if st, ok := nextStream(p.cw.conn, p.cw.srv); ok {
+	if !p.relay() {
+		p.leave()
+		return // parked again
+	}
+	if p.finish() {
+		if st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv); ok {
 			st.serveConnection()
 		}
 	}
 }
 
-// finish ends the stream: the terminal RUN_ERROR when the relay cut it, the
+// finish is phase 3 of run: the terminal RUN_ERROR when the relay cut it, the
 // last flush, the end of the body, the report. It reports whether the
 // connection is kept: the caller then serves it on (serveConnection).
 func (p *relayedStream) finish() (kept bool) {
