@@ -13,7 +13,8 @@ import (
 )
 
 // docs/architecture.md names files, packages, types and functions; each
-// must exist, so that the page cannot describe code that has gone.
+// must exist, so that the page cannot describe code that has gone, and each
+// file of relay/ and internal/wire/ must have its line.
 func TestArchitectureNamesWhatExists(t *testing.T) {
 	doc := readDoc(t, "docs/architecture.md")
 	decl := declaredNames(t)
@@ -56,6 +57,15 @@ func TestArchitectureNamesWhatExists(t *testing.T) {
 			checked++
 			if !decl.names[name] {
 				t.Errorf("docs/architecture.md names `%s`: nothing of that name is declared in the module", s)
+			}
+		}
+	}
+	// And the other way: every file of relay/ and internal/wire/ has its line.
+	for _, dir := range []string{"relay", "internal/wire"} {
+		names, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, f := range names {
+			if base := filepath.Base(f); !strings.HasSuffix(base, "_test.go") && !strings.Contains(doc, "`"+base+"`") {
+				t.Errorf("docs/architecture.md has no line for %s", f)
 			}
 		}
 	}
