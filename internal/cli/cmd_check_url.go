@@ -198,8 +198,8 @@ func declaredVersion(events [][]byte) string {
 }
 
 // profilesTable prints the producer's declared version and faults, then
-// one row per consumer; it reports whether every served consumer reads the
-// stream through the relay.
+// one row per consumer; it reports whether the stream ends with a terminal
+// event and every served consumer reads it through the relay.
 func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 	events, err := streamEvents(sse)
 	if err != nil {
@@ -208,7 +208,7 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 	fmt.Fprintf(w, "producer: %d events; protocolVersion declared: %s\n", len(events), declaredVersion(events))
 	c := checker{v: negotiate.Current, out: w, now: now}
 	faults := 0
-	st := rules.NewStream(negotiate.Current)
+	run := load.NewRunJudge() // the verdict agui-relay load reaches on this stream
 	for i, ev := range events {
 		j := rules.JudgeEvent(negotiate.Current, ev)
 		var bad []rules.Finding
@@ -217,7 +217,7 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 				bad = append(bad, f)
 			}
 		}
-		sf := st.Next(ev)
+		sf := run.Event(ev, rules.PeekType(ev))
 		if len(bad) == 0 && len(sf) == 0 {
 			continue
 		}
@@ -233,6 +233,14 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 				fmt.Fprintf(w, "    hint: %s\n", f.Hint)
 			}
 		}
+	}
+	if run.Terminal() == "" {
+		if faults == 0 {
+			fmt.Fprintln(w, "producer faults (by the 1.0 rules):")
+		}
+		faults++
+		fmt.Fprintf(w, "stream: no terminal: %s\n", load.NoTerminal(int64(len(events))))
+		fmt.Fprintln(w, "  hint: the producer likely closes the stream without RUN_FINISHED when a run ends early; consumers wait for it, and agui-relay load counts the run as failed")
 	}
 	if faults == 0 {
 		fmt.Fprintln(w, "producer faults (by the 1.0 rules): none")
@@ -253,6 +261,10 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 	t.text(w)
 	if ok, why := negotiate.Supported(negotiate.Profiles[0].Last); !ok {
 		fmt.Fprintf(w, "(not served: %s)\n", why)
+	}
+	if run.Terminal() == "" {
+		fmt.Fprintln(w, "\nsummary: the stream has no terminal event: every consumer waits for one")
+		return false, nil
 	}
 	if all {
 		fmt.Fprintln(w, "\nsummary: every consumer the relay serves reads the stream through it")

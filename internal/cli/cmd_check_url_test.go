@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -135,5 +136,34 @@ func TestCheckProfilesOfARecording(t *testing.T) {
 	wantContains(t, out, "protocolVersion declared: none", "CopilotKit 2 (@copilotkitnext/* 1.54)")
 	if r := rowOf(t, out, "P59"); !strings.HasSuffix(r, "yes") {
 		t.Errorf("row %q", r)
+	}
+}
+
+// check --url and load reach one verdict on one stream: one without a
+// terminal event, and one with an event before the start of its message,
+// fail both, for the same reason.
+func TestCheckURLAndLoadAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name, events, check, load string
+	}{
+		{"no terminal", `{"type":"RUN_STARTED","threadId":"t","runId":"r"}`,
+			"stream: no terminal: the stream ended after 1 events without RUN_FINISHED or RUN_ERROR", "no terminal             1  e.g. the stream ended after 1 events without RUN_FINISHED or RUN_ERROR"},
+		{"out of order", `{"type":"RUN_STARTED","threadId":"t","runId":"r"}` + "\n\ndata: " +
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}` + "\n\ndata: " + `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`,
+			"stream: message-not-started:", "out of order            1  e.g. #1 TEXT_MESSAGE_CONTENT: message-not-started"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: %s\n\n", tc.events)
+		}))
+		code, out, errs := runCmd(t, "", "check", "--url", srv.URL)
+		if code != 1 || !strings.Contains(out, tc.check) || strings.Contains(out, "producer faults (by the 1.0 rules): none") {
+			t.Errorf("%s: check exit %d, want 1 with %q:\n%s%s", tc.name, code, tc.check, out, errs)
+		}
+		code, out, errs = loadCmd(t, context.Background(), "-n", "1", "-c", "1", "--progress", "none", srv.URL)
+		if code != 1 || !strings.Contains(out, tc.load) {
+			t.Errorf("%s: load exit %d, want 1 with %q:\n%s%s", tc.name, code, tc.load, out, errs)
+		}
+		srv.Close()
 	}
 }

@@ -168,7 +168,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 			o.progress = "bar"
 		}
 	}
-	rep := &loadReport{Command: "agui-relay load " + strings.Join(args, " "), Targets: targets, Started: time.Now()}
+	rep := &loadReport{Command: "agui-relay load " + shellQuote(args), Targets: targets, Started: time.Now()}
 	for _, c := range o.levels {
 		lv := loadLevel{Concurrency: c, Results: make([]*load.Result, len(targets))}
 		rounds := 1

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -38,6 +39,21 @@ func (r *loadReport) failed() bool {
 		}
 	}
 	return false
+}
+
+// shellQuote quotes each of args as a POSIX shell reads it back, so that a
+// command pasted from a report runs as it ran: a URL with & stays one
+// argument.
+func shellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }
 
 // table is a report table, printed as aligned text or as markdown.
@@ -94,8 +110,22 @@ func (t *table) markdown(w io.Writer) {
 	}
 }
 
-// ms formats milliseconds with three significant figures or so.
-func ms(v float64) string {
+// dur formats milliseconds in the unit that suits them (µs, ms or s),
+// with three significant figures or so: the histograms resolve a
+// microsecond.
+func dur(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 1:
+		return sig(v*1000) + " µs"
+	case v < 1000:
+		return sig(v) + " ms"
+	}
+	return sig(v/1000) + " s"
+}
+
+func sig(v float64) string {
 	switch {
 	case v >= 100:
 		return fmt.Sprintf("%.0f", v)
@@ -113,14 +143,14 @@ func ratio(b, a float64) string {
 }
 
 func timingsTable(res *load.Result) *table {
-	t := &table{head: []string{"time (ms)", "p50", "p90", "p99", "p99.9", "max", "n"}}
+	t := &table{head: []string{"time", "min", "mean", "p50", "p90", "p99", "p99.9", "max", "n"}}
 	for _, tm := range load.Timings() {
 		s := res.Summary(tm)
 		if s.N == 0 {
-			t.add(tm.String(), "–", "–", "–", "–", "–", "0")
+			t.add(tm.String(), "–", "–", "–", "–", "–", "–", "–", "0")
 			continue
 		}
-		t.add(tm.String(), ms(s.P50), ms(s.P90), ms(s.P99), ms(s.P999), ms(s.Max), fmt.Sprint(s.N))
+		t.add(tm.String(), dur(s.Min), dur(s.Mean), dur(s.P50), dur(s.P90), dur(s.P99), dur(s.P999), dur(s.Max), fmt.Sprint(s.N))
 	}
 	return t
 }
@@ -132,6 +162,9 @@ func summaryLines(res *load.Result) []string {
 		fmt.Sprintf("throughput: %.1f runs/s, %s events/s, %s/s", res.RunsSec, humanCount(res.EventsSec), humanBytes(res.BytesSec)),
 		fmt.Sprintf("runs: %d judged, %d complete (%.1f%%), %d with RUN_FINISHED; %d cut by the load's end (not judged)",
 			res.Runs, res.Complete, 100*res.Completeness(), res.Finished, res.Interrupted),
+	}
+	if res.Runs == 0 {
+		lines[1] = fmt.Sprintf("runs: none ended; %d cut by the load's end (not judged)", res.Interrupted)
 	}
 	if res.Judged > 0 {
 		lines = append(lines, fmt.Sprintf("events: %d, %d judged by the 1.0 rules, %d malformed", res.Events, res.Judged, res.Malformed))
@@ -165,8 +198,8 @@ func compareTable(a, b *load.Result) *table {
 	t := &table{head: []string{"", "A", "B", "B/A"}}
 	for _, tm := range load.Timings() {
 		sa, sb := a.Summary(tm), b.Summary(tm)
-		t.add(tm.String()+" p50 (ms)", ms(sa.P50), ms(sb.P50), ratio(sb.P50, sa.P50))
-		t.add(tm.String()+" p99 (ms)", ms(sa.P99), ms(sb.P99), ratio(sb.P99, sa.P99))
+		t.add(tm.String()+" p50", dur(sa.P50), dur(sb.P50), ratio(sb.P50, sa.P50))
+		t.add(tm.String()+" p99", dur(sa.P99), dur(sb.P99), ratio(sb.P99, sa.P99))
 	}
 	t.add("events/s", humanCount(a.EventsSec), humanCount(b.EventsSec), ratio(b.EventsSec, a.EventsSec))
 	t.add("runs/s", fmt.Sprintf("%.1f", a.RunsSec), fmt.Sprintf("%.1f", b.RunsSec), ratio(b.RunsSec, a.RunsSec))
@@ -176,14 +209,14 @@ func compareTable(a, b *load.Result) *table {
 
 // levelsTable lists throughput and p99s against concurrency.
 func (r *loadReport) levelsTable() *table {
-	t := &table{left: 2, head: []string{"concurrency", "target", "runs/s", "events/s", "p99 first content (ms)", "p99 run (ms)", "failed"}}
+	t := &table{left: 2, head: []string{"concurrency", "target", "runs/s", "events/s", "p99 first content", "p99 run", "failed"}}
 	for _, lv := range r.Levels {
 		for i, res := range lv.Results {
 			if res == nil {
 				continue
 			}
 			t.add(fmt.Sprint(lv.Concurrency), targetName(i), fmt.Sprintf("%.1f", res.RunsSec), humanCount(res.EventsSec),
-				ms(res.Summary(load.FirstContent).P99), ms(res.Summary(load.Whole).P99), fmt.Sprint(res.Failed()))
+				dur(res.Summary(load.FirstContent).P99), dur(res.Summary(load.Whole).P99), fmt.Sprint(res.Failed()))
 		}
 	}
 	return t
@@ -305,6 +338,7 @@ func (r *loadReport) files(dir string) []string {
 	for n := range r.plots() {
 		names = append(names, n)
 	}
+	sort.Strings(names[2:])
 	for i := range names {
 		names[i] = filepath.Join(dir, names[i])
 	}

@@ -40,6 +40,9 @@ func TestLoadThroughTheRelay(t *testing.T) {
 		"runs: 16 judged, 16 complete (100.0%), 16 with RUN_FINISHED", "errors: none",
 		"B against A, 4 concurrent, in alternating rounds:", "B/A", "concurrency  target")
 	wantContains(t, errs, "load: c=2 A round 1/2", "load: c=4 B round 2/2")
+	wantContains(t, out, fmt.Sprintf("written: %[1]s/report.md, %[1]s/results.json, %[1]s/latency.svg, %[1]s/p99.svg, %[1]s/throughput.svg", dir))
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	wantContains(t, string(md), "`agui-relay load -c 2,4 -n 16 --out "+dir+" --compare '"+direct+"' --rounds 2 '"+through+"'`")
 	var rep struct {
 		Levels []struct {
 			Concurrency int `json:"concurrency"`
@@ -234,5 +237,68 @@ func TestSplitRuns(t *testing.T) {
 	code, out, errs := loadCmd(t, context.Background(), "-n", "2", "--compare", at.demo+"/agent?scenario=synthetic&events=10", "http://"+at.relay+"/agent?scenario=synthetic&events=10")
 	if code != 0 || strings.Count(out, "runs: 2 judged, 2 complete") != 2 {
 		t.Errorf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// The report's command pastes back into a POSIX shell as it ran: every
+// argument quoted as the shell reads it.
+func TestShellQuote(t *testing.T) {
+	args := []string{"-c", "2", "http://127.0.0.1:8080/agent?scenario=synthetic&events=10", "it's", "", "a b", "$HOME", "--header", "Authorization: Bearer x"}
+	q := shellQuote(args)
+	got, err := exec.Command("sh", "-c", `f() { for a in "$@"; do printf '[%s]' "$a"; done; }; f `+q).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for _, a := range args {
+		want.WriteString("[" + a + "]")
+	}
+	if string(got) != want.String() {
+		t.Errorf("sh reads %s back as %s, want %s", q, got, want.String())
+	}
+	if !strings.HasPrefix(q, "-c 2 'http://") {
+		t.Errorf("%s: plain words need no quotes", q)
+	}
+}
+
+// Durations print in the unit that suits them, to a microsecond.
+func TestDurUnits(t *testing.T) {
+	for _, tc := range []struct {
+		ms   float64
+		want string
+	}{{0, "0"}, {0.001, "1.00 µs"}, {0.0434, "43.4 µs"}, {0.5, "500 µs"}, {12.5, "12.5 ms"}, {1500, "1.50 s"}} {
+		if got := dur(tc.ms); got != tc.want {
+			t.Errorf("dur(%v) = %q, want %q", tc.ms, got, tc.want)
+		}
+	}
+	if got := ratio(0.008, 0.004); got != "×2.00" {
+		t.Errorf("ratio of µs gaps %q", got)
+	}
+}
+
+// A Ctrl-C before any run ended: the report says so, with no share.
+func TestLoadInterruptedBeforeAnyRunEnded(t *testing.T) {
+	arrived := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
+		w.(http.Flusher).Flush()
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-arrived
+		<-arrived
+		cancel()
+	}()
+	code, out, errs := loadCmd(t, ctx, "-c", "2", "-d", "1h", "--progress", "none", srv.URL)
+	if code != 130 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "runs: none ended; 2 cut by the load's end (not judged)")
+	if strings.Contains(out, "%") {
+		t.Errorf("a share of no runs:\n%s", out)
 	}
 }

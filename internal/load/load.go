@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
@@ -501,24 +502,28 @@ type runState struct {
 	in         Inspector
 	sc         *event.Scanner // the answer's frames, as the relay splits a producer's
 	splitErr   error          // why the answer could not be split: a frame over the limit
+	judge      *RunJudge
 	judgeEvery int64
 	judgeN     int64
 
-	t0, now, last       int64 // Unix ns: request, current read, previous event
-	events              int64
-	gaps                []int64
-	zeroGaps            int64
-	firstEv, firstCont  int64
-	terminal            string // "RUN_FINISHED", or "RUN_ERROR <code>"
-	judged, malformed   int64
-	malformedEx         string
-	head                Response
-	firstErr, firstKind string
+	t0, now, last      int64 // Unix ns: request, current read, previous event
+	events             int64
+	gaps               []int64
+	zeroGaps           int64
+	longGaps           *hdrhistogram.Histogram // the run's gaps past maxRunGaps, until it is judged
+	longGapsUsed       bool
+	firstEv, firstCont int64
+	judged, malformed  int64
+	malformedEx        string
+	head               Response
 }
 
+// maxRunGaps is how many gaps of a run a slot keeps as they are; the rest
+// go into its longGaps histogram, so that a long run holds a bounded
+// amount.
+const maxRunGaps = 4096
+
 var (
-	typeRunFinished = []byte("RUN_FINISHED")
-	typeRunError    = []byte("RUN_ERROR")
 	typeTextContent = []byte("TEXT_MESSAGE_CONTENT")
 	typeTextChunk   = []byte("TEXT_MESSAGE_CHUNK")
 )
@@ -541,22 +546,17 @@ func (s *runState) event(ev []byte) {
 		// together.
 		s.zeroGaps++
 	default:
+		if len(s.gaps) == maxRunGaps {
+			s.spillGaps()
+		}
 		s.gaps = append(s.gaps, now-s.last)
 	}
 	s.last = now
 	typ := rules.PeekType(ev)
-	switch {
-	case s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)):
+	if s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)) {
 		s.firstCont = now
-	case bytes.Equal(typ, typeRunFinished):
-		s.terminal = "RUN_FINISHED"
-	case bytes.Equal(typ, typeRunError):
-		code := gjson.GetBytes(ev, "code").String()
-		if code == "" {
-			code = "-"
-		}
-		s.terminal = "RUN_ERROR " + code
 	}
+	s.judge.Event(ev, typ)
 	if s.judgeEvery > 0 {
 		if s.judgeN++; s.judgeN >= s.judgeEvery {
 			s.judgeN = 0
@@ -590,9 +590,10 @@ func malformedExample(typ []byte, j rules.Judgement) string {
 func (s *runState) run(c *Client, input []byte) {
 	r := s.r
 	r.started.Add(1)
-	s.events, s.firstEv, s.firstCont, s.terminal, s.judged, s.malformed, s.malformedEx = 0, 0, 0, "", 0, 0, ""
+	s.events, s.firstEv, s.firstCont, s.judged, s.malformed, s.malformedEx = 0, 0, 0, 0, 0, ""
 	s.head = Response{}
-	s.gaps, s.zeroGaps = s.gaps[:0], 0
+	s.dropGaps()
+	s.judge = NewRunJudge()
 	s.sc.Reset()
 	s.splitErr = nil
 	if s.in != nil {
@@ -611,9 +612,6 @@ func (s *runState) run(c *Client, input []byte) {
 		}
 		r.bytes.Add(int64(len(p)))
 		r.events.Add(s.events - before)
-		if len(s.gaps) >= 256 {
-			s.flushGaps()
-		}
 	})
 	if err == nil && s.splitErr == nil {
 		// A frame the answer left open at its clean end is an event, as
@@ -623,7 +621,7 @@ func (s *runState) run(c *Client, input []byte) {
 		r.events.Add(s.events - before)
 	}
 	end := time.Now().UnixNano()
-	interrupted := r.runCtx.Err() != nil && (err != nil || s.terminal == "")
+	interrupted := r.runCtx.Err() != nil && (err != nil || s.judge.Terminal() == "")
 	kind, msg := "", ""
 	var e *Error
 	switch {
@@ -634,12 +632,11 @@ func (s *runState) run(c *Client, input []byte) {
 		kind, msg = KindBroken, err.Error()
 	case s.splitErr != nil:
 		kind, msg = KindBroken, s.splitErr.Error()
-	case s.events == 0 || s.terminal == "":
-		kind, msg = KindCut, fmt.Sprintf("the stream ended after %d events without RUN_FINISHED or RUN_ERROR", s.events)
-	case s.terminal != "RUN_FINISHED":
-		kind, msg = s.terminal, s.terminal
-	case s.malformed > 0:
-		kind, msg = KindMalformed, s.malformedEx
+	default:
+		kind, msg = s.judge.Verdict()
+		if kind == "" && s.malformed > 0 {
+			kind, msg = KindMalformed, s.malformedEx
+		}
 	}
 	if s.in != nil && !interrupted {
 		var runErr error
@@ -652,17 +649,18 @@ func (s *runState) run(c *Client, input []byte) {
 	}
 	sh := s.sh
 	sh.mu.Lock()
-	s.recordGaps()
-	sh.judged += s.judged
-	sh.malformed += s.malformed
 	if interrupted {
+		// A cut run is not judged: neither its events nor its gaps count.
 		sh.interrupted++
 	} else {
+		s.recordGaps()
+		sh.judged += s.judged
+		sh.malformed += s.malformed
 		sh.runs++
 		if kind != "" {
 			sh.failed++
 		}
-		if s.terminal == "RUN_FINISHED" && kind == "" {
+		if s.judge.Terminal() == "RUN_FINISHED" && kind == "" {
 			sh.finished++
 		}
 		for _, h := range []*hists{&sh.total, &sh.interval} {
@@ -707,14 +705,28 @@ func (s *runState) run(c *Client, input []byte) {
 	}
 }
 
-// flushGaps records the gaps gathered so far (in its shard, under the
-// lock): long runs do not hold them all.
-func (s *runState) flushGaps() {
-	s.sh.mu.Lock()
-	s.recordGaps()
-	s.sh.mu.Unlock()
+// spillGaps moves the gaps kept so far into the slot's longGaps histogram.
+func (s *runState) spillGaps() {
+	if s.longGaps == nil {
+		s.longGaps = newRunGaps()
+	}
+	for _, g := range s.gaps {
+		record(s.longGaps, g)
+	}
+	s.longGapsUsed = true
+	s.gaps = s.gaps[:0]
 }
 
+// dropGaps forgets the gaps of the run before.
+func (s *runState) dropGaps() {
+	s.gaps, s.zeroGaps = s.gaps[:0], 0
+	if s.longGapsUsed {
+		s.longGaps.Reset()
+		s.longGapsUsed = false
+	}
+}
+
+// recordGaps records the run's gaps in its shard (under the shard's lock).
 func (s *runState) recordGaps() {
 	for _, g := range s.gaps {
 		record(s.sh.total[Gap], g)
@@ -722,7 +734,10 @@ func (s *runState) recordGaps() {
 	if s.zeroGaps > 0 {
 		s.sh.total[Gap].RecordValues(0, s.zeroGaps) //nolint:errcheck // 0 is in range
 	}
-	s.gaps, s.zeroGaps = s.gaps[:0], 0
+	if s.longGapsUsed {
+		s.sh.total[Gap].Merge(s.longGaps)
+	}
+	s.dropGaps()
 }
 
 // collect samples the time series every interval, and ends the load when
@@ -733,7 +748,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	tick := time.NewTicker(r.cfg.Interval)
 	defer tick.Stop()
 	prevT := r.start
-	var prevEvents, prevDone int64
+	var prevEvents, prevBytes, prevDone int64
 	h := newHists() // the interval's, merged from the shards
 	sample := func(now time.Time) {
 		h.reset()
@@ -747,9 +762,9 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			sh.runs, sh.failed = 0, 0
 			sh.mu.Unlock()
 		}
-		ev := r.events.Load()
+		ev, by := r.events.Load(), r.bytes.Load()
 		dt := now.Sub(prevT).Seconds()
-		p := Point{At: now.Sub(r.start).Seconds(), Runs: runs, Failed: failed, Events: ev - prevEvents,
+		p := Point{At: now.Sub(r.start).Seconds(), Runs: runs, Failed: failed, Events: ev - prevEvents, Bytes: by - prevBytes,
 			FirstEvent: summarize(h[FirstEvent]), FirstContent: summarize(h[FirstContent]), Run: summarize(h[Whole])}
 		if dt > 0 {
 			p.EventsPerSec = float64(p.Events) / dt
@@ -764,7 +779,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			prevDone = pr.Done
 			r.cfg.Progress(pr)
 		}
-		prevT, prevEvents = now, ev
+		prevT, prevEvents, prevBytes = now, ev, by
 	}
 wait:
 	for {

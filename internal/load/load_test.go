@@ -70,6 +70,13 @@ func TestLoadAgainstTheDemoAgentsSyntheticScenario(t *testing.T) {
 	if s := res.Summary(load.Gap); s.N != res.Events-40 {
 		t.Errorf("gaps %d, want %d", s.N, res.Events-40)
 	}
+	var bytes int64
+	for _, p := range res.Series {
+		bytes += p.Bytes
+	}
+	if bytes != res.Bytes {
+		t.Errorf("the series' bytes add up to %d, the total is %d", bytes, res.Bytes)
+	}
 	if res.Completeness() != 1 || res.EventsSec <= 0 || res.BytesSec <= 0 || res.RunsSec <= 0 || len(res.Series) == 0 {
 		t.Errorf("%+v", res)
 	}
@@ -115,7 +122,7 @@ func TestLoadCountsErrorsByKind(t *testing.T) {
 		{"refused", refused, load.KindRefused, "refused"},
 		{"HTTP status", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "no such agent", 503)
-		}), "http 503", "no such agent"},
+		}), "http 503", "http 503: no such agent"},
 		{"not SSE", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"hello":"world"}`)
@@ -126,6 +133,9 @@ func TestLoadCountsErrorsByKind(t *testing.T) {
 		{"no terminal", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			sse(w, started, `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`)
 		}), load.KindCut, "after 2 events without RUN_FINISHED"},
+		{"out of order", agent(t, func(w http.ResponseWriter, r *http.Request) {
+			sse(w, started, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}`, finished)
+		}), load.KindOrder, "#1 TEXT_MESSAGE_CONTENT: message-not-started"},
 		{"malformed", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			sse(w, started, `{"type":"TEXT_MESSAGE_CONTENT","delta":"hi"}`, finished)
 		}), load.KindMalformed, "TEXT_MESSAGE_CONTENT /messageId: required"},
@@ -143,6 +153,9 @@ func TestLoadCountsErrorsByKind(t *testing.T) {
 			}
 			if !strings.Contains(res.Examples[tc.kind], tc.example) {
 				t.Errorf("example %q lacks %q", res.Examples[tc.kind], tc.example)
+			}
+			if strings.HasPrefix(tc.kind, "http ") && strings.Count(res.Examples[tc.kind], tc.kind[5:]) != 1 {
+				t.Errorf("example %q names the status more than once", res.Examples[tc.kind])
 			}
 		})
 	}
@@ -244,6 +257,30 @@ func TestStopCutsRunsInFlight(t *testing.T) {
 	testkit.WaitFor(t, "the load's goroutines ended", func() bool { return runtime.NumGoroutine() <= before+3 }, func() string {
 		return fmt.Sprintf("%d goroutines, %d before", runtime.NumGoroutine(), before)
 	})
+}
+
+// A cut run is not judged: its events read so far count as events, but
+// none as judged, and its gaps are not in the histogram.
+func TestCutRunsAreNotJudged(t *testing.T) {
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, started, `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`)
+		sse(w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`)
+		sse(w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"b"}`)
+		<-r.Context().Done()
+	})
+	r, err := load.Start(context.Background(), load.Config{URL: url, Concurrency: 2, JudgeEvery: 1, Timeouts: load.DefaultTimeouts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "both runs' events read", func() bool { return r.Progress().Events == 8 }, func() string {
+		return fmt.Sprintf("%+v", r.Progress())
+	})
+	r.Stop()
+	res := r.Wait()
+	if res.Interrupted != 2 || res.Events != 8 || res.Judged != 0 || res.Summary(load.Gap).N != 0 || res.Summary(load.FirstEvent).N != 0 {
+		t.Errorf("interrupted %d events %d judged %d gaps %d first events %d", res.Interrupted, res.Events, res.Judged,
+			res.Summary(load.Gap).N, res.Summary(load.FirstEvent).N)
+	}
 }
 
 func TestStartRefusesBadConfig(t *testing.T) {

@@ -43,6 +43,11 @@ const (
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicros, histDigits) }
 
+// newRunGaps is the histogram of one long run's gaps until the run is
+// judged: two significant figures, a seventh of newHist's size, since every
+// slot may hold one.
+func newRunGaps() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicros, 2) }
+
 // record adds a duration in nanoseconds.
 func record(h *hdrhistogram.Histogram, ns int64) {
 	us := ns / 1000
@@ -58,6 +63,7 @@ func record(h *hdrhistogram.Histogram, ns int64) {
 // Summary is a timing's distribution, in milliseconds.
 type Summary struct {
 	N    int64   `json:"n"`
+	Min  float64 `json:"min_ms"`
 	Mean float64 `json:"mean_ms"`
 	P50  float64 `json:"p50_ms"`
 	P90  float64 `json:"p90_ms"`
@@ -71,7 +77,7 @@ func summarize(h *hdrhistogram.Histogram) Summary {
 		return Summary{}
 	}
 	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return Summary{N: h.TotalCount(), Mean: h.Mean() / 1000,
+	return Summary{N: h.TotalCount(), Min: ms(h.Min()), Mean: h.Mean() / 1000,
 		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
 		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max())}
 }
