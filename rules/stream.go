@@ -28,6 +28,7 @@ type StreamFault struct {
 // not expand chunks, so messages opened by chunk events are not tracked.
 type Stream struct {
 	v                      negotiate.Version
+	schema                 *schema // v's, looked up once
 	n                      int
 	runs                   int
 	active, errored, ended bool
@@ -36,7 +37,7 @@ type Stream struct {
 
 // NewStream starts checking a stream for a consumer of v.
 func NewStream(v negotiate.Version) *Stream {
-	return &Stream{v: v, steps: map[string]bool{}, texts: map[string]bool{}, tools: map[string]bool{}}
+	return &Stream{v: v, schema: schemaFor(v), steps: map[string]bool{}, texts: map[string]bool{}, tools: map[string]bool{}}
 }
 
 var (
@@ -44,18 +45,29 @@ var (
 	v0_0_59 = negotiate.Version{Patch: 59}
 )
 
-// Next checks the next event. Events of types the consumer does not read
-// never reach its verifier and are skipped (they are counted, for Index).
-func (s *Stream) Next(ev []byte) []StreamFault {
+// Next checks the next event, of the type its consumer reads (PeekType).
+// Events of types the consumer does not read never reach its verifier and
+// are skipped (they are counted, for Index).
+func (s *Stream) Next(ev []byte) []StreamFault { return s.NextOfType(ev, PeekType(ev)) }
+
+// NextOfType is Next for a caller that has peeked the event's type: typ is
+// PeekType(ev). Both are borrowed until it returns.
+func (s *Stream) NextOfType(ev, typ []byte) []StreamFault {
 	i := s.n
 	s.n++
-	doc := unsafe.String(unsafe.SliceData(ev), len(ev))
-	t := memberOf(doc, "type")
-	if len(t) < 2 || t[0] != '"' {
+	if typ == nil {
 		return nil
 	}
-	typ := text(t, true)
-	if !KnownEventType(s.v, []byte(typ)) {
+	doc := unsafe.String(unsafe.SliceData(ev), len(ev))
+	t := unsafe.String(unsafe.SliceData(typ), len(typ))
+	if strings.IndexByte(t, '\\') >= 0 {
+		t = text(`"`+t+`"`, true)
+	}
+	return s.next(i, doc, t)
+}
+
+func (s *Stream) next(i int, doc, typ string) []StreamFault {
+	if s.schema.eventObj[typ] == nil {
 		return nil
 	}
 	var out []StreamFault
@@ -95,6 +107,9 @@ func (s *Stream) Next(ev []byte) []StreamFault {
 		fault("after-run-finished", typ+" after RUN_FINISHED", "the producer likely emits trailing events (usage, cleanup) after finishing the run")
 	}
 	id := func(key string) string {
+		if v, ok := secondMember(doc, key); ok {
+			return v
+		}
 		r := memberOf(doc, key)
 		if len(r) < 2 || r[0] != '"' {
 			return ""
@@ -164,6 +179,32 @@ func (s *Stream) pair(open map[string]bool, id, typ, what string, fault func(rul
 			delete(open, id)
 		}
 	}
+}
+
+// secondMember returns the string value of key when doc is laid out as
+// AG-UI encoders write events, {"type":"…","key":"…", with neither string
+// escaped: key is then its first member of that name, as memberOf finds
+// it, without a walk. ok is false for any other layout.
+func secondMember(doc, key string) (v string, ok bool) {
+	const lead = `{"type":"`
+	if !strings.HasPrefix(doc, lead) {
+		return "", false
+	}
+	rest := doc[len(lead):]
+	end := strings.IndexByte(rest, '"')
+	if end < 0 || strings.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	rest = rest[end+1:]
+	if len(rest) < len(key)+5 || rest[0] != ',' || rest[1] != '"' || rest[2:2+len(key)] != key || rest[2+len(key):5+len(key)] != `":"` {
+		return "", false
+	}
+	rest = rest[5+len(key):]
+	end = strings.IndexByte(rest, '"')
+	if end < 0 || strings.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return rest[:end], true
 }
 
 func quote(s string) string { return `"` + s + `"` }

@@ -166,10 +166,18 @@ func summaryLines(res *load.Result) []string {
 	if res.Runs == 0 {
 		lines[1] = fmt.Sprintf("runs: none ended; %d cut by the load's end (not judged)", res.Interrupted)
 	}
-	if res.Judged > 0 {
-		lines = append(lines, fmt.Sprintf("events: %d, %d judged by the 1.0 rules, %d malformed", res.Events, res.Judged, res.Malformed))
+	how := ""
+	switch {
+	case res.JudgeEvery == load.JudgeAuto:
+		how = fmt.Sprintf(" (every event up to %s a second, a sample above)", humanCount(load.JudgeAutoPerSec))
+	case res.JudgeEvery > 1:
+		how = fmt.Sprintf(" (one in %d)", res.JudgeEvery)
+	}
+	if res.JudgeEvery != 0 {
+		lines = append(lines, fmt.Sprintf("events: %d, %d bodies judged by the 1.0 rules%s, %d malformed; every judged run's order and terminal event checked",
+			res.Events, res.Judged, how, res.Malformed))
 	} else {
-		lines = append(lines, fmt.Sprintf("events: %d (not judged)", res.Events))
+		lines = append(lines, fmt.Sprintf("events: %d, bodies not judged; every judged run's order and terminal event checked", res.Events))
 	}
 	if len(res.Errors) == 0 {
 		return append(lines, "errors: none")

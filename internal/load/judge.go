@@ -48,7 +48,7 @@ func (j *RunJudge) Event(ev, typ []byte) []rules.StreamFault {
 		}
 		j.terminal = "RUN_ERROR " + code
 	}
-	fs := j.seq.Next(ev)
+	fs := j.seq.NextOfType(ev, typ)
 	if len(fs) > 0 && j.order == "" {
 		j.order = fmt.Sprintf("#%d %s: %s: %s", fs[0].Index, typ, fs[0].Rule, fs[0].Detail)
 	}

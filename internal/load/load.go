@@ -60,8 +60,11 @@ type Config struct {
 	// TLS configures https connections; nil verifies the server against
 	// the system's roots.
 	TLS *tls.Config
-	// JudgeEvery judges one event in that many against the 1.0 rules (1:
-	// every event; 0: none), counting those it finds malformed.
+	// JudgeEvery judges the body of one event in that many against the 1.0
+	// rules (1: every event; 0: none; JudgeAuto: every event up to
+	// JudgeAutoPerSec a second across the load, a sample above), counting
+	// those it finds malformed. Every run's order and terminal event are
+	// judged whatever it says (RunJudge).
 	JudgeEvery int
 	// Interval is the period of the time series and of Progress; 0 is one
 	// second.
@@ -73,6 +76,15 @@ type Config struct {
 	// that sees every run it carries (the bench's stamp checker).
 	Inspect func(slot int) Inspector
 }
+
+// JudgeAuto is the JudgeEvery that samples by rate: each slot judges an
+// event's body when its share of JudgeAutoPerSec allows, so that a load
+// at an agent's pace has every event judged and one at full speed spends
+// about 1% of a core on judging, whatever its rate.
+const (
+	JudgeAuto       = -1
+	JudgeAutoPerSec = 20000
+)
 
 // Inspector sees the runs of one slot, one at a time.
 type Inspector interface {
@@ -156,6 +168,7 @@ type Result struct {
 	Interrupted int64              `json:"interrupted"` // cut by the end of the load (Stop, Drain over): not judged
 	Events      int64              `json:"events"`
 	Bytes       int64              `json:"bytes"`
+	JudgeEvery  int                `json:"judge_every"` // Config.JudgeEvery: -1 is JudgeAuto
 	Judged      int64              `json:"events_judged"`
 	Malformed   int64              `json:"events_malformed"`
 	EventsSec   float64            `json:"events_per_sec"`
@@ -206,7 +219,7 @@ func (r *Result) Merge(o *Result) {
 		r.hists = newHists()
 	}
 	if r.URL == "" {
-		r.URL, r.Concurrency, r.Started = o.URL, o.Concurrency, o.Started
+		r.URL, r.Concurrency, r.Started, r.JudgeEvery = o.URL, o.Concurrency, o.Started, o.JudgeEvery
 	}
 	r.Seconds += o.Seconds
 	r.Runs += o.Runs
@@ -473,6 +486,9 @@ func (r *Runner) slot(i int) {
 		}
 	}
 	st := &runState{r: r, sh: sh, in: in, judgeEvery: int64(r.cfg.JudgeEvery), sc: event.NewScanner(nil, 0)}
+	if r.cfg.JudgeEvery == JudgeAuto {
+		st.judgePeriod = int64(time.Second) * int64(r.cfg.Concurrency) / JudgeAutoPerSec
+	}
 	for n := int64(0); ; n++ {
 		k, ok := r.take()
 		if !ok {
@@ -505,6 +521,9 @@ type runState struct {
 	judge      *RunJudge
 	judgeEvery int64
 	judgeN     int64
+	// judgePeriod, with JudgeAuto, is the slot's time between two judged
+	// bodies; judgeNext the Unix ns from which the next may be judged.
+	judgePeriod, judgeNext int64
 
 	t0, now, last      int64 // Unix ns: request, current read, previous event
 	events             int64
@@ -557,15 +576,21 @@ func (s *runState) event(ev []byte) {
 		s.firstCont = now
 	}
 	s.judge.Event(ev, typ)
-	if s.judgeEvery > 0 {
+	judge := false
+	switch {
+	case s.judgeEvery > 0:
 		if s.judgeN++; s.judgeN >= s.judgeEvery {
-			s.judgeN = 0
-			s.judged++
-			if j := rules.JudgeEvent(negotiate.Current, ev); j.Verdict == rules.Malformed {
-				s.malformed++
-				if s.malformedEx == "" {
-					s.malformedEx = malformedExample(typ, j)
-				}
+			s.judgeN, judge = 0, true
+		}
+	case s.judgeEvery == JudgeAuto && now >= s.judgeNext:
+		s.judgeNext, judge = now+s.judgePeriod, true
+	}
+	if judge {
+		s.judged++
+		if j := rules.JudgeEvent(negotiate.Current, ev); j.Verdict == rules.Malformed {
+			s.malformed++
+			if s.malformedEx == "" {
+				s.malformedEx = malformedExample(typ, j)
 			}
 		}
 	}
@@ -797,7 +822,7 @@ wait:
 	stopIssue()
 	r.stopRun()
 	r.unwatch()
-	res := Result{URL: r.cfg.URL, Concurrency: r.cfg.Concurrency, Started: r.start, Seconds: end.Sub(r.start).Seconds(),
+	res := Result{URL: r.cfg.URL, Concurrency: r.cfg.Concurrency, JudgeEvery: r.cfg.JudgeEvery, Started: r.start, Seconds: end.Sub(r.start).Seconds(),
 		Events: r.events.Load(), Bytes: r.bytes.Load(), Errors: r.errors, Examples: r.examples, Series: r.series,
 		Stopped: r.stopped.Load(), hists: newHists()}
 	for _, sh := range r.shards {
