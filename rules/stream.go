@@ -29,15 +29,45 @@ type StreamFault struct {
 type Stream struct {
 	v                      negotiate.Version
 	schema                 *schema // v's, looked up once
+	lastType               string  // the last known type, the schema's own string: most events repeat it
 	n                      int
 	runs                   int
 	active, errored, ended bool
-	steps, texts, tools    map[string]bool
+	steps                  map[string]bool
+	texts, tools           openSet
+}
+
+// openSet is the ids of the open messages or of the open tool calls. last,
+// when not "", is one of them (the last started), compared before the map
+// is looked at: continuation events mostly name the one just started.
+type openSet struct {
+	m    map[string]bool
+	last string
+}
+
+func (o *openSet) has(id string) bool { return id == o.last && id != "" || o.m[id] }
+
+func (o *openSet) add(id string) {
+	k := strings.Clone(id) // id is borrowed from the event
+	o.m[k], o.last = true, k
+}
+
+func (o *openSet) del(id string) {
+	delete(o.m, id)
+	if id == o.last {
+		o.last = ""
+	}
+}
+
+func (o *openSet) clear() {
+	clear(o.m)
+	o.last = ""
 }
 
 // NewStream starts checking a stream for a consumer of v.
 func NewStream(v negotiate.Version) *Stream {
-	return &Stream{v: v, schema: schemaFor(v), steps: map[string]bool{}, texts: map[string]bool{}, tools: map[string]bool{}}
+	return &Stream{v: v, schema: schemaFor(v), steps: map[string]bool{},
+		texts: openSet{m: map[string]bool{}}, tools: openSet{m: map[string]bool{}}}
 }
 
 var (
@@ -67,8 +97,14 @@ func (s *Stream) NextOfType(ev, typ []byte) []StreamFault {
 }
 
 func (s *Stream) next(i int, doc, typ string) []StreamFault {
-	if s.schema.eventObj[typ] == nil {
-		return nil
+	if typ != s.lastType {
+		o := s.schema.eventObj[typ]
+		if o == nil {
+			return nil
+		}
+		if o.name == typ {
+			s.lastType = o.name
+		}
 	}
 	var out []StreamFault
 	fault := func(rule, detail, hint string) {
@@ -88,8 +124,8 @@ func (s *Stream) next(i int, doc, typ string) []StreamFault {
 		s.runs++
 		s.active, s.errored, s.ended = true, false, false
 		clear(s.steps)
-		clear(s.texts)
-		clear(s.tools)
+		s.texts.clear()
+		s.tools.clear()
 		return out
 	case "RUN_ERROR":
 		if s.errored {
@@ -107,7 +143,7 @@ func (s *Stream) next(i int, doc, typ string) []StreamFault {
 		fault("after-run-finished", typ+" after RUN_FINISHED", "the producer likely emits trailing events (usage, cleanup) after finishing the run")
 	}
 	id := func(key string) string {
-		if v, ok := secondMember(doc, key); ok {
+		if v, ok := secondMember(doc, typ, key); ok {
 			return v
 		}
 		r := memberOf(doc, key)
@@ -135,19 +171,19 @@ func (s *Stream) next(i int, doc, typ string) []StreamFault {
 			delete(s.steps, key)
 		}
 	case "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END":
-		s.pair(s.texts, id("messageId"), typ, "message", fault)
+		s.pair(&s.texts, id("messageId"), typ, "message", fault)
 	case "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END":
-		s.pair(s.tools, id("toolCallId"), typ, "tool-call", fault)
+		s.pair(&s.tools, id("toolCallId"), typ, "tool-call", fault)
 	case "RUN_FINISHED":
 		var open []string
 		for k := range s.steps {
 			open = append(open, "step "+quote(k[strings.IndexByte(k, 0)+1:]))
 		}
 		if s.v.AtLeast(v0_0_37) {
-			for k := range s.texts {
+			for k := range s.texts.m {
 				open = append(open, "message "+quote(k))
 			}
-			for k := range s.tools {
+			for k := range s.tools.m {
 				open = append(open, "tool call "+quote(k))
 			}
 		}
@@ -161,50 +197,51 @@ func (s *Stream) next(i int, doc, typ string) []StreamFault {
 }
 
 // pair tracks START/continuation/END of messages and tool calls.
-func (s *Stream) pair(open map[string]bool, id, typ, what string, fault func(rule, detail, hint string)) {
+func (s *Stream) pair(open *openSet, id, typ, what string, fault func(rule, detail, hint string)) {
 	if id == "" {
 		return // the event's own judgement reports the missing id
 	}
 	switch {
 	case strings.HasSuffix(typ, "_START"):
-		if open[id] {
+		if open.has(id) {
 			fault(what+"-started-twice", what+" "+quote(id)+" started while open", "")
 		}
-		open[strings.Clone(id)] = true // id is borrowed from the event
+		open.add(id)
 	default:
-		if !open[id] {
+		if !open.has(id) {
 			fault(what+"-not-started", typ+" for "+what+" "+quote(id)+", which is not open", "")
 		}
 		if strings.HasSuffix(typ, "_END") {
-			delete(open, id)
+			open.del(id)
 		}
 	}
 }
 
 // secondMember returns the string value of key when doc is laid out as
-// AG-UI encoders write events, {"type":"…","key":"…", with neither string
-// escaped: key is then its first member of that name, as memberOf finds
+// AG-UI encoders write events, {"type":"<typ>","key":"…", with the value
+// unescaped: key is then its first member of that name, as memberOf finds
 // it, without a walk. ok is false for any other layout.
-func secondMember(doc, key string) (v string, ok bool) {
+func secondMember(doc, typ, key string) (v string, ok bool) {
 	const lead = `{"type":"`
-	if !strings.HasPrefix(doc, lead) {
+	n := len(lead) + len(typ)
+	if len(doc) < n+len(key)+6 || doc[:len(lead)] != lead || doc[len(lead):n] != typ {
 		return "", false
 	}
-	rest := doc[len(lead):]
-	end := strings.IndexByte(rest, '"')
-	if end < 0 || strings.IndexByte(rest[:end], '\\') >= 0 {
+	rest := doc[n:]
+	if rest[0] != '"' || rest[1] != ',' || rest[2] != '"' || rest[3:3+len(key)] != key || rest[3+len(key):6+len(key)] != `":"` {
 		return "", false
 	}
-	rest = rest[end+1:]
-	if len(rest) < len(key)+5 || rest[0] != ',' || rest[1] != '"' || rest[2:2+len(key)] != key || rest[2+len(key):5+len(key)] != `":"` {
-		return "", false
+	rest = rest[6+len(key):]
+	// Ids are short: one pass for the closing quote or an escape.
+	for i := 0; i < len(rest); i++ {
+		switch rest[i] {
+		case '"':
+			return rest[:i], true
+		case '\\':
+			return "", false
+		}
 	}
-	rest = rest[5+len(key):]
-	end = strings.IndexByte(rest, '"')
-	if end < 0 || strings.IndexByte(rest[:end], '\\') >= 0 {
-		return "", false
-	}
-	return rest[:end], true
+	return "", false
 }
 
 func quote(s string) string { return `"` + s + `"` }

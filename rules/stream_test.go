@@ -134,9 +134,9 @@ func TestStreamReadsTypesAndIDsAsTheWalkDoes(t *testing.T) {
 	}
 	for _, doc := range []string{
 		`{"type":"A","messageId":"m","delta":"x"}`, `{"type":"A","delta":"x","messageId":"m"}`, `{"type":"A","messageId":"m\"x"}`,
-		`{"type":"A\"","messageId":"m"}`, `{"type":"A","messageId":1}`, `{"type":"A","messageIdx":"m"}`, `{"type":"A"}`, `{"type":"A","messageId":"m","messageId":"n"}`,
+		`{"type":"A\"","messageId":"m"}`, `{"type":"A","messageId":1}`, `{"type":"A","messageIdx":"m"}`, `{"type":"A"}`, `{"type":"A","messageId":"m","messageId":"n"}`, `{"type":"AB","messageId":"m"}`, `{"type":"A","messageId":"m`,
 	} {
-		if v, ok := secondMember(doc, "messageId"); ok && `"`+v+`"` != memberOf(doc, "messageId") {
+		if v, ok := secondMember(doc, "A", "messageId"); ok && `"`+v+`"` != memberOf(doc, "messageId") {
 			t.Errorf("%s: secondMember %q, memberOf %s", doc, v, memberOf(doc, "messageId"))
 		}
 	}
