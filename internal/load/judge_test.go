@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/agui-relay/agui-relay/event"
 )
 
@@ -47,6 +49,23 @@ func TestJudgeAutoSamplesByRate(t *testing.T) {
 		push(content(100)) // after RUN_FINISHED
 		if k, _ := st.judge.Verdict(); k != KindOrder {
 			t.Errorf("%s: an event after RUN_FINISHED: %q", tc.name, k)
+		}
+	}
+}
+
+// A run's input is the template with its own ids spliced in, whatever the
+// order of the members, and whether the input had them or not.
+func TestIDTemplate(t *testing.T) {
+	for _, in := range []string{
+		`{"threadId":"t","runId":"r","messages":[{"id":"1","role":"user","content":"x","threadId":"no"}]}`,
+		`{"runId":"r", "messages":[], "threadId":"t"}`,
+		`{"messages":[]}`,
+	} {
+		tpl := newIDTemplate([]byte(in))
+		got := tpl.fill(nil, "load-ab-", 3, 12)
+		if !gjson.ValidBytes(got) || gjson.GetBytes(got, "threadId").String() != "thread-load-ab-3-12" ||
+			gjson.GetBytes(got, "runId").String() != "run-load-ab-3-12" || gjson.GetBytes(got, "messages").Raw != gjson.Get(in, "messages").Raw {
+			t.Errorf("%s: %s", in, got)
 		}
 	}
 }

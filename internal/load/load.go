@@ -269,7 +269,7 @@ func (r *Result) finish() {
 // Runner is a load in progress.
 type Runner struct {
 	cfg    Config
-	inputs [][]byte
+	inputs []idTemplate
 	start  time.Time
 	prefix string
 
@@ -362,7 +362,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	var b [4]byte
 	rand.Read(b[:]) //nolint:errcheck // never fails
-	r := &Runner{cfg: cfg, inputs: inputs, start: time.Now(), prefix: "load-" + hex.EncodeToString(b[:]) + "-",
+	r := &Runner{cfg: cfg, start: time.Now(), prefix: "load-" + hex.EncodeToString(b[:]) + "-",
 		errors: map[string]int64{}, examples: map[string]string{}, finished: make(chan struct{})}
 	runCtx, stopRun := context.WithCancel(ctx)
 	r.runCtx, r.stopRun = runCtx, stopRun
@@ -381,6 +381,9 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		context.AfterFunc(runCtx, func() { t.Stop() })
 	}
 	n := min(cfg.Concurrency, 2*runtime.GOMAXPROCS(0))
+	for _, in := range inputs {
+		r.inputs = append(r.inputs, newIDTemplate(in))
+	}
 	for i := 0; i < n; i++ {
 		r.shards = append(r.shards, &shard{total: newHists(), interval: newHists()})
 	}
@@ -489,26 +492,71 @@ func (r *Runner) slot(i int) {
 	if r.cfg.JudgeEvery == JudgeAuto {
 		st.judgePeriod = int64(time.Second) * int64(r.cfg.Concurrency) / JudgeAutoPerSec
 	}
+	var body []byte // the run's input: Client.Run copies it into its request
 	for n := int64(0); ; n++ {
 		k, ok := r.take()
 		if !ok {
 			return
 		}
-		st.run(c, r.freshIDs(r.inputs[k%int64(len(r.inputs))], i, n))
+		body = r.inputs[k%int64(len(r.inputs))].fill(body[:0], r.prefix, i, n)
+		st.run(c, body)
 	}
 }
 
-// freshIDs returns input with a threadId and runId of its own.
-func (r *Runner) freshIDs(input []byte, slot int, n int64) []byte {
-	id := r.prefix + strconv.Itoa(slot) + "-" + strconv.FormatInt(n, 10)
-	out, err := sjson.SetBytes(input, "threadId", "thread-"+id)
+// idTemplate is an input with its threadId and runId values located, so
+// that each run's fresh ids are spliced in without encoding it again.
+type idTemplate struct {
+	doc []byte
+	// at are the byte ranges of the two values, quotes included, in the
+	// order they appear; thread is whether the first is the threadId.
+	at     [2][2]int
+	thread bool
+	ok     bool // false: doc is sent as it is
+}
+
+func newIDTemplate(input []byte) idTemplate {
+	doc, err := sjson.SetBytes(input, "threadId", "")
 	if err == nil {
-		out, err = sjson.SetBytes(out, "runId", "run-"+id)
+		doc, err = sjson.SetBytes(doc, "runId", "")
 	}
 	if err != nil {
-		return input
+		return idTemplate{doc: input}
 	}
-	return out
+	th, run := gjson.GetBytes(doc, "threadId"), gjson.GetBytes(doc, "runId")
+	t := idTemplate{doc: doc, ok: th.Index > 0 && run.Index > 0}
+	a, b := [2]int{th.Index, th.Index + len(th.Raw)}, [2]int{run.Index, run.Index + len(run.Raw)}
+	t.at, t.thread = [2][2]int{a, b}, true
+	if b[0] < a[0] {
+		t.at, t.thread = [2][2]int{b, a}, false
+	}
+	return t
+}
+
+// fill appends to buf the input with the threadId "thread-<prefix><slot>-<n>"
+// and the runId "run-<prefix><slot>-<n>" (prefix and numbers need no JSON
+// escape).
+func (t *idTemplate) fill(buf []byte, prefix string, slot int, n int64) []byte {
+	if !t.ok {
+		return append(buf, t.doc...)
+	}
+	id := func(buf []byte, kind string) []byte {
+		buf = append(buf, '"')
+		buf = append(buf, kind...)
+		buf = append(buf, prefix...)
+		buf = strconv.AppendInt(buf, int64(slot), 10)
+		buf = append(buf, '-')
+		buf = strconv.AppendInt(buf, n, 10)
+		return append(buf, '"')
+	}
+	first, second := "thread-", "run-"
+	if !t.thread {
+		first, second = second, first
+	}
+	buf = append(buf, t.doc[:t.at[0][0]]...)
+	buf = id(buf, first)
+	buf = append(buf, t.doc[t.at[0][1]:t.at[1][0]]...)
+	buf = id(buf, second)
+	return append(buf, t.doc[t.at[1][1]:]...)
 }
 
 // runState is one slot's measurement of the run it carries.
