@@ -32,11 +32,13 @@ import (
 // that only counts the bytes (no frames, no timings, no judging). It
 // reports events/s and this process's CPU per event (the generator's
 // alone); through the relay also the relay process's CPU per event, read
-// from /proc, and the generator's CPU over the relay's ("gen/relay").
+// from /proc, the generator's CPU over the relay's ("gen/relay") and over
+// the relay's and the agent's together ("gen/(relay+agent)", what the
+// relay's process with its embedded demo agent spends).
 //
 //	go test -run '^$' -bench Generator -benchtime 3000x ./internal/load/
 func BenchmarkGenerator(b *testing.B) {
-	relay, demo, relayPID := startRelay(b)
+	relay, demo, relayPID, demoPID := startRelay(b)
 	const streams = 100
 	events := len(synth.NewPlan(synth.Dialect10, 1000).Kinds)
 	for _, target := range []struct{ name, url string }{{"relay", relay}, {"direct", demo}} {
@@ -44,7 +46,7 @@ func BenchmarkGenerator(b *testing.B) {
 		for _, judge := range []int{0, 16, load.JudgeAuto, 1} {
 			name := target.name + "/generator/" + map[int]string{0: "judge=off", 1: "judge=every", 16: "judge=1in16", load.JudgeAuto: "judge=auto"}[judge]
 			b.Run(name, func(b *testing.B) {
-				cpu0, t0, relay0 := cpuTime(), time.Now(), procCPU(b, relayPID)
+				cpu0, t0, relay0, demo0 := cpuTime(), time.Now(), procCPU(b, relayPID), procCPU(b, demoPID)
 				res, err := load.Run(context.Background(), load.Config{URL: url, Concurrency: streams, Runs: int64(b.N),
 					Timeouts: load.DefaultTimeouts, JudgeEvery: judge})
 				if err != nil {
@@ -55,6 +57,7 @@ func BenchmarkGenerator(b *testing.B) {
 					rc := procCPU(b, relayPID) - relay0
 					b.ReportMetric(float64(rc)/float64(res.Events), "relay-cpu-ns/event")
 					b.ReportMetric(float64(gen)/float64(rc), "gen/relay")
+					b.ReportMetric(float64(gen)/float64(rc+procCPU(b, demoPID)-demo0), "gen/(relay+agent)")
 				}
 				b.ReportMetric(float64(res.Judged)/float64(res.Events), "judged/event")
 				if res.Complete != int64(b.N) || res.Events != int64(b.N*events) {
@@ -106,8 +109,8 @@ func bytesOnly(b *testing.B, url string, streams, events int) {
 // startRelay builds agui-relay from this tree and serves, on free ports
 // until the benchmark ends, its demo agent in one process and the relay
 // of it in another; it returns the relay's and the demo agent's base URLs
-// (from each process's first log line) and the relay process's id.
-func startRelay(b *testing.B) (relay, demo string, relayPID int) {
+// (from each process's first log line) and the two processes' ids.
+func startRelay(b *testing.B) (relay, demo string, relayPID, demoPID int) {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "agui-relay")
 	if out, err := exec.Command("go", "build", "-o", bin, "../..").CombinedOutput(); err != nil {
@@ -134,9 +137,9 @@ func startRelay(b *testing.B) (relay, demo string, relayPID int) {
 		go io.Copy(io.Discard, logs) //nolint:errcheck // the rest of its log
 		return first.Listen, first.Upstream, cmd.Process.Pid
 	}
-	_, demo, _ = start()
-	listen, _, pid := start("--upstream", demo)
-	return "http://" + listen, demo, pid
+	_, demo, demoPID = start()
+	listen, _, relayPID := start("--upstream", demo)
+	return "http://" + listen, demo, relayPID, demoPID
 }
 
 // procCPU is a process's user and system CPU time so far, from
