@@ -75,6 +75,25 @@ type Config struct {
 	// Inspect, when set, returns for each concurrent run slot an Inspector
 	// that sees every run it carries (the bench's stamp checker).
 	Inspect func(slot int) Inspector
+	// Record, when set, is called with every run's record as it ends (cut
+	// runs too), from the slots' goroutines at once.
+	Record func(RunRecord)
+}
+
+// RunRecord is one run, as --out's runs.jsonl has it: the times are
+// milliseconds from the request (0: it never came).
+type RunRecord struct {
+	Start        float64 `json:"start_s"` // seconds from the load's start to the request
+	Status       int     `json:"status"`  // HTTP status (0: none)
+	Kind         string  `json:"error_kind,omitempty"`
+	Error        string  `json:"error,omitempty"`
+	Cut          bool    `json:"cut,omitempty"` // cut by the load's end: not judged
+	Events       int64   `json:"events"`
+	Headers      float64 `json:"headers_ms"`
+	FirstEvent   float64 `json:"first_event_ms"`
+	FirstContent float64 `json:"first_content_ms"`
+	Run          float64 `json:"run_ms"`
+	IDsIgnored   bool    `json:"ids_ignored,omitempty"` // RUN_STARTED named other ids than the posted ones
 }
 
 // JudgeAuto is the JudgeEvery that samples by rate: each slot judges an
@@ -170,6 +189,14 @@ type Result struct {
 	Bytes       int64              `json:"bytes"`
 	JudgeEvery  int                `json:"judge_every"` // Config.JudgeEvery: -1 is JudgeAuto
 	Judged      int64              `json:"events_judged"`
+	// IDsIgnored counts the judged runs whose RUN_STARTED named a threadId
+	// or runId other than the ones posted; IDsExample is the first.
+	IDsIgnored int64  `json:"ids_ignored"`
+	IDsExample string `json:"ids_example,omitempty"`
+	// Rate is Config.Rate; StartRate the rate at which runs did start,
+	// from the first to the last (0 with fewer than two).
+	Rate      float64 `json:"rate,omitempty"`
+	StartRate float64 `json:"start_rate,omitempty"`
 	Malformed   int64              `json:"events_malformed"`
 	EventsSec   float64            `json:"events_per_sec"`
 	BytesSec    float64            `json:"bytes_per_sec"`
@@ -229,6 +256,14 @@ func (r *Result) Merge(o *Result) {
 	r.Events += o.Events
 	r.Bytes += o.Bytes
 	r.Judged += o.Judged
+	r.IDsIgnored += o.IDsIgnored
+	if r.IDsExample == "" {
+		r.IDsExample = o.IDsExample
+	}
+	r.Rate = o.Rate
+	if o.StartRate > 0 && (r.StartRate == 0 || o.StartRate < r.StartRate) {
+		r.StartRate = o.StartRate // the slowest round's
+	}
 	r.Malformed += o.Malformed
 	r.Stopped = r.Stopped || o.Stopped
 	if r.Errors == nil {
@@ -262,7 +297,9 @@ func (r *Result) finish() {
 	}
 	r.Timings = map[string]Summary{}
 	for _, t := range Timings() {
-		r.Timings[timingKeys[t]] = summarize(r.hists[t])
+		sum := summarize(r.hists[t])
+		sum.Histogram = histogram(r.hists[t])
+		r.Timings[timingKeys[t]] = sum
 	}
 }
 
@@ -280,7 +317,8 @@ type Runner struct {
 	runCtx    context.Context // ends when runs in flight are cut
 	stopped   atomic.Bool
 
-	next    atomic.Int64 // runs handed out
+	next      atomic.Int64 // runs handed out
+	lastStart atomic.Int64 // Unix ns of the latest run's request
 	rateMu  sync.Mutex
 	rateN   int64
 	started atomic.Int64
@@ -309,6 +347,8 @@ type shard struct {
 	runs, failed          int64 // in the interval
 	judged, malformed     int64
 	finished, interrupted int64
+	idsIgnored            int64
+	idsExample            string
 }
 
 // CheckInput reports whether doc can be a load's RunAgentInput: a JSON
@@ -498,7 +538,10 @@ func (r *Runner) slot(i int) {
 		if !ok {
 			return
 		}
-		body = r.inputs[k%int64(len(r.inputs))].fill(body[:0], r.prefix, i, n)
+		tpl := &r.inputs[k%int64(len(r.inputs))]
+		body = tpl.fill(body[:0], r.prefix, i, n)
+		st.posted = tpl.ok
+		st.postedID = strconv.Itoa(i) + "-" + strconv.FormatInt(n, 10)
 		st.run(c, body)
 	}
 }
@@ -583,6 +626,9 @@ type runState struct {
 	judged, malformed  int64
 	malformedEx        string
 	head               Response
+	posted             bool   // the input carries this run's own ids
+	postedID           string // "<slot>-<n>": the ids are "thread-"/"run-" + prefix + it
+	idsIgnored         string // what RUN_STARTED said instead, "" when it said the posted ids
 }
 
 // maxRunGaps is how many gaps of a run a slot keeps as they are; the rest
@@ -624,6 +670,9 @@ func (s *runState) event(ev []byte) {
 		s.firstCont = now
 	}
 	s.judge.Event(ev, typ)
+	if s.posted && s.judge.events == 1 && bytes.Equal(typ, typeRunStarted) {
+		s.checkIDs(ev)
+	}
 	judge := false
 	switch {
 	case s.judgeEvery > 0:
@@ -647,6 +696,20 @@ func (s *runState) event(ev []byte) {
 	}
 }
 
+var typeRunStarted = []byte("RUN_STARTED")
+
+// checkIDs notes when a run's RUN_STARTED names ids other than the posted
+// ones: a producer that answers every run with fixed ids (a mock, a
+// recording) mixes the runs up for any consumer that keys on them.
+func (s *runState) checkIDs(ev []byte) {
+	th, run := gjson.GetBytes(ev, "threadId").String(), gjson.GetBytes(ev, "runId").String()
+	p := s.r.prefix + s.postedID
+	if th == "thread-"+p && run == "run-"+p {
+		return
+	}
+	s.idsIgnored = fmt.Sprintf("posted threadId %q and runId %q, RUN_STARTED said %q and %q", "thread-"+p, "run-"+p, th, run)
+}
+
 func malformedExample(typ []byte, j rules.Judgement) string {
 	for _, f := range j.Findings {
 		if f.Verdict == rules.Malformed {
@@ -663,7 +726,7 @@ func malformedExample(typ []byte, j rules.Judgement) string {
 func (s *runState) run(c *Client, input []byte) {
 	r := s.r
 	r.started.Add(1)
-	s.events, s.firstEv, s.firstCont, s.judged, s.malformed, s.malformedEx = 0, 0, 0, 0, 0, ""
+	s.events, s.firstEv, s.firstCont, s.judged, s.malformed, s.malformedEx, s.idsIgnored = 0, 0, 0, 0, 0, "", ""
 	s.head = Response{}
 	s.dropGaps()
 	s.judge = NewRunJudge()
@@ -674,6 +737,7 @@ func (s *runState) run(c *Client, input []byte) {
 	}
 	var tHead int64
 	s.t0 = time.Now().UnixNano()
+	r.lastStart.Store(s.t0)
 	err := c.Run(r.runCtx, input, func(h Response) {
 		s.head = h
 		tHead = time.Now().UnixNano()
@@ -727,6 +791,11 @@ func (s *runState) run(c *Client, input []byte) {
 		sh.interrupted++
 	} else {
 		s.recordGaps()
+		if s.idsIgnored != "" {
+			if sh.idsIgnored++; sh.idsExample == "" {
+				sh.idsExample = s.idsIgnored
+			}
+		}
 		sh.judged += s.judged
 		sh.malformed += s.malformed
 		sh.runs++
@@ -750,6 +819,20 @@ func (s *runState) run(c *Client, input []byte) {
 		}
 	}
 	sh.mu.Unlock()
+	if r.cfg.Record != nil {
+		ms := func(t int64) float64 {
+			if t == 0 {
+				return 0
+			}
+			return float64(t-s.t0) / 1e6
+		}
+		rec := RunRecord{Start: float64(s.t0-r.start.UnixNano()) / 1e9, Status: s.head.Status, Kind: kind, Error: msg, Cut: interrupted,
+			Events: s.events, Headers: ms(tHead), FirstEvent: ms(s.firstEv), FirstContent: ms(s.firstCont), Run: ms(end), IDsIgnored: s.idsIgnored != ""}
+		if interrupted && err != nil {
+			rec.Error = err.Error()
+		}
+		r.cfg.Record(rec)
+	}
 	if interrupted {
 		r.started.Add(-1)
 		return
@@ -879,9 +962,19 @@ wait:
 		res.Malformed += sh.malformed
 		res.Finished += sh.finished
 		res.Interrupted += sh.interrupted
+		res.IDsIgnored += sh.idsIgnored
+		if res.IDsExample == "" {
+			res.IDsExample = sh.idsExample
+		}
 	}
 	res.Runs = r.done.Load()
 	res.Complete = r.ok.Load()
+	res.Rate = r.cfg.Rate
+	if n := res.Runs + res.Interrupted; n > 1 {
+		if d := time.Duration(r.lastStart.Load() - r.start.UnixNano()); d > 0 {
+			res.StartRate = float64(n-1) / d.Seconds()
+		}
+	}
 	res.finish()
 	r.res = res
 	close(r.finished)

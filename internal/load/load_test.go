@@ -432,3 +432,55 @@ func TestClientReadsKeptAnswersWhereTheirBodiesEnd(t *testing.T) {
 		t.Errorf("%d connections for three runs, want one kept", n)
 	}
 }
+
+// Every run's record goes to Config.Record; a producer that answers with
+// fixed ids rather than the posted ones is counted; the histograms hold
+// every value.
+func TestRunRecordsIDsAndHistograms(t *testing.T) {
+	echo := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ ThreadID, RunID string }
+		json.NewDecoder(r.Body).Decode(&in)
+		sse(w, fmt.Sprintf(`{"type":"RUN_STARTED","threadId":%q,"runId":%q}`, in.ThreadID, in.RunID), finished)
+	})
+	fixed := agent(t, func(w http.ResponseWriter, r *http.Request) { sse(w, started, finished) })
+	for _, tc := range []struct {
+		url     string
+		ignored int64
+	}{{echo, 0}, {fixed, 5}} {
+		var mu sync.Mutex
+		var recs []load.RunRecord
+		res := run(t, load.Config{URL: tc.url, Concurrency: 2, Runs: 5, Record: func(r load.RunRecord) {
+			mu.Lock()
+			recs = append(recs, r)
+			mu.Unlock()
+		}})
+		if res.Complete != 5 || res.IDsIgnored != tc.ignored || (tc.ignored > 0) != strings.Contains(res.IDsExample, `RUN_STARTED said "t" and "r"`) {
+			t.Errorf("complete %d, ids ignored %d (%q), want %d", res.Complete, res.IDsIgnored, res.IDsExample, tc.ignored)
+		}
+		if len(recs) != 5 {
+			t.Fatalf("%d records", len(recs))
+		}
+		for _, r := range recs {
+			if r.Status != 200 || r.Events != 2 || r.Kind != "" || r.FirstEvent <= 0 || r.Run < r.FirstEvent || r.IDsIgnored != (tc.ignored > 0) {
+				t.Errorf("%+v", r)
+			}
+		}
+		var n int64
+		for _, b := range res.Summary(load.Whole).Histogram {
+			n += b.Count
+		}
+		if n != 5 {
+			t.Errorf("the run histogram holds %d of 5: %+v", n, res.Summary(load.Whole).Histogram)
+		}
+	}
+}
+
+// A rate the slots cannot keep is told by the rate runs started at: one
+// slot cannot start a billion runs a second.
+func TestStartRateBelowTheRate(t *testing.T) {
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) { sse(w, started, finished) })
+	res := run(t, load.Config{URL: url, Concurrency: 1, Runs: 3, Rate: 1e9})
+	if res.Rate != 1e9 || res.StartRate <= 0 || res.StartRate > 1e8 {
+		t.Errorf("rate %v, started at %v a second", res.Rate, res.StartRate)
+	}
+}

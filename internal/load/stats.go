@@ -1,6 +1,8 @@
 package load
 
 import (
+	"sort"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
@@ -70,6 +72,54 @@ type Summary struct {
 	P99  float64 `json:"p99_ms"`
 	P999 float64 `json:"p999_ms"`
 	Max  float64 `json:"max_ms"`
+	// Histogram counts the values by bucket, from the one holding the
+	// least to the one holding the most (whole-load summaries only).
+	Histogram []Bucket `json:"histogram,omitempty"`
+}
+
+// Bucket is one bar of a histogram: the values over the bucket before's
+// upper bound, up to Le (inclusive), in milliseconds.
+type Bucket struct {
+	Le    float64 `json:"le_ms"`
+	Count int64   `json:"count"`
+}
+
+// bucketBounds are the histograms' upper bounds in microseconds: 1, 2, 5
+// in every decade from 1 µs to an hour.
+func bucketBounds() []int64 {
+	var b []int64
+	for d := int64(1); d < histMaxMicros; d *= 10 {
+		b = append(b, d, 2*d, 5*d)
+	}
+	return append(b, histMaxMicros)
+}
+
+// histogram buckets h's values (0 counts in the first bucket).
+func histogram(h *hdrhistogram.Histogram) []Bucket {
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	bounds := bucketBounds()
+	counts := make([]int64, len(bounds))
+	for _, bar := range h.Distribution() {
+		if bar.Count == 0 {
+			continue
+		}
+		i := sort.Search(len(bounds), func(i int) bool { return bounds[i] >= bar.To })
+		counts[min(i, len(bounds)-1)] += bar.Count
+	}
+	lo, hi := 0, len(counts)-1
+	for counts[lo] == 0 {
+		lo++
+	}
+	for counts[hi] == 0 {
+		hi--
+	}
+	var out []Bucket
+	for i := lo; i <= hi; i++ {
+		out = append(out, Bucket{Le: float64(bounds[i]) / 1000, Count: counts[i]})
+	}
+	return out
 }
 
 func summarize(h *hdrhistogram.Histogram) Summary {
