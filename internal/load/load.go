@@ -177,35 +177,35 @@ type Point struct {
 
 // Result is what a load measured.
 type Result struct {
-	URL         string             `json:"url"`
-	Concurrency int                `json:"concurrency"`
-	Started     time.Time          `json:"started"`
-	Seconds     float64            `json:"seconds"`
-	Runs        int64              `json:"runs"`        // runs started and judged
-	Complete    int64              `json:"complete"`    // ended with RUN_FINISHED or RUN_ERROR, no other error
-	Finished    int64              `json:"finished"`    // of them, with RUN_FINISHED
-	Interrupted int64              `json:"interrupted"` // cut by the end of the load (Stop, Drain over): not judged
-	Events      int64              `json:"events"`
-	Bytes       int64              `json:"bytes"`
-	JudgeEvery  int                `json:"judge_every"` // Config.JudgeEvery: -1 is JudgeAuto
-	Judged      int64              `json:"events_judged"`
+	URL         string    `json:"url"`
+	Concurrency int       `json:"concurrency"`
+	Started     time.Time `json:"started"`
+	Seconds     float64   `json:"seconds"`
+	Runs        int64     `json:"runs"`        // runs started and judged
+	Complete    int64     `json:"complete"`    // ended with RUN_FINISHED or RUN_ERROR, no other error
+	Finished    int64     `json:"finished"`    // of them, with RUN_FINISHED
+	Interrupted int64     `json:"interrupted"` // cut by the end of the load (Stop, Drain over): not judged
+	Events      int64     `json:"events"`
+	Bytes       int64     `json:"bytes"`
+	JudgeEvery  int       `json:"judge_every"` // Config.JudgeEvery: -1 is JudgeAuto
+	Judged      int64     `json:"events_judged"`
 	// IDsIgnored counts the judged runs whose RUN_STARTED named a threadId
 	// or runId other than the ones posted; IDsExample is the first.
 	IDsIgnored int64  `json:"ids_ignored"`
 	IDsExample string `json:"ids_example,omitempty"`
 	// Rate is Config.Rate; StartRate the rate at which runs did start,
 	// from the first to the last (0 with fewer than two).
-	Rate      float64 `json:"rate,omitempty"`
-	StartRate float64 `json:"start_rate,omitempty"`
-	Malformed   int64              `json:"events_malformed"`
-	EventsSec   float64            `json:"events_per_sec"`
-	BytesSec    float64            `json:"bytes_per_sec"`
-	RunsSec     float64            `json:"runs_per_sec"`
-	Errors      map[string]int64   `json:"errors"`   // runs by kind
-	Examples    map[string]string  `json:"examples"` // the first error of each kind
-	Timings     map[string]Summary `json:"timings"`  // by timing key
-	Series      []Point            `json:"series"`
-	Stopped     bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
+	Rate      float64            `json:"rate,omitempty"`
+	StartRate float64            `json:"start_rate,omitempty"`
+	Malformed int64              `json:"events_malformed"`
+	EventsSec float64            `json:"events_per_sec"`
+	BytesSec  float64            `json:"bytes_per_sec"`
+	RunsSec   float64            `json:"runs_per_sec"`
+	Errors    map[string]int64   `json:"errors"`   // runs by kind
+	Examples  map[string]string  `json:"examples"` // the first error of each kind
+	Timings   map[string]Summary `json:"timings"`  // by timing key
+	Series    []Point            `json:"series"`
+	Stopped   bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
 
 	hists hists
 }
@@ -319,14 +319,14 @@ type Runner struct {
 
 	next      atomic.Int64 // runs handed out
 	lastStart atomic.Int64 // Unix ns of the latest run's request
-	rateMu  sync.Mutex
-	rateN   int64
-	started atomic.Int64
-	done    atomic.Int64
-	ok      atomic.Int64
-	failed  atomic.Int64
-	events  atomic.Int64
-	bytes   atomic.Int64
+	rateMu    sync.Mutex
+	rateN     int64
+	started   atomic.Int64
+	done      atomic.Int64
+	ok        atomic.Int64
+	failed    atomic.Int64
+	events    atomic.Int64
+	bytes     atomic.Int64
 
 	shards []*shard
 	wg     sync.WaitGroup
