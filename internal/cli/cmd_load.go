@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,8 +35,10 @@ type loadOptions struct {
 	compare  string
 	rounds   int
 	interval time.Duration
-	progress string
-	insecure bool
+	progress   string
+	insecure   bool
+	names      []string
+	thresholds []threshold
 }
 
 const loadUsage = `usage: agui-relay load [flags] URL
@@ -55,8 +58,9 @@ While it runs it shows a progress line on a terminal and a plain line per
 --interval otherwise; Ctrl-C stops it, cuts the runs in flight (not judged)
 and prints the report of what ran.
 
-Exit status: 0 when every run was complete, 1 when any failed (or the load
-could not start), 2 on usage errors, 130 when interrupted.
+Exit status: 0 when every run was complete and every --threshold held, 1
+when any run failed or a threshold did not hold (or the load could not
+start), 2 on usage errors, 130 when interrupted.
 
 examples:
   # the demo agent's synthetic scenario through the relay (go run . first)
@@ -122,8 +126,22 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		return nil
 	})
 	fs.BoolVar(&o.insecure, "insecure", false, "with https, do not verify the server's certificate")
-	fs.StringVar(&o.out, "out", "", "write report.md, results.json and SVG plots into this directory")
+	fs.StringVar(&o.out, "out", "", "write report.md, results.json, runs.jsonl (one line per run: its timings, status, error, events) and SVG plots into this directory")
 	fs.StringVar(&o.compare, "compare", "", "a second URL, loaded in alternating rounds with URL; the report gives the ratios")
+	fs.Func("name", "a name for a target in reports, in the order the command line gives the URL and --compare's (default A, B); repeat for the second", func(s string) error {
+		if len(o.names) == 2 || strings.TrimSpace(s) == "" {
+			return errors.New("give one name per target, at most two, none empty")
+		}
+		o.names = append(o.names, strings.TrimSpace(s))
+		return nil
+	})
+	fs.Func("threshold", thresholdGrammar, func(s string) error {
+		t, err := parseThreshold(s)
+		if err == nil {
+			o.thresholds = append(o.thresholds, t)
+		}
+		return err
+	})
 	fs.IntVar(&o.rounds, "rounds", 4, "with --compare, rounds per target (the runs or duration are split between them)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "period of the progress lines and the time series")
 	fs.StringVar(&o.progress, "progress", "auto", "auto (a progress bar on a terminal, lines otherwise), bar, lines or none")
@@ -155,6 +173,12 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	targets := []string{urls[0]}
 	if o.compare != "" {
 		targets = append(targets, o.compare)
+		if compareFirst(args, urls[0]) {
+			targets[0], targets[1] = o.compare, urls[0] // A and B in the command line's order
+		}
+	}
+	if len(o.names) > len(targets) {
+		return usageErr("--name: %d names for %d targets", len(o.names), len(targets))
 	}
 	for _, u := range targets {
 		if _, err := load.ParseTarget(u); err != nil {
@@ -180,9 +204,18 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 			o.progress = "bar"
 		}
 	}
-	rep := &loadReport{Command: "agui-relay load " + shellQuote(args), Targets: targets, Started: time.Now()}
+	rep := &loadReport{Command: "agui-relay load " + shellQuote(args), Targets: targets, Names: o.names, Started: time.Now()}
+	var runs *runsFile
+	if o.out != "" {
+		var err error
+		if runs, err = openRuns(o.out); err != nil {
+			fmt.Fprintf(stderr, "agui-relay load: --out: %v\n", err)
+			return 1
+		}
+		defer runs.close()
+	}
 	for _, c := range o.levels {
-		lv := loadLevel{Concurrency: c, Results: make([]*load.Result, len(targets))}
+		lv := loadLevel{Concurrency: c, Results: make([]*load.Result, len(targets)), rounds: make([][]*load.Result, len(targets))}
 		rounds := 1
 		if len(targets) > 1 {
 			rounds = o.rounds
@@ -204,7 +237,10 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 				}
 				label := fmt.Sprintf("c=%d", c)
 				if len(targets) > 1 {
-					label = fmt.Sprintf("c=%d %s round %d/%d", c, targetName(i), round+1, rounds)
+					label = fmt.Sprintf("c=%d %s round %d/%d", c, rep.name(i), round+1, rounds)
+				}
+				if runs != nil {
+					cfg.Record = runs.recorder(rep.name(i), c, round+1)
 				}
 				res, err := runOneLoad(ctx, cfg, label, o.progress, stderr)
 				if err != nil {
@@ -215,11 +251,13 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 					lv.Results[i] = &load.Result{}
 				}
 				lv.Results[i].Merge(res)
+				lv.rounds[i] = append(lv.rounds[i], res)
 				if ctx.Err() != nil {
 					break
 				}
 			}
 		}
+		lv.roundRatios()
 		rep.Levels = append(rep.Levels, lv)
 		if ctx.Err() != nil {
 			break
@@ -227,8 +265,13 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	}
 	rep.Interrupted = ctx.Err() != nil
 	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.checkThresholds(o.thresholds)
 	rep.text(stdout)
 	if o.out != "" {
+		if err := runs.close(); err != nil {
+			fmt.Fprintf(stderr, "agui-relay load: --out: %v\n", err)
+			return 1
+		}
 		if err := rep.write(o.out); err != nil {
 			fmt.Fprintf(stderr, "agui-relay load: --out: %v\n", err)
 			return 1
@@ -238,7 +281,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	switch {
 	case rep.Interrupted:
 		return 130
-	case rep.failed():
+	case rep.failed(), rep.thresholdsFailed():
 		return 1
 	}
 	return 0
@@ -268,8 +311,23 @@ func splitRuns(n int64, rounds, round int) int64 {
 	return share
 }
 
-// targetName is how reports name the URL and the --compare URL.
-func targetName(i int) string { return [...]string{"A", "B"}[i] }
+// compareFirst reports whether --compare comes before the URL url on the
+// command line args.
+func compareFirst(args []string, url string) bool {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--compare" || a == "-compare":
+			return true
+		case strings.HasPrefix(a, "--compare=") || strings.HasPrefix(a, "-compare="):
+			return true
+		case a == url:
+			return false
+		case a == "--":
+			return false
+		}
+	}
+	return false
+}
 
 // runOneLoad runs one load, showing its progress as asked.
 func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, stderr io.Writer) (*load.Result, error) {

@@ -31,29 +31,62 @@ func TestLoadThroughTheRelay(t *testing.T) {
 	through := "http://" + at.relay + "/agent?scenario=synthetic&events=200"
 	direct := at.demo + "/agent?scenario=synthetic&events=200"
 	dir := t.TempDir()
-	code, out, errs := loadCmd(t, context.Background(), "-c", "2,4", "-n", "16", "--out", dir, "--compare", direct, "--rounds", "2", through)
+	code, out, errs := loadCmd(t, context.Background(), "-c", "2,4", "-n", "16", "--out", dir, "--compare", direct, "--rounds", "2",
+		"--name", "direct", "--name", "relay", "--threshold", "errors<0.1%", "--threshold", "first_event.p99 < 60s", through)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	wantContains(t, out, "A: "+through, "B: "+direct,
-		"first content", "gap between events", "whole run", "p99.9",
+	// A and B in the command line's order: --compare's URL first.
+	wantContains(t, out, "direct: "+direct+"\nrelay: "+through,
+		"time                    min     mean      p50", "first content", "gap between events", "whole run", "p99.9",
+		"first event histogram:\n  ≤ ",
 		"runs: 16 judged, 16 complete (100.0%), 16 with RUN_FINISHED", "errors: none",
-		"B against A, 4 concurrent, in alternating rounds:", "B/A", "concurrency  target")
-	wantContains(t, errs, "load: c=2 A round 1/2", "load: c=4 B round 2/2")
-	wantContains(t, out, fmt.Sprintf("written: %[1]s/report.md, %[1]s/results.json, %[1]s/latency.svg, %[1]s/p99.svg, %[1]s/throughput.svg", dir))
+		"relay against direct, 4 concurrent, in alternating rounds:", "relay/direct  rounds min–max", " (2)\n", "concurrency  target",
+		"thresholds:\n  ok      errors<0.1%: direct, 2 concurrent: 0%", "ok      first_event.p99 < 60s: relay, 4 concurrent: ")
+	wantContains(t, errs, "load: c=2 direct round 1/2", "load: c=4 relay round 2/2")
+	wantContains(t, out, fmt.Sprintf("written: %[1]s/report.md, %[1]s/results.json, %[1]s/runs.jsonl, %[1]s/latency.svg, %[1]s/p99.svg, %[1]s/throughput.svg", dir))
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-	wantContains(t, string(md), "`agui-relay load -c 2,4 -n 16 --out "+dir+" --compare '"+direct+"' --rounds 2 '"+through+"'`")
+	wantContains(t, string(md), "`agui-relay load -c 2,4 -n 16 --out "+dir+" --compare '"+direct+"' --rounds 2 --name direct --name relay --threshold 'errors<0.1%' --threshold 'first_event.p99 < 60s' '"+through+"'`")
+	lines, _ := os.ReadFile(filepath.Join(dir, "runs.jsonl"))
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+		var rec struct {
+			Target      string  `json:"target"`
+			Concurrency int     `json:"concurrency"`
+			Round       int     `json:"round"`
+			Status      int     `json:"status"`
+			Events      int64   `json:"events"`
+			Run         float64 `json:"run_ms"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Status != 200 || rec.Events == 0 || rec.Run <= 0 || rec.Round < 1 || (rec.Target != "direct" && rec.Target != "relay") {
+			t.Errorf("runs.jsonl: %s: %v", l, err)
+		}
+		n++
+	}
+	if n != 64 {
+		t.Errorf("runs.jsonl has %d lines, want 64", n)
+	}
 	var rep struct {
 		Levels []struct {
 			Concurrency int `json:"concurrency"`
 			Results     []struct {
 				Runs, Complete, Events int64
 				Timings                map[string]struct {
-					N   int64   `json:"n"`
-					P99 float64 `json:"p99_ms"`
+					N         int64   `json:"n"`
+					P99       float64 `json:"p99_ms"`
+					Histogram []struct {
+						Count int64 `json:"count"`
+					} `json:"histogram"`
 				}
+				Series []struct {
+					Bytes int64 `json:"bytes"`
+				} `json:"series"`
 			} `json:"results"`
+			RoundRatios map[string][]float64 `json:"round_ratios"`
 		} `json:"levels"`
+		Thresholds []struct {
+			OK bool `json:"ok"`
+		} `json:"thresholds"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
@@ -70,7 +103,23 @@ func TestLoadThroughTheRelay(t *testing.T) {
 			if r.Runs != 16 || r.Complete != 16 || r.Events == 0 || r.Timings["first_content"].N != 16 {
 				t.Errorf("c=%d: %+v", lv.Concurrency, r)
 			}
+			var inHist, bytes int64
+			for _, b := range r.Timings["run"].Histogram {
+				inHist += b.Count
+			}
+			for _, p := range r.Series {
+				bytes += p.Bytes
+			}
+			if inHist != 16 || bytes == 0 {
+				t.Errorf("c=%d: %d runs in the histogram, %d bytes in the series", lv.Concurrency, inHist, bytes)
+			}
 		}
+		if len(lv.RoundRatios["events/s"]) != 2 {
+			t.Errorf("c=%d: round ratios %v", lv.Concurrency, lv.RoundRatios)
+		}
+	}
+	if len(rep.Thresholds) != 8 {
+		t.Errorf("%d threshold verdicts, want 2 × 2 targets × 2 levels", len(rep.Thresholds))
 	}
 	for _, f := range []string{"report.md", "latency.svg", "throughput.svg", "p99.svg"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
@@ -301,4 +350,43 @@ func TestLoadInterruptedBeforeAnyRunEnded(t *testing.T) {
 	if strings.Contains(out, "%") {
 		t.Errorf("a share of no runs:\n%s", out)
 	}
+}
+
+// A threshold that does not hold sets the exit status and is listed.
+func TestLoadThresholds(t *testing.T) {
+	at, _, _ := startServe(t, nil)
+	url := at.demo + "/agent?scenario=synthetic&events=20"
+	code, out, errs := loadCmd(t, context.Background(), "-n", "4", "-c", "2", "--threshold", "first_event.p99<1us", "--threshold", "errors<=0%", url)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "thresholds:\n  FAILED  first_event.p99<1us: A, 2 concurrent: ", "\n  ok      errors<=0%: A, 2 concurrent: 0%")
+	for _, tc := range []struct{ arg, want string }{
+		{"first_event.p99<200", "a time takes a unit"},
+		{"errors<1", "takes a percentage"},
+		{"latency.p99<1ms", `unknown metric "latency.p99"`},
+		{"run.p42<1ms", `unknown statistic "p42"`},
+		{"run.p99=1ms", "want METRIC OP VALUE"},
+	} {
+		code, out, errs := loadCmd(t, context.Background(), "-n", "1", "--threshold", tc.arg, url)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("--threshold %s: exit %d, want 2 with %q\n%s%s", tc.arg, code, tc.want, out, errs)
+		}
+	}
+}
+
+// A rate the slots cannot keep is said; a producer that ignores the posted
+// ids is said.
+func TestLoadWarnsOfRateAndIgnoredIDs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"fixed\",\"runId\":\"fixed\"}\n\ndata: {\"type\":\"RUN_FINISHED\",\"threadId\":\"fixed\",\"runId\":\"fixed\"}\n\n")
+	}))
+	defer srv.Close()
+	code, out, errs := loadCmd(t, context.Background(), "-n", "3", "-c", "1", "--rate", "1e9", "--progress", "none", srv.URL)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "warning: --rate 1e+09 not reached: runs started at ", "(every slot was busy: raise -c)",
+		"ids: 3 of 3 runs answered with a threadId or runId other than the posted one: the producer ignores them", `RUN_STARTED said "fixed" and "fixed"`)
 }
