@@ -21,20 +21,20 @@ import (
 
 // loadOptions are the load command's flags.
 type loadOptions struct {
-	levels   []int
-	runs     int64
-	duration time.Duration
-	ramp     time.Duration
-	rate     float64
-	inputs   []string
-	headers  []load.Header
-	timeouts load.Timeouts
-	drain    time.Duration
-	judge    int
-	out      string
-	compare  string
-	rounds   int
-	interval time.Duration
+	levels     []int
+	runs       int64
+	duration   time.Duration
+	ramp       time.Duration
+	rate       float64
+	inputs     []string
+	headers    []load.Header
+	timeouts   load.Timeouts
+	drain      time.Duration
+	judge      int
+	out        string
+	compare    string
+	rounds     int
+	interval   time.Duration
 	progress   string
 	insecure   bool
 	names      []string
