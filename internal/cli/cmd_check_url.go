@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/load"
@@ -294,7 +297,13 @@ func (o *liveOptions) flags(fs *flag.FlagSet) {
 // checkURL makes one live run, posting the RunAgentInput read from r (nil:
 // the default input), and prints the profiles table.
 func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stderr io.Writer) int {
-	input := load.DefaultInput
+	// The default input gets ids of its own, so that a producer that
+	// answers with fixed ones shows.
+	var rnd [4]byte
+	rand.Read(rnd[:]) //nolint:errcheck // never fails
+	id := "check-" + hex.EncodeToString(rnd[:])
+	input, _ := sjson.SetBytes(load.DefaultInput, "threadId", "thread-"+id)
+	input, _ = sjson.SetBytes(input, "runId", "run-"+id)
 	if r != nil {
 		b, err := io.ReadAll(io.LimitReader(r, maxCheckInput+1))
 		if err == nil && len(b) > maxCheckInput {
@@ -322,6 +331,9 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 	if err != nil {
 		fmt.Fprintf(stdout, "the stream ended early (%v): judged what arrived\n", err)
 	}
+	if note := idsNote(input, sse); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
 	all, terr := profilesTable(stdout, sse, time.Now())
 	if terr != nil {
 		fmt.Fprintf(stderr, "agui-relay check: reading the stream: %v\n", terr)
@@ -331,6 +343,27 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 		return 1
 	}
 	return 0
+}
+
+// idsNote says when the stream's first RUN_STARTED names a threadId or
+// runId other than the posted input's: a producer that ignores them (a
+// mock answering every run alike) mixes runs up for a consumer that keys
+// on them. "" when it names the posted ones, or the stream has no
+// RUN_STARTED.
+func idsNote(input, sse []byte) string {
+	evs, _ := streamEvents(sse)
+	for _, ev := range evs {
+		if string(rules.PeekType(ev)) != "RUN_STARTED" {
+			continue
+		}
+		pt, pr := gjson.GetBytes(input, "threadId").String(), gjson.GetBytes(input, "runId").String()
+		th, run := gjson.GetBytes(ev, "threadId").String(), gjson.GetBytes(ev, "runId").String()
+		if th == pt && run == pr {
+			return ""
+		}
+		return fmt.Sprintf("ids: posted threadId %q and runId %q, RUN_STARTED said %q and %q: the producer ignores the input's ids (a consumer that keys on them mixes runs up)", pt, pr, th, run)
+	}
+	return ""
 }
 
 // checkProfiles prints the profiles table of a recorded stream.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -165,5 +166,28 @@ func TestCheckURLAndLoadAgree(t *testing.T) {
 			t.Errorf("%s: load exit %d, want 1 with %q:\n%s%s", tc.name, code, tc.load, out, errs)
 		}
 		srv.Close()
+	}
+}
+
+// check --url says when the producer answers with ids of its own rather
+// than the posted ones, and not when it echoes them.
+func TestCheckURLSaysWhenIDsAreIgnored(t *testing.T) {
+	for _, echo := range []bool{true, false} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var in struct{ ThreadID, RunID string }
+			json.NewDecoder(r.Body).Decode(&in)
+			if !echo {
+				in.ThreadID, in.RunID = "fixed-thread", "fixed-run"
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":%q,\"runId\":%q}\n\n", in.ThreadID, in.RunID)
+			fmt.Fprintf(w, "data: {\"type\":\"RUN_FINISHED\",\"threadId\":%q,\"runId\":%q}\n\n", in.ThreadID, in.RunID)
+		}))
+		_, out, errs := runCmd(t, "", "check", "--url", srv.URL)
+		srv.Close()
+		said := strings.Contains(out, `RUN_STARTED said "fixed-thread" and "fixed-run": the producer ignores the input's ids`)
+		if said == echo || echo && strings.Contains(out, "ids:") {
+			t.Errorf("echo %v:\n%s%s", echo, out, errs)
+		}
 	}
 }
