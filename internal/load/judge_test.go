@@ -11,8 +11,8 @@ import (
 
 // With JudgeAuto a slot judges a body when its share of the rate allows:
 // events read a millisecond apart (an agent's pace) are all judged, events
-// of one read at full speed one per read, and the run's order and terminal
-// are checked whatever was sampled.
+// that come faster than the slot's share a burst and then one per share,
+// and the run's order and terminal are checked whatever was sampled.
 func TestJudgeAutoSamplesByRate(t *testing.T) {
 	const period = int64(50_000) // one slot's share of JudgeAutoPerSec, in ns
 	frame := func(ev string) []byte { return []byte("data: " + ev + "\n\n") }
@@ -23,7 +23,7 @@ func TestJudgeAutoSamplesByRate(t *testing.T) {
 		name       string
 		step       int64 // ns between reads; 0: all in one read
 		wantJudged int64
-	}{{"an agent's pace", 1_000_000, 104}, {"full speed", 0, 1}} {
+	}{{"an agent's pace", 1_000_000, 104}, {"full speed", 0, judgeBurst + 1}} {
 		st := &runState{r: &Runner{}, sh: &shard{total: newHists(), interval: newHists()}, sc: event.NewScanner(nil, 0),
 			judge: NewRunJudge(), judgeEvery: JudgeAuto, judgePeriod: period}
 		st.now = 1_000_000_000

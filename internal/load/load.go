@@ -103,6 +103,7 @@ type RunRecord struct {
 const (
 	JudgeAuto       = -1
 	JudgeAutoPerSec = 20000
+	judgeBurst      = 32 // events a slot below its share may judge at once
 )
 
 // Inspector sees the runs of one slot, one at a time.
@@ -613,7 +614,8 @@ type runState struct {
 	judgeEvery int64
 	judgeN     int64
 	// judgePeriod, with JudgeAuto, is the slot's time between two judged
-	// bodies; judgeNext the Unix ns from which the next may be judged.
+	// bodies; judgeNext the Unix ns from which the next may be judged (up
+	// to judgeBurst periods in the past).
 	judgePeriod, judgeNext int64
 
 	t0, now, last      int64 // Unix ns: request, current read, previous event
@@ -679,8 +681,15 @@ func (s *runState) event(ev []byte) {
 		if s.judgeN++; s.judgeN >= s.judgeEvery {
 			s.judgeN, judge = 0, true
 		}
-	case s.judgeEvery == JudgeAuto && now >= s.judgeNext:
-		s.judgeNext, judge = now+s.judgePeriod, true
+	case s.judgeEvery == JudgeAuto:
+		// A token bucket: a slot that was below its share may judge a
+		// burst (events of one read share its time).
+		if low := now - judgeBurst*s.judgePeriod; s.judgeNext < low {
+			s.judgeNext = low
+		}
+		if s.judgeNext <= now {
+			s.judgeNext, judge = s.judgeNext+s.judgePeriod, true
+		}
 	}
 	if judge {
 		s.judged++
