@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -407,43 +408,72 @@ func (r *loadReport) markdown(w io.Writer) {
 			fmt.Fprintf(w, "- %s\n", strings.TrimSpace(l))
 		}
 	}
-	fmt.Fprintf(w, "\n![latency over time](latency.svg)\n")
+	fmt.Fprintf(w, "\n![time to first event over time](latency.svg)\n![throughput over time](events.svg)\n![failed runs over time](errors.svg)\n![time to first event: histogram](histogram.svg)\n")
 }
 
-// plots returns the SVG plots by file name.
+// plots returns the SVG plots by file name. The time series are drawn on
+// the load's own clock: with --compare each round where it ran, the
+// target's line broken between its rounds.
 func (r *loadReport) plots() map[string]plot.Plot {
-	lat := plot.Plot{Title: "Time to first event over time", XLabel: "seconds since the start", YLabel: "ms"}
+	lat := plot.Plot{Title: "Time to first event over time, by when it came", XLabel: "seconds since the start", YLabel: "ms"}
+	evs := plot.Plot{Title: "Throughput over time", XLabel: "seconds since the start", YLabel: "events/s"}
+	errs := plot.Plot{Title: "Failed runs over time, by when they ended", XLabel: "seconds since the start", YLabel: "failed runs per interval"}
+	hist := plot.Plot{Title: "Time to first event: histogram", XLabel: "ms (upper bound of the bucket)", YLabel: "runs", LogX: true}
+	gap := math.NaN()
 	for _, lv := range r.Levels {
 		for i, res := range lv.Results {
 			if res == nil {
 				continue
 			}
-			off := res.Started.Sub(r.Started).Seconds()
 			name := fmt.Sprintf("%s c=%d", r.name(i), lv.Concurrency)
 			p50, p99 := plot.Series{Name: name + " p50"}, plot.Series{Name: name + " p99"}
-			for _, pt := range res.Series {
-				if pt.FirstEvent.N == 0 {
-					continue
+			ev, fl := plot.Series{Name: name}, plot.Series{Name: name}
+			rounds := []*load.Result{res}
+			if i < len(lv.rounds) && len(lv.rounds[i]) > 0 {
+				rounds = lv.rounds[i]
+			}
+			for k, rd := range rounds {
+				if k > 0 {
+					for _, s := range []*plot.Series{&p50, &p99, &ev, &fl} {
+						s.Points = append(s.Points, plot.Point{Y: gap})
+					}
 				}
-				p50.Points = append(p50.Points, plot.Point{X: off + pt.At, Y: pt.FirstEvent.P50})
-				p99.Points = append(p99.Points, plot.Point{X: off + pt.At, Y: pt.FirstEvent.P99})
+				off := rd.Started.Sub(r.Started).Seconds()
+				for _, pt := range rd.Series {
+					x := off + pt.At
+					ev.Points = append(ev.Points, plot.Point{X: x, Y: pt.EventsPerSec})
+					fl.Points = append(fl.Points, plot.Point{X: x, Y: float64(pt.Failed)})
+					if pt.FirstEvent.N > 0 {
+						p50.Points = append(p50.Points, plot.Point{X: x, Y: pt.FirstEvent.P50})
+						p99.Points = append(p99.Points, plot.Point{X: x, Y: pt.FirstEvent.P99})
+					}
+				}
 			}
 			lat.Series = append(lat.Series, p50, p99)
+			evs.Series, errs.Series = append(evs.Series, ev), append(errs.Series, fl)
+			h := plot.Series{Name: name}
+			for _, b := range res.Summary(load.FirstEvent).Histogram {
+				h.Points = append(h.Points, plot.Point{X: b.Le, Y: float64(b.Count)})
+			}
+			hist.Series = append(hist.Series, h)
 		}
 	}
-	out := map[string]plot.Plot{"latency.svg": lat}
+	out := map[string]plot.Plot{"latency.svg": lat, "events.svg": evs, "errors.svg": errs, "histogram.svg": hist}
 	if len(r.Levels) > 1 {
 		tp := plot.Plot{Title: "Throughput against concurrency", XLabel: "concurrent runs", YLabel: "events/s", LogX: true}
-		p99 := plot.Plot{Title: "p99 whole run against concurrency", XLabel: "concurrent runs", YLabel: "ms", LogX: true}
+		p99 := plot.Plot{Title: "p99 time to first event and gap between events against concurrency", XLabel: "concurrent runs", YLabel: "ms", LogX: true}
 		for i := range r.Targets {
-			s1, s2 := plot.Series{Name: r.name(i)}, plot.Series{Name: r.name(i)}
+			s1 := plot.Series{Name: r.name(i)}
+			fe, gp := plot.Series{Name: r.name(i) + " first event"}, plot.Series{Name: r.name(i) + " gap"}
 			for _, lv := range r.Levels {
 				if i < len(lv.Results) && lv.Results[i] != nil {
-					s1.Points = append(s1.Points, plot.Point{X: float64(lv.Concurrency), Y: lv.Results[i].EventsSec})
-					s2.Points = append(s2.Points, plot.Point{X: float64(lv.Concurrency), Y: lv.Results[i].Summary(load.Whole).P99})
+					c := float64(lv.Concurrency)
+					s1.Points = append(s1.Points, plot.Point{X: c, Y: lv.Results[i].EventsSec})
+					fe.Points = append(fe.Points, plot.Point{X: c, Y: lv.Results[i].Summary(load.FirstEvent).P99})
+					gp.Points = append(gp.Points, plot.Point{X: c, Y: lv.Results[i].Summary(load.Gap).P99})
 				}
 			}
-			tp.Series, p99.Series = append(tp.Series, s1), append(p99.Series, s2)
+			tp.Series, p99.Series = append(tp.Series, s1), append(p99.Series, fe, gp)
 		}
 		out["throughput.svg"], out["p99.svg"] = tp, p99
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agui-relay/agui-relay/internal/load"
 )
 
 func loadCmd(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
@@ -44,7 +48,7 @@ func TestLoadThroughTheRelay(t *testing.T) {
 		"relay against direct, 4 concurrent, in alternating rounds:", "relay/direct  rounds min–max", " (2)\n", "concurrency  target",
 		"thresholds:\n  ok      errors<0.1%: direct, 2 concurrent: 0%", "ok      first_event.p99 < 60s: relay, 4 concurrent: ")
 	wantContains(t, errs, "load: c=2 direct round 1/2", "load: c=4 relay round 2/2")
-	wantContains(t, out, fmt.Sprintf("written: %[1]s/report.md, %[1]s/results.json, %[1]s/runs.jsonl, %[1]s/latency.svg, %[1]s/p99.svg, %[1]s/throughput.svg", dir))
+	wantContains(t, out, fmt.Sprintf("written: %[1]s/report.md, %[1]s/results.json, %[1]s/runs.jsonl, %[1]s/errors.svg, %[1]s/events.svg, %[1]s/histogram.svg, %[1]s/latency.svg, %[1]s/p99.svg, %[1]s/throughput.svg", dir))
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
 	wantContains(t, string(md), "`agui-relay load -c 2,4 -n 16 --out "+dir+" --compare '"+direct+"' --rounds 2 --name direct --name relay --threshold 'errors<0.1%' --threshold 'first_event.p99 < 60s' '"+through+"'`")
 	lines, _ := os.ReadFile(filepath.Join(dir, "runs.jsonl"))
@@ -121,7 +125,7 @@ func TestLoadThroughTheRelay(t *testing.T) {
 	if len(rep.Thresholds) != 8 {
 		t.Errorf("%d threshold verdicts, want 2 × 2 targets × 2 levels", len(rep.Thresholds))
 	}
-	for _, f := range []string{"report.md", "latency.svg", "throughput.svg", "p99.svg"} {
+	for _, f := range []string{"report.md", "latency.svg", "throughput.svg", "p99.svg", "events.svg", "errors.svg", "histogram.svg"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Error(err)
@@ -389,4 +393,29 @@ func TestLoadWarnsOfRateAndIgnoredIDs(t *testing.T) {
 	}
 	wantContains(t, out, "warning: --rate 1e+09 not reached: runs started at ", "(every slot was busy: raise -c)",
 		"ids: 3 of 3 runs answered with a threadId or runId other than the posted one: the producer ignores them", `RUN_STARTED said "fixed" and "fixed"`)
+}
+
+// With --compare each round is drawn where it ran on the load's clock, a
+// target's line broken between its rounds, not its rounds end to end.
+func TestLoadPlotsRoundsOnTheLoadsClock(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	round := func(startS float64) *load.Result {
+		return &load.Result{Started: t0.Add(time.Duration(startS * float64(time.Second))),
+			Series: []load.Point{{At: 1, FirstEvent: load.Summary{N: 1, P50: 5, P99: 5}}, {At: 2, FirstEvent: load.Summary{N: 1, P50: 6, P99: 6}}}}
+	}
+	a1, b1, b2, a2 := round(0), round(2), round(4), round(6)
+	rep := &loadReport{Targets: []string{"http://a/", "http://b/"}, Started: t0,
+		Levels: []loadLevel{{Concurrency: 1, Results: []*load.Result{a1, b1}, rounds: [][]*load.Result{{a1, a2}, {b1, b2}}}}}
+	lat := rep.plots()["latency.svg"]
+	var xs []string
+	for _, p := range lat.Series[0].Points { // A c=1 p50
+		if math.IsNaN(p.Y) {
+			xs = append(xs, "|")
+		} else {
+			xs = append(xs, fmt.Sprint(p.X))
+		}
+	}
+	if got := strings.Join(xs, " "); got != "1 2 | 7 8" {
+		t.Errorf("A's first events at %s, want 1 2 | 7 8", got)
+	}
 }

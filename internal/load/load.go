@@ -171,6 +171,8 @@ type Point struct {
 	Events       int64   `json:"events"`
 	Bytes        int64   `json:"bytes"`
 	EventsPerSec float64 `json:"events_per_sec"`
+	// FirstEvent and FirstContent are of the runs whose first (content)
+	// event came in the interval; Run of those that ended in it.
 	FirstEvent   Summary `json:"first_event"`
 	FirstContent Summary `json:"first_content"`
 	Run          Summary `json:"run"`
@@ -656,6 +658,7 @@ func (s *runState) event(ev []byte) {
 	switch {
 	case s.events == 1:
 		s.firstEv = now
+		s.toInterval(FirstEvent, now)
 	case now == s.last:
 		// Events of one read share its time: their gaps are counted
 		// together.
@@ -670,6 +673,7 @@ func (s *runState) event(ev []byte) {
 	typ := rules.PeekType(ev)
 	if s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)) {
 		s.firstCont = now
+		s.toInterval(FirstContent, now)
 	}
 	s.judge.Event(ev, typ)
 	if s.posted && s.judge.events == 1 && bytes.Equal(typ, typeRunStarted) {
@@ -717,6 +721,15 @@ func (s *runState) checkIDs(ev []byte) {
 		return
 	}
 	s.idsIgnored = fmt.Sprintf("posted threadId %q and runId %q, RUN_STARTED said %q and %q", "thread-"+p, "run-"+p, th, run)
+}
+
+// toInterval records a first event's or first content's time in the
+// interval it came in, so that the time series groups runs by when their
+// user saw it, not by when they ended (a cut run's count there too).
+func (s *runState) toInterval(t Timing, at int64) {
+	s.sh.mu.Lock()
+	record(s.sh.interval[t], at-s.t0)
+	s.sh.mu.Unlock()
 }
 
 func malformedExample(typ []byte, j rules.Judgement) string {
@@ -818,13 +831,13 @@ func (s *runState) run(c *Client, input []byte) {
 			if tHead > 0 {
 				record(h[Headers], tHead-s.t0)
 			}
-			if s.firstEv > 0 {
-				record(h[FirstEvent], s.firstEv-s.t0)
-			}
-			if s.firstCont > 0 {
-				record(h[FirstContent], s.firstCont-s.t0)
-			}
 			record(h[Whole], end-s.t0)
+		}
+		if s.firstEv > 0 {
+			record(sh.total[FirstEvent], s.firstEv-s.t0)
+		}
+		if s.firstCont > 0 {
+			record(sh.total[FirstContent], s.firstCont-s.t0)
 		}
 	}
 	sh.mu.Unlock()

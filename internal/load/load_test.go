@@ -484,3 +484,38 @@ func TestStartRateBelowTheRate(t *testing.T) {
 		t.Errorf("rate %v, started at %v a second", res.Rate, res.StartRate)
 	}
 }
+
+// The time series groups the time to first event by when it came, not by
+// when its run ended: a run whose first event came two intervals before
+// its end counts in the earlier interval.
+func TestSeriesGroupsFirstEventsByWhenTheyCame(t *testing.T) {
+	release := make(chan struct{})
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, started)
+		<-release
+		sse(w, finished)
+	})
+	seen := 0
+	var once sync.Once
+	cfg := load.Config{URL: url, Concurrency: 1, Runs: 1, Interval: time.Millisecond, Timeouts: load.DefaultTimeouts}
+	cfg.Progress = func(p load.Progress) {
+		if p.Events >= 1 {
+			if seen++; seen == 2 { // the first event is in a sample by now
+				once.Do(func() { close(release) })
+			}
+		}
+	}
+	res := run(t, cfg)
+	first, end := -1.0, -1.0
+	for _, p := range res.Series {
+		if p.FirstEvent.N == 1 {
+			first = p.At
+		}
+		if p.Runs == 1 {
+			end = p.At
+		}
+	}
+	if first < 0 || end < 0 || first >= end {
+		t.Errorf("first event in the interval ending at %vs, the run's end at %vs", first, end)
+	}
+}
