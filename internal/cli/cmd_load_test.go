@@ -42,7 +42,7 @@ func TestLoadThroughTheRelay(t *testing.T) {
 	}
 	// A and B in the command line's order: --compare's URL first.
 	wantContains(t, out, "direct: "+direct+"\nrelay: "+through,
-		"time                    min     mean      p50", "first content", "gap between events", "whole run", "p99.9",
+		" min ", " mean ", "first content", "gap between events", "whole run", "p99.9",
 		"first event histogram:\n  ≤ ",
 		"runs: 16 judged, 16 complete (100.0%), 16 with RUN_FINISHED", "errors: none",
 		"relay against direct, 4 concurrent, in alternating rounds:", "relay/direct  rounds min–max", " (2)\n", "concurrency  target",
