@@ -46,11 +46,13 @@ const loadUsage = `usage: agui-relay load [flags] URL
 Runs AG-UI runs against URL (a POST of a RunAgentInput answered by an event
 stream), -c at a time, and reports what a user waits for: the time to the
 response headers, to the first event and to the first content event, the
-gaps between events and the whole run, each as p50/p90/p99/p99.9/max; the
-throughput (runs/s, events/s, bytes/s); errors by kind (refused, HTTP
-status, timeout, RUN_ERROR by code, a stream cut before its terminal
-event, events the 1.0 rules find malformed) and how many runs were complete
-(ended with RUN_FINISHED or RUN_ERROR and no other error).
+gaps between events and the whole run, each as min, mean,
+p50/p90/p99/p99.9 and max, with a histogram; the throughput (runs/s,
+events/s, bytes/s); errors by kind (refused, HTTP status, timeout,
+RUN_ERROR by code, a stream cut before its terminal event, events out of
+the order a consumer accepts, events the 1.0 rules find malformed) and how
+many runs were complete (ended with RUN_FINISHED or RUN_ERROR and no other
+error).
 
 Each run posts the next --input file in turn (or a small default input),
 with a fresh threadId and runId. With neither -n nor -d it runs for 10s.
@@ -69,8 +71,10 @@ examples:
   agui-relay load -c 50 -n 500 --rate 5 --header 'Authorization: Bearer $TOKEN' \
       --input chat1.json --input chat2.json https://agent.example.com/api/agent
   # what the relay in front of an agent costs, in alternating rounds
-  agui-relay load -c 10,100,500 -d 20s --out report/ \
-      --compare http://127.0.0.1:8080/agent http://127.0.0.1:8000/agent
+  agui-relay load -c 10,100,500 -d 20s --out report/ --name agent --name relay \
+      http://127.0.0.1:8000/agent --compare http://127.0.0.1:8080/agent
+  # a CI gate: exit 1 when the p99 time to first event or the errors are over
+  agui-relay load -c 20 -n 200 --threshold 'first_event.p99<500ms' --threshold 'errors<1%' URL
 
 flags:
 `
