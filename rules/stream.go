@@ -28,15 +28,46 @@ type StreamFault struct {
 // not expand chunks, so messages opened by chunk events are not tracked.
 type Stream struct {
 	v                      negotiate.Version
+	schema                 *schema // v's, looked up once
+	lastType               string  // the last known type, the schema's own string: most events repeat it
 	n                      int
 	runs                   int
 	active, errored, ended bool
-	steps, texts, tools    map[string]bool
+	steps                  map[string]bool
+	texts, tools           openSet
+}
+
+// openSet is the ids of the open messages or of the open tool calls. last,
+// when not "", is one of them (the last started), compared before the map
+// is looked at: continuation events mostly name the one just started.
+type openSet struct {
+	m    map[string]bool
+	last string
+}
+
+func (o *openSet) has(id string) bool { return id == o.last && id != "" || o.m[id] }
+
+func (o *openSet) add(id string) {
+	k := strings.Clone(id) // id is borrowed from the event
+	o.m[k], o.last = true, k
+}
+
+func (o *openSet) del(id string) {
+	delete(o.m, id)
+	if id == o.last {
+		o.last = ""
+	}
+}
+
+func (o *openSet) clear() {
+	clear(o.m)
+	o.last = ""
 }
 
 // NewStream starts checking a stream for a consumer of v.
 func NewStream(v negotiate.Version) *Stream {
-	return &Stream{v: v, steps: map[string]bool{}, texts: map[string]bool{}, tools: map[string]bool{}}
+	return &Stream{v: v, schema: schemaFor(v), steps: map[string]bool{},
+		texts: openSet{m: map[string]bool{}}, tools: openSet{m: map[string]bool{}}}
 }
 
 var (
@@ -44,19 +75,36 @@ var (
 	v0_0_59 = negotiate.Version{Patch: 59}
 )
 
-// Next checks the next event. Events of types the consumer does not read
-// never reach its verifier and are skipped (they are counted, for Index).
-func (s *Stream) Next(ev []byte) []StreamFault {
+// Next checks the next event, of the type its consumer reads (PeekType).
+// Events of types the consumer does not read never reach its verifier and
+// are skipped (they are counted, for Index).
+func (s *Stream) Next(ev []byte) []StreamFault { return s.NextOfType(ev, PeekType(ev)) }
+
+// NextOfType is Next for a caller that has peeked the event's type: typ is
+// PeekType(ev). Both are borrowed until it returns.
+func (s *Stream) NextOfType(ev, typ []byte) []StreamFault {
 	i := s.n
 	s.n++
-	doc := unsafe.String(unsafe.SliceData(ev), len(ev))
-	t := memberOf(doc, "type")
-	if len(t) < 2 || t[0] != '"' {
+	if typ == nil {
 		return nil
 	}
-	typ := text(t, true)
-	if !KnownEventType(s.v, []byte(typ)) {
-		return nil
+	doc := unsafe.String(unsafe.SliceData(ev), len(ev))
+	t := unsafe.String(unsafe.SliceData(typ), len(typ))
+	if strings.IndexByte(t, '\\') >= 0 {
+		t = text(`"`+t+`"`, true)
+	}
+	return s.next(i, doc, t)
+}
+
+func (s *Stream) next(i int, doc, typ string) []StreamFault {
+	if typ != s.lastType {
+		o := s.schema.eventObj[typ]
+		if o == nil {
+			return nil
+		}
+		if o.name == typ {
+			s.lastType = o.name
+		}
 	}
 	var out []StreamFault
 	fault := func(rule, detail, hint string) {
@@ -76,8 +124,8 @@ func (s *Stream) Next(ev []byte) []StreamFault {
 		s.runs++
 		s.active, s.errored, s.ended = true, false, false
 		clear(s.steps)
-		clear(s.texts)
-		clear(s.tools)
+		s.texts.clear()
+		s.tools.clear()
 		return out
 	case "RUN_ERROR":
 		if s.errored {
@@ -95,6 +143,9 @@ func (s *Stream) Next(ev []byte) []StreamFault {
 		fault("after-run-finished", typ+" after RUN_FINISHED", "the producer likely emits trailing events (usage, cleanup) after finishing the run")
 	}
 	id := func(key string) string {
+		if v, ok := secondMember(doc, typ, key); ok {
+			return v
+		}
 		r := memberOf(doc, key)
 		if len(r) < 2 || r[0] != '"' {
 			return ""
@@ -120,19 +171,19 @@ func (s *Stream) Next(ev []byte) []StreamFault {
 			delete(s.steps, key)
 		}
 	case "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END":
-		s.pair(s.texts, id("messageId"), typ, "message", fault)
+		s.pair(&s.texts, id("messageId"), typ, "message", fault)
 	case "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END":
-		s.pair(s.tools, id("toolCallId"), typ, "tool-call", fault)
+		s.pair(&s.tools, id("toolCallId"), typ, "tool-call", fault)
 	case "RUN_FINISHED":
 		var open []string
 		for k := range s.steps {
 			open = append(open, "step "+quote(k[strings.IndexByte(k, 0)+1:]))
 		}
 		if s.v.AtLeast(v0_0_37) {
-			for k := range s.texts {
+			for k := range s.texts.m {
 				open = append(open, "message "+quote(k))
 			}
-			for k := range s.tools {
+			for k := range s.tools.m {
 				open = append(open, "tool call "+quote(k))
 			}
 		}
@@ -146,24 +197,51 @@ func (s *Stream) Next(ev []byte) []StreamFault {
 }
 
 // pair tracks START/continuation/END of messages and tool calls.
-func (s *Stream) pair(open map[string]bool, id, typ, what string, fault func(rule, detail, hint string)) {
+func (s *Stream) pair(open *openSet, id, typ, what string, fault func(rule, detail, hint string)) {
 	if id == "" {
 		return // the event's own judgement reports the missing id
 	}
 	switch {
 	case strings.HasSuffix(typ, "_START"):
-		if open[id] {
+		if open.has(id) {
 			fault(what+"-started-twice", what+" "+quote(id)+" started while open", "")
 		}
-		open[strings.Clone(id)] = true // id is borrowed from the event
+		open.add(id)
 	default:
-		if !open[id] {
+		if !open.has(id) {
 			fault(what+"-not-started", typ+" for "+what+" "+quote(id)+", which is not open", "")
 		}
 		if strings.HasSuffix(typ, "_END") {
-			delete(open, id)
+			open.del(id)
 		}
 	}
+}
+
+// secondMember returns the string value of key when doc is laid out as
+// AG-UI encoders write events, {"type":"<typ>","key":"…", with the value
+// unescaped: key is then its first member of that name, as memberOf finds
+// it, without a walk. ok is false for any other layout.
+func secondMember(doc, typ, key string) (v string, ok bool) {
+	const lead = `{"type":"`
+	n := len(lead) + len(typ)
+	if len(doc) < n+len(key)+6 || doc[:len(lead)] != lead || doc[len(lead):n] != typ {
+		return "", false
+	}
+	rest := doc[n:]
+	if rest[0] != '"' || rest[1] != ',' || rest[2] != '"' || rest[3:3+len(key)] != key || rest[3+len(key):6+len(key)] != `":"` {
+		return "", false
+	}
+	rest = rest[6+len(key):]
+	// Ids are short: one pass for the closing quote or an escape.
+	for i := 0; i < len(rest); i++ {
+		switch rest[i] {
+		case '"':
+			return rest[:i], true
+		case '\\':
+			return "", false
+		}
+	}
+	return "", false
 }
 
 func quote(s string) string { return `"` + s + `"` }

@@ -111,3 +111,33 @@ func TestHints(t *testing.T) {
 		t.Errorf("hint without cause: %q", h)
 	}
 }
+
+// The stream reads an event's type as its consumer does (the last "type"
+// member), and an id by the encoders' layout where it can, by a walk
+// otherwise, finding the same member either way.
+func TestStreamReadsTypesAndIDsAsTheWalkDoes(t *testing.T) {
+	const start = `{"type":"RUN_STARTED","threadId":"t","runId":"r"}`
+	for _, c := range []struct {
+		evs  []string
+		want string
+	}{
+		{[]string{start, `{"type":"TEXT_MESSAGE_START","type":"STEP_STARTED","stepName":"a"}`, `{"type":"STEP_FINISHED","stepName":"a"}`}, ""},
+		{[]string{start, `{"type":"TEXT_MESSAGE_START","messageId":"m"}`, `{"type":"TEXT_MESSAGE_CONTENT","delta":"x","messageId":"m"}`}, ""},
+		{[]string{start, `{"type":"TEXT_MESSAGE_START","messageId":"m"}`, `{ "type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`}, ""},
+		{[]string{start, `{"type":"TEXT_MESSAGE_START","messageId":"m\u0031"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1"}`}, ""},
+		{[]string{start, `{"type":"TEXT_MESSAGE_START","messageId":"m"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageIdx":"m","messageId":"n"}`}, "message-not-started"},
+		{[]string{start, `{"type":"TEXT_MESSAGE_START","messageId":"m"}`, `{"type":"TEXT_MESSAGE_\u0043ONTENT","messageId":"n"}`}, "message-not-started"},
+	} {
+		if got := rules_(runStream("1.0", c.evs...)); got != c.want {
+			t.Errorf("%v: faults %q, want %q", c.evs, got, c.want)
+		}
+	}
+	for _, doc := range []string{
+		`{"type":"A","messageId":"m","delta":"x"}`, `{"type":"A","delta":"x","messageId":"m"}`, `{"type":"A","messageId":"m\"x"}`,
+		`{"type":"A\"","messageId":"m"}`, `{"type":"A","messageId":1}`, `{"type":"A","messageIdx":"m"}`, `{"type":"A"}`, `{"type":"A","messageId":"m","messageId":"n"}`, `{"type":"AB","messageId":"m"}`, `{"type":"A","messageId":"m`,
+	} {
+		if v, ok := secondMember(doc, "A", "messageId"); ok && `"`+v+`"` != memberOf(doc, "messageId") {
+			t.Errorf("%s: secondMember %q, memberOf %s", doc, v, memberOf(doc, "messageId"))
+		}
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/load"
@@ -198,8 +201,8 @@ func declaredVersion(events [][]byte) string {
 }
 
 // profilesTable prints the producer's declared version and faults, then
-// one row per consumer; it reports whether every served consumer reads the
-// stream through the relay.
+// one row per consumer; it reports whether the stream ends with a terminal
+// event and every served consumer reads it through the relay.
 func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 	events, err := streamEvents(sse)
 	if err != nil {
@@ -208,7 +211,7 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 	fmt.Fprintf(w, "producer: %d events; protocolVersion declared: %s\n", len(events), declaredVersion(events))
 	c := checker{v: negotiate.Current, out: w, now: now}
 	faults := 0
-	st := rules.NewStream(negotiate.Current)
+	run := load.NewRunJudge() // the verdict agui-relay load reaches on this stream
 	for i, ev := range events {
 		j := rules.JudgeEvent(negotiate.Current, ev)
 		var bad []rules.Finding
@@ -217,7 +220,7 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 				bad = append(bad, f)
 			}
 		}
-		sf := st.Next(ev)
+		sf := run.Event(ev, rules.PeekType(ev))
 		if len(bad) == 0 && len(sf) == 0 {
 			continue
 		}
@@ -233,6 +236,14 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 				fmt.Fprintf(w, "    hint: %s\n", f.Hint)
 			}
 		}
+	}
+	if run.Terminal() == "" {
+		if faults == 0 {
+			fmt.Fprintln(w, "producer faults (by the 1.0 rules):")
+		}
+		faults++
+		fmt.Fprintf(w, "stream: no terminal: %s\n", load.NoTerminal(int64(len(events))))
+		fmt.Fprintln(w, "  hint: the producer likely closes the stream without RUN_FINISHED when a run ends early; consumers wait for it, and agui-relay load counts the run as failed")
 	}
 	if faults == 0 {
 		fmt.Fprintln(w, "producer faults (by the 1.0 rules): none")
@@ -253,6 +264,10 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 	t.text(w)
 	if ok, why := negotiate.Supported(negotiate.Profiles[0].Last); !ok {
 		fmt.Fprintf(w, "(not served: %s)\n", why)
+	}
+	if run.Terminal() == "" {
+		fmt.Fprintln(w, "\nsummary: the stream has no terminal event: every consumer waits for one")
+		return false, nil
 	}
 	if all {
 		fmt.Fprintln(w, "\nsummary: every consumer the relay serves reads the stream through it")
@@ -282,7 +297,13 @@ func (o *liveOptions) flags(fs *flag.FlagSet) {
 // checkURL makes one live run, posting the RunAgentInput read from r (nil:
 // the default input), and prints the profiles table.
 func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stderr io.Writer) int {
-	input := load.DefaultInput
+	// The default input gets ids of its own, so that a producer that
+	// answers with fixed ones shows.
+	var rnd [4]byte
+	rand.Read(rnd[:]) //nolint:errcheck // never fails
+	id := "check-" + hex.EncodeToString(rnd[:])
+	input, _ := sjson.SetBytes(load.DefaultInput, "threadId", "thread-"+id)
+	input, _ = sjson.SetBytes(input, "runId", "run-"+id)
 	if r != nil {
 		b, err := io.ReadAll(io.LimitReader(r, maxCheckInput+1))
 		if err == nil && len(b) > maxCheckInput {
@@ -310,6 +331,9 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 	if err != nil {
 		fmt.Fprintf(stdout, "the stream ended early (%v): judged what arrived\n", err)
 	}
+	if note := idsNote(input, sse); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
 	all, terr := profilesTable(stdout, sse, time.Now())
 	if terr != nil {
 		fmt.Fprintf(stderr, "agui-relay check: reading the stream: %v\n", terr)
@@ -319,6 +343,27 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 		return 1
 	}
 	return 0
+}
+
+// idsNote says when the stream's first RUN_STARTED names a threadId or
+// runId other than the posted input's: a producer that ignores them (a
+// mock answering every run alike) mixes runs up for a consumer that keys
+// on them. "" when it names the posted ones, or the stream has no
+// RUN_STARTED.
+func idsNote(input, sse []byte) string {
+	evs, _ := streamEvents(sse)
+	for _, ev := range evs {
+		if string(rules.PeekType(ev)) != "RUN_STARTED" {
+			continue
+		}
+		pt, pr := gjson.GetBytes(input, "threadId").String(), gjson.GetBytes(input, "runId").String()
+		th, run := gjson.GetBytes(ev, "threadId").String(), gjson.GetBytes(ev, "runId").String()
+		if th == pt && run == pr {
+			return ""
+		}
+		return fmt.Sprintf("ids: posted threadId %q and runId %q, RUN_STARTED said %q and %q: the producer ignores the input's ids (a consumer that keys on them mixes runs up)", pt, pr, th, run)
+	}
+	return ""
 }
 
 // checkProfiles prints the profiles table of a recorded stream.

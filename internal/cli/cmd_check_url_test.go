@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -135,5 +137,57 @@ func TestCheckProfilesOfARecording(t *testing.T) {
 	wantContains(t, out, "protocolVersion declared: none", "CopilotKit 2 (@copilotkitnext/* 1.54)")
 	if r := rowOf(t, out, "P59"); !strings.HasSuffix(r, "yes") {
 		t.Errorf("row %q", r)
+	}
+}
+
+// check --url and load reach one verdict on one stream: one without a
+// terminal event, and one with an event before the start of its message,
+// fail both, for the same reason.
+func TestCheckURLAndLoadAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name, events, check, load string
+	}{
+		{"no terminal", `{"type":"RUN_STARTED","threadId":"t","runId":"r"}`,
+			"stream: no terminal: the stream ended after 1 events without RUN_FINISHED or RUN_ERROR", "no terminal             1  e.g. the stream ended after 1 events without RUN_FINISHED or RUN_ERROR"},
+		{"out of order", `{"type":"RUN_STARTED","threadId":"t","runId":"r"}` + "\n\ndata: " +
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}` + "\n\ndata: " + `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`,
+			"stream: message-not-started:", "out of order            1  e.g. #1 TEXT_MESSAGE_CONTENT: message-not-started"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: %s\n\n", tc.events)
+		}))
+		code, out, errs := runCmd(t, "", "check", "--url", srv.URL)
+		if code != 1 || !strings.Contains(out, tc.check) || strings.Contains(out, "producer faults (by the 1.0 rules): none") {
+			t.Errorf("%s: check exit %d, want 1 with %q:\n%s%s", tc.name, code, tc.check, out, errs)
+		}
+		code, out, errs = loadCmd(t, context.Background(), "-n", "1", "-c", "1", "--progress", "none", srv.URL)
+		if code != 1 || !strings.Contains(out, tc.load) {
+			t.Errorf("%s: load exit %d, want 1 with %q:\n%s%s", tc.name, code, tc.load, out, errs)
+		}
+		srv.Close()
+	}
+}
+
+// check --url says when the producer answers with ids of its own rather
+// than the posted ones, and not when it echoes them.
+func TestCheckURLSaysWhenIDsAreIgnored(t *testing.T) {
+	for _, echo := range []bool{true, false} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var in struct{ ThreadID, RunID string }
+			json.NewDecoder(r.Body).Decode(&in)
+			if !echo {
+				in.ThreadID, in.RunID = "fixed-thread", "fixed-run"
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":%q,\"runId\":%q}\n\n", in.ThreadID, in.RunID)
+			fmt.Fprintf(w, "data: {\"type\":\"RUN_FINISHED\",\"threadId\":%q,\"runId\":%q}\n\n", in.ThreadID, in.RunID)
+		}))
+		_, out, errs := runCmd(t, "", "check", "--url", srv.URL)
+		srv.Close()
+		said := strings.Contains(out, `RUN_STARTED said "fixed-thread" and "fixed-run": the producer ignores the input's ids`)
+		if said == echo || echo && strings.Contains(out, "ids:") {
+			t.Errorf("echo %v:\n%s%s", echo, out, errs)
+		}
 	}
 }

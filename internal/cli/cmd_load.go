@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,22 +21,24 @@ import (
 
 // loadOptions are the load command's flags.
 type loadOptions struct {
-	levels   []int
-	runs     int64
-	duration time.Duration
-	ramp     time.Duration
-	rate     float64
-	inputs   []string
-	headers  []load.Header
-	timeouts load.Timeouts
-	drain    time.Duration
-	judge    int
-	out      string
-	compare  string
-	rounds   int
-	interval time.Duration
-	progress string
-	insecure bool
+	levels     []int
+	runs       int64
+	duration   time.Duration
+	ramp       time.Duration
+	rate       float64
+	inputs     []string
+	headers    []load.Header
+	timeouts   load.Timeouts
+	drain      time.Duration
+	judge      int
+	out        string
+	compare    string
+	rounds     int
+	interval   time.Duration
+	progress   string
+	insecure   bool
+	names      []string
+	thresholds []threshold
 }
 
 const loadUsage = `usage: agui-relay load [flags] URL
@@ -43,11 +46,13 @@ const loadUsage = `usage: agui-relay load [flags] URL
 Runs AG-UI runs against URL (a POST of a RunAgentInput answered by an event
 stream), -c at a time, and reports what a user waits for: the time to the
 response headers, to the first event and to the first content event, the
-gaps between events and the whole run, each as p50/p90/p99/p99.9/max; the
-throughput (runs/s, events/s, bytes/s); errors by kind (refused, HTTP
-status, timeout, RUN_ERROR by code, a stream cut before its terminal
-event, events the 1.0 rules find malformed) and how many runs were complete
-(ended with RUN_FINISHED or RUN_ERROR and no other error).
+gaps between events and the whole run, each as min, mean,
+p50/p90/p99/p99.9 and max, with a histogram; the throughput (runs/s,
+events/s, bytes/s); errors by kind (refused, HTTP status, timeout,
+RUN_ERROR by code, a stream cut before its terminal event, events out of
+the order a consumer accepts, events the 1.0 rules find malformed) and how
+many runs were complete (ended with RUN_FINISHED or RUN_ERROR and no other
+error).
 
 Each run posts the next --input file in turn (or a small default input),
 with a fresh threadId and runId. With neither -n nor -d it runs for 10s.
@@ -55,8 +60,9 @@ While it runs it shows a progress line on a terminal and a plain line per
 --interval otherwise; Ctrl-C stops it, cuts the runs in flight (not judged)
 and prints the report of what ran.
 
-Exit status: 0 when every run was complete, 1 when any failed (or the load
-could not start), 2 on usage errors, 130 when interrupted.
+Exit status: 0 when every run was complete and every --threshold held, 1
+when any run failed or a threshold did not hold (or the load could not
+start), 2 on usage errors, 130 when interrupted.
 
 examples:
   # the demo agent's synthetic scenario through the relay (go run . first)
@@ -65,8 +71,10 @@ examples:
   agui-relay load -c 50 -n 500 --rate 5 --header 'Authorization: Bearer $TOKEN' \
       --input chat1.json --input chat2.json https://agent.example.com/api/agent
   # what the relay in front of an agent costs, in alternating rounds
-  agui-relay load -c 10,100,500 -d 20s --out report/ \
-      --compare http://127.0.0.1:8080/agent http://127.0.0.1:8000/agent
+  agui-relay load -c 10,100,500 -d 20s --out report/ --name agent --name relay \
+      http://127.0.0.1:8000/agent --compare http://127.0.0.1:8080/agent
+  # a CI gate: exit 1 when the p99 time to first event or the errors are over
+  agui-relay load -c 20 -n 200 --threshold 'first_event.p99<500ms' --threshold 'errors<1%' URL
 
 flags:
 `
@@ -108,10 +116,36 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	fs.DurationVar(&o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "longest silence inside a stream (0: none)")
 	fs.DurationVar(&o.timeouts.Run, "run-timeout", o.timeouts.Run, "longest run (0: none)")
 	fs.DurationVar(&o.drain, "drain", 10*time.Second, "with -d, how long runs in flight at its end may take to finish before they are cut")
-	fs.IntVar(&o.judge, "judge-every", 1, "judge one event in N against the 1.0 rules (0: none); a judged event costs about 0.5 µs of CPU")
+	o.judge = load.JudgeAuto
+	fs.Func("judge-every", "judge the body of one event in N against the 1.0 rules (1: every event, 0: none); auto: every event up to 20k a second across the load, a sample above (a judged body costs about 0.5 µs of CPU); every run's order and terminal event are checked in any case (default auto)", func(s string) error {
+		if s == "auto" {
+			o.judge = load.JudgeAuto
+			return nil
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is neither auto nor a whole number of at least 0", s)
+		}
+		o.judge = n
+		return nil
+	})
 	fs.BoolVar(&o.insecure, "insecure", false, "with https, do not verify the server's certificate")
-	fs.StringVar(&o.out, "out", "", "write report.md, results.json and SVG plots into this directory")
+	fs.StringVar(&o.out, "out", "", "write report.md, results.json, runs.jsonl (one line per run: its timings, status, error, events) and SVG plots into this directory")
 	fs.StringVar(&o.compare, "compare", "", "a second URL, loaded in alternating rounds with URL; the report gives the ratios")
+	fs.Func("name", "a name for a target in reports, in the order the command line gives the URL and --compare's (default A, B); repeat for the second", func(s string) error {
+		if len(o.names) == 2 || strings.TrimSpace(s) == "" {
+			return errors.New("give one name per target, at most two, none empty")
+		}
+		o.names = append(o.names, strings.TrimSpace(s))
+		return nil
+	})
+	fs.Func("threshold", thresholdGrammar, func(s string) error {
+		t, err := parseThreshold(s)
+		if err == nil {
+			o.thresholds = append(o.thresholds, t)
+		}
+		return err
+	})
 	fs.IntVar(&o.rounds, "rounds", 4, "with --compare, rounds per target (the runs or duration are split between them)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "period of the progress lines and the time series")
 	fs.StringVar(&o.progress, "progress", "auto", "auto (a progress bar on a terminal, lines otherwise), bar, lines or none")
@@ -129,8 +163,8 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	if len(urls) != 1 {
 		return usageErr("want one URL, got %d", len(urls))
 	}
-	if o.runs < 0 || o.duration < 0 || o.rate < 0 || o.judge < 0 || o.rounds < 1 || o.interval <= 0 {
-		return usageErr("-n, -d, --rate and --judge-every must not be negative, --rounds and --interval must be positive")
+	if o.runs < 0 || o.duration < 0 || o.rate < 0 || o.rounds < 1 || o.interval <= 0 {
+		return usageErr("-n, -d and --rate must not be negative, --rounds and --interval must be positive")
 	}
 	switch o.progress {
 	case "auto", "bar", "lines", "none":
@@ -143,6 +177,12 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	targets := []string{urls[0]}
 	if o.compare != "" {
 		targets = append(targets, o.compare)
+		if compareFirst(args, urls[0]) {
+			targets[0], targets[1] = o.compare, urls[0] // A and B in the command line's order
+		}
+	}
+	if len(o.names) > len(targets) {
+		return usageErr("--name: %d names for %d targets", len(o.names), len(targets))
 	}
 	for _, u := range targets {
 		if _, err := load.ParseTarget(u); err != nil {
@@ -168,9 +208,18 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 			o.progress = "bar"
 		}
 	}
-	rep := &loadReport{Command: "agui-relay load " + strings.Join(args, " "), Targets: targets, Started: time.Now()}
+	rep := &loadReport{Command: "agui-relay load " + shellQuote(args), Targets: targets, Names: o.names, Started: time.Now()}
+	var runs *runsFile
+	if o.out != "" {
+		var err error
+		if runs, err = openRuns(o.out); err != nil {
+			fmt.Fprintf(stderr, "agui-relay load: --out: %v\n", err)
+			return 1
+		}
+		defer runs.close()
+	}
 	for _, c := range o.levels {
-		lv := loadLevel{Concurrency: c, Results: make([]*load.Result, len(targets))}
+		lv := loadLevel{Concurrency: c, Results: make([]*load.Result, len(targets)), rounds: make([][]*load.Result, len(targets))}
 		rounds := 1
 		if len(targets) > 1 {
 			rounds = o.rounds
@@ -192,7 +241,10 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 				}
 				label := fmt.Sprintf("c=%d", c)
 				if len(targets) > 1 {
-					label = fmt.Sprintf("c=%d %s round %d/%d", c, targetName(i), round+1, rounds)
+					label = fmt.Sprintf("c=%d %s round %d/%d", c, rep.name(i), round+1, rounds)
+				}
+				if runs != nil {
+					cfg.Record = runs.recorder(rep.name(i), c, round+1)
 				}
 				res, err := runOneLoad(ctx, cfg, label, o.progress, stderr)
 				if err != nil {
@@ -203,11 +255,13 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 					lv.Results[i] = &load.Result{}
 				}
 				lv.Results[i].Merge(res)
+				lv.rounds[i] = append(lv.rounds[i], res)
 				if ctx.Err() != nil {
 					break
 				}
 			}
 		}
+		lv.roundRatios()
 		rep.Levels = append(rep.Levels, lv)
 		if ctx.Err() != nil {
 			break
@@ -215,8 +269,13 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	}
 	rep.Interrupted = ctx.Err() != nil
 	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.checkThresholds(o.thresholds)
 	rep.text(stdout)
 	if o.out != "" {
+		if err := runs.close(); err != nil {
+			fmt.Fprintf(stderr, "agui-relay load: --out: %v\n", err)
+			return 1
+		}
 		if err := rep.write(o.out); err != nil {
 			fmt.Fprintf(stderr, "agui-relay load: --out: %v\n", err)
 			return 1
@@ -226,7 +285,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	switch {
 	case rep.Interrupted:
 		return 130
-	case rep.failed():
+	case rep.failed(), rep.thresholdsFailed():
 		return 1
 	}
 	return 0
@@ -256,8 +315,23 @@ func splitRuns(n int64, rounds, round int) int64 {
 	return share
 }
 
-// targetName is how reports name the URL and the --compare URL.
-func targetName(i int) string { return [...]string{"A", "B"}[i] }
+// compareFirst reports whether --compare comes before the URL url on the
+// command line args.
+func compareFirst(args []string, url string) bool {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--compare" || a == "-compare":
+			return true
+		case strings.HasPrefix(a, "--compare=") || strings.HasPrefix(a, "-compare="):
+			return true
+		case a == url:
+			return false
+		case a == "--":
+			return false
+		}
+	}
+	return false
+}
 
 // runOneLoad runs one load, showing its progress as asked.
 func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, stderr io.Writer) (*load.Result, error) {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,17 +18,33 @@ import (
 // loadReport is everything one load command measured.
 type loadReport struct {
 	Command     string      `json:"command"`
-	Targets     []string    `json:"targets"` // URL, then the --compare URL
+	Targets     []string    `json:"targets"` // A, then B: in the command line's order
+	Names       []string    `json:"names,omitempty"`
 	Started     time.Time   `json:"started"`
 	Seconds     float64     `json:"seconds"`
 	Interrupted bool        `json:"interrupted,omitempty"`
 	Levels      []loadLevel `json:"levels"`
+	// Thresholds are the --threshold verdicts, per target and level.
+	Thresholds []thresholdResult `json:"thresholds,omitempty"`
+}
+
+// name is how the report calls target i: its --name, else A or B.
+func (r *loadReport) name(i int) string {
+	if i < len(r.Names) {
+		return r.Names[i]
+	}
+	return [...]string{"A", "B"}[i]
 }
 
 // loadLevel is one concurrency level: one result per target.
 type loadLevel struct {
 	Concurrency int            `json:"concurrency"`
 	Results     []*load.Result `json:"results"`
+	// RoundRatios are, with --compare, B's figure over A's in each round,
+	// by the compare table's row.
+	RoundRatios map[string][]float64 `json:"round_ratios,omitempty"`
+
+	rounds [][]*load.Result // per target, each round's own
 }
 
 func (r *loadReport) failed() bool {
@@ -38,6 +56,21 @@ func (r *loadReport) failed() bool {
 		}
 	}
 	return false
+}
+
+// shellQuote quotes each of args as a POSIX shell reads it back, so that a
+// command pasted from a report runs as it ran: a URL with & stays one
+// argument.
+func shellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }
 
 // table is a report table, printed as aligned text or as markdown.
@@ -94,8 +127,22 @@ func (t *table) markdown(w io.Writer) {
 	}
 }
 
-// ms formats milliseconds with three significant figures or so.
-func ms(v float64) string {
+// dur formats milliseconds in the unit that suits them (µs, ms or s),
+// with three significant figures or so: the histograms resolve a
+// microsecond.
+func dur(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 1:
+		return sig(v*1000) + " µs"
+	case v < 1000:
+		return sig(v) + " ms"
+	}
+	return sig(v/1000) + " s"
+}
+
+func sig(v float64) string {
 	switch {
 	case v >= 100:
 		return fmt.Sprintf("%.0f", v)
@@ -113,14 +160,14 @@ func ratio(b, a float64) string {
 }
 
 func timingsTable(res *load.Result) *table {
-	t := &table{head: []string{"time (ms)", "p50", "p90", "p99", "p99.9", "max", "n"}}
+	t := &table{head: []string{"time", "min", "mean", "p50", "p90", "p99", "p99.9", "max", "n"}}
 	for _, tm := range load.Timings() {
 		s := res.Summary(tm)
 		if s.N == 0 {
-			t.add(tm.String(), "–", "–", "–", "–", "–", "0")
+			t.add(tm.String(), "–", "–", "–", "–", "–", "–", "–", "0")
 			continue
 		}
-		t.add(tm.String(), ms(s.P50), ms(s.P90), ms(s.P99), ms(s.P999), ms(s.Max), fmt.Sprint(s.N))
+		t.add(tm.String(), dur(s.Min), dur(s.Mean), dur(s.P50), dur(s.P90), dur(s.P99), dur(s.P999), dur(s.Max), fmt.Sprint(s.N))
 	}
 	return t
 }
@@ -133,10 +180,28 @@ func summaryLines(res *load.Result) []string {
 		fmt.Sprintf("runs: %d judged, %d complete (%.1f%%), %d with RUN_FINISHED; %d cut by the load's end (not judged)",
 			res.Runs, res.Complete, 100*res.Completeness(), res.Finished, res.Interrupted),
 	}
-	if res.Judged > 0 {
-		lines = append(lines, fmt.Sprintf("events: %d, %d judged by the 1.0 rules, %d malformed", res.Events, res.Judged, res.Malformed))
+	if res.Runs == 0 {
+		lines[1] = fmt.Sprintf("runs: none ended; %d cut by the load's end (not judged)", res.Interrupted)
+	}
+	how := ""
+	switch {
+	case res.JudgeEvery == load.JudgeAuto:
+		how = fmt.Sprintf(" (every event up to %s a second, a sample above)", humanCount(load.JudgeAutoPerSec))
+	case res.JudgeEvery > 1:
+		how = fmt.Sprintf(" (one in %d)", res.JudgeEvery)
+	}
+	if res.JudgeEvery != 0 {
+		lines = append(lines, fmt.Sprintf("events: %d, %d bodies judged by the 1.0 rules%s, %d malformed; every judged run's order and terminal event checked",
+			res.Events, res.Judged, how, res.Malformed))
 	} else {
-		lines = append(lines, fmt.Sprintf("events: %d (not judged)", res.Events))
+		lines = append(lines, fmt.Sprintf("events: %d, bodies not judged; every judged run's order and terminal event checked", res.Events))
+	}
+	if res.Rate > 0 && res.StartRate > 0 && res.StartRate < 0.95*res.Rate {
+		lines = append(lines, fmt.Sprintf("warning: --rate %g not reached: runs started at %.1f a second (every slot was busy: raise -c)", res.Rate, res.StartRate))
+	}
+	if res.IDsIgnored > 0 {
+		lines = append(lines, fmt.Sprintf("ids: %d of %d runs answered with a threadId or runId other than the posted one: the producer ignores them (%s)",
+			res.IDsIgnored, res.Runs, res.IDsExample))
 	}
 	if len(res.Errors) == 0 {
 		return append(lines, "errors: none")
@@ -144,6 +209,26 @@ func summaryLines(res *load.Result) []string {
 	lines = append(lines, "errors:")
 	for _, k := range res.ErrorKinds() {
 		lines = append(lines, fmt.Sprintf("  %-18s %6d  e.g. %s", k, res.Errors[k], res.Examples[k]))
+	}
+	return lines
+}
+
+// histogramLines draws a timing's histogram as text bars, one a bucket.
+func histogramLines(s load.Summary) []string {
+	if len(s.Histogram) == 0 {
+		return nil
+	}
+	var most int64
+	for _, b := range s.Histogram {
+		most = max(most, b.Count)
+	}
+	lines := []string{"first event histogram:"}
+	for _, b := range s.Histogram {
+		bar := strings.Repeat("█", int((b.Count*30+most-1)/most))
+		if b.Count == 0 {
+			bar = ""
+		}
+		lines = append(lines, fmt.Sprintf("  ≤ %8s  %-30s  %d", dur(b.Le), bar, b.Count))
 	}
 	return lines
 }
@@ -160,30 +245,78 @@ func humanBytes(v float64) string {
 	return fmt.Sprintf("%.0f B", v)
 }
 
-// compareTable puts B beside A, with B/A.
-func compareTable(a, b *load.Result) *table {
-	t := &table{head: []string{"", "A", "B", "B/A"}}
+// compareRow is one row of the compare table: a figure of a result.
+type compareRow struct {
+	label  string
+	value  func(*load.Result) float64
+	format func(float64) string
+}
+
+func compareRows() []compareRow {
+	var rows []compareRow
 	for _, tm := range load.Timings() {
-		sa, sb := a.Summary(tm), b.Summary(tm)
-		t.add(tm.String()+" p50 (ms)", ms(sa.P50), ms(sb.P50), ratio(sb.P50, sa.P50))
-		t.add(tm.String()+" p99 (ms)", ms(sa.P99), ms(sb.P99), ratio(sb.P99, sa.P99))
+		tm := tm
+		rows = append(rows,
+			compareRow{tm.String() + " p50", func(r *load.Result) float64 { return r.Summary(tm).P50 }, dur},
+			compareRow{tm.String() + " p99", func(r *load.Result) float64 { return r.Summary(tm).P99 }, dur})
 	}
-	t.add("events/s", humanCount(a.EventsSec), humanCount(b.EventsSec), ratio(b.EventsSec, a.EventsSec))
-	t.add("runs/s", fmt.Sprintf("%.1f", a.RunsSec), fmt.Sprintf("%.1f", b.RunsSec), ratio(b.RunsSec, a.RunsSec))
-	t.add("failed runs", fmt.Sprint(a.Failed()), fmt.Sprint(b.Failed()), "")
+	return append(rows,
+		compareRow{"events/s", func(r *load.Result) float64 { return r.EventsSec }, humanCount},
+		compareRow{"runs/s", func(r *load.Result) float64 { return r.RunsSec }, func(v float64) string { return fmt.Sprintf("%.1f", v) }})
+}
+
+// roundRatios fills the level's per-round ratios of B over A.
+func (lv *loadLevel) roundRatios() {
+	if len(lv.rounds) != 2 {
+		return
+	}
+	lv.RoundRatios = map[string][]float64{}
+	for _, row := range compareRows() {
+		for k := 0; k < len(lv.rounds[0]) && k < len(lv.rounds[1]); k++ {
+			a, b := row.value(lv.rounds[0][k]), row.value(lv.rounds[1][k])
+			if a > 0 {
+				lv.RoundRatios[row.label] = append(lv.RoundRatios[row.label], b/a)
+			}
+		}
+	}
+}
+
+// spread is the range of a row's per-round ratios: "×0.97–1.04 (4)".
+func spread(rs []float64) string {
+	if len(rs) == 0 {
+		return "–"
+	}
+	lo, hi := rs[0], rs[0]
+	for _, v := range rs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return fmt.Sprintf("×%.2f–%.2f (%d)", lo, hi, len(rs))
+}
+
+// compareTable puts B beside A, with B/A over the whole load and its range
+// over the rounds.
+func (r *loadReport) compareTable(lv *loadLevel) *table {
+	a, b := lv.Results[0], lv.Results[1]
+	ratioHead := r.name(1) + "/" + r.name(0)
+	t := &table{head: []string{"", r.name(0), r.name(1), ratioHead, "rounds min–max"}}
+	for _, row := range compareRows() {
+		va, vb := row.value(a), row.value(b)
+		t.add(row.label, row.format(va), row.format(vb), ratio(vb, va), spread(lv.RoundRatios[row.label]))
+	}
+	t.add("failed runs", fmt.Sprint(a.Failed()), fmt.Sprint(b.Failed()), "", "")
 	return t
 }
 
 // levelsTable lists throughput and p99s against concurrency.
 func (r *loadReport) levelsTable() *table {
-	t := &table{left: 2, head: []string{"concurrency", "target", "runs/s", "events/s", "p99 first content (ms)", "p99 run (ms)", "failed"}}
+	t := &table{left: 2, head: []string{"concurrency", "target", "runs/s", "events/s", "p99 first content", "p99 run", "failed"}}
 	for _, lv := range r.Levels {
 		for i, res := range lv.Results {
 			if res == nil {
 				continue
 			}
-			t.add(fmt.Sprint(lv.Concurrency), targetName(i), fmt.Sprintf("%.1f", res.RunsSec), humanCount(res.EventsSec),
-				ms(res.Summary(load.FirstContent).P99), ms(res.Summary(load.Whole).P99), fmt.Sprint(res.Failed()))
+			t.add(fmt.Sprint(lv.Concurrency), r.name(i), fmt.Sprintf("%.1f", res.RunsSec), humanCount(res.EventsSec),
+				dur(res.Summary(load.FirstContent).P99), dur(res.Summary(load.Whole).P99), fmt.Sprint(res.Failed()))
 		}
 	}
 	return t
@@ -192,7 +325,7 @@ func (r *loadReport) levelsTable() *table {
 func (r *loadReport) header() []string {
 	var h []string
 	for i, u := range r.Targets {
-		h = append(h, fmt.Sprintf("%s: %s", targetName(i), u))
+		h = append(h, fmt.Sprintf("%s: %s", r.name(i), u))
 	}
 	if r.Interrupted {
 		h = append(h, "interrupted: the report covers what ran until then")
@@ -209,20 +342,29 @@ func (r *loadReport) text(w io.Writer) {
 			if res == nil {
 				continue
 			}
-			fmt.Fprintf(w, "\n%s, %d concurrent, %.1fs\n", targetName(i), lv.Concurrency, res.Seconds)
+			fmt.Fprintf(w, "\n%s, %d concurrent, %.1fs\n", r.name(i), lv.Concurrency, res.Seconds)
 			timingsTable(res).text(w)
+			for _, l := range histogramLines(res.Summary(load.FirstEvent)) {
+				fmt.Fprintln(w, l)
+			}
 			for _, l := range summaryLines(res) {
 				fmt.Fprintln(w, l)
 			}
 		}
 		if len(lv.Results) == 2 && lv.Results[0] != nil && lv.Results[1] != nil {
-			fmt.Fprintf(w, "\nB against A, %d concurrent, in alternating rounds:\n", lv.Concurrency)
-			compareTable(lv.Results[0], lv.Results[1]).text(w)
+			fmt.Fprintf(w, "\n%s against %s, %d concurrent, in alternating rounds:\n", r.name(1), r.name(0), lv.Concurrency)
+			r.compareTable(&lv).text(w)
 		}
 	}
 	if len(r.Levels) > 1 {
 		fmt.Fprintln(w)
 		r.levelsTable().text(w)
+	}
+	if len(r.Thresholds) > 0 {
+		fmt.Fprintln(w, "\nthresholds:")
+		for _, l := range r.thresholdLines() {
+			fmt.Fprintln(w, l)
+		}
 	}
 }
 
@@ -236,9 +378,12 @@ func (r *loadReport) markdown(w io.Writer) {
 			if res == nil {
 				continue
 			}
-			fmt.Fprintf(w, "\n## %s, %d concurrent\n\n", targetName(i), lv.Concurrency)
+			fmt.Fprintf(w, "\n## %s, %d concurrent\n\n", r.name(i), lv.Concurrency)
 			timingsTable(res).markdown(w)
 			fmt.Fprintln(w)
+			if h := histogramLines(res.Summary(load.FirstEvent)); len(h) > 0 {
+				fmt.Fprintf(w, "```\n%s\n```\n\n", strings.Join(h, "\n"))
+			}
 			for _, l := range summaryLines(res) {
 				if strings.HasPrefix(l, "  ") {
 					fmt.Fprintf(w, "  - %s\n", strings.TrimSpace(l))
@@ -248,8 +393,8 @@ func (r *loadReport) markdown(w io.Writer) {
 			}
 		}
 		if len(lv.Results) == 2 && lv.Results[0] != nil && lv.Results[1] != nil {
-			fmt.Fprintf(w, "\n## B against A, %d concurrent\n\n", lv.Concurrency)
-			compareTable(lv.Results[0], lv.Results[1]).markdown(w)
+			fmt.Fprintf(w, "\n## %s against %s, %d concurrent\n\n", r.name(1), r.name(0), lv.Concurrency)
+			r.compareTable(&lv).markdown(w)
 		}
 	}
 	if len(r.Levels) > 1 {
@@ -257,43 +402,78 @@ func (r *loadReport) markdown(w io.Writer) {
 		r.levelsTable().markdown(w)
 		fmt.Fprintf(w, "\n![throughput](throughput.svg)\n![p99](p99.svg)\n")
 	}
-	fmt.Fprintf(w, "\n![latency over time](latency.svg)\n")
+	if len(r.Thresholds) > 0 {
+		fmt.Fprintf(w, "\n## Thresholds\n\n")
+		for _, l := range r.thresholdLines() {
+			fmt.Fprintf(w, "- %s\n", strings.TrimSpace(l))
+		}
+	}
+	fmt.Fprintf(w, "\n![time to first event over time](latency.svg)\n![throughput over time](events.svg)\n![failed runs over time](errors.svg)\n![time to first event: histogram](histogram.svg)\n")
 }
 
-// plots returns the SVG plots by file name.
+// plots returns the SVG plots by file name. The time series are drawn on
+// the load's own clock: with --compare each round where it ran, the
+// target's line broken between its rounds.
 func (r *loadReport) plots() map[string]plot.Plot {
-	lat := plot.Plot{Title: "Time to first event over time", XLabel: "seconds since the start", YLabel: "ms"}
+	lat := plot.Plot{Title: "Time to first event over time, by when it came", XLabel: "seconds since the start", YLabel: "ms"}
+	evs := plot.Plot{Title: "Throughput over time", XLabel: "seconds since the start", YLabel: "events/s"}
+	errs := plot.Plot{Title: "Failed runs over time, by when they ended", XLabel: "seconds since the start", YLabel: "failed runs per interval"}
+	hist := plot.Plot{Title: "Time to first event: histogram", XLabel: "ms (upper bound of the bucket)", YLabel: "runs", LogX: true}
+	gap := math.NaN()
 	for _, lv := range r.Levels {
 		for i, res := range lv.Results {
 			if res == nil {
 				continue
 			}
-			off := res.Started.Sub(r.Started).Seconds()
-			name := fmt.Sprintf("%s c=%d", targetName(i), lv.Concurrency)
+			name := fmt.Sprintf("%s c=%d", r.name(i), lv.Concurrency)
 			p50, p99 := plot.Series{Name: name + " p50"}, plot.Series{Name: name + " p99"}
-			for _, pt := range res.Series {
-				if pt.FirstEvent.N == 0 {
-					continue
+			ev, fl := plot.Series{Name: name}, plot.Series{Name: name}
+			rounds := []*load.Result{res}
+			if i < len(lv.rounds) && len(lv.rounds[i]) > 0 {
+				rounds = lv.rounds[i]
+			}
+			for k, rd := range rounds {
+				if k > 0 {
+					for _, s := range []*plot.Series{&p50, &p99, &ev, &fl} {
+						s.Points = append(s.Points, plot.Point{Y: gap})
+					}
 				}
-				p50.Points = append(p50.Points, plot.Point{X: off + pt.At, Y: pt.FirstEvent.P50})
-				p99.Points = append(p99.Points, plot.Point{X: off + pt.At, Y: pt.FirstEvent.P99})
+				off := rd.Started.Sub(r.Started).Seconds()
+				for _, pt := range rd.Series {
+					x := off + pt.At
+					ev.Points = append(ev.Points, plot.Point{X: x, Y: pt.EventsPerSec})
+					fl.Points = append(fl.Points, plot.Point{X: x, Y: float64(pt.Failed)})
+					if pt.FirstEvent.N > 0 {
+						p50.Points = append(p50.Points, plot.Point{X: x, Y: pt.FirstEvent.P50})
+						p99.Points = append(p99.Points, plot.Point{X: x, Y: pt.FirstEvent.P99})
+					}
+				}
 			}
 			lat.Series = append(lat.Series, p50, p99)
+			evs.Series, errs.Series = append(evs.Series, ev), append(errs.Series, fl)
+			h := plot.Series{Name: name}
+			for _, b := range res.Summary(load.FirstEvent).Histogram {
+				h.Points = append(h.Points, plot.Point{X: b.Le, Y: float64(b.Count)})
+			}
+			hist.Series = append(hist.Series, h)
 		}
 	}
-	out := map[string]plot.Plot{"latency.svg": lat}
+	out := map[string]plot.Plot{"latency.svg": lat, "events.svg": evs, "errors.svg": errs, "histogram.svg": hist}
 	if len(r.Levels) > 1 {
 		tp := plot.Plot{Title: "Throughput against concurrency", XLabel: "concurrent runs", YLabel: "events/s", LogX: true}
-		p99 := plot.Plot{Title: "p99 whole run against concurrency", XLabel: "concurrent runs", YLabel: "ms", LogX: true}
+		p99 := plot.Plot{Title: "p99 time to first event and gap between events against concurrency", XLabel: "concurrent runs", YLabel: "ms", LogX: true}
 		for i := range r.Targets {
-			s1, s2 := plot.Series{Name: targetName(i)}, plot.Series{Name: targetName(i)}
+			s1 := plot.Series{Name: r.name(i)}
+			fe, gp := plot.Series{Name: r.name(i) + " first event"}, plot.Series{Name: r.name(i) + " gap"}
 			for _, lv := range r.Levels {
 				if i < len(lv.Results) && lv.Results[i] != nil {
-					s1.Points = append(s1.Points, plot.Point{X: float64(lv.Concurrency), Y: lv.Results[i].EventsSec})
-					s2.Points = append(s2.Points, plot.Point{X: float64(lv.Concurrency), Y: lv.Results[i].Summary(load.Whole).P99})
+					c := float64(lv.Concurrency)
+					s1.Points = append(s1.Points, plot.Point{X: c, Y: lv.Results[i].EventsSec})
+					fe.Points = append(fe.Points, plot.Point{X: c, Y: lv.Results[i].Summary(load.FirstEvent).P99})
+					gp.Points = append(gp.Points, plot.Point{X: c, Y: lv.Results[i].Summary(load.Gap).P99})
 				}
 			}
-			tp.Series, p99.Series = append(tp.Series, s1), append(p99.Series, s2)
+			tp.Series, p99.Series = append(tp.Series, s1), append(p99.Series, fe, gp)
 		}
 		out["throughput.svg"], out["p99.svg"] = tp, p99
 	}
@@ -301,10 +481,11 @@ func (r *loadReport) plots() map[string]plot.Plot {
 }
 
 func (r *loadReport) files(dir string) []string {
-	names := []string{"report.md", "results.json"}
+	names := []string{"report.md", "results.json", "runs.jsonl"}
 	for n := range r.plots() {
 		names = append(names, n)
 	}
+	sort.Strings(names[3:])
 	for i := range names {
 		names[i] = filepath.Join(dir, names[i])
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agui-relay/agui-relay/internal/load"
 )
 
 func loadCmd(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
@@ -31,26 +35,62 @@ func TestLoadThroughTheRelay(t *testing.T) {
 	through := "http://" + at.relay + "/agent?scenario=synthetic&events=200"
 	direct := at.demo + "/agent?scenario=synthetic&events=200"
 	dir := t.TempDir()
-	code, out, errs := loadCmd(t, context.Background(), "-c", "2,4", "-n", "16", "--out", dir, "--compare", direct, "--rounds", "2", through)
+	code, out, errs := loadCmd(t, context.Background(), "-c", "2,4", "-n", "16", "--out", dir, "--compare", direct, "--rounds", "2",
+		"--name", "direct", "--name", "relay", "--threshold", "errors<0.1%", "--threshold", "first_event.p99 < 60s", through)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	wantContains(t, out, "A: "+through, "B: "+direct,
-		"first content", "gap between events", "whole run", "p99.9",
+	// A and B in the command line's order: --compare's URL first.
+	wantContains(t, out, "direct: "+direct+"\nrelay: "+through,
+		" min ", " mean ", "first content", "gap between events", "whole run", "p99.9",
+		"first event histogram:\n  ≤ ",
 		"runs: 16 judged, 16 complete (100.0%), 16 with RUN_FINISHED", "errors: none",
-		"B against A, 4 concurrent, in alternating rounds:", "B/A", "concurrency  target")
-	wantContains(t, errs, "load: c=2 A round 1/2", "load: c=4 B round 2/2")
+		"relay against direct, 4 concurrent, in alternating rounds:", "relay/direct  rounds min–max", " (2)\n", "concurrency  target",
+		"thresholds:\n  ok      errors<0.1%: direct, 2 concurrent: 0%", "ok      first_event.p99 < 60s: relay, 4 concurrent: ")
+	wantContains(t, errs, "load: c=2 direct round 1/2", "load: c=4 relay round 2/2")
+	wantContains(t, out, fmt.Sprintf("written: %[1]s/report.md, %[1]s/results.json, %[1]s/runs.jsonl, %[1]s/errors.svg, %[1]s/events.svg, %[1]s/histogram.svg, %[1]s/latency.svg, %[1]s/p99.svg, %[1]s/throughput.svg", dir))
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	wantContains(t, string(md), "`agui-relay load -c 2,4 -n 16 --out "+dir+" --compare '"+direct+"' --rounds 2 --name direct --name relay --threshold 'errors<0.1%' --threshold 'first_event.p99 < 60s' '"+through+"'`")
+	lines, _ := os.ReadFile(filepath.Join(dir, "runs.jsonl"))
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+		var rec struct {
+			Target      string  `json:"target"`
+			Concurrency int     `json:"concurrency"`
+			Round       int     `json:"round"`
+			Status      int     `json:"status"`
+			Events      int64   `json:"events"`
+			Run         float64 `json:"run_ms"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Status != 200 || rec.Events == 0 || rec.Run <= 0 || rec.Round < 1 || (rec.Target != "direct" && rec.Target != "relay") {
+			t.Errorf("runs.jsonl: %s: %v", l, err)
+		}
+		n++
+	}
+	if n != 64 {
+		t.Errorf("runs.jsonl has %d lines, want 64", n)
+	}
 	var rep struct {
 		Levels []struct {
 			Concurrency int `json:"concurrency"`
 			Results     []struct {
 				Runs, Complete, Events int64
 				Timings                map[string]struct {
-					N   int64   `json:"n"`
-					P99 float64 `json:"p99_ms"`
+					N         int64   `json:"n"`
+					P99       float64 `json:"p99_ms"`
+					Histogram []struct {
+						Count int64 `json:"count"`
+					} `json:"histogram"`
 				}
+				Series []struct {
+					Bytes int64 `json:"bytes"`
+				} `json:"series"`
 			} `json:"results"`
+			RoundRatios map[string][]float64 `json:"round_ratios"`
 		} `json:"levels"`
+		Thresholds []struct {
+			OK bool `json:"ok"`
+		} `json:"thresholds"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
@@ -67,9 +107,25 @@ func TestLoadThroughTheRelay(t *testing.T) {
 			if r.Runs != 16 || r.Complete != 16 || r.Events == 0 || r.Timings["first_content"].N != 16 {
 				t.Errorf("c=%d: %+v", lv.Concurrency, r)
 			}
+			var inHist, bytes int64
+			for _, b := range r.Timings["run"].Histogram {
+				inHist += b.Count
+			}
+			for _, p := range r.Series {
+				bytes += p.Bytes
+			}
+			if inHist != 16 || bytes == 0 {
+				t.Errorf("c=%d: %d runs in the histogram, %d bytes in the series", lv.Concurrency, inHist, bytes)
+			}
+		}
+		if len(lv.RoundRatios["events/s"]) != 2 {
+			t.Errorf("c=%d: round ratios %v", lv.Concurrency, lv.RoundRatios)
 		}
 	}
-	for _, f := range []string{"report.md", "latency.svg", "throughput.svg", "p99.svg"} {
+	if len(rep.Thresholds) != 8 {
+		t.Errorf("%d threshold verdicts, want 2 × 2 targets × 2 levels", len(rep.Thresholds))
+	}
+	for _, f := range []string{"report.md", "latency.svg", "throughput.svg", "p99.svg", "events.svg", "errors.svg", "histogram.svg"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Error(err)
@@ -234,5 +290,132 @@ func TestSplitRuns(t *testing.T) {
 	code, out, errs := loadCmd(t, context.Background(), "-n", "2", "--compare", at.demo+"/agent?scenario=synthetic&events=10", "http://"+at.relay+"/agent?scenario=synthetic&events=10")
 	if code != 0 || strings.Count(out, "runs: 2 judged, 2 complete") != 2 {
 		t.Errorf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// The report's command pastes back into a POSIX shell as it ran: every
+// argument quoted as the shell reads it.
+func TestShellQuote(t *testing.T) {
+	args := []string{"-c", "2", "http://127.0.0.1:8080/agent?scenario=synthetic&events=10", "it's", "", "a b", "$HOME", "--header", "Authorization: Bearer x"}
+	q := shellQuote(args)
+	got, err := exec.Command("sh", "-c", `f() { for a in "$@"; do printf '[%s]' "$a"; done; }; f `+q).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for _, a := range args {
+		want.WriteString("[" + a + "]")
+	}
+	if string(got) != want.String() {
+		t.Errorf("sh reads %s back as %s, want %s", q, got, want.String())
+	}
+	if !strings.HasPrefix(q, "-c 2 'http://") {
+		t.Errorf("%s: plain words need no quotes", q)
+	}
+}
+
+// Durations print in the unit that suits them, to a microsecond.
+func TestDurUnits(t *testing.T) {
+	for _, tc := range []struct {
+		ms   float64
+		want string
+	}{{0, "0"}, {0.001, "1.00 µs"}, {0.0434, "43.4 µs"}, {0.5, "500 µs"}, {12.5, "12.5 ms"}, {1500, "1.50 s"}} {
+		if got := dur(tc.ms); got != tc.want {
+			t.Errorf("dur(%v) = %q, want %q", tc.ms, got, tc.want)
+		}
+	}
+	if got := ratio(0.008, 0.004); got != "×2.00" {
+		t.Errorf("ratio of µs gaps %q", got)
+	}
+}
+
+// A Ctrl-C before any run ended: the report says so, with no share.
+func TestLoadInterruptedBeforeAnyRunEnded(t *testing.T) {
+	arrived := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
+		w.(http.Flusher).Flush()
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-arrived
+		<-arrived
+		cancel()
+	}()
+	code, out, errs := loadCmd(t, ctx, "-c", "2", "-d", "1h", "--progress", "none", srv.URL)
+	if code != 130 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "runs: none ended; 2 cut by the load's end (not judged)")
+	if strings.Contains(out, "%") {
+		t.Errorf("a share of no runs:\n%s", out)
+	}
+}
+
+// A threshold that does not hold sets the exit status and is listed.
+func TestLoadThresholds(t *testing.T) {
+	at, _, _ := startServe(t, nil)
+	url := at.demo + "/agent?scenario=synthetic&events=20"
+	code, out, errs := loadCmd(t, context.Background(), "-n", "4", "-c", "2", "--threshold", "first_event.p99<1us", "--threshold", "errors<=0%", url)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "thresholds:\n  FAILED  first_event.p99<1us: A, 2 concurrent: ", "\n  ok      errors<=0%: A, 2 concurrent: 0%")
+	for _, tc := range []struct{ arg, want string }{
+		{"first_event.p99<200", "a time takes a unit"},
+		{"errors<1", "takes a percentage"},
+		{"latency.p99<1ms", `unknown metric "latency.p99"`},
+		{"run.p42<1ms", `unknown statistic "p42"`},
+		{"run.p99=1ms", "want METRIC OP VALUE"},
+	} {
+		code, out, errs := loadCmd(t, context.Background(), "-n", "1", "--threshold", tc.arg, url)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("--threshold %s: exit %d, want 2 with %q\n%s%s", tc.arg, code, tc.want, out, errs)
+		}
+	}
+}
+
+// A rate the slots cannot keep is said; a producer that ignores the posted
+// ids is said.
+func TestLoadWarnsOfRateAndIgnoredIDs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"fixed\",\"runId\":\"fixed\"}\n\ndata: {\"type\":\"RUN_FINISHED\",\"threadId\":\"fixed\",\"runId\":\"fixed\"}\n\n")
+	}))
+	defer srv.Close()
+	code, out, errs := loadCmd(t, context.Background(), "-n", "3", "-c", "1", "--rate", "1e9", "--progress", "none", srv.URL)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "warning: --rate 1e+09 not reached: runs started at ", "(every slot was busy: raise -c)",
+		"ids: 3 of 3 runs answered with a threadId or runId other than the posted one: the producer ignores them", `RUN_STARTED said "fixed" and "fixed"`)
+}
+
+// With --compare each round is drawn where it ran on the load's clock, a
+// target's line broken between its rounds, not its rounds end to end.
+func TestLoadPlotsRoundsOnTheLoadsClock(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	round := func(startS float64) *load.Result {
+		return &load.Result{Started: t0.Add(time.Duration(startS * float64(time.Second))),
+			Series: []load.Point{{At: 1, FirstEvent: load.Summary{N: 1, P50: 5, P99: 5}}, {At: 2, FirstEvent: load.Summary{N: 1, P50: 6, P99: 6}}}}
+	}
+	a1, b1, b2, a2 := round(0), round(2), round(4), round(6)
+	rep := &loadReport{Targets: []string{"http://a/", "http://b/"}, Started: t0,
+		Levels: []loadLevel{{Concurrency: 1, Results: []*load.Result{a1, b1}, rounds: [][]*load.Result{{a1, a2}, {b1, b2}}}}}
+	lat := rep.plots()["latency.svg"]
+	var xs []string
+	for _, p := range lat.Series[0].Points { // A c=1 p50
+		if math.IsNaN(p.Y) {
+			xs = append(xs, "|")
+		} else {
+			xs = append(xs, fmt.Sprint(p.X))
+		}
+	}
+	if got := strings.Join(xs, " "); got != "1 2 | 7 8" {
+		t.Errorf("A's first events at %s, want 1 2 | 7 8", got)
 	}
 }

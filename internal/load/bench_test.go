@@ -4,11 +4,16 @@ package load_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,29 +26,40 @@ import (
 // BenchmarkGenerator measures what the load generator sustains against
 // the demo agent's synthetic scenario (1,000-event runs, as the bench's
 // saturation phase) over 100 concurrent streams, through the relay and
-// directly, both in a process of their own (agui-relay serve, built from
-// this tree, and the demo agent it starts), and against it a baseline in
-// the same run: the same connections read by a client that only counts the
-// bytes (no frames, no timings, no judging). It reports events/s and this
-// process's CPU per event: the generator's alone.
+// directly, each in a process of its own (agui-relay serve, built from
+// this tree: one serves the demo agent, the other relays it), and against
+// it a baseline in the same run: the same connections read by a client
+// that only counts the bytes (no frames, no timings, no judging). It
+// reports events/s and this process's CPU per event (the generator's
+// alone); through the relay also the relay process's CPU per event, read
+// from /proc, the generator's CPU over the relay's ("gen/relay") and over
+// the relay's and the agent's together ("gen/(relay+agent)", what the
+// relay's process with its embedded demo agent spends).
 //
-//	go test -run '^$' -bench Generator -benchtime 3000x ./load/
+//	go test -run '^$' -bench Generator -benchtime 3000x ./internal/load/
 func BenchmarkGenerator(b *testing.B) {
-	relay, demo := startRelay(b)
+	relay, demo, relayPID, demoPID := startRelay(b)
 	const streams = 100
 	events := len(synth.NewPlan(synth.Dialect10, 1000).Kinds)
 	for _, target := range []struct{ name, url string }{{"relay", relay}, {"direct", demo}} {
 		url := target.url + "/agent?scenario=synthetic&events=1000"
-		for _, judge := range []int{0, 16, 1} {
-			name := target.name + "/" + map[int]string{0: "generator/judge=off", 1: "generator/judge=every", 16: "generator/judge=1in16"}[judge]
+		for _, judge := range []int{0, 16, load.JudgeAuto, 1} {
+			name := target.name + "/generator/" + map[int]string{0: "judge=off", 1: "judge=every", 16: "judge=1in16", load.JudgeAuto: "judge=auto"}[judge]
 			b.Run(name, func(b *testing.B) {
-				cpu0, t0 := cpuTime(), time.Now()
+				cpu0, t0, relay0, demo0 := cpuTime(), time.Now(), procCPU(b, relayPID), procCPU(b, demoPID)
 				res, err := load.Run(context.Background(), load.Config{URL: url, Concurrency: streams, Runs: int64(b.N),
 					Timeouts: load.DefaultTimeouts, JudgeEvery: judge})
 				if err != nil {
 					b.Fatal(err)
 				}
-				report(b, res.Events, cpu0, t0)
+				gen := report(b, res.Events, cpu0, t0)
+				if target.name == "relay" {
+					rc := procCPU(b, relayPID) - relay0
+					b.ReportMetric(float64(rc)/float64(res.Events), "relay-cpu-ns/event")
+					b.ReportMetric(float64(gen)/float64(rc), "gen/relay")
+					b.ReportMetric(float64(gen)/float64(rc+procCPU(b, demoPID)-demo0), "gen/(relay+agent)")
+				}
+				b.ReportMetric(float64(res.Judged)/float64(res.Events), "judged/event")
 				if res.Complete != int64(b.N) || res.Events != int64(b.N*events) {
 					b.Fatalf("complete %d of %d, %d events: %v", res.Complete, b.N, res.Events, res.Examples)
 				}
@@ -90,42 +106,70 @@ func bytesOnly(b *testing.B, url string, streams, events int) {
 	b.ReportMetric(float64(total)/float64(b.N*events), "bytes/event")
 }
 
-// startRelay builds agui-relay from this tree and serves it, with its demo
-// agent, on free ports until the benchmark ends; it returns the relay's
-// and the demo agent's base URLs (the latter from the relay's first log
-// line).
-func startRelay(b *testing.B) (relay, demo string) {
+// startRelay builds agui-relay from this tree and serves, on free ports
+// until the benchmark ends, its demo agent in one process and the relay
+// of it in another; it returns the relay's and the demo agent's base URLs
+// (from each process's first log line) and the two processes' ids.
+func startRelay(b *testing.B) (relay, demo string, relayPID, demoPID int) {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "agui-relay")
-	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../..").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--demo-pace", "0", "--log-level", "info")
-	logs, err := cmd.StderrPipe()
+	start := func(args ...string) (listen, upstream string, pid int) {
+		cmd := exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--demo-pace", "0", "--log-level", "info"}, args...)...)
+		logs, err := cmd.StderrPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		var first struct{ Listen, Upstream string }
+		line, err := bufio.NewReader(logs).ReadBytes('\n')
+		if err == nil {
+			err = json.Unmarshal(line, &first)
+		}
+		if err != nil || first.Listen == "" || first.Upstream == "" {
+			b.Fatalf("the first log line %q: %v", line, err)
+		}
+		go io.Copy(io.Discard, logs) //nolint:errcheck // the rest of its log
+		return first.Listen, first.Upstream, cmd.Process.Pid
+	}
+	_, demo, demoPID = start()
+	listen, _, relayPID := start("--upstream", demo)
+	return "http://" + listen, demo, relayPID, demoPID
+}
+
+// procCPU is a process's user and system CPU time so far, from
+// /proc/<pid>/stat.
+func procCPU(b *testing.B, pid int) time.Duration {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var first struct{ Listen, Upstream string }
-	line, err := bufio.NewReader(logs).ReadBytes('\n')
-	if err == nil {
-		err = json.Unmarshal(line, &first)
-	}
-	if err != nil || first.Listen == "" || first.Upstream == "" {
-		b.Fatalf("the relay's first log line %q: %v", line, err)
-	}
-	go io.Copy(io.Discard, logs) //nolint:errcheck // the rest of its log
-	return "http://" + first.Listen, first.Upstream
+	// The fields after the command's closing parenthesis, from the state
+	// (field 3): utime and stime are fields 14 and 15, in clock ticks.
+	f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	stt, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+stt) * time.Second / clockTicks
 }
 
-func report(b *testing.B, events int64, cpu0 time.Duration, t0 time.Time) {
+// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+// report reports the events/s and this process's CPU per event since cpu0
+// and t0, and returns that CPU.
+func report(b *testing.B, events int64, cpu0 time.Duration, t0 time.Time) time.Duration {
 	secs := time.Since(t0).Seconds()
+	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(events)/secs, "events/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(events), "cpu-ns/event")
+	b.ReportMetric(float64(cpu)/float64(events), "cpu-ns/event")
 	b.ReportMetric(0, "ns/op")
+	return cpu
 }
 
 // cpuTime is the process's user and system CPU time so far.

@@ -384,7 +384,12 @@ func (c *Client) readResponse(head func(Response), body func([]byte), fresh bool
 	}
 	switch {
 	case status/100 != 2:
-		return !closeConn, &Error{Kind: "http " + strconv.Itoa(status), Err: fmt.Errorf("HTTP %d: %s", status, trim(errBody))}
+		// The kind names the status; the error says what the body said.
+		msg := trim(errBody)
+		if msg == "" {
+			msg = "(an empty body)"
+		}
+		return !closeConn, &Error{Kind: "http " + strconv.Itoa(status), Err: errors.New(msg)}
 	case !sse:
 		return !closeConn, &Error{Kind: KindNotSSE, Err: fmt.Errorf("HTTP %d with Content-Type %q, not text/event-stream: %s", status, ctype, trim(errBody))}
 	}

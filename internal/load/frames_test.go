@@ -43,7 +43,7 @@ func TestLoadSplitsAsTheRelayDoes(t *testing.T) {
 		}
 		for _, piece := range []int{len(tc.stream), 7, 1} {
 			st := &runState{r: &Runner{}, sh: &shard{total: newHists(), interval: newHists()}}
-			st.sc = event.NewScanner(nil, 0)
+			st.sc, st.judge = event.NewScanner(nil, 0), NewRunJudge()
 			for off := 0; off < len(tc.stream); off += piece {
 				if err := st.sc.Push([]byte(tc.stream[off:min(off+piece, len(tc.stream))]), st.frame); err != nil {
 					t.Fatal(err)
@@ -52,9 +52,9 @@ func TestLoadSplitsAsTheRelayDoes(t *testing.T) {
 			if err := st.sc.End(st.frame); err != nil {
 				t.Fatal(err)
 			}
-			if st.events != relayEvents || st.terminal != relayTerminal {
+			if st.events != relayEvents || st.judge.Terminal() != relayTerminal {
 				t.Errorf("%s in pieces of %d: load reads %d events, terminal %q; the relay %d, %q",
-					tc.name, piece, st.events, st.terminal, relayEvents, relayTerminal)
+					tc.name, piece, st.events, st.judge.Terminal(), relayEvents, relayTerminal)
 			}
 		}
 	}

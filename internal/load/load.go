@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
@@ -59,8 +60,11 @@ type Config struct {
 	// TLS configures https connections; nil verifies the server against
 	// the system's roots.
 	TLS *tls.Config
-	// JudgeEvery judges one event in that many against the 1.0 rules (1:
-	// every event; 0: none), counting those it finds malformed.
+	// JudgeEvery judges the body of one event in that many against the 1.0
+	// rules (1: every event; 0: none; JudgeAuto: every event up to
+	// JudgeAutoPerSec a second across the load, a sample above), counting
+	// those it finds malformed. Every run's order and terminal event are
+	// judged whatever it says (RunJudge).
 	JudgeEvery int
 	// Interval is the period of the time series and of Progress; 0 is one
 	// second.
@@ -71,7 +75,36 @@ type Config struct {
 	// Inspect, when set, returns for each concurrent run slot an Inspector
 	// that sees every run it carries (the bench's stamp checker).
 	Inspect func(slot int) Inspector
+	// Record, when set, is called with every run's record as it ends (cut
+	// runs too), from the slots' goroutines at once.
+	Record func(RunRecord)
 }
+
+// RunRecord is one run, as --out's runs.jsonl has it: the times are
+// milliseconds from the request (0: it never came).
+type RunRecord struct {
+	Start        float64 `json:"start_s"` // seconds from the load's start to the request
+	Status       int     `json:"status"`  // HTTP status (0: none)
+	Kind         string  `json:"error_kind,omitempty"`
+	Error        string  `json:"error,omitempty"`
+	Cut          bool    `json:"cut,omitempty"` // cut by the load's end: not judged
+	Events       int64   `json:"events"`
+	Headers      float64 `json:"headers_ms"`
+	FirstEvent   float64 `json:"first_event_ms"`
+	FirstContent float64 `json:"first_content_ms"`
+	Run          float64 `json:"run_ms"`
+	IDsIgnored   bool    `json:"ids_ignored,omitempty"` // RUN_STARTED named other ids than the posted ones
+}
+
+// JudgeAuto is the JudgeEvery that samples by rate: each slot judges an
+// event's body when its share of JudgeAutoPerSec allows, so that a load
+// at an agent's pace has every event judged and one at full speed spends
+// about 1% of a core on judging, whatever its rate.
+const (
+	JudgeAuto       = -1
+	JudgeAutoPerSec = 20000
+	judgeBurst      = 32 // events a slot below its share may judge at once
+)
 
 // Inspector sees the runs of one slot, one at a time.
 type Inspector interface {
@@ -138,6 +171,8 @@ type Point struct {
 	Events       int64   `json:"events"`
 	Bytes        int64   `json:"bytes"`
 	EventsPerSec float64 `json:"events_per_sec"`
+	// FirstEvent and FirstContent are of the runs whose first (content)
+	// event came in the interval; Run of those that ended in it.
 	FirstEvent   Summary `json:"first_event"`
 	FirstContent Summary `json:"first_content"`
 	Run          Summary `json:"run"`
@@ -145,26 +180,35 @@ type Point struct {
 
 // Result is what a load measured.
 type Result struct {
-	URL         string             `json:"url"`
-	Concurrency int                `json:"concurrency"`
-	Started     time.Time          `json:"started"`
-	Seconds     float64            `json:"seconds"`
-	Runs        int64              `json:"runs"`        // runs started and judged
-	Complete    int64              `json:"complete"`    // ended with RUN_FINISHED or RUN_ERROR, no other error
-	Finished    int64              `json:"finished"`    // of them, with RUN_FINISHED
-	Interrupted int64              `json:"interrupted"` // cut by the end of the load (Stop, Drain over): not judged
-	Events      int64              `json:"events"`
-	Bytes       int64              `json:"bytes"`
-	Judged      int64              `json:"events_judged"`
-	Malformed   int64              `json:"events_malformed"`
-	EventsSec   float64            `json:"events_per_sec"`
-	BytesSec    float64            `json:"bytes_per_sec"`
-	RunsSec     float64            `json:"runs_per_sec"`
-	Errors      map[string]int64   `json:"errors"`   // runs by kind
-	Examples    map[string]string  `json:"examples"` // the first error of each kind
-	Timings     map[string]Summary `json:"timings"`  // by timing key
-	Series      []Point            `json:"series"`
-	Stopped     bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
+	URL         string    `json:"url"`
+	Concurrency int       `json:"concurrency"`
+	Started     time.Time `json:"started"`
+	Seconds     float64   `json:"seconds"`
+	Runs        int64     `json:"runs"`        // runs started and judged
+	Complete    int64     `json:"complete"`    // ended with RUN_FINISHED or RUN_ERROR, no other error
+	Finished    int64     `json:"finished"`    // of them, with RUN_FINISHED
+	Interrupted int64     `json:"interrupted"` // cut by the end of the load (Stop, Drain over): not judged
+	Events      int64     `json:"events"`
+	Bytes       int64     `json:"bytes"`
+	JudgeEvery  int       `json:"judge_every"` // Config.JudgeEvery: -1 is JudgeAuto
+	Judged      int64     `json:"events_judged"`
+	// IDsIgnored counts the judged runs whose RUN_STARTED named a threadId
+	// or runId other than the ones posted; IDsExample is the first.
+	IDsIgnored int64  `json:"ids_ignored"`
+	IDsExample string `json:"ids_example,omitempty"`
+	// Rate is Config.Rate; StartRate the rate at which runs did start,
+	// from the first to the last (0 with fewer than two).
+	Rate      float64            `json:"rate,omitempty"`
+	StartRate float64            `json:"start_rate,omitempty"`
+	Malformed int64              `json:"events_malformed"`
+	EventsSec float64            `json:"events_per_sec"`
+	BytesSec  float64            `json:"bytes_per_sec"`
+	RunsSec   float64            `json:"runs_per_sec"`
+	Errors    map[string]int64   `json:"errors"`   // runs by kind
+	Examples  map[string]string  `json:"examples"` // the first error of each kind
+	Timings   map[string]Summary `json:"timings"`  // by timing key
+	Series    []Point            `json:"series"`
+	Stopped   bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
 
 	hists hists
 }
@@ -205,7 +249,7 @@ func (r *Result) Merge(o *Result) {
 		r.hists = newHists()
 	}
 	if r.URL == "" {
-		r.URL, r.Concurrency, r.Started = o.URL, o.Concurrency, o.Started
+		r.URL, r.Concurrency, r.Started, r.JudgeEvery = o.URL, o.Concurrency, o.Started, o.JudgeEvery
 	}
 	r.Seconds += o.Seconds
 	r.Runs += o.Runs
@@ -215,6 +259,14 @@ func (r *Result) Merge(o *Result) {
 	r.Events += o.Events
 	r.Bytes += o.Bytes
 	r.Judged += o.Judged
+	r.IDsIgnored += o.IDsIgnored
+	if r.IDsExample == "" {
+		r.IDsExample = o.IDsExample
+	}
+	r.Rate = o.Rate
+	if o.StartRate > 0 && (r.StartRate == 0 || o.StartRate < r.StartRate) {
+		r.StartRate = o.StartRate // the slowest round's
+	}
 	r.Malformed += o.Malformed
 	r.Stopped = r.Stopped || o.Stopped
 	if r.Errors == nil {
@@ -248,14 +300,16 @@ func (r *Result) finish() {
 	}
 	r.Timings = map[string]Summary{}
 	for _, t := range Timings() {
-		r.Timings[timingKeys[t]] = summarize(r.hists[t])
+		sum := summarize(r.hists[t])
+		sum.Histogram = histogram(r.hists[t])
+		r.Timings[timingKeys[t]] = sum
 	}
 }
 
 // Runner is a load in progress.
 type Runner struct {
 	cfg    Config
-	inputs [][]byte
+	inputs []idTemplate
 	start  time.Time
 	prefix string
 
@@ -266,15 +320,16 @@ type Runner struct {
 	runCtx    context.Context // ends when runs in flight are cut
 	stopped   atomic.Bool
 
-	next    atomic.Int64 // runs handed out
-	rateMu  sync.Mutex
-	rateN   int64
-	started atomic.Int64
-	done    atomic.Int64
-	ok      atomic.Int64
-	failed  atomic.Int64
-	events  atomic.Int64
-	bytes   atomic.Int64
+	next      atomic.Int64 // runs handed out
+	lastStart atomic.Int64 // Unix ns of the latest run's request
+	rateMu    sync.Mutex
+	rateN     int64
+	started   atomic.Int64
+	done      atomic.Int64
+	ok        atomic.Int64
+	failed    atomic.Int64
+	events    atomic.Int64
+	bytes     atomic.Int64
 
 	shards []*shard
 	wg     sync.WaitGroup
@@ -295,6 +350,8 @@ type shard struct {
 	runs, failed          int64 // in the interval
 	judged, malformed     int64
 	finished, interrupted int64
+	idsIgnored            int64
+	idsExample            string
 }
 
 // CheckInput reports whether doc can be a load's RunAgentInput: a JSON
@@ -348,7 +405,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	var b [4]byte
 	rand.Read(b[:]) //nolint:errcheck // never fails
-	r := &Runner{cfg: cfg, inputs: inputs, start: time.Now(), prefix: "load-" + hex.EncodeToString(b[:]) + "-",
+	r := &Runner{cfg: cfg, start: time.Now(), prefix: "load-" + hex.EncodeToString(b[:]) + "-",
 		errors: map[string]int64{}, examples: map[string]string{}, finished: make(chan struct{})}
 	runCtx, stopRun := context.WithCancel(ctx)
 	r.runCtx, r.stopRun = runCtx, stopRun
@@ -367,6 +424,9 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		context.AfterFunc(runCtx, func() { t.Stop() })
 	}
 	n := min(cfg.Concurrency, 2*runtime.GOMAXPROCS(0))
+	for _, in := range inputs {
+		r.inputs = append(r.inputs, newIDTemplate(in))
+	}
 	for i := 0; i < n; i++ {
 		r.shards = append(r.shards, &shard{total: newHists(), interval: newHists()})
 	}
@@ -472,26 +532,77 @@ func (r *Runner) slot(i int) {
 		}
 	}
 	st := &runState{r: r, sh: sh, in: in, judgeEvery: int64(r.cfg.JudgeEvery), sc: event.NewScanner(nil, 0)}
+	if r.cfg.JudgeEvery == JudgeAuto {
+		st.judgePeriod = int64(time.Second) * int64(r.cfg.Concurrency) / JudgeAutoPerSec
+	}
+	var body []byte // the run's input: Client.Run copies it into its request
 	for n := int64(0); ; n++ {
 		k, ok := r.take()
 		if !ok {
 			return
 		}
-		st.run(c, r.freshIDs(r.inputs[k%int64(len(r.inputs))], i, n))
+		tpl := &r.inputs[k%int64(len(r.inputs))]
+		body = tpl.fill(body[:0], r.prefix, i, n)
+		st.posted = tpl.ok
+		st.postedID = strconv.Itoa(i) + "-" + strconv.FormatInt(n, 10)
+		st.run(c, body)
 	}
 }
 
-// freshIDs returns input with a threadId and runId of its own.
-func (r *Runner) freshIDs(input []byte, slot int, n int64) []byte {
-	id := r.prefix + strconv.Itoa(slot) + "-" + strconv.FormatInt(n, 10)
-	out, err := sjson.SetBytes(input, "threadId", "thread-"+id)
+// idTemplate is an input with its threadId and runId values located, so
+// that each run's fresh ids are spliced in without encoding it again.
+type idTemplate struct {
+	doc []byte
+	// at are the byte ranges of the two values, quotes included, in the
+	// order they appear; thread is whether the first is the threadId.
+	at     [2][2]int
+	thread bool
+	ok     bool // false: doc is sent as it is
+}
+
+func newIDTemplate(input []byte) idTemplate {
+	doc, err := sjson.SetBytes(input, "threadId", "")
 	if err == nil {
-		out, err = sjson.SetBytes(out, "runId", "run-"+id)
+		doc, err = sjson.SetBytes(doc, "runId", "")
 	}
 	if err != nil {
-		return input
+		return idTemplate{doc: input}
 	}
-	return out
+	th, run := gjson.GetBytes(doc, "threadId"), gjson.GetBytes(doc, "runId")
+	t := idTemplate{doc: doc, ok: th.Index > 0 && run.Index > 0}
+	a, b := [2]int{th.Index, th.Index + len(th.Raw)}, [2]int{run.Index, run.Index + len(run.Raw)}
+	t.at, t.thread = [2][2]int{a, b}, true
+	if b[0] < a[0] {
+		t.at, t.thread = [2][2]int{b, a}, false
+	}
+	return t
+}
+
+// fill appends to buf the input with the threadId "thread-<prefix><slot>-<n>"
+// and the runId "run-<prefix><slot>-<n>" (prefix and numbers need no JSON
+// escape).
+func (t *idTemplate) fill(buf []byte, prefix string, slot int, n int64) []byte {
+	if !t.ok {
+		return append(buf, t.doc...)
+	}
+	id := func(buf []byte, kind string) []byte {
+		buf = append(buf, '"')
+		buf = append(buf, kind...)
+		buf = append(buf, prefix...)
+		buf = strconv.AppendInt(buf, int64(slot), 10)
+		buf = append(buf, '-')
+		buf = strconv.AppendInt(buf, n, 10)
+		return append(buf, '"')
+	}
+	first, second := "thread-", "run-"
+	if !t.thread {
+		first, second = second, first
+	}
+	buf = append(buf, t.doc[:t.at[0][0]]...)
+	buf = id(buf, first)
+	buf = append(buf, t.doc[t.at[0][1]:t.at[1][0]]...)
+	buf = id(buf, second)
+	return append(buf, t.doc[t.at[1][1]:]...)
 }
 
 // runState is one slot's measurement of the run it carries.
@@ -501,24 +612,35 @@ type runState struct {
 	in         Inspector
 	sc         *event.Scanner // the answer's frames, as the relay splits a producer's
 	splitErr   error          // why the answer could not be split: a frame over the limit
+	judge      *RunJudge
 	judgeEvery int64
 	judgeN     int64
+	// judgePeriod, with JudgeAuto, is the slot's time between two judged
+	// bodies; judgeNext the Unix ns from which the next may be judged (up
+	// to judgeBurst periods in the past).
+	judgePeriod, judgeNext int64
 
-	t0, now, last       int64 // Unix ns: request, current read, previous event
-	events              int64
-	gaps                []int64
-	zeroGaps            int64
-	firstEv, firstCont  int64
-	terminal            string // "RUN_FINISHED", or "RUN_ERROR <code>"
-	judged, malformed   int64
-	malformedEx         string
-	head                Response
-	firstErr, firstKind string
+	t0, now, last      int64 // Unix ns: request, current read, previous event
+	events             int64
+	gaps               []int64
+	zeroGaps           int64
+	longGaps           *hdrhistogram.Histogram // the run's gaps past maxRunGaps, until it is judged
+	longGapsUsed       bool
+	firstEv, firstCont int64
+	judged, malformed  int64
+	malformedEx        string
+	head               Response
+	posted             bool   // the input carries this run's own ids
+	postedID           string // "<slot>-<n>": the ids are "thread-"/"run-" + prefix + it
+	idsIgnored         string // what RUN_STARTED said instead, "" when it said the posted ids
 }
 
+// maxRunGaps is how many gaps of a run a slot keeps as they are; the rest
+// go into its longGaps histogram, so that a long run holds a bounded
+// amount.
+const maxRunGaps = 4096
+
 var (
-	typeRunFinished = []byte("RUN_FINISHED")
-	typeRunError    = []byte("RUN_ERROR")
 	typeTextContent = []byte("TEXT_MESSAGE_CONTENT")
 	typeTextChunk   = []byte("TEXT_MESSAGE_CHUNK")
 )
@@ -536,42 +658,78 @@ func (s *runState) event(ev []byte) {
 	switch {
 	case s.events == 1:
 		s.firstEv = now
+		s.toInterval(FirstEvent, now)
 	case now == s.last:
 		// Events of one read share its time: their gaps are counted
 		// together.
 		s.zeroGaps++
 	default:
+		if len(s.gaps) == maxRunGaps {
+			s.spillGaps()
+		}
 		s.gaps = append(s.gaps, now-s.last)
 	}
 	s.last = now
 	typ := rules.PeekType(ev)
-	switch {
-	case s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)):
+	if s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)) {
 		s.firstCont = now
-	case bytes.Equal(typ, typeRunFinished):
-		s.terminal = "RUN_FINISHED"
-	case bytes.Equal(typ, typeRunError):
-		code := gjson.GetBytes(ev, "code").String()
-		if code == "" {
-			code = "-"
-		}
-		s.terminal = "RUN_ERROR " + code
+		s.toInterval(FirstContent, now)
 	}
-	if s.judgeEvery > 0 {
+	s.judge.Event(ev, typ)
+	if s.posted && s.judge.events == 1 && bytes.Equal(typ, typeRunStarted) {
+		s.checkIDs(ev)
+	}
+	judge := false
+	switch {
+	case s.judgeEvery > 0:
 		if s.judgeN++; s.judgeN >= s.judgeEvery {
-			s.judgeN = 0
-			s.judged++
-			if j := rules.JudgeEvent(negotiate.Current, ev); j.Verdict == rules.Malformed {
-				s.malformed++
-				if s.malformedEx == "" {
-					s.malformedEx = malformedExample(typ, j)
-				}
+			s.judgeN, judge = 0, true
+		}
+	case s.judgeEvery == JudgeAuto:
+		// A token bucket: a slot that was below its share may judge a
+		// burst (events of one read share its time).
+		if low := now - judgeBurst*s.judgePeriod; s.judgeNext < low {
+			s.judgeNext = low
+		}
+		if s.judgeNext <= now {
+			s.judgeNext, judge = s.judgeNext+s.judgePeriod, true
+		}
+	}
+	if judge {
+		s.judged++
+		if j := rules.JudgeEvent(negotiate.Current, ev); j.Verdict == rules.Malformed {
+			s.malformed++
+			if s.malformedEx == "" {
+				s.malformedEx = malformedExample(typ, j)
 			}
 		}
 	}
 	if s.in != nil {
 		s.in.Event(ev, now)
 	}
+}
+
+var typeRunStarted = []byte("RUN_STARTED")
+
+// checkIDs notes when a run's RUN_STARTED names ids other than the posted
+// ones: a producer that answers every run with fixed ids (a mock, a
+// recording) mixes the runs up for any consumer that keys on them.
+func (s *runState) checkIDs(ev []byte) {
+	th, run := gjson.GetBytes(ev, "threadId").String(), gjson.GetBytes(ev, "runId").String()
+	p := s.r.prefix + s.postedID
+	if th == "thread-"+p && run == "run-"+p {
+		return
+	}
+	s.idsIgnored = fmt.Sprintf("posted threadId %q and runId %q, RUN_STARTED said %q and %q", "thread-"+p, "run-"+p, th, run)
+}
+
+// toInterval records a first event's or first content's time in the
+// interval it came in, so that the time series groups runs by when their
+// user saw it, not by when they ended (a cut run's count there too).
+func (s *runState) toInterval(t Timing, at int64) {
+	s.sh.mu.Lock()
+	record(s.sh.interval[t], at-s.t0)
+	s.sh.mu.Unlock()
 }
 
 func malformedExample(typ []byte, j rules.Judgement) string {
@@ -590,9 +748,10 @@ func malformedExample(typ []byte, j rules.Judgement) string {
 func (s *runState) run(c *Client, input []byte) {
 	r := s.r
 	r.started.Add(1)
-	s.events, s.firstEv, s.firstCont, s.terminal, s.judged, s.malformed, s.malformedEx = 0, 0, 0, "", 0, 0, ""
+	s.events, s.firstEv, s.firstCont, s.judged, s.malformed, s.malformedEx, s.idsIgnored = 0, 0, 0, 0, 0, "", ""
 	s.head = Response{}
-	s.gaps, s.zeroGaps = s.gaps[:0], 0
+	s.dropGaps()
+	s.judge = NewRunJudge()
 	s.sc.Reset()
 	s.splitErr = nil
 	if s.in != nil {
@@ -600,6 +759,7 @@ func (s *runState) run(c *Client, input []byte) {
 	}
 	var tHead int64
 	s.t0 = time.Now().UnixNano()
+	r.lastStart.Store(s.t0)
 	err := c.Run(r.runCtx, input, func(h Response) {
 		s.head = h
 		tHead = time.Now().UnixNano()
@@ -611,9 +771,6 @@ func (s *runState) run(c *Client, input []byte) {
 		}
 		r.bytes.Add(int64(len(p)))
 		r.events.Add(s.events - before)
-		if len(s.gaps) >= 256 {
-			s.flushGaps()
-		}
 	})
 	if err == nil && s.splitErr == nil {
 		// A frame the answer left open at its clean end is an event, as
@@ -623,7 +780,7 @@ func (s *runState) run(c *Client, input []byte) {
 		r.events.Add(s.events - before)
 	}
 	end := time.Now().UnixNano()
-	interrupted := r.runCtx.Err() != nil && (err != nil || s.terminal == "")
+	interrupted := r.runCtx.Err() != nil && (err != nil || s.judge.Terminal() == "")
 	kind, msg := "", ""
 	var e *Error
 	switch {
@@ -634,12 +791,11 @@ func (s *runState) run(c *Client, input []byte) {
 		kind, msg = KindBroken, err.Error()
 	case s.splitErr != nil:
 		kind, msg = KindBroken, s.splitErr.Error()
-	case s.events == 0 || s.terminal == "":
-		kind, msg = KindCut, fmt.Sprintf("the stream ended after %d events without RUN_FINISHED or RUN_ERROR", s.events)
-	case s.terminal != "RUN_FINISHED":
-		kind, msg = s.terminal, s.terminal
-	case s.malformed > 0:
-		kind, msg = KindMalformed, s.malformedEx
+	default:
+		kind, msg = s.judge.Verdict()
+		if kind == "" && s.malformed > 0 {
+			kind, msg = KindMalformed, s.malformedEx
+		}
 	}
 	if s.in != nil && !interrupted {
 		var runErr error
@@ -652,33 +808,53 @@ func (s *runState) run(c *Client, input []byte) {
 	}
 	sh := s.sh
 	sh.mu.Lock()
-	s.recordGaps()
-	sh.judged += s.judged
-	sh.malformed += s.malformed
 	if interrupted {
+		// A cut run is not judged: neither its events nor its gaps count.
 		sh.interrupted++
 	} else {
+		s.recordGaps()
+		if s.idsIgnored != "" {
+			if sh.idsIgnored++; sh.idsExample == "" {
+				sh.idsExample = s.idsIgnored
+			}
+		}
+		sh.judged += s.judged
+		sh.malformed += s.malformed
 		sh.runs++
 		if kind != "" {
 			sh.failed++
 		}
-		if s.terminal == "RUN_FINISHED" && kind == "" {
+		if s.judge.Terminal() == "RUN_FINISHED" && kind == "" {
 			sh.finished++
 		}
 		for _, h := range []*hists{&sh.total, &sh.interval} {
 			if tHead > 0 {
 				record(h[Headers], tHead-s.t0)
 			}
-			if s.firstEv > 0 {
-				record(h[FirstEvent], s.firstEv-s.t0)
-			}
-			if s.firstCont > 0 {
-				record(h[FirstContent], s.firstCont-s.t0)
-			}
 			record(h[Whole], end-s.t0)
+		}
+		if s.firstEv > 0 {
+			record(sh.total[FirstEvent], s.firstEv-s.t0)
+		}
+		if s.firstCont > 0 {
+			record(sh.total[FirstContent], s.firstCont-s.t0)
 		}
 	}
 	sh.mu.Unlock()
+	if r.cfg.Record != nil {
+		ms := func(t int64) float64 {
+			if t == 0 {
+				return 0
+			}
+			return float64(t-s.t0) / 1e6
+		}
+		rec := RunRecord{Start: float64(s.t0-r.start.UnixNano()) / 1e9, Status: s.head.Status, Kind: kind, Error: msg, Cut: interrupted,
+			Events: s.events, Headers: ms(tHead), FirstEvent: ms(s.firstEv), FirstContent: ms(s.firstCont), Run: ms(end), IDsIgnored: s.idsIgnored != ""}
+		if interrupted && err != nil {
+			rec.Error = err.Error()
+		}
+		r.cfg.Record(rec)
+	}
 	if interrupted {
 		r.started.Add(-1)
 		return
@@ -707,14 +883,28 @@ func (s *runState) run(c *Client, input []byte) {
 	}
 }
 
-// flushGaps records the gaps gathered so far (in its shard, under the
-// lock): long runs do not hold them all.
-func (s *runState) flushGaps() {
-	s.sh.mu.Lock()
-	s.recordGaps()
-	s.sh.mu.Unlock()
+// spillGaps moves the gaps kept so far into the slot's longGaps histogram.
+func (s *runState) spillGaps() {
+	if s.longGaps == nil {
+		s.longGaps = newRunGaps()
+	}
+	for _, g := range s.gaps {
+		record(s.longGaps, g)
+	}
+	s.longGapsUsed = true
+	s.gaps = s.gaps[:0]
 }
 
+// dropGaps forgets the gaps of the run before.
+func (s *runState) dropGaps() {
+	s.gaps, s.zeroGaps = s.gaps[:0], 0
+	if s.longGapsUsed {
+		s.longGaps.Reset()
+		s.longGapsUsed = false
+	}
+}
+
+// recordGaps records the run's gaps in its shard (under the shard's lock).
 func (s *runState) recordGaps() {
 	for _, g := range s.gaps {
 		record(s.sh.total[Gap], g)
@@ -722,7 +912,10 @@ func (s *runState) recordGaps() {
 	if s.zeroGaps > 0 {
 		s.sh.total[Gap].RecordValues(0, s.zeroGaps) //nolint:errcheck // 0 is in range
 	}
-	s.gaps, s.zeroGaps = s.gaps[:0], 0
+	if s.longGapsUsed {
+		s.sh.total[Gap].Merge(s.longGaps)
+	}
+	s.dropGaps()
 }
 
 // collect samples the time series every interval, and ends the load when
@@ -733,7 +926,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	tick := time.NewTicker(r.cfg.Interval)
 	defer tick.Stop()
 	prevT := r.start
-	var prevEvents, prevDone int64
+	var prevEvents, prevBytes, prevDone int64
 	h := newHists() // the interval's, merged from the shards
 	sample := func(now time.Time) {
 		h.reset()
@@ -747,9 +940,9 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			sh.runs, sh.failed = 0, 0
 			sh.mu.Unlock()
 		}
-		ev := r.events.Load()
+		ev, by := r.events.Load(), r.bytes.Load()
 		dt := now.Sub(prevT).Seconds()
-		p := Point{At: now.Sub(r.start).Seconds(), Runs: runs, Failed: failed, Events: ev - prevEvents,
+		p := Point{At: now.Sub(r.start).Seconds(), Runs: runs, Failed: failed, Events: ev - prevEvents, Bytes: by - prevBytes,
 			FirstEvent: summarize(h[FirstEvent]), FirstContent: summarize(h[FirstContent]), Run: summarize(h[Whole])}
 		if dt > 0 {
 			p.EventsPerSec = float64(p.Events) / dt
@@ -764,7 +957,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			prevDone = pr.Done
 			r.cfg.Progress(pr)
 		}
-		prevT, prevEvents = now, ev
+		prevT, prevEvents, prevBytes = now, ev, by
 	}
 wait:
 	for {
@@ -782,7 +975,7 @@ wait:
 	stopIssue()
 	r.stopRun()
 	r.unwatch()
-	res := Result{URL: r.cfg.URL, Concurrency: r.cfg.Concurrency, Started: r.start, Seconds: end.Sub(r.start).Seconds(),
+	res := Result{URL: r.cfg.URL, Concurrency: r.cfg.Concurrency, JudgeEvery: r.cfg.JudgeEvery, Started: r.start, Seconds: end.Sub(r.start).Seconds(),
 		Events: r.events.Load(), Bytes: r.bytes.Load(), Errors: r.errors, Examples: r.examples, Series: r.series,
 		Stopped: r.stopped.Load(), hists: newHists()}
 	for _, sh := range r.shards {
@@ -791,9 +984,19 @@ wait:
 		res.Malformed += sh.malformed
 		res.Finished += sh.finished
 		res.Interrupted += sh.interrupted
+		res.IDsIgnored += sh.idsIgnored
+		if res.IDsExample == "" {
+			res.IDsExample = sh.idsExample
+		}
 	}
 	res.Runs = r.done.Load()
 	res.Complete = r.ok.Load()
+	res.Rate = r.cfg.Rate
+	if n := res.Runs + res.Interrupted; n > 1 {
+		if d := time.Duration(r.lastStart.Load() - r.start.UnixNano()); d > 0 {
+			res.StartRate = float64(n-1) / d.Seconds()
+		}
+	}
 	res.finish()
 	r.res = res
 	close(r.finished)

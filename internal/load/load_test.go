@@ -70,6 +70,13 @@ func TestLoadAgainstTheDemoAgentsSyntheticScenario(t *testing.T) {
 	if s := res.Summary(load.Gap); s.N != res.Events-40 {
 		t.Errorf("gaps %d, want %d", s.N, res.Events-40)
 	}
+	var bytes int64
+	for _, p := range res.Series {
+		bytes += p.Bytes
+	}
+	if bytes != res.Bytes {
+		t.Errorf("the series' bytes add up to %d, the total is %d", bytes, res.Bytes)
+	}
 	if res.Completeness() != 1 || res.EventsSec <= 0 || res.BytesSec <= 0 || res.RunsSec <= 0 || len(res.Series) == 0 {
 		t.Errorf("%+v", res)
 	}
@@ -115,7 +122,7 @@ func TestLoadCountsErrorsByKind(t *testing.T) {
 		{"refused", refused, load.KindRefused, "refused"},
 		{"HTTP status", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "no such agent", 503)
-		}), "http 503", "no such agent"},
+		}), "http 503", "http 503: no such agent"},
 		{"not SSE", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"hello":"world"}`)
@@ -126,6 +133,9 @@ func TestLoadCountsErrorsByKind(t *testing.T) {
 		{"no terminal", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			sse(w, started, `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`)
 		}), load.KindCut, "after 2 events without RUN_FINISHED"},
+		{"out of order", agent(t, func(w http.ResponseWriter, r *http.Request) {
+			sse(w, started, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}`, finished)
+		}), load.KindOrder, "#1 TEXT_MESSAGE_CONTENT: message-not-started"},
 		{"malformed", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			sse(w, started, `{"type":"TEXT_MESSAGE_CONTENT","delta":"hi"}`, finished)
 		}), load.KindMalformed, "TEXT_MESSAGE_CONTENT /messageId: required"},
@@ -143,6 +153,9 @@ func TestLoadCountsErrorsByKind(t *testing.T) {
 			}
 			if !strings.Contains(res.Examples[tc.kind], tc.example) {
 				t.Errorf("example %q lacks %q", res.Examples[tc.kind], tc.example)
+			}
+			if strings.HasPrefix(tc.kind, "http ") && strings.Count(res.Examples[tc.kind], tc.kind[5:]) != 1 {
+				t.Errorf("example %q names the status more than once", res.Examples[tc.kind])
 			}
 		})
 	}
@@ -244,6 +257,30 @@ func TestStopCutsRunsInFlight(t *testing.T) {
 	testkit.WaitFor(t, "the load's goroutines ended", func() bool { return runtime.NumGoroutine() <= before+3 }, func() string {
 		return fmt.Sprintf("%d goroutines, %d before", runtime.NumGoroutine(), before)
 	})
+}
+
+// A cut run is not judged: its events read so far count as events, but
+// none as judged, and its gaps are not in the histogram.
+func TestCutRunsAreNotJudged(t *testing.T) {
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, started, `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`)
+		sse(w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`)
+		sse(w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"b"}`)
+		<-r.Context().Done()
+	})
+	r, err := load.Start(context.Background(), load.Config{URL: url, Concurrency: 2, JudgeEvery: 1, Timeouts: load.DefaultTimeouts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "both runs' events read", func() bool { return r.Progress().Events == 8 }, func() string {
+		return fmt.Sprintf("%+v", r.Progress())
+	})
+	r.Stop()
+	res := r.Wait()
+	if res.Interrupted != 2 || res.Events != 8 || res.Judged != 0 || res.Summary(load.Gap).N != 0 || res.Summary(load.FirstEvent).N != 0 {
+		t.Errorf("interrupted %d events %d judged %d gaps %d first events %d", res.Interrupted, res.Events, res.Judged,
+			res.Summary(load.Gap).N, res.Summary(load.FirstEvent).N)
+	}
 }
 
 func TestStartRefusesBadConfig(t *testing.T) {
@@ -393,5 +430,92 @@ func TestClientReadsKeptAnswersWhereTheirBodiesEnd(t *testing.T) {
 	ln.Close()
 	if n := <-accepted; n != 1 {
 		t.Errorf("%d connections for three runs, want one kept", n)
+	}
+}
+
+// Every run's record goes to Config.Record; a producer that answers with
+// fixed ids rather than the posted ones is counted; the histograms hold
+// every value.
+func TestRunRecordsIDsAndHistograms(t *testing.T) {
+	echo := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ ThreadID, RunID string }
+		json.NewDecoder(r.Body).Decode(&in)
+		sse(w, fmt.Sprintf(`{"type":"RUN_STARTED","threadId":%q,"runId":%q}`, in.ThreadID, in.RunID), finished)
+	})
+	fixed := agent(t, func(w http.ResponseWriter, r *http.Request) { sse(w, started, finished) })
+	for _, tc := range []struct {
+		url     string
+		ignored int64
+	}{{echo, 0}, {fixed, 5}} {
+		var mu sync.Mutex
+		var recs []load.RunRecord
+		res := run(t, load.Config{URL: tc.url, Concurrency: 2, Runs: 5, Record: func(r load.RunRecord) {
+			mu.Lock()
+			recs = append(recs, r)
+			mu.Unlock()
+		}})
+		if res.Complete != 5 || res.IDsIgnored != tc.ignored || (tc.ignored > 0) != strings.Contains(res.IDsExample, `RUN_STARTED said "t" and "r"`) {
+			t.Errorf("complete %d, ids ignored %d (%q), want %d", res.Complete, res.IDsIgnored, res.IDsExample, tc.ignored)
+		}
+		if len(recs) != 5 {
+			t.Fatalf("%d records", len(recs))
+		}
+		for _, r := range recs {
+			if r.Status != 200 || r.Events != 2 || r.Kind != "" || r.FirstEvent <= 0 || r.Run < r.FirstEvent || r.IDsIgnored != (tc.ignored > 0) {
+				t.Errorf("%+v", r)
+			}
+		}
+		var n int64
+		for _, b := range res.Summary(load.Whole).Histogram {
+			n += b.Count
+		}
+		if n != 5 {
+			t.Errorf("the run histogram holds %d of 5: %+v", n, res.Summary(load.Whole).Histogram)
+		}
+	}
+}
+
+// A rate the slots cannot keep is told by the rate runs started at: one
+// slot cannot start a billion runs a second.
+func TestStartRateBelowTheRate(t *testing.T) {
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) { sse(w, started, finished) })
+	res := run(t, load.Config{URL: url, Concurrency: 1, Runs: 3, Rate: 1e9})
+	if res.Rate != 1e9 || res.StartRate <= 0 || res.StartRate > 1e8 {
+		t.Errorf("rate %v, started at %v a second", res.Rate, res.StartRate)
+	}
+}
+
+// The time series groups the time to first event by when it came, not by
+// when its run ended: a run whose first event came two intervals before
+// its end counts in the earlier interval.
+func TestSeriesGroupsFirstEventsByWhenTheyCame(t *testing.T) {
+	release := make(chan struct{})
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, started)
+		<-release
+		sse(w, finished)
+	})
+	seen := 0
+	var once sync.Once
+	cfg := load.Config{URL: url, Concurrency: 1, Runs: 1, Interval: time.Millisecond, Timeouts: load.DefaultTimeouts}
+	cfg.Progress = func(p load.Progress) {
+		if p.Events >= 1 {
+			if seen++; seen == 2 { // the first event is in a sample by now
+				once.Do(func() { close(release) })
+			}
+		}
+	}
+	res := run(t, cfg)
+	first, end := -1.0, -1.0
+	for _, p := range res.Series {
+		if p.FirstEvent.N == 1 {
+			first = p.At
+		}
+		if p.Runs == 1 {
+			end = p.At
+		}
+	}
+	if first < 0 || end < 0 || first >= end {
+		t.Errorf("first event in the interval ending at %vs, the run's end at %vs", first, end)
 	}
 }

@@ -9,7 +9,8 @@ import (
 
 // BenchmarkEventPath is the generator's work per event without sockets: a
 // synthetic run's bytes, in 16 KiB pieces, through the scanner and
-// the per-event bookkeeping (type, first content, gaps), not judged.
+// the per-event bookkeeping (type, first content, gaps, the run's order
+// and terminal), bodies not judged.
 func BenchmarkEventPath(b *testing.B) {
 	plan := synth.NewPlan(synth.Dialect10, 1000)
 	w := synth.RunWriter{D: synth.Dialect10, RunID: "r", Thread: "t"}
@@ -23,12 +24,14 @@ func BenchmarkEventPath(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		st.sc.Reset()
-		st.events, st.firstEv, st.firstCont, st.terminal = 0, 0, 0, ""
+		st.events, st.firstEv, st.firstCont, st.judge = 0, 0, 0, NewRunJudge()
 		for off := 0; off < len(run); off += 16 << 10 {
 			st.now = int64(i*1000 + off)
 			st.sc.Push(run[off:min(off+16<<10, len(run))], st.frame)
-			st.flushGaps()
 		}
+		st.sh.mu.Lock()
+		st.recordGaps()
+		st.sh.mu.Unlock()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(plan.Kinds)), "ns/event")
 }

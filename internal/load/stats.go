@@ -1,6 +1,8 @@
 package load
 
 import (
+	"sort"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
@@ -43,6 +45,11 @@ const (
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicros, histDigits) }
 
+// newRunGaps is the histogram of one long run's gaps until the run is
+// judged: two significant figures, a seventh of newHist's size, since every
+// slot may hold one.
+func newRunGaps() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicros, 2) }
+
 // record adds a duration in nanoseconds.
 func record(h *hdrhistogram.Histogram, ns int64) {
 	us := ns / 1000
@@ -58,12 +65,61 @@ func record(h *hdrhistogram.Histogram, ns int64) {
 // Summary is a timing's distribution, in milliseconds.
 type Summary struct {
 	N    int64   `json:"n"`
+	Min  float64 `json:"min_ms"`
 	Mean float64 `json:"mean_ms"`
 	P50  float64 `json:"p50_ms"`
 	P90  float64 `json:"p90_ms"`
 	P99  float64 `json:"p99_ms"`
 	P999 float64 `json:"p999_ms"`
 	Max  float64 `json:"max_ms"`
+	// Histogram counts the values by bucket, from the one holding the
+	// least to the one holding the most (whole-load summaries only).
+	Histogram []Bucket `json:"histogram,omitempty"`
+}
+
+// Bucket is one bar of a histogram: the values over the bucket before's
+// upper bound, up to Le (inclusive), in milliseconds.
+type Bucket struct {
+	Le    float64 `json:"le_ms"`
+	Count int64   `json:"count"`
+}
+
+// bucketBounds are the histograms' upper bounds in microseconds: 1, 2, 5
+// in every decade from 1 µs to an hour.
+func bucketBounds() []int64 {
+	var b []int64
+	for d := int64(1); d < histMaxMicros; d *= 10 {
+		b = append(b, d, 2*d, 5*d)
+	}
+	return append(b, histMaxMicros)
+}
+
+// histogram buckets h's values (0 counts in the first bucket).
+func histogram(h *hdrhistogram.Histogram) []Bucket {
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	bounds := bucketBounds()
+	counts := make([]int64, len(bounds))
+	for _, bar := range h.Distribution() {
+		if bar.Count == 0 {
+			continue
+		}
+		i := sort.Search(len(bounds), func(i int) bool { return bounds[i] >= bar.To })
+		counts[min(i, len(bounds)-1)] += bar.Count
+	}
+	lo, hi := 0, len(counts)-1
+	for counts[lo] == 0 {
+		lo++
+	}
+	for counts[hi] == 0 {
+		hi--
+	}
+	var out []Bucket
+	for i := lo; i <= hi; i++ {
+		out = append(out, Bucket{Le: float64(bounds[i]) / 1000, Count: counts[i]})
+	}
+	return out
 }
 
 func summarize(h *hdrhistogram.Histogram) Summary {
@@ -71,7 +127,7 @@ func summarize(h *hdrhistogram.Histogram) Summary {
 		return Summary{}
 	}
 	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return Summary{N: h.TotalCount(), Mean: h.Mean() / 1000,
+	return Summary{N: h.TotalCount(), Min: ms(h.Min()), Mean: h.Mean() / 1000,
 		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
 		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max())}
 }

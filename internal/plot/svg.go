@@ -12,7 +12,7 @@ import (
 // Point is one (x, y) of a series.
 type Point struct{ X, Y float64 }
 
-// Series is one line of a plot.
+// Series is one line of a plot; a point whose Y is NaN breaks it.
 type Series struct {
 	Name   string
 	Points []Point
@@ -77,16 +77,27 @@ func (p Plot) SVG() string {
 	// Lines, markers, legend.
 	for i, s := range p.Series {
 		col := palette[i%len(palette)]
-		var pts []string
+		// A NaN y ends a line: the next point starts another (a series with
+		// a gap in time, such as one target's rounds between the other's).
+		var pts, line []string
+		draw := func() {
+			if len(line) > 1 {
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", col, strings.Join(line, " "))
+			}
+			line = line[:0]
+		}
 		for _, pt := range s.Points {
-			if (p.LogX && pt.X <= 0) || (p.LogY && pt.Y <= 0) || math.IsNaN(pt.Y) || math.IsInf(pt.Y, 0) {
+			if math.IsNaN(pt.Y) {
+				draw()
 				continue
 			}
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(pt.X), py(pt.Y)))
+			if (p.LogX && pt.X <= 0) || (p.LogY && pt.Y <= 0) || math.IsInf(pt.Y, 0) {
+				continue
+			}
+			xy := fmt.Sprintf("%.1f,%.1f", px(pt.X), py(pt.Y))
+			pts, line = append(pts, xy), append(line, xy)
 		}
-		if len(pts) > 1 {
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", col, strings.Join(pts, " "))
-		}
+		draw()
 		for _, xy := range pts {
 			var x, y float64
 			fmt.Sscanf(xy, "%g,%g", &x, &y)

@@ -1,0 +1,81 @@
+package load
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
+)
+
+// KindOrder is the kind of a run whose events a consumer's verifier
+// rejects where they stand (rules.Stream): a TEXT_MESSAGE_CONTENT before
+// its TEXT_MESSAGE_START, an event after RUN_FINISHED.
+const KindOrder = "out of order"
+
+// RunJudge is the verdict on one run's event stream that load and
+// check --url share: every event's place by the sequence rules of a 1.0
+// consumer, and the terminal event the stream must end with. It does not
+// judge the events' bodies (rules.JudgeEvent does).
+type RunJudge struct {
+	seq      *rules.Stream
+	events   int64
+	terminal string // "RUN_FINISHED", or "RUN_ERROR <code>"
+	order    string // the first sequence fault
+}
+
+// NewRunJudge starts judging a run.
+func NewRunJudge() *RunJudge { return &RunJudge{seq: rules.NewStream(negotiate.Current)} }
+
+var (
+	typeRunFinished = []byte("RUN_FINISHED")
+	typeRunError    = []byte("RUN_ERROR")
+)
+
+// Event judges the next event, of type typ (rules.PeekType(ev)), and
+// returns its sequence faults. ev is borrowed until it returns.
+func (j *RunJudge) Event(ev, typ []byte) []rules.StreamFault {
+	j.events++
+	switch {
+	case bytes.Equal(typ, typeRunFinished):
+		j.terminal = "RUN_FINISHED"
+	case bytes.Equal(typ, typeRunError):
+		code := gjson.GetBytes(ev, "code").String()
+		if code == "" {
+			code = "-"
+		}
+		j.terminal = "RUN_ERROR " + code
+	}
+	fs := j.seq.NextOfType(ev, typ)
+	if len(fs) > 0 && j.order == "" {
+		j.order = fmt.Sprintf("#%d %s: %s: %s", fs[0].Index, typ, fs[0].Rule, fs[0].Detail)
+	}
+	return fs
+}
+
+// Terminal is the last terminal event seen: "RUN_FINISHED", "RUN_ERROR
+// <code>" (code "-" when none), or "".
+func (j *RunJudge) Terminal() string { return j.terminal }
+
+// Verdict is the run's failure once its stream has ended well: its kind
+// and what happened, or two empty strings. A stream out of order is
+// KindOrder; one without a terminal event KindCut; one that ends with
+// RUN_ERROR is of kind "RUN_ERROR <code>".
+func (j *RunJudge) Verdict() (kind, msg string) {
+	switch {
+	case j.order != "":
+		return KindOrder, j.order
+	case j.terminal == "":
+		return KindCut, NoTerminal(j.events)
+	case j.terminal != "RUN_FINISHED":
+		return j.terminal, j.terminal
+	}
+	return "", ""
+}
+
+// NoTerminal says that a stream of n events ended without a terminal event.
+func NoTerminal(n int64) string {
+	return fmt.Sprintf("the stream ended after %d events without RUN_FINISHED or RUN_ERROR", n)
+}
