@@ -1,15 +1,8 @@
 package relay
 
 import (
-	"bufio"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"testing"
-	"time"
-
-	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // carrierOf returns the Carrier the harness's relay runs its streams
@@ -53,13 +46,12 @@ func TestStreamsUnderEitherCarrier(t *testing.T) {
 		{"NotJSONFrameIsRelayedUntouched", TestNotJSONFrameIsRelayedUntouched},
 		{"SlowConsumerSlowsTheProducer", TestSlowConsumerSlowsTheProducer},
 		{"StalledConsumerIsCut", TestStalledConsumerIsCut},
-		{"StreamEndsAfterTheRequestedRun", TestStreamEndsAfterTheRequestedRun},
-		{"HangupWatchKeptAcrossRuns", TestHangupWatchKeptAcrossRuns},
 		{"ProducerConnectionReusedAfterRun", TestProducerConnectionReusedAfterRun},
 		{"EmptyEventStreamEndsTheRun", TestEmptyEventStreamEndsTheRun},
 		{"BrokenChunkFramingEndsWithRunError", TestBrokenChunkFramingEndsWithRunError},
 		{"ConsumerVersionIsLearnt", TestConsumerVersionIsLearnt},
 	}
+	streamTests = append(streamTests, platformStreamTests...)
 	for _, carrier := range []string{"default", "reuse"} {
 		t.Run(carrier, func(t *testing.T) {
 			t.Setenv(carrierVar, carrier)
@@ -67,39 +59,5 @@ func TestStreamsUnderEitherCarrier(t *testing.T) {
 				t.Run(st.name, st.test)
 			}
 		})
-	}
-}
-
-// Under the nil Carrier each stream runs on a goroutine of its own, the
-// kept connection's next runs too (each hijacked), where ReuseGoroutines
-// runs them on one (TestKeptConnectionRunsOnOneGoroutine).
-func TestDefaultCarrierGivesEachStreamAGoroutine(t *testing.T) {
-	upstream := testkit.RawProducer(t, func(c net.Conn) {
-		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
-	})
-	ran := make(chan int, 8)
-	addr, _ := rawRelay(t, upstream, func(*RunReport) { ran <- goroutineID() }, func(r *Relay) { r.Carrier = nil })
-	c := testkit.DialConsumer(t, addr)
-	br := bufio.NewReader(c)
-	seen := map[int]bool{}
-	for range 3 {
-		testkit.SendRun(t, c, testkit.MinimalInput)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		if err != nil || string(body) != shortRunEvents || resp.Close {
-			t.Fatalf("answer %q (close %v): %v", body, resp.Close, err)
-		}
-		select {
-		case id := <-ran:
-			if seen[id] {
-				t.Fatalf("two runs ran on goroutine %d", id)
-			}
-			seen[id] = true
-		case <-time.After(testkit.Liveness):
-			t.Fatal("no run report")
-		}
 	}
 }
