@@ -22,10 +22,10 @@ const keepAliveSilence = 700 * time.Millisecond
 // that shows it read the run to its end.
 const keepAliveText = "after the silence"
 
-// silentProducer answers every run with a 1.0 stream that falls silent
-// for keepAliveSilence after the message's start, then ends the run; the
-// run's ids are the input's.
-func silentProducer(t *testing.T) *httptest.Server {
+// silentProducerFor answers every run with a 1.0 stream that falls silent
+// for silence after the message's start, then ends the run; the run's ids
+// are the input's.
+func silentProducerFor(t *testing.T, silence time.Duration) *httptest.Server {
 	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in struct{ ThreadID, RunID string }
 		b, _ := io.ReadAll(r.Body)
@@ -41,7 +41,7 @@ func silentProducer(t *testing.T) *httptest.Server {
 		}
 		send(`{"type":"RUN_STARTED",`+ids+`}`, `{"type":"TEXT_MESSAGE_START","messageId":"m-ka","role":"assistant"}`)
 		select {
-		case <-time.After(keepAliveSilence): // the agent thinks
+		case <-time.After(silence): // the agent thinks
 		case <-r.Context().Done():
 			return
 		}
@@ -99,7 +99,7 @@ func checkKeepAliveRun(t *testing.T, o Outcome, relay *Relay) []string {
 // front of the runtime). None needs keep-alives withheld.
 func TestKeepAlives(t *testing.T) {
 	requireSetup(t)
-	producer := silentProducer(t)
+	producer := silentProducerFor(t, keepAliveSilence)
 	t.Run("clients", func(t *testing.T) {
 		for _, c := range Consumers {
 			t.Run("consumer="+c, func(t *testing.T) {
