@@ -245,6 +245,7 @@ func TestKeepAliveRevealsAConsumerThatLeft(t *testing.T) {
 				}
 				go io.Copy(up, c) //nolint:errcheck // the request; the consumer's close ends it
 				buf := make([]byte, 4096)
+				var after []byte // written since the consumer left
 				for {
 					n, err := up.Read(buf)
 					if err != nil {
@@ -252,11 +253,16 @@ func TestKeepAliveRevealsAConsumerThatLeft(t *testing.T) {
 					}
 					select {
 					case <-left:
-						// The consumer is gone: the proxy finds it now,
-						// writing, and closes the relay's connection.
-						revealed <- string(buf[:n])
-						up.Close()
-						return
+						// The consumer is gone: the proxy finds it when
+						// the relay writes a frame (not the tail of the
+						// chunk before), and closes the relay's connection.
+						after = append(after, buf[:n]...)
+						if strings.Contains(string(after), "\n\n") {
+							revealed <- string(after)
+							up.Close()
+							return
+						}
+						continue
 					default:
 					}
 					c.Write(buf[:n]) //nolint:errcheck
