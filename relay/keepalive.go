@@ -123,9 +123,9 @@ func (p *relayedStream) armKeepAlive() bool {
 }
 
 // sendKeepAlive runs when the read deadline ended a wait (relay): it
-// writes a keep-alive when one is due, moves the deadline, which has
-// passed, to the next (a Poll whose deadline passed returns at once,
-// without a read), and has the Poll that follows not count its first read
+// writes a keep-alive when one is due, moves the deadline of a stream that
+// waits on, which has passed, to the next (a Poll whose deadline passed
+// returns at once, without a read), and has the Poll that follows not count its first read
 // for the idle timeout (quietStep). It reports false when the consumer
 // could not be written (werr).
 func (p *relayedStream) sendKeepAlive() bool {
@@ -139,8 +139,10 @@ func (p *relayedStream) sendKeepAlive() bool {
 			return false
 		}
 	}
-	p.deadline = p.keepAliveDue()
-	p.sb.SetReadDeadline(p.deadline) //nolint:errcheck // no deadline: no keep-alive, and the stream does not park
+	if p.noPark { // else it parks now (relay), which clears the deadline
+		p.deadline = p.keepAliveDue()
+		p.sb.SetReadDeadline(p.deadline) //nolint:errcheck // no deadline: no keep-alive, and the stream does not park
+	}
 	return true
 }
 
