@@ -32,23 +32,39 @@ import (
 
 // keepAlive is a stream's keep-alive state; the stream's goroutine, or
 // whoever holds the stream (parked: its taker; gated: the gate's holder),
-// uses it.
+// uses it. It is kept small, in the stream: what only a stream that waited
+// long needs is made then (waited).
 type keepAlive struct {
 	every time.Duration // 0: no keep-alives
 
-	// The consumer's silence: it began at since, when the consumer's
-	// writer had moved to seq (a write since moves it on).
-	since time.Time
+	// The consumer's silence: it began since after the stream's clock
+	// (relayedStream.clock), when the consumer's writer had moved to seq
+	// (a write since moves it on).
+	since time.Duration
 	seq   uint64
 
+	waited *keepAliveWaited
+}
+
+// keepAliveWaited is the keep-alive state of a stream that waited for a
+// keep-alive's deadline, parked, or waits in blocking reads (gated).
+type keepAliveWaited struct {
 	// quiet makes the next Poll's first read not count for the idle
 	// timeout (quietStep): it follows a keep-alive's deadline, not bytes.
 	quiet bool
-	step  func() bool // quietStep, made at the first need
+	gated bool
+	step  func() bool // quietStep
 
 	timer *time.Timer // parked or gated streams: the next keep-alive's
 	gate  sync.Mutex  // gated streams: held by the stream but while it reads
-	gated bool
+}
+
+// waited returns the stream's keepAliveWaited, made at the first call.
+func (p *relayedStream) waited() *keepAliveWaited {
+	if p.ka.waited == nil {
+		p.ka.waited = &keepAliveWaited{step: p.quietStep}
+	}
+	return p.ka.waited
 }
 
 // startKeepAlive readies the stream's keep-alives (begin): the interval is
@@ -60,11 +76,12 @@ func (p *relayedStream) startKeepAlive() {
 		p.ka.every = 0
 		return
 	}
-	p.ka.since = time.Now()
+	p.ka.since = time.Since(p.clock)
 	if p.sb == nil {
-		p.ka.gated = true
-		p.ka.gate.Lock()
-		p.ka.timer = time.AfterFunc(p.ka.every, p.keepAliveTick)
+		w := p.waited()
+		w.gated = true
+		w.gate.Lock()
+		w.timer = time.AfterFunc(p.ka.every, p.keepAliveTick)
 	}
 }
 
@@ -73,12 +90,12 @@ func (p *relayedStream) startKeepAlive() {
 // last before it waits.
 func (p *relayedStream) noteQuiet() {
 	if seq := p.cw.WriteSeq(); seq != p.ka.seq {
-		p.ka.seq, p.ka.since = seq, p.now
+		p.ka.seq, p.ka.since = seq, p.now.Sub(p.clock)
 	}
 }
 
 // keepAliveDue returns when the next keep-alive is due.
-func (p *relayedStream) keepAliveDue() time.Time { return p.ka.since.Add(p.ka.every) }
+func (p *relayedStream) keepAliveDue() time.Time { return p.clock.Add(p.ka.since + p.ka.every) }
 
 // keepAliveNow reports whether a keep-alive is due at now, or so soon
 // (within a sixteenth of the interval) that a timer or deadline that
@@ -99,7 +116,7 @@ func (p *relayedStream) writeKeepAlive() error {
 	if p.tap != nil {
 		p.tap.Flushed(p.st.Events)
 	}
-	p.ka.seq, p.ka.since = p.cw.WriteSeq(), time.Now()
+	p.ka.seq, p.ka.since = p.cw.WriteSeq(), time.Since(p.clock)
 	return nil
 }
 
@@ -132,7 +149,7 @@ func (p *relayedStream) sendKeepAlive() bool {
 	if p.ka.every == 0 {
 		return true
 	}
-	p.ka.quiet = true
+	p.waited().quiet = true
 	if p.keepAliveNow(time.Now()) {
 		if err := p.writeKeepAlive(); err != nil {
 			p.werr = err
@@ -149,13 +166,10 @@ func (p *relayedStream) sendKeepAlive() bool {
 // pollStep is the step of relay's next Poll: quietStep after a deadline,
 // else loop.
 func (p *relayedStream) pollStep() func() bool {
-	if !p.ka.quiet {
-		return p.step
+	if w := p.ka.waited; w != nil && w.quiet {
+		return w.step
 	}
-	if p.ka.step == nil {
-		p.ka.step = p.quietStep
-	}
-	return p.ka.step
+	return p.step
 }
 
 // quietStep is loop, but for the Poll's first read after a deadline: made
@@ -163,10 +177,10 @@ func (p *relayedStream) pollStep() func() bool {
 // the idle timeout (touch) only when it brings bytes. The producer's
 // silence goes on through the relay's keep-alives.
 func (p *relayedStream) quietStep() bool {
-	if !p.ka.quiet {
+	if !p.ka.waited.quiet {
 		return p.loop()
 	}
-	p.ka.quiet = false
+	p.ka.waited.quiet = false
 	now := p.clock.Add(time.Since(p.clock))
 	switch err := p.sc.Fill(p); {
 	case err == event.ErrWouldBlock:
@@ -189,8 +203,8 @@ func (p *relayedStream) parkedKeepAlive() time.Duration {
 	if p.ka.every == 0 {
 		return 0
 	}
-	if p.ka.timer == nil {
-		p.ka.timer = time.AfterFunc(time.Duration(math.MaxInt64), p.keepAliveParked)
+	if w := p.waited(); w.timer == nil {
+		w.timer = time.AfterFunc(time.Duration(math.MaxInt64), p.keepAliveParked)
 	}
 	return max(time.Until(p.keepAliveDue()), 1)
 }
@@ -200,7 +214,7 @@ func (p *relayedStream) parkedKeepAlive() time.Duration {
 // timer then finds it taken (keepAliveParked).
 func (p *relayedStream) armParkedKeepAlive(wait time.Duration) {
 	if wait > 0 {
-		p.ka.timer.Reset(wait)
+		p.ka.waited.timer.Reset(wait)
 	}
 }
 
@@ -227,7 +241,7 @@ func (p *relayedStream) keepAliveParked() {
 		return
 	default:
 		p.noPark = true // no poller here: wait on in this goroutine
-		p.ka.quiet = true
+		p.ka.waited.quiet = true
 		if !p.relay() {
 			p.leave()
 			return
@@ -243,12 +257,12 @@ func (p *relayedStream) keepAliveParked() {
 // readGated is the stream's read of the producer: a gated stream lets its
 // keep-alive timer have the consumer's writer while it waits in the read.
 func (p *relayedStream) readGated(b []byte) (int, error) {
-	if !p.ka.gated {
+	if w := p.ka.waited; w == nil || !w.gated {
 		return p.ub.Read(b)
 	}
-	p.ka.gate.Unlock()
+	p.ka.waited.gate.Unlock()
 	n, err := p.ub.Read(b)
-	p.ka.gate.Lock()
+	p.ka.waited.gate.Lock()
 	return n, err
 }
 
@@ -259,16 +273,17 @@ func (p *relayedStream) readGated(b []byte) (int, error) {
 // consumer is gone). When the stream is busy with the consumer, or over,
 // the gate is taken: the timer is armed again unless the stream is over.
 func (p *relayedStream) keepAliveTick() {
-	if !p.ka.gate.TryLock() {
+	w := p.ka.waited // made before the timer, never changed
+	if !w.gate.TryLock() {
 		if !p.ub.finished() {
-			p.ka.timer.Reset(p.ka.every)
+			w.timer.Reset(p.ka.every)
 		}
 		return
 	}
-	defer p.ka.gate.Unlock()
+	defer w.gate.Unlock()
 	p.noteQuiet()
 	if now := time.Now(); !p.keepAliveNow(now) {
-		p.ka.timer.Reset(p.keepAliveDue().Sub(now))
+		w.timer.Reset(p.keepAliveDue().Sub(now))
 		return
 	}
 	if err := p.writeKeepAlive(); err != nil {
@@ -276,5 +291,5 @@ func (p *relayedStream) keepAliveTick() {
 		p.ub.cancel(errConsumerGone)
 		return
 	}
-	p.ka.timer.Reset(p.ka.every)
+	w.timer.Reset(p.ka.every)
 }
