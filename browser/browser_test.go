@@ -37,6 +37,10 @@ const liveness = 20 * time.Second
 
 // --- the producer -------------------------------------------------------
 
+// keepAlivePause is how long a /pause/ stream's producer is silent after
+// its first event: several of the keep-alive relay's intervals (100ms).
+const keepAlivePause = 600 * time.Millisecond
+
 // producer is the test's agent: it streams one of the streams below, the
 // first frame at once and the rest only once the page has told the test
 // that the first event arrived (or after liveness, so that a relay that
@@ -128,6 +132,11 @@ func (p *producer) serve(w http.ResponseWriter, r *http.Request) {
 	own := p.ownOrigin
 	p.mu.Unlock()
 	path := strings.TrimPrefix(r.URL.Path, "/")
+	pause := time.Duration(0)
+	if rest, ok := strings.CutPrefix(path, "pause/"); ok {
+		// The agent thinks after its first event: silent for a while.
+		path, pause = rest, keepAlivePause
+	}
 	if rest, ok := strings.CutPrefix(path, "own-cors/"); ok {
 		path = rest
 		w.Header().Set("Access-Control-Allow-Origin", own)
@@ -161,6 +170,11 @@ func (p *producer) serve(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-p.gate(in.RunID):
 	case <-time.After(liveness):
+	case <-r.Context().Done():
+		return
+	}
+	select {
+	case <-time.After(pause):
 	case <-r.Context().Done():
 		return
 	}
@@ -414,6 +428,7 @@ type report struct {
 	Console     []struct{ Level, Text string }
 	ContentType string
 	Body        string
+	Comments    int // comment frames on the wire (keep-alives)
 	FetchError  string
 	PageError   string
 }
@@ -570,6 +585,26 @@ func TestBrowser(t *testing.T) {
 	e.cors = startRelay(t, bin, "--config", routes, "--cors-allow-origins", page)
 	// The relay without CORS, in front of a producer that does its own.
 	e.bare = startRelay(t, bin, "--upstream", p.base+"/own-cors", "--consumer-version", "1.0")
+	// The relay with CORS and keep-alives every 100ms.
+	keep := startRelay(t, bin, "--config", routes, "--cors-allow-origins", page, "--keepalive", "100ms")
+
+	// A producer silent mid-run: the page reads the relay's keep-alive
+	// comments between the events, and the run completes, on either client.
+	for client, route := range map[string]string{"1.0.0": "/v1", "0.0.59": "/legacy"} {
+		t.Run("keep-alives-reach-"+client, func(t *testing.T) {
+			res := e.runStreamed(t, client, keep+route+"/pause/v1")
+			r := &res.Report
+			if r.Comments < 2 {
+				t.Errorf("%d comments reached the page during the producer's silence, want several", r.Comments)
+			}
+			if got := r.frameTypes(); len(got) != len(streams["v1"]) {
+				t.Errorf("events %q", got)
+			}
+			if text := r.content("assistant"); text != "It is 21 °C and clear in Lisbon." {
+				t.Errorf("the page's assistant message %q (messages %v)", text, r.Messages)
+			}
+		})
+	}
 
 	t.Run("thinking-reaches-1.0-as-reasoning", func(t *testing.T) {
 		res := e.runStreamed(t, "1.0.0", e.cors+"/v1/thinking")

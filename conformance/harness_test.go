@@ -435,10 +435,21 @@ func runClient(t *testing.T, version string, cases []Case) []Outcome {
 // one node process; each answers one Outcome per case.
 func runScript(t *testing.T, script string, args []string, cases []Case) []Outcome {
 	t.Helper()
+	out, err := tryScript(t, script, args, cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryScript is runScript for a driver that may fail (a client that throws
+// out of its run kills it): its error says why, with the driver's stderr.
+func tryScript(t *testing.T, script string, args []string, cases []Case) ([]Outcome, error) {
+	t.Helper()
 	version := strings.Join(append([]string{script}, args...), " ")
 	in, err := json.Marshal(cases)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -449,7 +460,7 @@ func runScript(t *testing.T, script string, args []string, cases []Case) []Outco
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s failed: %v\n%s", version, err, stderr.String())
+		return nil, fmt.Errorf("%s failed: %v\n%s", version, err, stderr.String())
 	}
 	var out []Outcome
 	dec := json.NewDecoder(&stdout)
@@ -458,14 +469,14 @@ func runScript(t *testing.T, script string, args []string, cases []Case) []Outco
 		if err := dec.Decode(&o); err == io.EOF {
 			break
 		} else if err != nil {
-			t.Fatalf("%s: bad output: %v", version, err)
+			return nil, fmt.Errorf("%s: bad output: %v", version, err)
 		}
 		out = append(out, o)
 	}
 	if len(out) != len(cases) {
-		t.Fatalf("%s answered %d of %d cases\n%s", version, len(out), len(cases), stderr.String())
+		return nil, fmt.Errorf("%s answered %d of %d cases\n%s", version, len(out), len(cases), stderr.String())
 	}
-	return out
+	return out, nil
 }
 
 // validate runs js/validate.js over jobs.

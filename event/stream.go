@@ -400,6 +400,26 @@ func (s *Stream) finishRun() {
 // Close ends the stream: the warnings of a run still open are reported.
 func (s *Stream) Close() { s.finishRun() }
 
+// KeepAliveFrame is the SSE comment frame KeepAlive writes. A consumer
+// ignores a line that starts with a colon (the SSE and AG-UI specs require
+// it to).
+const KeepAliveFrame = ": keep-alive\n\n"
+
+var keepAliveFrame = []byte(KeepAliveFrame)
+
+// KeepAlive writes KeepAliveFrame to the sink, to be flushed: the relay's
+// own frame, for a consumer kept waiting by a silent producer (a proxy
+// between them cuts a connection that stays silent too long). Call it only
+// between frames, with nothing of a frame written since the last flush. It
+// is counted as a comment written to the consumer, not read from the
+// producer (Counts), and in Bytes, and the Tap sees it; it is not an event.
+func (s *Stream) KeepAlive() error {
+	if s.Counts != nil {
+		s.Counts.add(ToConsumer, evComment, len(keepAliveFrame))
+	}
+	return s.put(keepAliveFrame, false)
+}
+
 // Owed reports whether the consumer is owed a terminal event if the stream
 // ends now: a run is open, or no run has started yet (the consumer asked for
 // one and would read an empty stream as a finished run).

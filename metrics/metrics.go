@@ -104,7 +104,7 @@ func New(o Options) *Metrics {
 		Help: "Runs whose successful answer went to the consumer as the producer sent it, unread and not shaped for the consumer's version, by reason: protobuf (the AG-UI protobuf encoding), not_event_stream (another media type), content_encoding (compressed other than gzip)."},
 		[]string{"route", "reason"})
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_total",
-		Help: "Events relayed, by event type and direction (from_producer: read from the producer; to_consumer: written to the consumer). type is a 1.0 or THINKING_* event type, other, invalid (no string type) or comment (frames without data)."},
+		Help: "Events relayed, by event type and direction (from_producer: read from the producer; to_consumer: written to the consumer). type is a 1.0 or THINKING_* event type, other, invalid (no string type) or comment (frames without data: the producer's comments, and to_consumer also the relay's keep-alives, --keepalive)."},
 		[]string{"route", "type", "direction"})
 	m.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "event_bytes_total",
 		Help: "Bytes of SSE frames relayed, by event type and direction, framing included."},

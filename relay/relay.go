@@ -96,6 +96,16 @@ type Relay struct {
 	// blocked writing to a consumer that does not read is not counted: the
 	// producer waits behind it then (ConsumerStallTimeout bounds it).
 	IdleTimeout time.Duration
+	// KeepAlive is how long the consumer of a stream whose producer is
+	// silent mid-stream may be sent nothing before the relay writes it an
+	// SSE comment, ": keep-alive" (event.KeepAliveFrame), and again each
+	// KeepAlive while the silence lasts: a proxy between them cuts a
+	// connection that stays silent (nginx's proxy_read_timeout and AWS
+	// ALB's idle timeout are 60 s by default), and a consumer that left is
+	// noticed at the write. It is written only between frames; zero means
+	// none. Nothing is sent before the producer's answer's head: the relay
+	// has no status to send yet.
+	KeepAlive time.Duration
 	// RunTimeout ends a run that lasts longer, counted from the request;
 	// zero means never.
 	RunTimeout time.Duration

@@ -96,6 +96,8 @@ type relayedStream struct {
 	ended     bool         // the requested run ended: the stream ends within the grace (checkEnd)
 	endedAt   time.Time    // when it ended (the read that brought its terminal event), while the grace is not armed
 	token     int32        // the poller registration while parked
+
+	ka keepAlive // the consumer's keep-alives (keepalive.go)
 }
 
 // parkAfter is how long a polled stream waits for the producer in its own
@@ -183,6 +185,7 @@ func (st hijackedStream) begin() *relayedStream {
 		}
 		sb.OnClose(p.wake)
 	}
+	p.startKeepAlive()
 	return p
 }
 
@@ -202,7 +205,7 @@ func (p *relayedStream) relay() (over bool) {
 		return true
 	}
 	for {
-		polled, err := p.sb.Poll(p.step)
+		polled, err := p.sb.Poll(p.pollStep())
 		switch {
 		case !polled:
 			p.loop() // closed before it could be polled: reads now say so
@@ -210,6 +213,12 @@ func (p *relayedStream) relay() (over bool) {
 		case err == nil || p.rerr != nil || p.werr != nil:
 			return true
 		case errors.Is(err, os.ErrDeadlineExceeded) && p.sb.Open():
+			if !p.sendKeepAlive() {
+				return true // the consumer could not be written
+			}
+			if p.noPark {
+				continue // a keep-alive's deadline: wait on
+			}
 			if p.park() {
 				return false
 			}
@@ -289,7 +298,7 @@ func (p *relayedStream) noteRead() {
 // Read is what the scanner reads (Fill): the producer's answer, shown to
 // the tap.
 func (p *relayedStream) Read(b []byte) (int, error) {
-	n, err := p.ub.Read(b)
+	n, err := p.readGated(b)
 	if n > 0 && p.tap != nil {
 		p.tap.Read(b[:n])
 	}
@@ -348,6 +357,9 @@ func (p *relayedStream) grace() time.Duration {
 // It reports false when the body was closed meanwhile: the stream must not
 // wait then.
 func (p *relayedStream) armParking() bool {
+	if p.ka.every > 0 {
+		return p.armKeepAlive()
+	}
 	if p.noPark {
 		return p.sb.Open()
 	}
@@ -367,6 +379,7 @@ func (p *relayedStream) park() bool {
 	}
 	// The token is published (parked's store) before any wake can read it.
 	p.token = p.poller.Reserve(p.wake)
+	keepAlive := p.parkedKeepAlive()
 	p.parked.Store(true)
 	if !p.poller.ArmRead(p.sb.RawConn(), p.token) {
 		if !p.parked.CompareAndSwap(true, false) {
@@ -375,6 +388,7 @@ func (p *relayedStream) park() bool {
 		p.poller.Remove(p.sb.RawConn(), p.token)
 		return false
 	}
+	p.armParkedKeepAlive(keepAlive)
 	if !p.sb.Open() {
 		p.wake() // closed while parking: its wake may have come too early
 	}

@@ -412,6 +412,13 @@ func (u *upstreamBody) finish(err error) {
 	u.body.CloseWithError(err) //nolint:errcheck // nothing to do about it
 }
 
+// finished reports whether finish was called.
+func (u *upstreamBody) finished() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.done
+}
+
 // watchConsumer reads the consumer's connection until it ends and then
 // cancels the run: without it a consumer that goes away is noticed only
 // when a write fails, which on a silent stream may be never. The connection

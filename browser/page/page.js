@@ -86,6 +86,10 @@ async function readFrames(body) {
     buf = blocks.pop();
     for (const block of blocks) {
       const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+      if (!data && block.split("\n").some((l) => l.startsWith(":"))) {
+        report.comments = (report.comments || 0) + 1; // a keep-alive
+        log("wire  comment");
+      }
       if (!data) continue;
       let event;
       try { event = JSON.parse(data); } catch { event = { type: "<unparseable>", data }; }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +220,52 @@ func TestServeRecordFlags(t *testing.T) {
 	}
 	if c, _ := parseServe(nil, func(string) string { return "" }, io.Discard); c.recordDir != "" || c.recordRedact || c.recordMaxBytes != 16<<20 {
 		t.Errorf("defaults %+v", c)
+	}
+}
+
+// A run whose producer pauses between events, through `agui-relay serve`
+// with --keepalive shorter than the pauses and --record-dir: the consumer
+// reads the relay's keep-alives between the events, emitted.sse keeps them
+// as written, and the metrics count them as comments written.
+func TestServeRecordsKeepAlives(t *testing.T) {
+	dir := t.TempDir()
+	at, cancel, done := startServe(t, func(c *serveConfig) {
+		c.recordDir = dir
+		c.demoPace = 40 * time.Millisecond // the demo agent's silence between events
+		c.keepAlive = 5 * time.Millisecond
+	})
+	resp := postRun(t, "http://"+at.relay+"/agent", `{"threadId":"thread-1","runId":"run-1","protocolVersion":"1.0","messages":[],"tools":[],"context":[]}`)
+	liveBytes, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("run: %d %v", resp.StatusCode, err)
+	}
+	live := string(liveBytes)
+	n := strings.Count(live, "\n\n: keep-alive\n\n")
+	if n == 0 || !strings.HasSuffix(live, "\n\n") || !strings.Contains(live, "RUN_FINISHED") {
+		t.Fatalf("no keep-alive between the events of the live stream:\n%s", live)
+	}
+	var text string
+	for range 1000 { // 10s at most: only a bug makes it long
+		text = adminGet(t, "http://"+at.admin+"/metrics")
+		if metricLine(text, "agui_relay_runs_total", `outcome="finished"`) != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	text = adminGet(t, "http://"+at.admin+"/metrics")
+	// The comments written are the producer's, relayed, and the keep-alives.
+	written, _ := strconv.Atoi(metricLine(text, "agui_relay_events_total", `type="comment"`, `direction="to_consumer"`))
+	read, _ := strconv.Atoi(metricLine(text, "agui_relay_events_total", `type="comment"`, `direction="from_producer"`))
+	if keepAlives := strings.Count(live, ": keep-alive\n\n"); written-read != keepAlives {
+		t.Errorf("comments counted: %d written, %d read from the producer; the consumer read %d keep-alives", written, read, keepAlives)
+	}
+	rd := stopForRecording(t, cancel, done, dir)
+	emitted, err := os.ReadFile(filepath.Join(rd, "emitted.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(emitted) != live {
+		t.Errorf("emitted.sse is not what the consumer read:\n%s\nwant\n%s", emitted, live)
 	}
 }

@@ -47,6 +47,7 @@ type serveConfig struct {
 	connectTimeout, firstByteTimeout time.Duration
 	idleTimeout, runTimeout          time.Duration
 	consumerStallTimeout             time.Duration
+	keepAlive                        time.Duration
 	maxConns                         int
 	demoVersion                      negotiate.Version
 	demoPace                         time.Duration
@@ -138,6 +139,11 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 		"cut: the producer's request cancelled, the connection closed, the run counted consumer_stalled. The producer waits\n"+
 		"behind such a consumer, and the wait is not counted as its silence (--idle-timeout). A consumer that reads takes\n"+
 		"bytes within milliseconds; one that took nothing for a minute is frozen, asleep or gone without a reset (0: no limit)")
+	fs.DurationVar(&c.keepAlive, "keepalive", 15*time.Second, "while the producer is silent mid-stream, how long the consumer may be sent nothing before the relay writes it an SSE\n"+
+		"comment (\": keep-alive\"), and again each interval while the silence lasts, between frames (0: none). Proxies cut silent\n"+
+		"connections (nginx's proxy_read_timeout and AWS ALB's idle timeout: 60s by default); 15s stays well under them, and under\n"+
+		"30s ones, at 14 bytes a silent stream, and a consumer that left is noticed within it. Before the producer's head\n"+
+		"nothing is sent: see --first-byte-timeout")
 	fs.DurationVar(&c.runTimeout, "run-timeout", time.Hour, "longest run, from the request to the end of the stream, before it is ended with a RUN_ERROR (0: no limit)")
 	fs.IntVar(&c.maxConns, "upstream-max-conns", 4096, "most connections to the producer, that is runs in flight; more get 503")
 	fs.Func("demo-version", "protocol version the embedded demo agent speaks unless a run asks (?version=, forwardedProps.demo.version); default: the newest recorded (1.0)", versionFlag(&c.demoVersion))

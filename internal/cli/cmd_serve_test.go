@@ -30,6 +30,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 		"AGUI_RELAY_MAX_FRAME":                  "2048",
 		"AGUI_RELAY_IDLE_TIMEOUT":               "90s",
 		"AGUI_RELAY_CONSUMER_STALL_TIMEOUT":     "20s",
+		"AGUI_RELAY_KEEPALIVE":                  "5s",
 		"AGUI_RELAY_LOG_FORMAT":                 "console",
 	}
 	c, err := parseServe([]string{"--listen", "127.0.0.1:2222"}, func(k string) string { return env[k] }, io.Discard)
@@ -41,7 +42,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 	}
 	if c.upstream != "http://agent.internal:8000/api" || c.producerVersion.String() != "0.0.45" || c.consumerVersion.String() != "1.0" ||
 		!c.quietWarnings || c.maxBody != 1<<20 || c.maxBodiesInFlight != 3<<20 || c.maxFrame != 2048 || c.idleTimeout != 90*time.Second || c.logFormat != "console" ||
-		c.consumerStallTimeout != 20*time.Second {
+		c.consumerStallTimeout != 20*time.Second || c.keepAlive != 5*time.Second {
 		t.Errorf("config %+v", c)
 	}
 	// Defaults, per the contract.
@@ -51,7 +52,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 	}
 	if c.listen != "127.0.0.1:8080" || c.adminListen != "127.0.0.1:9090" || c.upstream != "" || c.maxBody != 64<<20 || c.maxBodiesInFlight != 256<<20 ||
 		c.maxFrame != 10<<20 || c.shutdownGrace != 30*time.Second || c.logFormat != "json" || c.logLevel != "info" ||
-		c.consumerStallTimeout != time.Minute {
+		c.consumerStallTimeout != time.Minute || c.keepAlive != 15*time.Second {
 		t.Errorf("defaults %+v", c)
 	}
 	for _, bad := range [][]string{{"--upstream", "agent:8000"}, {"--producer-version", "1.0.0"}, {"--max-body", "-1"}, {"--log-format", "xml"},

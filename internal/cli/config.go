@@ -29,6 +29,7 @@ type routeConfig struct {
 	connectTimeout, firstByteTimeout time.Duration
 	idleTimeout, runTimeout          time.Duration
 	consumerStallTimeout             time.Duration
+	keepAlive                        time.Duration
 	maxBody, maxFrame, maxConns      int
 	cors                             relay.CORSOptions // off without AllowOrigins
 }
@@ -43,6 +44,7 @@ func defaultRoute(c *serveConfig, upstream string) routeConfig {
 		connectTimeout: c.connectTimeout, firstByteTimeout: c.firstByteTimeout,
 		idleTimeout: c.idleTimeout, runTimeout: c.runTimeout,
 		consumerStallTimeout: c.consumerStallTimeout,
+		keepAlive:            c.keepAlive,
 		maxBody:              int(c.maxBody), maxFrame: int(c.maxFrame), maxConns: c.maxConns,
 		cors: c.cors,
 	}
@@ -73,10 +75,12 @@ type routeFile struct {
 		// consumer may take none of the stream.
 		ConsumerStall json.RawMessage `json:"consumerStall"`
 	} `json:"timeouts"`
-	MaxBody  json.RawMessage `json:"maxBody"`
-	MaxFrame json.RawMessage `json:"maxFrame"`
-	MaxConns json.RawMessage `json:"maxConns"`
-	CORS     json.RawMessage `json:"cors"`
+	// KeepAlive is --keepalive's: the keep-alive interval.
+	KeepAlive json.RawMessage `json:"keepAlive"`
+	MaxBody   json.RawMessage `json:"maxBody"`
+	MaxFrame  json.RawMessage `json:"maxFrame"`
+	MaxConns  json.RawMessage `json:"maxConns"`
+	CORS      json.RawMessage `json:"cors"`
 }
 
 // loadRoutes reads and checks the routes of a config file; c gives the
@@ -228,6 +232,7 @@ func resolveRoute(rf *routeFile, c *serveConfig) (routeConfig, error) {
 		{"timeouts.idle", rf.Timeouts.Idle, &rc.idleTimeout},
 		{"timeouts.run", rf.Timeouts.Run, &rc.runTimeout},
 		{"timeouts.consumerStall", rf.Timeouts.ConsumerStall, &rc.consumerStallTimeout},
+		{"keepAlive", rf.KeepAlive, &rc.keepAlive},
 	} {
 		if *d.dst, err = durationField(d.raw, *d.dst); err != nil {
 			return rc, fmt.Errorf("%s: %v", d.name, err)
@@ -401,6 +406,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			MaxFrame:        rc.maxFrame,
 			IdleTimeout:     rc.idleTimeout,
 			RunTimeout:      rc.runTimeout,
+			KeepAlive:       rc.keepAlive,
 			// The flag's 0 is no limit, the Relay's the default.
 			ConsumerStallTimeout: negativeIfZero(rc.consumerStallTimeout),
 			Log:                  rlog,

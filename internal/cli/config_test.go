@@ -38,6 +38,7 @@ routes:
     producerVersion: 0.0.40
     consumerVersion: "1.0"
     timeouts: {connect: 2s, firstByte: 1m, idle: "0", run: 30m, consumerStall: 15s}
+    keepAlive: 10s
     maxBody: 1MiB
     maxFrame: 65536
     maxConns: 64
@@ -47,9 +48,9 @@ routes:
 	jsonFile := `{"routes":[
 	  {"name":"legacy","prefix":"/agents/legacy","upstream":"http://127.0.0.1:8001/api","stripPrefix":true,
 	   "producerVersion":"0.0.40","consumerVersion":"1.0",
-	   "timeouts":{"connect":"2s","firstByte":"1m","idle":0,"run":"30m","consumerStall":"15s"},"maxBody":"1MiB","maxFrame":65536,"maxConns":64},
+	   "timeouts":{"connect":"2s","firstByte":"1m","idle":0,"run":"30m","consumerStall":"15s"},"keepAlive":"10s","maxBody":"1MiB","maxFrame":65536,"maxConns":64},
 	  {"name":"new","prefix":"/"}]}`
-	c := flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--consumer-version", "0.0.45", "--idle-timeout", "90s", "--max-frame", "2MiB", "--consumer-stall-timeout", "2m")
+	c := flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--consumer-version", "0.0.45", "--idle-timeout", "90s", "--max-frame", "2MiB", "--consumer-stall-timeout", "2m", "--keepalive", "0")
 	for name, file := range map[string]string{"yaml": yamlFile, "json": jsonFile} {
 		routes, err := parseRoutes([]byte(file), c)
 		if err != nil {
@@ -59,8 +60,8 @@ routes:
 			name: "legacy", prefix: "/agents/legacy", upstream: "http://127.0.0.1:8001/api", stripPrefix: true,
 			producerVersion: negotiate.MustParse("0.0.40"), consumerVersion: negotiate.MustParse("1.0"),
 			connectTimeout: 2 * time.Second, firstByteTimeout: time.Minute, idleTimeout: 0, runTimeout: 30 * time.Minute,
-			consumerStallTimeout: 15 * time.Second,
-			maxBody:              1 << 20, maxFrame: 65536, maxConns: 64, cors: c.cors,
+			consumerStallTimeout: 15 * time.Second, keepAlive: 10 * time.Second,
+			maxBody: 1 << 20, maxFrame: 65536, maxConns: 64, cors: c.cors,
 		}, {
 			// Everything left out comes from the flags.
 			name: "new", prefix: "/", upstream: "http://127.0.0.1:8002",
@@ -286,6 +287,37 @@ routes:
 		if got := r.Relay.ConsumerStallTimeout; got != want[r.Name] {
 			t.Errorf("route %s: ConsumerStallTimeout %v, want %v", r.Name, got, want[r.Name])
 		}
+	}
+	if d := flagDefaults(t).consumerStallTimeout; d != relay.DefaultConsumerStallTimeout {
+		t.Errorf("--consumer-stall-timeout defaults to %v, want the Relay's default %v", d, relay.DefaultConsumerStallTimeout)
+	}
+}
+
+// A route's keep-alive interval reaches its Relay: its own, else the
+// flag's; "0" is none.
+func TestRouteKeepAliveReachesTheRelay(t *testing.T) {
+	c := flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--keepalive", "20s")
+	routes, err := parseRoutes([]byte(`
+routes:
+  - {name: own, prefix: /own, keepAlive: 5s}
+  - {name: none, prefix: /none, keepAlive: "0"}
+  - {name: flag, prefix: /}
+`), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := routeTable(routes, relayShared{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{"own": 5 * time.Second, "none": 0, "flag": 20 * time.Second}
+	for _, r := range table.Routes() {
+		if got := r.Relay.KeepAlive; got != want[r.Name] {
+			t.Errorf("route %s: KeepAlive %v, want %v", r.Name, got, want[r.Name])
+		}
+	}
+	if _, err := parseRoutes([]byte("routes:\n  - {name: bad, prefix: /, upstream: http://a, keepAlive: often}\n"), c); err == nil || !strings.Contains(err.Error(), "keepAlive") {
+		t.Errorf("a bad keepAlive: %v", err)
 	}
 	if d := flagDefaults(t).consumerStallTimeout; d != relay.DefaultConsumerStallTimeout {
 		t.Errorf("--consumer-stall-timeout defaults to %v, want the Relay's default %v", d, relay.DefaultConsumerStallTimeout)

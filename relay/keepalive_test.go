@@ -1,0 +1,292 @@
+package relay
+
+import (
+	"bufio"
+	"compress/gzip"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agui-relay/agui-relay/event"
+	"github.com/agui-relay/agui-relay/internal/testkit"
+)
+
+// keepAliveModes are the ways a stream waits for a silent producer, each
+// of which a keep-alive must find: parked (no goroutine: a timer takes it
+// up), in its goroutine on a polled body (the read deadline), with no
+// Poller, under the nil Carrier (a goroutine per stream, never parked),
+// and in a blocking read of a body that cannot be polled (gzip: the gate).
+var keepAliveModes = []struct {
+	name      string
+	gzip      bool
+	configure func(*Relay)
+}{
+	{"parked", false, func(*Relay) {}},
+	{"in its goroutine", false, func(r *Relay) { parkingAfter(r, time.Hour) }},
+	{"no poller", false, func(r *Relay) { r.Poller = nil }},
+	{"goroutine per stream", false, func(r *Relay) { r.Carrier = nil }},
+	{"blocking read", true, func(*Relay) {}},
+}
+
+// silentProducer answers with before, flushed, then waits for resume (or
+// the request's end) and sends after; gzip-encoded when gz.
+func silentProducer(before, after string, resume <-chan struct{}, gz bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		var out io.Writer = w
+		flush := func() { w.(http.Flusher).Flush() }
+		if gz {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			defer zw.Close()
+			out = zw
+			flush = func() { zw.Flush(); w.(http.Flusher).Flush() } //nolint:errcheck
+		}
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(out, before) //nolint:errcheck
+		flush()
+		select {
+		case <-resume:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(out, after) //nolint:errcheck
+	}
+}
+
+// frames splits an event stream into its frames, each with its blank line.
+func frames(s string) []string {
+	var fs []string
+	for s != "" {
+		i := strings.Index(s, "\n\n")
+		if i < 0 {
+			return append(fs, s)
+		}
+		fs = append(fs, s[:i+2])
+		s = s[i+2:]
+	}
+	return fs
+}
+
+// writtenTap keeps what a run wrote to its consumer (as a recording
+// does) and its count of comments written.
+type writtenTap struct {
+	endTap
+	mu       sync.Mutex
+	wrote    strings.Builder
+	comments int
+}
+
+func (w *writtenTap) Wrote(p []byte) { w.mu.Lock(); w.wrote.Write(p); w.mu.Unlock() }
+
+func (w *writtenTap) End(rep *RunReport) {
+	w.mu.Lock()
+	for i := range event.NumLabels {
+		if event.Label(i) == "comment" {
+			w.comments = rep.Counts.By[event.ToConsumer][i].Events
+		}
+	}
+	w.mu.Unlock()
+	w.endTap(rep)
+}
+
+// While the producer is silent mid-stream, the consumer is written a
+// keep-alive comment each interval, between frames: the events around
+// them arrive byte for byte as the producer sent them, the run completes,
+// and the run's counts and its tap (what a recording keeps) have every
+// keep-alive, whichever way the stream waits.
+func TestKeepAlivesWhileTheProducerIsSilent(t *testing.T) {
+	const before = testkit.RunStarted + `data: {"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}` + "\n\n"
+	const after = testkit.ContentEvent + `data: {"type":"TEXT_MESSAGE_END","messageId":"m1"}` + "\n\n" + testkit.RunFinished
+	for _, mode := range keepAliveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			resume := make(chan struct{})
+			tap := &writtenTap{}
+			h := newHarness(t, silentProducer(before, after, resume, mode.gzip), func(r *Relay) {
+				r.KeepAlive = 20 * time.Millisecond
+				mode.configure(r)
+			})
+			tap.endTap = endTap(reportsTo(h.reports))
+			h.relay.Tap = func(*RunReport) RunTap { return tap }
+			resp := h.post("/agent", testkit.MinimalInput)
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			var got strings.Builder
+			keepAlives := 0
+			for keepAlives < 3 {
+				frame := readFrame(t, br)
+				got.WriteString(frame)
+				if frame == event.KeepAliveFrame {
+					keepAlives++
+				}
+			}
+			close(resume)
+			rest, err := io.ReadAll(br)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Write(rest)
+			keepAlives = 0
+			var events strings.Builder
+			for _, f := range frames(got.String()) {
+				if f == event.KeepAliveFrame {
+					keepAlives++
+				} else {
+					events.WriteString(f)
+				}
+			}
+			if events.String() != before+after {
+				t.Errorf("events relayed\n%q\nwant\n%q", events.String(), before+after)
+			}
+			rep := h.report()
+			if rep.Abort != "" || rep.Terminal != "RUN_FINISHED" {
+				t.Errorf("report %+v", rep)
+			}
+			tap.mu.Lock()
+			defer tap.mu.Unlock()
+			if tap.wrote.String() != got.String() {
+				t.Errorf("the tap saw\n%q\nthe consumer read\n%q", tap.wrote.String(), got.String())
+			}
+			if tap.comments != keepAlives {
+				t.Errorf("%d comments counted written, %d keep-alives read", tap.comments, keepAlives)
+			}
+		})
+	}
+}
+
+// readFrame reads one frame off an event stream, its blank line included.
+func readFrame(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	var frame strings.Builder
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %q: %v", frame.String()+line, err)
+		}
+		frame.WriteString(line)
+		if line == "\n" {
+			return frame.String()
+		}
+	}
+}
+
+// Keep-alives are the relay's, not the producer's: a producer silent for
+// the idle timeout still has its run ended with a RUN_ERROR, keep-alives
+// written meanwhile.
+func TestKeepAlivesDoNotHoldOffTheIdleTimeout(t *testing.T) {
+	for _, mode := range keepAliveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			h := newHarness(t, silentProducer(testkit.RunStarted, "", nil, mode.gzip), func(r *Relay) {
+				r.KeepAlive = 10 * time.Millisecond
+				r.IdleTimeout = 150 * time.Millisecond
+				mode.configure(r)
+			})
+			body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
+			if n := strings.Count(body, event.KeepAliveFrame); n == 0 {
+				t.Errorf("no keep-alive in %q", body)
+			}
+			if ev := runErrorOf(t, body); ev["code"] != CodeUpstreamIdleTimeout {
+				t.Errorf("RUN_ERROR %v", ev)
+			}
+			if rep := h.report(); rep.Abort != CodeUpstreamIdleTimeout {
+				t.Errorf("report %+v", rep)
+			}
+		})
+	}
+}
+
+// With KeepAlive zero the relay writes none.
+func TestNoKeepAlivesWhenOff(t *testing.T) {
+	h := newHarness(t, silentProducer(testkit.RunStarted, "", nil, false), func(r *Relay) {
+		r.IdleTimeout = 100 * time.Millisecond
+	})
+	body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
+	if strings.Contains(body, event.KeepAliveFrame) {
+		t.Errorf("keep-alive written: %q", body)
+	}
+	h.report()
+}
+
+// A consumer that left behind a proxy which holds the relay's connection
+// until it has something to write (as load balancers do) is found by the
+// next keep-alive: the proxy then closes the relay's connection and the
+// producer's request is cancelled, within an interval, with or without the
+// Poller.
+func TestKeepAliveRevealsAConsumerThatLeft(t *testing.T) {
+	for _, mode := range []struct {
+		name      string
+		configure func(*Relay)
+	}{
+		{"poller", func(*Relay) {}},
+		{"no poller", func(r *Relay) { r.Poller = nil }},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			cancelled := make(chan struct{})
+			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+				testkit.StreamHeaders(w)
+				testkit.SSE(w, testkit.RunStarted)
+				<-r.Context().Done()
+				close(cancelled)
+			}, func(r *Relay) {
+				r.KeepAlive = 50 * time.Millisecond
+				mode.configure(r)
+			})
+			left := make(chan struct{})
+			revealed := make(chan string, 1)
+			proxy := testkit.AcceptEach(t, func(c net.Conn) {
+				up, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				go io.Copy(up, c) //nolint:errcheck // the request; the consumer's close ends it
+				buf := make([]byte, 4096)
+				var after []byte // written since the consumer left
+				for {
+					n, err := up.Read(buf)
+					if err != nil {
+						return
+					}
+					select {
+					case <-left:
+						// The consumer is gone: the proxy finds it when
+						// the relay writes a frame (not the tail of the
+						// chunk before), and closes the relay's connection.
+						after = append(after, buf[:n]...)
+						if strings.Contains(string(after), "\n\n") {
+							revealed <- string(after)
+							up.Close()
+							return
+						}
+						continue
+					default:
+					}
+					c.Write(buf[:n]) //nolint:errcheck
+				}
+			})
+			c := testkit.DialConsumer(t, proxy)
+			testkit.SendRun(t, c, testkit.MinimalInput)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := readFrame(t, bufio.NewReader(resp.Body)); f != testkit.RunStarted {
+				t.Fatalf("first frame %q", f)
+			}
+			close(left)
+			c.Close()
+			if got := testkit.Await(t, revealed, "nothing written after the consumer left"); !strings.Contains(got, event.KeepAliveFrame) {
+				t.Errorf("the write that found the consumer gone: %q", got)
+			}
+			testkit.Await(t, cancelled, "the producer's request was not cancelled")
+			if rep := h.report(); rep.Abort != CodeConsumerGone {
+				t.Errorf("report %+v", rep)
+			}
+		})
+	}
+}
