@@ -405,8 +405,6 @@ func (s *Stream) Close() { s.finishRun() }
 // it to).
 const KeepAliveFrame = ": keep-alive\n\n"
 
-var keepAliveFrame = []byte(KeepAliveFrame)
-
 // KeepAlive writes KeepAliveFrame to the sink, to be flushed: the relay's
 // own frame, for a consumer kept waiting by a silent producer (a proxy
 // between them cuts a connection that stays silent too long). Call it only
@@ -415,9 +413,9 @@ var keepAliveFrame = []byte(KeepAliveFrame)
 // producer (Counts), and in Bytes, and the Tap sees it; it is not an event.
 func (s *Stream) KeepAlive() error {
 	if s.Counts != nil {
-		s.Counts.add(ToConsumer, evComment, len(keepAliveFrame))
+		s.Counts.add(ToConsumer, evComment, len(KeepAliveFrame))
 	}
-	return s.put(keepAliveFrame, false)
+	return s.put([]byte(KeepAliveFrame), false) // a copy of its own: the writer borrows it until the flush
 }
 
 // Owed reports whether the consumer is owed a terminal event if the stream

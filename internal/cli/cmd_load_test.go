@@ -244,15 +244,7 @@ func TestLoadProgressBarOnATerminal(t *testing.T) {
 // Ctrl-C to the real process: the runs in flight are cut, the report of
 // what ran is printed, and the exit status is 130.
 func TestLoadSIGINTPrintsTheReport(t *testing.T) {
-	arrived := make(chan struct{}, 8)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
-		w.(http.Flusher).Flush()
-		arrived <- struct{}{}
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
+	srv, arrived := stuckProducer(t, 8)
 	cmd := exec.Command(relayBinary(t), "load", "-c", "2", "-d", "1h", "--progress", "none", srv.URL)
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -331,15 +323,7 @@ func TestDurUnits(t *testing.T) {
 
 // A Ctrl-C before any run ended: the report says so, with no share.
 func TestLoadInterruptedBeforeAnyRunEnded(t *testing.T) {
-	arrived := make(chan struct{}, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
-		w.(http.Flusher).Flush()
-		arrived <- struct{}{}
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
+	srv, arrived := stuckProducer(t, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-arrived
@@ -418,4 +402,21 @@ func TestLoadPlotsRoundsOnTheLoadsClock(t *testing.T) {
 	if got := strings.Join(xs, " "); got != "1 2 | 7 8" {
 		t.Errorf("A's first events at %s, want 1 2 | 7 8", got)
 	}
+}
+
+// stuckProducer is an agent that starts every run and then says nothing
+// until the request goes; arrived gets a value as each run has started
+// (buffered for n).
+func stuckProducer(t *testing.T, n int) (srv *httptest.Server, arrived chan struct{}) {
+	t.Helper()
+	arrived = make(chan struct{}, n)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
+		w.(http.Flusher).Flush()
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	return srv, arrived
 }

@@ -86,20 +86,8 @@ func TestServeMetricsAndRecordingRoundTrip(t *testing.T) {
 		t.Fatalf("live stream:\n%s", live)
 	}
 
-	// Metrics, once the run is counted (its report comes after the last
-	// byte the consumer reads). A scrape gathers one collector after
-	// another, so the one that first sees runs_total may have read the
-	// other counters before the run's report reached them; a scrape that
-	// starts after it sees all of the report (runs_total is counted last).
-	var text string
-	for range 1000 { // 10s at most: only a bug makes it long
-		text = adminGet(t, "http://"+at.admin+"/metrics")
-		if metricLine(text, "agui_relay_runs_total", `outcome="finished"`) != "" {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	text = adminGet(t, "http://"+at.admin+"/metrics")
+	// Metrics, once the run is counted (metricsAfterRun).
+	text := metricsAfterRun(t, at.admin)
 	for _, c := range []struct {
 		name, want string
 		labels     []string
@@ -245,15 +233,7 @@ func TestServeRecordsKeepAlives(t *testing.T) {
 	if n == 0 || !strings.HasSuffix(live, "\n\n") || !strings.Contains(live, "RUN_FINISHED") {
 		t.Fatalf("no keep-alive between the events of the live stream:\n%s", live)
 	}
-	var text string
-	for range 1000 { // 10s at most: only a bug makes it long
-		text = adminGet(t, "http://"+at.admin+"/metrics")
-		if metricLine(text, "agui_relay_runs_total", `outcome="finished"`) != "" {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	text = adminGet(t, "http://"+at.admin+"/metrics")
+	text := metricsAfterRun(t, at.admin)
 	// The comments written are the producer's, relayed, and the keep-alives.
 	written, _ := strconv.Atoi(metricLine(text, "agui_relay_events_total", `type="comment"`, `direction="to_consumer"`))
 	read, _ := strconv.Atoi(metricLine(text, "agui_relay_events_total", `type="comment"`, `direction="from_producer"`))
@@ -268,4 +248,23 @@ func TestServeRecordsKeepAlives(t *testing.T) {
 	if string(emitted) != live {
 		t.Errorf("emitted.sse is not what the consumer read:\n%s\nwant\n%s", emitted, live)
 	}
+}
+
+// metricsAfterRun returns a scrape of admin's /metrics taken after the
+// one that first counted a finished run: the run's report comes after the
+// last byte the consumer reads, and a scrape gathers one collector after
+// another, so the scrape that first sees runs_total may have read the other
+// counters before the report reached them; one that starts after it sees
+// all of the report (runs_total is counted last). It polls every 10 ms, 10 s
+// at most: only a bug makes it long.
+func metricsAfterRun(t *testing.T, admin string) string {
+	t.Helper()
+	for range 1000 {
+		if metricLine(adminGet(t, "http://"+admin+"/metrics"), "agui_relay_runs_total", `outcome="finished"`) != "" {
+			return adminGet(t, "http://"+admin+"/metrics")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no finished run counted on /metrics after 10s")
+	return ""
 }

@@ -676,7 +676,7 @@ func (s *runState) event(ev []byte) {
 		s.toInterval(FirstContent, now)
 	}
 	s.judge.Event(ev, typ)
-	if s.posted && s.judge.events == 1 && bytes.Equal(typ, typeRunStarted) {
+	if s.posted && s.judge.events == 1 && string(typ) == "RUN_STARTED" {
 		s.checkIDs(ev)
 	}
 	judge := false
@@ -708,8 +708,6 @@ func (s *runState) event(ev []byte) {
 		s.in.Event(ev, now)
 	}
 }
-
-var typeRunStarted = []byte("RUN_STARTED")
 
 // checkIDs notes when a run's RUN_STARTED names ids other than the posted
 // ones: a producer that answers every run with fixed ids (a mock, a
