@@ -65,7 +65,6 @@ type Scanner struct {
 	// the search for its terminator got.
 	lineStart, scanned int
 	skipLF             bool // the last frame ended in CR at the end of the input
-	parses             int  // slowFrame calls, for tests
 
 	// cr is the offset in buf of the first CR at or after start, end when
 	// there is none; below start when not known (-1 after a Fill), so that
@@ -328,7 +327,6 @@ func (s *Scanner) fastFrame(f *Frame) bool {
 // the buffer ends before the frame does (more input is needed), unless the
 // stream ended cleanly, in which case what is there is the final frame.
 func (s *Scanner) slowFrame() (f Frame, complete bool, err error) {
-	s.parses++
 	b := s.buf[s.start:s.end]
 	atEOF := s.readErr == io.EOF
 	s.data = s.data[:0]

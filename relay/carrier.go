@@ -23,7 +23,7 @@ type Carrier interface {
 	// next serves conn's next requests with srv once a stream on it ended
 	// with the connection kept, and returns the stream this goroutine is
 	// to run next, ok=false when none.
-	next(conn net.Conn, srv *fasthttp.Server) (st hijackedStream, ok bool)
+	next(conn net.Conn, srv *fasthttp.Server) (st eventStream, ok bool)
 }
 
 // goroutinePerStream is the nil Carrier: each stream is hijacked (hijack)
@@ -37,9 +37,9 @@ func (goroutinePerStream) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st str
 
 func (goroutinePerStream) parks() bool { return false }
 
-func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (hijackedStream, bool) {
+func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (eventStream, bool) {
 	srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
-	return hijackedStream{}, false
+	return eventStream{}, false
 }
 
 // ReuseGoroutines is the Carrier that starts as few goroutines as it can:
@@ -58,7 +58,7 @@ func (ReuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st stream
 
 func (ReuseGoroutines) parks() bool { return true }
 
-func (ReuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (hijackedStream, bool) {
+func (ReuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (eventStream, bool) {
 	return nextStream(conn, srv)
 }
 
@@ -79,7 +79,7 @@ func (r *Relay) carrier() Carrier {
 // serveConnection runs the stream, then, while it ends with the connection
 // kept and the Carrier gives this goroutine the next stream (next), that
 // one.
-func (st hijackedStream) serveConnection() {
+func (st eventStream) serveConnection() {
 	for st.run() {
 		var ok bool
 		if st, ok = st.r.carrier().next(st.w.conn, st.w.srv); !ok {
@@ -92,7 +92,7 @@ func (st hijackedStream) serveConnection() {
 // stream handed over in place, and returns that stream; ok=false when the
 // connection ended first, or its stream runs elsewhere, or conn is not a
 // socketConn (its streams start goroutines of their own).
-func nextStream(conn net.Conn, srv *fasthttp.Server) (st hijackedStream, ok bool) {
+func nextStream(conn net.Conn, srv *fasthttp.Server) (st eventStream, ok bool) {
 	sc, _ := conn.(*socketConn)
 	if sc == nil {
 		srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
@@ -109,7 +109,7 @@ func nextStream(conn net.Conn, srv *fasthttp.Server) (st hijackedStream, ok bool
 // returned: the connection is kept only when the server's next read was
 // its wait for a request's first byte, so nothing it had buffered (a
 // pipelined request) is lost, and the deadlines the server set are undone.
-func (st *hijackedStream) inPlace(sc *socketConn) {
+func (st *eventStream) inPlace(sc *socketConn) {
 	sc.inPlace.Store(false)
 	if !sc.idleRead && st.w.srv != nil {
 		st.w.srv, st.head = nil, withClose(st.head)

@@ -56,7 +56,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	if timeout == 0 {
 		timeout = DefaultConsumerStallTimeout
 	}
-	st := streamStart{hijackedStream{r: r, head: head, ub: ub, resp: resp, rep: rep}, chunked, keep, timeout, srv, ctx.Done()}
+	st := streamStart{eventStream{r: r, head: head, ub: ub, resp: resp, rep: rep}, chunked, keep, timeout, srv, ctx.Done()}
 	r.carrier().carry(ctx, sc, st)
 }
 
@@ -65,7 +65,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 // timeout) and whether its connection may be kept, with the server (srv)
 // and the shutdown signal (done) for that.
 type streamStart struct {
-	hijackedStream
+	eventStream
 	chunked, keep bool
 	timeout       time.Duration
 	srv           *fasthttp.Server
@@ -85,7 +85,7 @@ func (st streamStart) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
 	if st.keep {
 		st.w.srv, st.w.shutdown = st.srv, st.done
 	}
-	sc.handover.Give(st.hijackedStream) // taken once the server returns (nextStream)
+	sc.handover.Give(st.eventStream) // taken once the server returns (nextStream)
 	sc.idleRead = false
 	sc.inPlace.Store(true)
 	ctx.Response.Reset() // what the server writes is dropped: the least to render

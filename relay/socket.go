@@ -43,7 +43,7 @@ type socketConn struct {
 
 	// handover hands a kept connection's next stream from the request's
 	// handler to the goroutine that serves the connection (carrier.go).
-	handover wire.Handover[hijackedStream]
+	handover wire.Handover[eventStream]
 
 	// inPlace is set while the server finishes a request whose stream was
 	// handed over without a hijack (handOver): its writes are dropped, its

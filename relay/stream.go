@@ -34,9 +34,11 @@ import (
 // How the stream gets its goroutine is the Relay's Carrier's (carrier.go):
 // run starts on it.
 
-// hijackedStream is what a stream needs to run (run): its answer's head
-// and writer, and the producer's answer.
-type hijackedStream struct {
+// eventStream is a run's event stream to its consumer, as its Carrier
+// starts it (run): the answer's head and writer, and the producer's
+// answer. It is the same whether the connection was hijacked, handed over
+// in place or is served on from a kept connection.
+type eventStream struct {
 	r    *Relay
 	w    *consumerWriter
 	head []byte
@@ -49,7 +51,7 @@ type hijackedStream struct {
 // reports whether the connection is kept for the consumer's next request
 // (see serveConnection): false too when the stream parked (the goroutine
 // that takes it up serves the connection on).
-func (st hijackedStream) run() (kept bool) {
+func (st eventStream) run() (kept bool) {
 	// 1. The head.
 	p := st.begin()
 	// 2. The loop, until the stream ends or parks.
@@ -130,7 +132,7 @@ type streamPoller interface {
 
 // begin is phase 1 of run, the head: the consumer's hangup watched, the
 // answer's head set, the stream made.
-func (st hijackedStream) begin() *relayedStream {
+func (st eventStream) begin() *relayedStream {
 	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
 	head := st.head
 	if tok, ok := watchHangup(r.Poller, cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
