@@ -268,6 +268,14 @@ func idleStreamConsumerGone(t *testing.T, reset bool) {
 			break
 		}
 	}
+	// The rest of the event's chunk: its blank line and the chunk's CRLF.
+	// The flush that carried it is then over (the race detector's build
+	// writes it in pieces), so that the hangup comes between writes.
+	for _, want := range []string{"\n", "\r\n"} {
+		if line, err := br.ReadString('\n'); line != want || err != nil {
+			t.Fatalf("after RUN_STARTED: %q, %v", line, err)
+		}
+	}
 	if reset {
 		c.(*net.TCPConn).SetLinger(0) //nolint:errcheck // the close then resets
 	}
