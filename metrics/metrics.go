@@ -95,7 +95,7 @@ func New(o Options) *Metrics {
 	m.active = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "runs_active",
 		Help: "Runs in flight: from the request to the end of the answer."}, route)
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "runs_total",
-		Help: "Runs ended, by outcome: finished, run_error, no_terminal (the stream ended without a terminal event), rejected (4xx problem before the producer was asked), upstream_unavailable (5xx problem), passed_through (the producer's answer was not an event stream), consumer_gone (the consumer went away), consumer_stalled (the consumer read nothing for --consumer-stall-timeout and was cut), or the relay's RUN_ERROR code (upstream_broken, upstream_idle_timeout, run_timeout, frame_too_large, relay_shutdown)."},
+		Help: "Runs ended, by outcome: finished, run_error, no_terminal (the stream ended without a terminal event), rejected (4xx problem before the producer was asked), upstream_unavailable (5xx problem), relay_busy (503 before the input was read: the relay held --max-bodies-in-flight of request bodies), passed_through (the producer's answer was not an event stream), consumer_gone (the consumer went away), consumer_stalled (the consumer read nothing for --consumer-stall-timeout and was cut), or the relay's RUN_ERROR code (upstream_broken, upstream_idle_timeout, run_timeout, frame_too_large, relay_shutdown)."},
 		[]string{"route", "outcome"})
 	m.consumerRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "consumer_runs_total",
 		Help: "Runs by the consumer version their stream was shaped for and how it was learnt: declared (RunAgentInput.protocolVersion), configured (--consumer-version), inferred (undeclared with --consumer-version auto: read as the newest release before the field). Runs refused before the consumer was read are not counted."},
@@ -438,6 +438,8 @@ func runOutcome(rep *relay.RunReport, streamed bool) string {
 	switch {
 	case rep.Problem != "" && rep.Status < 500:
 		return "rejected"
+	case rep.Problem == relay.ProblemBodiesInFlight:
+		return "relay_busy"
 	case rep.Problem != "":
 		return "upstream_unavailable"
 	case rep.Abort == relay.CodeConsumerGone && !streamed:

@@ -333,6 +333,26 @@ func TestMetricsConsumerStalledApartFromGone(t *testing.T) {
 	}
 }
 
+// A run the relay refused for its bodies in flight is counted relay_busy,
+// apart from a producer's unavailability, and is no producer failure.
+func TestMetricsRelayBusyApartFromUpstream(t *testing.T) {
+	m := New(Options{NoRuntime: true})
+	for _, problem := range []string{relay.ProblemBodiesInFlight, relay.ProblemUnreachable, relay.ProblemBodiesInFlight} {
+		rep := &relay.RunReport{Route: "default", Status: 503, Problem: problem, Start: time.Now()}
+		m.Tap(rep).End(rep)
+	}
+	fams := scrape(t, m)
+	if got := value(fams, "agui_relay_runs_total", "outcome=relay_busy"); got != 2 {
+		t.Errorf("runs_total{outcome=relay_busy} = %v, want 2", got)
+	}
+	if got := value(fams, "agui_relay_runs_total", "outcome=upstream_unavailable"); got != 1 {
+		t.Errorf("runs_total{outcome=upstream_unavailable} = %v, want 1", got)
+	}
+	if got := value(fams, "agui_relay_upstream_errors_total", "kind=unreachable"); got != 1 {
+		t.Errorf("upstream_errors_total{kind=unreachable} = %v, want 1", got)
+	}
+}
+
 // Step shapes map onto the registry's retired shapes.
 func TestRetiredShapeMatches(t *testing.T) {
 	m := New(Options{NoRuntime: true})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
@@ -218,5 +219,58 @@ func TestBodyBudgetSweepsOnlyStaleClaims(t *testing.T) {
 	}
 	if h := claim(1000); h.ContentLength() != 8<<10+1 || b.inFlight() != 8000 {
 		t.Errorf("a body over the budget held by a young claim: length %d, %d held", h.ContentLength(), b.inFlight())
+	}
+}
+
+// A run refused before its input was read (the bodies' budget, a body
+// over MaxBody announced with Expect: 100-continue) is reported as any
+// refused run is: to the tap, with its status and problem, and in the log.
+// A request that is no run by its head (a GET) is refused without a report.
+func TestUnreadRefusalsAreReportedAsRuns(t *testing.T) {
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) //nolint:errcheck
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, testkit.RunStarted, testkit.RunFinished)
+	}, func(r *Relay) {
+		r.MaxBody = 8 << 10
+		r.MaxBodiesInFlight = 12 << 10
+	})
+	addr := strings.TrimPrefix(h.url, "http://")
+	a := testkit.DialConsumer(t, addr)
+	bodyA := runOfLen(t, 8000)
+	io.WriteString(a, runHead("Content-Length: 8000\r\n")+bodyA[:100])
+	testkit.WaitFor(t, "the first body claimed", func() bool { return h.relay.bodies.inFlight() == 8000 })
+
+	b := testkit.DialConsumer(t, addr)
+	io.WriteString(b, runHead("Content-Length: 5000\r\n"))
+	wantBudgetRefusal(t, b, "Content-Length 5000")
+	if rep := h.report(); rep.Status != 503 || rep.Problem != ProblemBodiesInFlight || rep.Route != h.relay.Route {
+		t.Errorf("the budget's refusal: report %+v", rep)
+	}
+	if n := h.logs.FilterMessage("run refused").FilterField(zap.String("problem", ProblemBodiesInFlight)).Len(); n != 1 {
+		t.Errorf("%d log lines of the budget's refusal, want 1", n)
+	}
+
+	// A GET with headers over the server's buffer: refused, not a run.
+	if got := rawExchange(t, addr, "GET /agent HTTP/1.1\r\nHost: r\r\nX-Big: "+strings.Repeat("x", 20<<10)+"\r\nConnection: close\r\n\r\n"); statusOf(got) != 431 {
+		t.Errorf("headers too large: %.200q", got)
+	}
+	// A body over MaxBody that waits for 100 Continue: refused unread,
+	// reported; the report that comes is this one, none of the GET's.
+	e := testkit.DialConsumer(t, addr)
+	io.WriteString(e, runHead("Content-Length: 9000\r\nExpect: 100-continue\r\nConnection: close\r\n"))
+	if resp, _ := readOne(t, e, bufio.NewReader(e)); resp.StatusCode != 413 {
+		t.Errorf("a body over MaxBody: %d", resp.StatusCode)
+	}
+	if rep := h.report(); rep.Status != 413 || rep.Problem != problemTooLarge(8<<10).Type {
+		t.Errorf("the refusal of a body over MaxBody: report %+v", rep)
+	}
+
+	io.WriteString(a, bodyA[100:])
+	if resp, _ := readOne(t, a, bufio.NewReader(a)); resp.StatusCode != 200 {
+		t.Errorf("the first body: %d", resp.StatusCode)
+	}
+	if rep := h.report(); rep.Status != 200 || rep.RunID != "r1" {
+		t.Errorf("the first run: report %+v", rep)
 	}
 }

@@ -319,26 +319,28 @@ func (r *Relay) serveNextWith(s *fasthttp.Server) { r.srv.Store(s) }
 
 // expect answers a request that waits for 100 Continue (Expect:
 // 100-continue) before sending its body: 413 at once when its
-// Content-Length is over MaxBody, so that the body is never sent.
+// Content-Length is over MaxBody, 503 when the bodies' budget refused it,
+// so that the body is never sent.
 func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
-	code := expectWithin(ctx, r.bodies, r.maxBody())
-	if code != fasthttp.StatusContinue {
-		r.bodies.release(&ctx.Request.Header) // the body is never read, the handler never called
-		r.CORS.apply(ctx)
+	p := expectProblem(ctx, r.bodies, r.maxBody())
+	if p == nil {
+		return fasthttp.StatusContinue
 	}
-	return code
+	r.bodies.release(&ctx.Request.Header) // the body is never read, the handler never called
+	r.refuseUnread(ctx, p)
+	return p.Status
 }
 
-func expectWithin(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) int {
+// expectProblem is the refusal of a request that waits for 100 Continue
+// and whose body limit is limit, nil when its body may come.
+func expectProblem(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) *Problem {
 	if p := bodies.refusedBeforeContinue(ctx); p != nil {
-		p.Write(ctx)
-		return p.Status
+		return p
 	}
 	if ctx.Request.Header.ContentLength() > limit {
-		problemTooLarge(limit).Write(ctx)
-		return fasthttp.StatusRequestEntityTooLarge
+		return problemTooLarge(limit)
 	}
-	return fasthttp.StatusContinue
+	return nil
 }
 
 // serverError answers a request the server could not read.
@@ -347,7 +349,29 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	if p == nil {
 		p = serverProblem(err, r.maxBody())
 	}
-	p.Write(ctx)
+	r.refuseUnread(ctx, p)
+}
+
+// refuseUnread answers p to a request refused before its body was read
+// (by the server's limits or the bodies' budget), with the CORS headers.
+// When the request is a run by its head (isRunHead), the refusal is
+// reported as a run's is (report: its log line, its tap), though the
+// relay never read its input.
+func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
+	r.once.Do(r.init) // it may be the Relay's first request
+	if isRunHead(ctx) {
+		rep := &RunReport{Route: r.Route, ProducerPython: r.ProducerPython, Start: time.Now()}
+		if r.Tap != nil {
+			if rep.tap = r.Tap(rep); rep.tap != nil {
+				if ht, ok := rep.tap.(HeaderTap); ok {
+					ht.ConsumerHeaders(&ctx.Request.Header)
+				}
+			}
+		}
+		r.refuse(ctx, rep, p)
+	} else {
+		p.Write(ctx)
+	}
 	r.CORS.apply(ctx)
 }
 
@@ -449,6 +473,20 @@ func isRun(ctx *fasthttp.RequestCtx) bool {
 	const suffix = "+json"
 	return bytes.EqualFold(mt, []byte("application/json")) ||
 		len(mt) >= len(suffix) && bytes.EqualFold(mt[len(mt)-len(suffix):], []byte(suffix))
+}
+
+// isRunHead reports whether a request whose body was not read is a run
+// by its head: a POST with a JSON content type, or with none and a body
+// (isRun).
+func isRunHead(ctx *fasthttp.RequestCtx) bool {
+	h := &ctx.Request.Header
+	if !ctx.IsPost() {
+		return false
+	}
+	if len(h.ContentType()) == 0 {
+		return h.ContentLength() != 0 // -1: chunked, -2: to the connection's end
+	}
+	return isRun(ctx)
 }
 
 // newRequest builds the producer's request from the consumer's: the same

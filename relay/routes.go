@@ -321,31 +321,33 @@ func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
 
 func (rt *Router) expectRoute(ctx *fasthttp.RequestCtx) int {
 	r := rt.Table().Match(ctx.URI().PathOriginal())
-	if p := rt.bodies.refusedBeforeContinue(ctx); p != nil {
-		p.Write(ctx)
-		if r != nil {
-			r.Relay.CORS.apply(ctx)
-		}
-		return p.Status
-	}
 	if r == nil {
-		return expectWithin(ctx, nil, rt.maxBody)
+		if p := expectProblem(ctx, rt.bodies, rt.maxBody); p != nil {
+			p.Write(ctx)
+			return p.Status
+		}
+		return fasthttp.StatusContinue
+	}
+	if p := rt.bodies.refusedBeforeContinue(ctx); p != nil {
+		r.Relay.refuseUnread(ctx, p)
+		return p.Status
 	}
 	return r.Relay.expect(ctx)
 }
 
-// serverError answers a request the server could not read, with the CORS
-// headers of the route its path matches (none when it matches none, or its
-// path could not be read).
+// serverError answers a request the server could not read; a request of a
+// route is refused by its Relay (refuseUnread: its CORS headers, and its
+// report when it is a run), any other with the problem alone.
 func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
 	p := rt.bodies.refusal(ctx, err)
 	if p == nil {
 		p = serverProblem(err, rt.maxBody)
 	}
-	p.Write(ctx)
 	if m := rt.Table().Match(ctx.URI().PathOriginal()); m != nil {
-		m.Relay.CORS.apply(ctx)
+		m.Relay.refuseUnread(ctx, p)
+		return
 	}
+	p.Write(ctx)
 }
 
 func problemNoRoute(path string) *Problem {
