@@ -253,18 +253,6 @@ func (p *relayedStream) keepAliveParked() {
 	}
 }
 
-// readGated is the stream's read of the producer: a gated stream lets its
-// keep-alive timer have the consumer's writer while it waits in the read.
-func (p *relayedStream) readGated(b []byte) (int, error) {
-	if w := p.ka.waited; w == nil || !w.gated {
-		return p.ub.Read(b)
-	}
-	p.ka.waited.gate.Unlock()
-	n, err := p.ub.Read(b)
-	p.ka.waited.gate.Lock()
-	return n, err
-}
-
 // keepAliveTick runs on a gated stream's keep-alive timer. When the stream
 // is in its read (the gate is free), the consumer is between frames: it
 // writes the keep-alive when due, and arms the timer for the next. A write

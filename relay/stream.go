@@ -297,10 +297,18 @@ func (p *relayedStream) noteRead() {
 	}
 }
 
-// Read is what the scanner reads (Fill): the producer's answer, shown to
-// the tap.
-func (p *relayedStream) Read(b []byte) (int, error) {
-	n, err := p.readGated(b)
+// Read is what the scanner reads (Fill): the producer's body, shown to the
+// tap. A gated stream (a body that cannot be polled: keepalive.go) lets
+// its keep-alive timer have the consumer's writer while it waits in the
+// read.
+func (p *relayedStream) Read(b []byte) (n int, err error) {
+	if w := p.ka.waited; w != nil && w.gated {
+		w.gate.Unlock()
+		n, err = p.ub.body.Read(b)
+		w.gate.Lock()
+	} else {
+		n, err = p.ub.body.Read(b)
+	}
 	if n > 0 && p.tap != nil {
 		p.tap.Read(b[:n])
 	}

@@ -247,7 +247,8 @@ func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
 	return &upstreamBody{body: body}
 }
 
-// Read reads the producer's answer.
+// Read reads the producer's answer (a proxied one's: a stream reads
+// body itself, relayedStream.Read).
 func (u *upstreamBody) Read(p []byte) (int, error) { return u.body.Read(p) }
 
 // cancel stops the stream for cause: a read in flight returns an error and
