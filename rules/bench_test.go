@@ -87,11 +87,13 @@ func BenchmarkJudgeInputConversation(b *testing.B) {
 var peekSink []byte
 
 // BenchmarkPeekType peeks at the type of an event as every encoder writes
-// it (the relay does so for every event it relays), one that is not
-// written so, and one that names its type twice.
+// it (the relay does so for every event it relays), with a delta of text
+// and of one token; at one that is not written so, and one that names its
+// type twice.
 func BenchmarkPeekType(b *testing.B) {
 	for _, tc := range []struct{ name, ev string }{
 		{"content", `{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_0123456789","delta":"Hello, this is a fairly typical delta of some text."}`},
+		{"token", `{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_0123456789","delta":" the"}`}, // a model's delta: a token or two
 		{"spaced", `{ "type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi" }`},
 		{"late", `{"messageId":"msg_0123456789","delta":"Hello, this is a fairly typical delta of some text.","type":"TEXT_MESSAGE_CONTENT"}`},
 		{"twice", `{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_0123456789","delta":"Hello, this is a fairly typical delta of some text.","type":"RUN_FINISHED"}`},

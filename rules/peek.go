@@ -20,7 +20,7 @@ func PeekType(ev []byte) []byte {
 	const lead = `{"type":"`
 	if len(ev) > len(lead) && string(ev[:len(lead)]) == lead {
 		rest := ev[len(lead):]
-		if i := bytes.IndexByte(rest, '"'); i > 0 && bytes.IndexByte(rest[:i], '\\') < 0 && !mayNameType(rest[i+1:]) {
+		if i := bytes.IndexByte(rest, '"'); i > 0 && !mayNameType(rest, i) {
 			return rest[:i:i]
 		}
 	}
@@ -31,41 +31,45 @@ func PeekType(ev []byte) []byte {
 	return ev[start:end:end]
 }
 
-// mayNameType reports whether b, the rest of an event after its first
-// member, may hold another member named "type": the quoted word, or an
-// escape that could spell one of its letters in a key ("typ\u0065").
+// mayNameType reports whether rest, an event after its lead, whose type
+// string ends at end, may be other than it looks: the type string holds an
+// escape, or another member may be named "type" (the quoted word, or an
+// escape that could spell one of its letters in a key, "typ\u0065").
 // Either is rare outside such a key (a nested "type", a string that ends
 // in an escaped quote and the word), and then the caller walks the event.
-// It looks for the word at each 'y' and for the escape at each backslash,
+// It looks for the word at each 'y' and for an escape at each backslash,
 // bytes that most events hold few of, so that the search is the
 // vectorised IndexByte's: a search for the word itself would stop at
 // every quote.
-func mayNameType(b []byte) bool {
-	for i := 0; ; {
-		j := bytes.IndexByte(b[i:], 'y')
+func mayNameType(rest []byte, end int) bool {
+	for i := end + 1; ; {
+		j := bytes.IndexByte(rest[i:], 'y')
 		if j < 0 {
 			break
 		}
 		j += i
-		if j >= 2 && j+4 <= len(b) && string(b[j-2:j+4]) == `"type"` {
+		if j+4 <= len(rest) && string(rest[j-2:j+4]) == `"type"` {
 			return true
 		}
 		i = j + 1
 	}
 	for i := 0; ; {
-		j := bytes.IndexByte(b[i:], '\\')
-		if j < 0 {
+		j := bytes.IndexByte(rest[i:], '\\')
+		switch {
+		case j < 0:
 			return false
+		case i+j < end:
+			return true // in the type string
 		}
 		j += i
-		if j+1 < len(b) && b[j+1] == 'u' {
+		if j+1 < len(rest) && rest[j+1] == 'u' {
 			// \u0060 to \u007f hold t, y, p and e; an escape cut short
 			// is no JSON, and the walk decides.
-			if j+4 >= len(b) || string(b[j+2:j+4]) == "00" && (b[j+4] == '6' || b[j+4] == '7') {
+			if j+4 >= len(rest) || string(rest[j+2:j+4]) == "00" && (rest[j+4] == '6' || rest[j+4] == '7') {
 				return true
 			}
 		}
-		i = min(j+2, len(b)) // past the escaped byte: "\\u0065" is no escape of 'e'
+		i = min(j+2, len(rest)) // past the escaped byte: "\\u0065" is no escape of 'e'
 	}
 }
 
