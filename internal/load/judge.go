@@ -23,6 +23,7 @@ type RunJudge struct {
 	seq      *rules.Stream
 	events   int64
 	terminal string // "RUN_FINISHED", or "RUN_ERROR <code>"
+	message  string // the last RUN_ERROR's message
 	order    string // the first sequence fault
 }
 
@@ -40,13 +41,13 @@ func (j *RunJudge) Event(ev, typ []byte) []rules.StreamFault {
 	j.events++
 	switch {
 	case bytes.Equal(typ, typeRunFinished):
-		j.terminal = "RUN_FINISHED"
+		j.terminal, j.message = "RUN_FINISHED", ""
 	case bytes.Equal(typ, typeRunError):
 		code := gjson.GetBytes(ev, "code").String()
 		if code == "" {
 			code = "-"
 		}
-		j.terminal = "RUN_ERROR " + code
+		j.terminal, j.message = "RUN_ERROR "+code, gjson.GetBytes(ev, "message").String()
 	}
 	fs := j.seq.NextOfType(ev, typ)
 	if len(fs) > 0 && j.order == "" {
@@ -62,7 +63,8 @@ func (j *RunJudge) Terminal() string { return j.terminal }
 // Verdict is the run's failure once its stream has ended well: its kind
 // and what happened, or two empty strings. A stream out of order is
 // KindOrder; one without a terminal event KindCut; one that ends with
-// RUN_ERROR is of kind "RUN_ERROR <code>".
+// RUN_ERROR is of kind "RUN_ERROR <code>", and what happened is that and
+// the RUN_ERROR's message.
 func (j *RunJudge) Verdict() (kind, msg string) {
 	switch {
 	case j.order != "":
@@ -70,7 +72,10 @@ func (j *RunJudge) Verdict() (kind, msg string) {
 	case j.terminal == "":
 		return KindCut, NoTerminal(j.events)
 	case j.terminal != "RUN_FINISHED":
-		return j.terminal, j.terminal
+		if j.message == "" {
+			return j.terminal, j.terminal
+		}
+		return j.terminal, j.terminal + ": " + j.message
 	}
 	return "", ""
 }

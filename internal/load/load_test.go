@@ -129,7 +129,7 @@ func TestLoadCountsErrorsByKind(t *testing.T) {
 		}), load.KindNotSSE, `Content-Type "application/json", not text/event-stream`},
 		{"RUN_ERROR", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			sse(w, started, `{"type":"RUN_ERROR","message":"the model is down","code":"model_down"}`)
-		}), "RUN_ERROR model_down", "RUN_ERROR model_down"},
+		}), "RUN_ERROR model_down", "RUN_ERROR model_down: the model is down"},
 		{"no terminal", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			sse(w, started, `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`)
 		}), load.KindCut, "after 2 events without RUN_FINISHED"},
