@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strconv"
@@ -171,8 +172,9 @@ type Point struct {
 	Events       int64   `json:"events"`
 	Bytes        int64   `json:"bytes"`
 	EventsPerSec float64 `json:"events_per_sec"`
-	// FirstEvent and FirstContent are of the runs whose first (content)
-	// event came in the interval; Run of those that ended in it.
+	// FirstEvent and FirstContent are of the judged runs whose first
+	// (content) event came in the interval (a cut run's count in neither,
+	// as in the totals); Run of those that ended in it.
 	FirstEvent   Summary `json:"first_event"`
 	FirstContent Summary `json:"first_content"`
 	Run          Summary `json:"run"`
@@ -334,6 +336,14 @@ type Runner struct {
 	shards []*shard
 	wg     sync.WaitGroup
 
+	// point is the index in series of the interval in progress; runFrom,
+	// by slot, the interval its run in flight started in (noRun: none).
+	// An interval's first-event columns are summarized once no run that
+	// may have its first event there is in flight, so that only judged
+	// runs count in them.
+	point   atomic.Int64
+	runFrom []atomic.Int64
+
 	mu       sync.Mutex
 	clients  []*Client
 	errors   map[string]int64
@@ -348,11 +358,23 @@ type shard struct {
 	mu                    sync.Mutex
 	total, interval       hists
 	runs, failed          int64 // in the interval
+	firsts                []firstTime
 	judged, malformed     int64
 	finished, interrupted int64
 	idsIgnored            int64
 	idsExample            string
 }
+
+// firstTime is a judged run's time to its first event or first content,
+// and the interval it came in.
+type firstTime struct {
+	point  int
+	timing Timing // FirstEvent or FirstContent
+	ns     int64
+}
+
+// noRun is a slot's runFrom while it carries no run.
+const noRun = math.MaxInt64
 
 // CheckInput reports whether doc can be a load's RunAgentInput: a JSON
 // object that the rules of the version it declares (1.0 when it declares
@@ -429,6 +451,10 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	}
 	for i := 0; i < n; i++ {
 		r.shards = append(r.shards, &shard{total: newHists(), interval: newHists()})
+	}
+	r.runFrom = make([]atomic.Int64, cfg.Concurrency)
+	for i := range r.runFrom {
+		r.runFrom[i].Store(noRun)
 	}
 	for i := 0; i < cfg.Concurrency; i++ {
 		c, _ := NewClient(cfg.URL, cfg.Headers, cfg.Timeouts)
@@ -531,7 +557,7 @@ func (r *Runner) slot(i int) {
 			return
 		}
 	}
-	st := &runState{r: r, sh: sh, in: in, judgeEvery: int64(r.cfg.JudgeEvery), sc: event.NewScanner(nil, 0)}
+	st := &runState{r: r, sh: sh, in: in, from: &r.runFrom[i], judgeEvery: int64(r.cfg.JudgeEvery), sc: event.NewScanner(nil, 0)}
 	if r.cfg.JudgeEvery == JudgeAuto {
 		st.judgePeriod = int64(time.Second) * int64(r.cfg.Concurrency) / JudgeAutoPerSec
 	}
@@ -610,6 +636,7 @@ type runState struct {
 	r          *Runner
 	sh         *shard
 	in         Inspector
+	from       *atomic.Int64  // the slot's Runner.runFrom
 	sc         *event.Scanner // the answer's frames, as the relay splits a producer's
 	splitErr   error          // why the answer could not be split: a frame over the limit
 	judge      *RunJudge
@@ -622,6 +649,8 @@ type runState struct {
 
 	t0, now, last      int64 // Unix ns: request, current read, previous event
 	events             int64
+	firstEvAt          int // the intervals (Runner.point) the first event and
+	firstContAt        int // the first content came in
 	gaps               []int64
 	zeroGaps           int64
 	longGaps           *hdrhistogram.Histogram // the run's gaps past maxRunGaps, until it is judged
@@ -657,8 +686,7 @@ func (s *runState) event(ev []byte) {
 	s.events++
 	switch {
 	case s.events == 1:
-		s.firstEv = now
-		s.toInterval(FirstEvent, now)
+		s.firstEv, s.firstEvAt = now, int(s.r.point.Load())
 	case now == s.last:
 		// Events of one read share its time: their gaps are counted
 		// together.
@@ -672,8 +700,7 @@ func (s *runState) event(ev []byte) {
 	s.last = now
 	typ := rules.PeekType(ev)
 	if s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)) {
-		s.firstCont = now
-		s.toInterval(FirstContent, now)
+		s.firstCont, s.firstContAt = now, int(s.r.point.Load())
 	}
 	s.judge.Event(ev, typ)
 	if s.posted && s.judge.events == 1 && string(typ) == "RUN_STARTED" {
@@ -721,15 +748,6 @@ func (s *runState) checkIDs(ev []byte) {
 	s.idsIgnored = fmt.Sprintf("posted threadId %q and runId %q, RUN_STARTED said %q and %q", "thread-"+p, "run-"+p, th, run)
 }
 
-// toInterval records a first event's or first content's time in the
-// interval it came in, so that the time series groups runs by when their
-// user saw it, not by when they ended (a cut run's count there too).
-func (s *runState) toInterval(t Timing, at int64) {
-	s.sh.mu.Lock()
-	record(s.sh.interval[t], at-s.t0)
-	s.sh.mu.Unlock()
-}
-
 func malformedExample(typ []byte, j rules.Judgement) string {
 	for _, f := range j.Findings {
 		if f.Verdict == rules.Malformed {
@@ -756,6 +774,10 @@ func (s *runState) run(c *Client, input []byte) {
 		s.in.Begin()
 	}
 	var tHead int64
+	// Before the first event reads the interval it comes in: see
+	// Runner.runFrom.
+	s.from.Store(r.point.Load())
+	defer s.from.Store(noRun)
 	s.t0 = time.Now().UnixNano()
 	r.lastStart.Store(s.t0)
 	err := c.Run(r.runCtx, input, func(h Response) {
@@ -831,11 +853,15 @@ func (s *runState) run(c *Client, input []byte) {
 			}
 			record(h[Whole], end-s.t0)
 		}
+		// The series groups first times by the interval they came in, not
+		// the one the run ended in.
 		if s.firstEv > 0 {
 			record(sh.total[FirstEvent], s.firstEv-s.t0)
+			sh.firsts = append(sh.firsts, firstTime{s.firstEvAt, FirstEvent, s.firstEv - s.t0})
 		}
 		if s.firstCont > 0 {
 			record(sh.total[FirstContent], s.firstCont-s.t0)
+			sh.firsts = append(sh.firsts, firstTime{s.firstContAt, FirstContent, s.firstCont - s.t0})
 		}
 	}
 	sh.mu.Unlock()
@@ -923,11 +949,27 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	go func() { r.wg.Wait(); close(slotsDone) }()
 	tick := time.NewTicker(r.cfg.Interval)
 	defer tick.Stop()
-	prevT := r.start
+	prevT, pointFrom := r.start, r.start // the last sample's time; the start of the last point's interval
 	var prevEvents, prevBytes, prevDone int64
-	h := newHists() // the interval's, merged from the shards
-	sample := func(now time.Time) {
-		h.reset()
+	h := newHists() // the last point's interval, merged from the shards
+	// The judged runs' first times by the interval they came in, until its
+	// point has them all: before summarized, the points have.
+	firsts := map[int]*[2][]int64{}
+	summarized := 0
+	scratch := newHist()
+	// sample ends the interval in progress at now: a new point or, with
+	// extend, the last point's continuation.
+	sample := func(now time.Time, extend bool) {
+		k := len(r.series)
+		done := k // the points before it get no more first times than collected below
+		if !extend {
+			h.reset()
+			r.point.Store(int64(k + 1))
+			done = k + 1
+			for i := range r.runFrom {
+				done = min(done, int(r.runFrom[i].Load()))
+			}
+		}
 		var runs, failed int64
 		for _, sh := range r.shards {
 			sh.mu.Lock()
@@ -936,16 +978,50 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			runs += sh.runs
 			failed += sh.failed
 			sh.runs, sh.failed = 0, 0
+			for _, f := range sh.firsts {
+				at := f.point
+				if extend {
+					at = min(at, k-1) // the interval in progress joins the last point
+				}
+				fs := firsts[at]
+				if fs == nil {
+					fs = new([2][]int64)
+					firsts[at] = fs
+				}
+				fs[f.timing-FirstEvent] = append(fs[f.timing-FirstEvent], f.ns)
+			}
+			sh.firsts = sh.firsts[:0]
 			sh.mu.Unlock()
 		}
 		ev, by := r.events.Load(), r.bytes.Load()
 		dt := now.Sub(prevT).Seconds()
-		p := Point{At: now.Sub(r.start).Seconds(), Runs: runs, Failed: failed, Events: ev - prevEvents, Bytes: by - prevBytes,
-			FirstEvent: summarize(h[FirstEvent]), FirstContent: summarize(h[FirstContent]), Run: summarize(h[Whole])}
-		if dt > 0 {
-			p.EventsPerSec = float64(p.Events) / dt
+		var p *Point
+		if extend {
+			p = &r.series[k-1]
+			p.Runs += runs
+			p.Failed += failed
+			p.Events += ev - prevEvents
+			p.Bytes += by - prevBytes
+		} else {
+			r.series = append(r.series, Point{Runs: runs, Failed: failed, Events: ev - prevEvents, Bytes: by - prevBytes})
+			p, pointFrom = &r.series[k], prevT
 		}
-		r.series = append(r.series, p)
+		p.At, p.Run = now.Sub(r.start).Seconds(), summarize(h[Whole])
+		if d := now.Sub(pointFrom).Seconds(); d > 0 {
+			p.EventsPerSec = float64(p.Events) / d
+		}
+		for ; summarized < done; summarized++ {
+			if fs := firsts[summarized]; fs != nil {
+				for i, col := range []*Summary{&r.series[summarized].FirstEvent, &r.series[summarized].FirstContent} {
+					scratch.Reset()
+					for _, ns := range fs[i] {
+						record(scratch, ns)
+					}
+					*col = summarize(scratch)
+				}
+				delete(firsts, summarized)
+			}
+		}
 		if r.cfg.Progress != nil {
 			pr := r.Progress()
 			pr.EventsPerSec = p.EventsPerSec
@@ -961,15 +1037,15 @@ wait:
 	for {
 		select {
 		case now := <-tick.C:
-			sample(now)
+			sample(now, false)
 		case <-slotsDone:
 			break wait
 		}
 	}
+	// The end: every run is judged or cut. A last interval shorter than a
+	// tenth of one joins the point before.
 	end := time.Now()
-	if end.Sub(prevT) > r.cfg.Interval/10 || len(r.series) == 0 {
-		sample(end)
-	}
+	sample(end, end.Sub(prevT) <= r.cfg.Interval/10 && len(r.series) > 0)
 	stopIssue()
 	r.stopRun()
 	r.unwatch()
