@@ -221,7 +221,7 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (all bool, run *load.
 				bad = append(bad, f)
 			}
 		}
-		sf := run.Event(ev, rules.PeekType(ev))
+		_, sf := run.Next(ev)
 		if len(bad) == 0 && len(sf) == 0 {
 			continue
 		}

@@ -30,15 +30,28 @@ type RunJudge struct {
 // NewRunJudge starts judging a run.
 func NewRunJudge() *RunJudge { return &RunJudge{seq: rules.NewStream(negotiate.Current)} }
 
+// Reset starts judging another run, keeping what j allocated.
+func (j *RunJudge) Reset() {
+	j.seq.Reset()
+	j.events, j.terminal, j.message, j.order = 0, "", "", ""
+}
+
 var (
 	typeRunFinished = []byte("RUN_FINISHED")
 	typeRunError    = []byte("RUN_ERROR")
 )
 
-// Event judges the next event, of type typ (rules.PeekType(ev)), and
-// returns its sequence faults. ev is borrowed until it returns.
-func (j *RunJudge) Event(ev, typ []byte) []rules.StreamFault {
+// Next judges the next event and returns its type (rules.PeekType(ev))
+// and its sequence faults. ev is borrowed until the next call, the type
+// with it. The bulk of a stream, the deltas of the message or tool call in
+// progress, is judged without reading the event twice
+// (rules.Stream.NextFlat).
+func (j *RunJudge) Next(ev []byte) (typ []byte, faults []rules.StreamFault) {
 	j.events++
+	if typ = j.seq.NextFlat(ev); typ != nil {
+		return typ, nil
+	}
+	typ = rules.PeekType(ev)
 	switch {
 	case bytes.Equal(typ, typeRunFinished):
 		j.terminal, j.message = "RUN_FINISHED", ""
@@ -49,11 +62,11 @@ func (j *RunJudge) Event(ev, typ []byte) []rules.StreamFault {
 		}
 		j.terminal, j.message = "RUN_ERROR "+code, gjson.GetBytes(ev, "message").String()
 	}
-	fs := j.seq.NextOfType(ev, typ)
-	if len(fs) > 0 && j.order == "" {
-		j.order = fmt.Sprintf("#%d %s: %s: %s", fs[0].Index, typ, fs[0].Rule, fs[0].Detail)
+	faults = j.seq.NextOfType(ev, typ)
+	if len(faults) > 0 && j.order == "" {
+		j.order = fmt.Sprintf("#%d %s: %s: %s", faults[0].Index, typ, faults[0].Rule, faults[0].Detail)
 	}
-	return fs
+	return typ, faults
 }
 
 // Terminal is the last terminal event seen: "RUN_FINISHED", "RUN_ERROR

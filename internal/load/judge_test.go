@@ -24,7 +24,7 @@ func TestJudgeAutoSamplesByRate(t *testing.T) {
 		step       int64 // ns between reads; 0: all in one read
 		wantJudged int64
 	}{{"an agent's pace", 1_000_000, 104}, {"full speed", 0, judgeBurst + 1}} {
-		st := &runState{r: &Runner{}, sh: &shard{total: newHists(), interval: newHists()}, sc: event.NewScanner(nil, 0),
+		st := &runState{r: &Runner{}, sh: &shard{total: newHists(), interval: newHist()}, sc: event.NewScanner(nil, 0),
 			judge: NewRunJudge(), judgeEvery: JudgeAuto, judgePeriod: period}
 		st.now = 1_000_000_000
 		push := func(ev string) {

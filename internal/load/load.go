@@ -356,8 +356,9 @@ type Runner struct {
 // shard is the histograms a share of the slots record into, under its lock.
 type shard struct {
 	mu                    sync.Mutex
-	total, interval       hists
-	runs, failed          int64 // in the interval
+	total                 hists
+	interval              *hdrhistogram.Histogram // the interval's whole runs, all the series needs by run
+	runs, failed          int64                   // in the interval
 	firsts                []firstTime
 	judged, malformed     int64
 	finished, interrupted int64
@@ -450,7 +451,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		r.inputs = append(r.inputs, newIDTemplate(in))
 	}
 	for i := 0; i < n; i++ {
-		r.shards = append(r.shards, &shard{total: newHists(), interval: newHists()})
+		r.shards = append(r.shards, &shard{total: newHists(), interval: newHist()})
 	}
 	r.runFrom = make([]atomic.Int64, cfg.Concurrency)
 	for i := range r.runFrom {
@@ -698,11 +699,10 @@ func (s *runState) event(ev []byte) {
 		s.gaps = append(s.gaps, now-s.last)
 	}
 	s.last = now
-	typ := rules.PeekType(ev)
+	typ, _ := s.judge.Next(ev)
 	if s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)) {
 		s.firstCont, s.firstContAt = now, int(s.r.point.Load())
 	}
-	s.judge.Event(ev, typ)
 	if s.posted && s.judge.events == 1 && string(typ) == "RUN_STARTED" {
 		s.checkIDs(ev)
 	}
@@ -767,7 +767,11 @@ func (s *runState) run(c *Client, input []byte) {
 	s.events, s.firstEv, s.firstCont, s.judged, s.malformed, s.malformedEx, s.idsIgnored = 0, 0, 0, 0, 0, "", ""
 	s.head = Response{}
 	s.dropGaps()
-	s.judge = NewRunJudge()
+	if s.judge == nil {
+		s.judge = NewRunJudge()
+	} else {
+		s.judge.Reset()
+	}
 	s.sc.Reset()
 	s.splitErr = nil
 	if s.in != nil {
@@ -847,12 +851,11 @@ func (s *runState) run(c *Client, input []byte) {
 		if s.judge.Terminal() == "RUN_FINISHED" && kind == "" {
 			sh.finished++
 		}
-		for _, h := range []*hists{&sh.total, &sh.interval} {
-			if tHead > 0 {
-				record(h[Headers], tHead-s.t0)
-			}
-			record(h[Whole], end-s.t0)
+		if tHead > 0 {
+			record(sh.total[Headers], tHead-s.t0)
 		}
+		record(sh.total[Whole], end-s.t0)
+		record(sh.interval, end-s.t0)
 		// The series groups first times by the interval they came in, not
 		// the one the run ended in.
 		if s.firstEv > 0 {
@@ -951,7 +954,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	defer tick.Stop()
 	prevT, pointFrom := r.start, r.start // the last sample's time; the start of the last point's interval
 	var prevEvents, prevBytes, prevDone int64
-	h := newHists() // the last point's interval, merged from the shards
+	h := newHist() // the last point's interval's whole runs, merged from the shards
 	// The judged runs' first times by the interval they came in, until its
 	// point has them all: before summarized, the points have.
 	firsts := map[int]*[2][]int64{}
@@ -963,7 +966,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 		k := len(r.series)
 		done := k // the points before it get no more first times than collected below
 		if !extend {
-			h.reset()
+			h.Reset()
 			r.point.Store(int64(k + 1))
 			done = k + 1
 			for i := range r.runFrom {
@@ -973,8 +976,8 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 		var runs, failed int64
 		for _, sh := range r.shards {
 			sh.mu.Lock()
-			h.merge(&sh.interval)
-			sh.interval.reset()
+			h.Merge(sh.interval)
+			sh.interval.Reset()
 			runs += sh.runs
 			failed += sh.failed
 			sh.runs, sh.failed = 0, 0
@@ -1006,7 +1009,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			r.series = append(r.series, Point{Runs: runs, Failed: failed, Events: ev - prevEvents, Bytes: by - prevBytes})
 			p, pointFrom = &r.series[k], prevT
 		}
-		p.At, p.Run = now.Sub(r.start).Seconds(), summarize(h[Whole])
+		p.At, p.Run = now.Sub(r.start).Seconds(), summarize(h)
 		if d := now.Sub(pointFrom).Seconds(); d > 0 {
 			p.EventsPerSec = float64(p.Events) / d
 		}

@@ -148,9 +148,3 @@ func (h *hists) merge(o *hists) {
 		h[i].Merge(o[i])
 	}
 }
-
-func (h *hists) reset() {
-	for i := range h {
-		h[i].Reset()
-	}
-}
