@@ -25,6 +25,8 @@ type RunJudge struct {
 	terminal string // "RUN_FINISHED", or "RUN_ERROR <code>"
 	message  string // the last RUN_ERROR's message
 	order    string // the first sequence fault
+	last     string // with Final: the type of the stream's last event
+	final    bool   // the terminal was judged by Final
 }
 
 // NewRunJudge starts judging a run.
@@ -33,7 +35,7 @@ func NewRunJudge() *RunJudge { return &RunJudge{seq: rules.NewStream(negotiate.C
 // Reset starts judging another run, keeping what j allocated.
 func (j *RunJudge) Reset() {
 	j.seq.Reset()
-	j.events, j.terminal, j.message, j.order = 0, "", "", ""
+	j.events, j.terminal, j.message, j.order, j.last, j.final = 0, "", "", "", "", false
 }
 
 var (
@@ -52,6 +54,15 @@ func (j *RunJudge) Next(ev []byte) (typ []byte, faults []rules.StreamFault) {
 		return typ, nil
 	}
 	typ = rules.PeekType(ev)
+	j.terminalOf(ev, typ)
+	faults = j.seq.NextOfType(ev, typ)
+	if len(faults) > 0 && j.order == "" {
+		j.order = fmt.Sprintf("#%d %s: %s: %s", faults[0].Index, typ, faults[0].Rule, faults[0].Detail)
+	}
+	return typ, faults
+}
+
+func (j *RunJudge) terminalOf(ev, typ []byte) {
 	switch {
 	case bytes.Equal(typ, typeRunFinished):
 		j.terminal, j.message = "RUN_FINISHED", ""
@@ -62,11 +73,21 @@ func (j *RunJudge) Next(ev []byte) (typ []byte, faults []rules.StreamFault) {
 		}
 		j.terminal, j.message = "RUN_ERROR "+code, gjson.GetBytes(ev, "message").String()
 	}
-	faults = j.seq.NextOfType(ev, typ)
-	if len(faults) > 0 && j.order == "" {
-		j.order = fmt.Sprintf("#%d %s: %s: %s", faults[0].Index, typ, faults[0].Rule, faults[0].Detail)
+}
+
+// Final judges a run whose order is not checked (Next was not called) by
+// the last of its n events, last (nil: none): the terminal event it must
+// be.
+func (j *RunJudge) Final(last []byte, n int64) {
+	j.events, j.final = n, true
+	if last != nil {
+		typ := rules.PeekType(last)
+		j.last = string(typ)
+		if typ == nil {
+			j.last = "event without a type"
+		}
+		j.terminalOf(last, typ)
 	}
-	return typ, faults
 }
 
 // Terminal is the last terminal event seen: "RUN_FINISHED", "RUN_ERROR
@@ -82,6 +103,8 @@ func (j *RunJudge) Verdict() (kind, msg string) {
 	switch {
 	case j.order != "":
 		return KindOrder, j.order
+	case j.terminal == "" && j.final && j.events > 0:
+		return KindCut, fmt.Sprintf("the stream ended after %d events, the last a %s, not RUN_FINISHED or RUN_ERROR (its order was not checked)", j.events, j.last)
 	case j.terminal == "":
 		return KindCut, NoTerminal(j.events)
 	case j.terminal != "RUN_FINISHED":

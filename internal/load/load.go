@@ -64,8 +64,10 @@ type Config struct {
 	// JudgeEvery judges the body of one event in that many against the 1.0
 	// rules (1: every event; 0: none; JudgeAuto: every event up to
 	// JudgeAutoPerSec a second across the load, a sample above), counting
-	// those it finds malformed. Every run's order and terminal event are
-	// judged whatever it says (RunJudge).
+	// those it finds malformed. Every run's terminal event is judged
+	// whatever it says, and its order (RunJudge), but with JudgeAuto, that
+	// of every run up to OrderAutoPerSec events a second across the load,
+	// a sample of runs above.
 	JudgeEvery int
 	// Interval is the period of the time series and of Progress; 0 is one
 	// second.
@@ -95,6 +97,7 @@ type RunRecord struct {
 	FirstContent float64 `json:"first_content_ms"`
 	Run          float64 `json:"run_ms"`
 	IDsIgnored   bool    `json:"ids_ignored,omitempty"` // RUN_STARTED named other ids than the posted ones
+	OrderChecked bool    `json:"order_checked"`         // its events' order was checked, not only its last
 }
 
 // JudgeAuto is the JudgeEvery that samples by rate: each slot judges an
@@ -105,6 +108,16 @@ const (
 	JudgeAuto       = -1
 	JudgeAutoPerSec = 20000
 	judgeBurst      = 32 // events a slot below its share may judge at once
+)
+
+// OrderAutoPerSec is, with JudgeAuto, how many events a second across the
+// load have their run's order checked: each slot checks a run's when its
+// share allows, so that every run of a load at an agent's pace is checked
+// and one at full speed spends about 1% of a core on it. The other runs'
+// terminal event is checked: their last event must be one.
+const (
+	OrderAutoPerSec = 200_000
+	orderBurst      = time.Second // the share a slot below it may keep
 )
 
 // Inspector sees the runs of one slot, one at a time.
@@ -200,17 +213,20 @@ type Result struct {
 	IDsExample string `json:"ids_example,omitempty"`
 	// Rate is Config.Rate; StartRate the rate at which runs did start,
 	// from the first to the last (0 with fewer than two).
-	Rate      float64            `json:"rate,omitempty"`
-	StartRate float64            `json:"start_rate,omitempty"`
-	Malformed int64              `json:"events_malformed"`
-	EventsSec float64            `json:"events_per_sec"`
-	BytesSec  float64            `json:"bytes_per_sec"`
-	RunsSec   float64            `json:"runs_per_sec"`
-	Errors    map[string]int64   `json:"errors"`   // runs by kind
-	Examples  map[string]string  `json:"examples"` // the first error of each kind
-	Timings   map[string]Summary `json:"timings"`  // by timing key
-	Series    []Point            `json:"series"`
-	Stopped   bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
+	Rate      float64 `json:"rate,omitempty"`
+	StartRate float64 `json:"start_rate,omitempty"`
+	Malformed int64   `json:"events_malformed"`
+	// OrderChecked counts the judged runs whose order was checked (all
+	// but with JudgeAuto above OrderAutoPerSec); the others' terminal was.
+	OrderChecked int64              `json:"runs_order_checked"`
+	EventsSec    float64            `json:"events_per_sec"`
+	BytesSec     float64            `json:"bytes_per_sec"`
+	RunsSec      float64            `json:"runs_per_sec"`
+	Errors       map[string]int64   `json:"errors"`   // runs by kind
+	Examples     map[string]string  `json:"examples"` // the first error of each kind
+	Timings      map[string]Summary `json:"timings"`  // by timing key
+	Series       []Point            `json:"series"`
+	Stopped      bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
 
 	hists hists
 }
@@ -270,6 +286,7 @@ func (r *Result) Merge(o *Result) {
 		r.StartRate = o.StartRate // the slowest round's
 	}
 	r.Malformed += o.Malformed
+	r.OrderChecked += o.OrderChecked
 	r.Stopped = r.Stopped || o.Stopped
 	if r.Errors == nil {
 		r.Errors, r.Examples = map[string]int64{}, map[string]string{}
@@ -362,6 +379,7 @@ type shard struct {
 	firsts                []firstTime
 	judged, malformed     int64
 	finished, interrupted int64
+	orderChecked          int64
 	idsIgnored            int64
 	idsExample            string
 }
@@ -561,6 +579,7 @@ func (r *Runner) slot(i int) {
 	st := &runState{r: r, sh: sh, in: in, from: &r.runFrom[i], judgeEvery: int64(r.cfg.JudgeEvery), sc: event.NewScanner(nil, 0)}
 	if r.cfg.JudgeEvery == JudgeAuto {
 		st.judgePeriod = int64(time.Second) * int64(r.cfg.Concurrency) / JudgeAutoPerSec
+		st.orderPeriod = int64(time.Second) * int64(r.cfg.Concurrency) / OrderAutoPerSec
 	}
 	var body []byte // the run's input: Client.Run copies it into its request
 	for n := int64(0); ; n++ {
@@ -647,6 +666,14 @@ type runState struct {
 	// bodies; judgeNext the Unix ns from which the next may be judged (up
 	// to judgeBurst periods in the past).
 	judgePeriod, judgeNext int64
+	// lastOnly: the run's order is not checked (judge.Next) but its last
+	// event is (judge.Final): lastEv, borrowed from the read, and lastBuf,
+	// a copy once the read is done. orderPeriod, with JudgeAuto, is the
+	// slot's share of OrderAutoPerSec as time an event, orderNext the Unix
+	// ns from which it may check the next run's (up to orderBurst past).
+	lastOnly               bool
+	orderPeriod, orderNext int64
+	lastEv, lastBuf        []byte
 
 	t0, now, last      int64 // Unix ns: request, current read, previous event
 	events             int64
@@ -699,11 +726,20 @@ func (s *runState) event(ev []byte) {
 		s.gaps = append(s.gaps, now-s.last)
 	}
 	s.last = now
-	typ, _ := s.judge.Next(ev)
+	var typ []byte
+	switch {
+	case !s.lastOnly:
+		typ, _ = s.judge.Next(ev)
+	case s.firstCont == 0 || s.events == 1:
+		typ = rules.PeekType(ev)
+		fallthrough
+	default:
+		s.lastEv = ev
+	}
 	if s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)) {
 		s.firstCont, s.firstContAt = now, int(s.r.point.Load())
 	}
-	if s.posted && s.judge.events == 1 && string(typ) == "RUN_STARTED" {
+	if s.posted && s.events == 1 && string(typ) == "RUN_STARTED" {
 		s.checkIDs(ev)
 	}
 	judge := false
@@ -725,6 +761,9 @@ func (s *runState) event(ev []byte) {
 	if judge {
 		s.judged++
 		if j := rules.JudgeEvent(negotiate.Current, ev); j.Verdict == rules.Malformed {
+			if typ == nil {
+				typ = rules.PeekType(ev)
+			}
 			s.malformed++
 			if s.malformedEx == "" {
 				s.malformedEx = malformedExample(typ, j)
@@ -772,6 +811,7 @@ func (s *runState) run(c *Client, input []byte) {
 	} else {
 		s.judge.Reset()
 	}
+	s.orderFor(time.Now().UnixNano())
 	s.sc.Reset()
 	s.splitErr = nil
 	if s.in != nil {
@@ -793,6 +833,7 @@ func (s *runState) run(c *Client, input []byte) {
 		if s.splitErr == nil {
 			s.splitErr = s.sc.Push(p, s.frame)
 		}
+		s.keepLast()
 		r.bytes.Add(int64(len(p)))
 		r.events.Add(s.events - before)
 	})
@@ -801,8 +842,10 @@ func (s *runState) run(c *Client, input []byte) {
 		// the relay delivers it.
 		before := s.events
 		s.splitErr = s.sc.End(s.frame)
+		s.keepLast()
 		r.events.Add(s.events - before)
 	}
+	s.judgeEnd()
 	end := time.Now().UnixNano()
 	interrupted := r.runCtx.Err() != nil && (err != nil || s.judge.Terminal() == "")
 	kind, msg := "", ""
@@ -844,6 +887,9 @@ func (s *runState) run(c *Client, input []byte) {
 		}
 		sh.judged += s.judged
 		sh.malformed += s.malformed
+		if !s.lastOnly {
+			sh.orderChecked++
+		}
 		sh.runs++
 		if kind != "" {
 			sh.failed++
@@ -876,7 +922,7 @@ func (s *runState) run(c *Client, input []byte) {
 			return float64(t-s.t0) / 1e6
 		}
 		rec := RunRecord{Start: float64(s.t0-r.start.UnixNano()) / 1e9, Status: s.head.Status, Kind: kind, Error: msg, Cut: interrupted,
-			Events: s.events, Headers: ms(tHead), FirstEvent: ms(s.firstEv), FirstContent: ms(s.firstCont), Run: ms(end), IDsIgnored: s.idsIgnored != ""}
+			Events: s.events, Headers: ms(tHead), FirstEvent: ms(s.firstEv), FirstContent: ms(s.firstCont), Run: ms(end), IDsIgnored: s.idsIgnored != "", OrderChecked: !s.lastOnly && !interrupted}
 		if interrupted && err != nil {
 			rec.Error = err.Error()
 		}
@@ -907,6 +953,42 @@ func (s *runState) run(c *Client, input []byte) {
 	case <-t.C:
 	case <-r.issue.Done():
 		t.Stop()
+	}
+}
+
+// orderFor decides whether the order of the run starting at now is
+// checked: with JudgeAuto, when the slot's share of OrderAutoPerSec allows
+// (a token bucket, as for bodies, of events: a run's are charged at its
+// end, judgeEnd).
+func (s *runState) orderFor(now int64) {
+	s.lastEv, s.lastBuf = nil, s.lastBuf[:0]
+	s.lastOnly = false
+	if s.orderPeriod > 0 {
+		s.orderNext = max(s.orderNext, now-int64(orderBurst))
+		s.lastOnly = s.orderNext > now
+	}
+}
+
+// judgeEnd ends the judging of a run whose stream has ended: a run whose
+// order was not checked is judged by its last event; one whose order was
+// is charged to the slot's share.
+func (s *runState) judgeEnd() {
+	switch {
+	case s.lastOnly && s.events > 0:
+		s.judge.Final(s.lastBuf, s.events)
+	case s.lastOnly:
+		s.judge.Final(nil, 0)
+	case s.orderPeriod > 0:
+		s.orderNext += s.events * s.orderPeriod
+	}
+}
+
+// keepLast copies the last event of a read, while it is still borrowed,
+// for a run whose terminal is judged by its last event.
+func (s *runState) keepLast() {
+	if s.lastEv != nil {
+		s.lastBuf = append(s.lastBuf[:0], s.lastEv...)
+		s.lastEv = nil
 	}
 }
 
@@ -1059,6 +1141,7 @@ wait:
 		res.hists.merge(&sh.total)
 		res.Judged += sh.judged
 		res.Malformed += sh.malformed
+		res.OrderChecked += sh.orderChecked
 		res.Finished += sh.finished
 		res.Interrupted += sh.interrupted
 		res.IDsIgnored += sh.idsIgnored
