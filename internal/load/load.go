@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/tidwall/gjson"
@@ -469,7 +470,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		r.inputs = append(r.inputs, newIDTemplate(in))
 	}
 	for i := 0; i < n; i++ {
-		r.shards = append(r.shards, &shard{total: newHists(), interval: newHist()})
+		r.shards = append(r.shards, &shard{total: newHists(), interval: newPointHist()})
 	}
 	r.runFrom = make([]atomic.Int64, cfg.Concurrency)
 	for i := range r.runFrom {
@@ -590,7 +591,7 @@ func (r *Runner) slot(i int) {
 		tpl := &r.inputs[k%int64(len(r.inputs))]
 		body = tpl.fill(body[:0], r.prefix, i, n)
 		st.posted = tpl.ok
-		st.postedID = strconv.Itoa(i) + "-" + strconv.FormatInt(n, 10)
+		st.postedID = r.prefix + strconv.Itoa(i) + "-" + strconv.FormatInt(n, 10)
 		st.run(c, body)
 	}
 }
@@ -688,7 +689,7 @@ type runState struct {
 	malformedEx        string
 	head               Response
 	posted             bool   // the input carries this run's own ids
-	postedID           string // "<slot>-<n>": the ids are "thread-"/"run-" + prefix + it
+	postedID           string // "<prefix><slot>-<n>": the ids are "thread-"/"run-" + it
 	idsIgnored         string // what RUN_STARTED said instead, "" when it said the posted ids
 }
 
@@ -779,9 +780,13 @@ func (s *runState) event(ev []byte) {
 // ones: a producer that answers every run with fixed ids (a mock, a
 // recording) mixes the runs up for any consumer that keys on them.
 func (s *runState) checkIDs(ev []byte) {
-	th, run := gjson.GetBytes(ev, "threadId").String(), gjson.GetBytes(ev, "runId").String()
-	p := s.r.prefix + s.postedID
-	if th == "thread-"+p && run == "run-"+p {
+	// The ids read are borrowed from ev (no copy), and copied only into
+	// the note.
+	doc := unsafe.String(unsafe.SliceData(ev), len(ev))
+	th, run := gjson.Get(doc, "threadId").String(), gjson.Get(doc, "runId").String()
+	p := s.postedID
+	if len(th) == len("thread-")+len(p) && th[:len("thread-")] == "thread-" && th[len("thread-"):] == p &&
+		len(run) == len("run-")+len(p) && run[:len("run-")] == "run-" && run[len("run-"):] == p {
 		return
 	}
 	s.idsIgnored = fmt.Sprintf("posted threadId %q and runId %q, RUN_STARTED said %q and %q", "thread-"+p, "run-"+p, th, run)
@@ -1036,12 +1041,12 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	defer tick.Stop()
 	prevT, pointFrom := r.start, r.start // the last sample's time; the start of the last point's interval
 	var prevEvents, prevBytes, prevDone int64
-	h := newHist() // the last point's interval's whole runs, merged from the shards
+	h := newPointHist() // the last point's interval's whole runs, merged from the shards
 	// The judged runs' first times by the interval they came in, until its
 	// point has them all: before summarized, the points have.
 	firsts := map[int]*[2][]int64{}
 	summarized := 0
-	scratch := newHist()
+	scratch := newPointHist()
 	// sample ends the interval in progress at now: a new point or, with
 	// extend, the last point's continuation.
 	sample := func(now time.Time, extend bool) {
