@@ -529,17 +529,16 @@ func (s *Scanner) Fill(src io.Reader) error {
 
 // Push scans bytes the caller read itself, for a caller that is handed
 // them (the load generator's HTTP client), and calls frame with each frame
-// they complete, its bytes borrowed until frame returns. The frames p completes when
-// nothing is buffered are scanned where they are; only the rest is copied
-// into the buffer, where a frame p leaves open waits for the next Push. End
-// ends the stream. Push returns ErrFrameTooLarge when a frame outgrows the
-// limit, after which the scanner takes nothing more.
+// they complete, its bytes borrowed until frame returns. The frames p
+// completes when nothing is buffered are scanned where they are; only a
+// frame left open by the Push before, up to its end, and one p leaves
+// open, are copied into the buffer, where an open frame waits for the next
+// Push. End ends the stream. Push returns ErrFrameTooLarge when a frame
+// outgrows the limit, after which the scanner takes nothing more.
 func (s *Scanner) Push(p []byte, frame func(Frame)) error {
 	var f Frame
-	inPlace := s.start == s.end && s.readErr == nil && s.buf != nil
 	for {
-		if inPlace && len(p) > 0 {
-			inPlace = false
+		if len(p) > 0 && s.start == s.end && s.readErr == nil && s.buf != nil {
 			var err error
 			if p, err = s.scanInPlace(p, frame); err != nil {
 				return err
@@ -555,9 +554,16 @@ func (s *Scanner) Push(p []byte, frame func(Frame)) error {
 		case len(p) == 0:
 			return nil
 		}
-		s.pushed = p
+		// A frame is open in the buffer: it takes p a line at a time (and
+		// the byte after, which ends it if it is a blank line), so that the
+		// frames after it are scanned in place.
+		take := len(p)
+		if i := bytes.IndexByte(p, '\n'); i >= 0 {
+			take = min(i+2, len(p))
+		}
+		s.pushed = p[:take]
 		err = s.Fill(pushSource{s})
-		p, s.pushed = s.pushed, nil
+		p, s.pushed = p[take-len(s.pushed):], nil
 		if err != nil {
 			return err
 		}
@@ -574,6 +580,9 @@ func (s *Scanner) scanInPlace(p []byte, frame func(Frame)) ([]byte, error) {
 	var f Frame
 	var err error
 	for {
+		if s.bomDone && !s.skipLF {
+			s.canonicalFrames(frame)
+		}
 		var ok bool
 		if ok, err = s.Scan(&f); !ok {
 			break
@@ -584,6 +593,29 @@ func (s *Scanner) scanInPlace(p []byte, frame func(Frame)) ([]byte, error) {
 	s.buf, s.start, s.end, s.cr = own, 0, 0, -1
 	s.lineStart, s.scanned = 0, 0 // the search starts again in the buffer
 	return rest, err
+}
+
+// canonicalFrames calls frame with each of the frames at the start of the
+// buffer that every AG-UI encoder writes, back to back: fastFrame's, in a
+// loop of their own.
+func (s *Scanner) canonicalFrames(frame func(Frame)) {
+	if s.cr < s.start {
+		s.crBefore(s.start)
+	}
+	b, cr, i := s.buf[:s.end], s.cr, s.start
+	f := Frame{Canonical: true}
+	for len(b)-i >= 8 && string(b[i:i+6]) == "data: " {
+		nl := bytes.IndexByte(b[i:], '\n')
+		if nl < 0 || i+nl+1 >= len(b) || b[i+nl+1] != '\n' || i+nl > cr || nl+2 > s.max {
+			break
+		}
+		f.Raw, f.Data = b[i:i+nl+2], b[i+6:i+nl:i+nl]
+		i += nl + 2
+		frame(f)
+	}
+	if i > s.start {
+		s.advance(i - s.start)
+	}
 }
 
 // Reset readies the scanner for another stream, keeping its buffer: what

@@ -2,11 +2,13 @@ package event
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
@@ -511,5 +513,29 @@ func TestPushRefusesAFrameOverTheLimit(t *testing.T) {
 				t.Errorf("%.20q in pieces of %d: %v, want ErrFrameTooLarge", stream, piece, err)
 			}
 		}
+	}
+}
+
+// A frame left open by one Push is completed from the next in the buffer;
+// the frames after it in that Push are scanned where they are, not copied.
+func TestPushScansInPlaceAfterTheOpenFrame(t *testing.T) {
+	sc := NewScanner(nil, 0)
+	first := []byte(`data: {"a":`)
+	second := []byte("1}\n\ndata: {\"b\":2}\n\ndata: {\"c\":3}\n\n")
+	var got []string
+	var inPlace []bool
+	frame := func(f Frame) {
+		at := uintptr(unsafe.Pointer(unsafe.SliceData(f.Raw)))
+		from := uintptr(unsafe.Pointer(unsafe.SliceData(second)))
+		got = append(got, string(f.Data))
+		inPlace = append(inPlace, at >= from && at < from+uintptr(len(second)))
+	}
+	for _, p := range [][]byte{first, second} {
+		if err := sc.Push(p, frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(got, "|") != `{"a":1}|{"b":2}|{"c":3}` || fmt.Sprint(inPlace) != "[false true true]" {
+		t.Errorf("frames %q, scanned in the pushed bytes: %v", got, inPlace)
 	}
 }

@@ -89,14 +89,22 @@ func stringEnd(s string, i int) int {
 }
 
 // eachMember calls fn with every member of the object obj: the key's raw
-// text between its quotes and the value's raw text.
+// text between its quotes and the value's raw text. Where obj stops being
+// an object (an event not yet validated), so does it.
 func eachMember(obj string, fn func(key, val string) bool) {
 	i := skipWS(obj, 1)
 	for i < len(obj) && obj[i] == '"' {
 		e := stringEnd(obj, i)
+		if e-1 <= i || obj[e-1] != '"' {
+			return // the key does not end
+		}
 		key := obj[i+1 : e-1]
-		i = skipWS(obj, e)
-		i = skipWS(obj, i+1) // ':'
+		if i = skipWS(obj, e); i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		if i = skipWS(obj, i+1); i >= len(obj) {
+			return
+		}
 		ve := valueEnd(obj, i)
 		if !fn(key, obj[i:ve]) {
 			return

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"bytes"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -139,5 +142,158 @@ func TestStreamReadsTypesAndIDsAsTheWalkDoes(t *testing.T) {
 		if v, ok := secondMember(doc, "A", "messageId"); ok && `"`+v+`"` != memberOf(doc, "messageId") {
 			t.Errorf("%s: secondMember %q, memberOf %s", doc, v, memberOf(doc, "messageId"))
 		}
+	}
+}
+
+// bothWays checks evs for a consumer of v twice, event by event: on fast
+// (a stream for v, Reset first) by NextFlat, then NextOfType where
+// it declines (as the load generator does), and on a new stream by PeekType
+// and NextOfType alone. It fails when the two differ in an event's type or
+// faults, and returns how many events NextFlat took.
+func bothWays(t *testing.T, fast *Stream, evs [][]byte) int {
+	t.Helper()
+	v := fast.v
+	fast.Reset()
+	full := NewStream(v)
+	took := 0
+	for i, ev := range evs {
+		typ := fast.NextFlat(ev)
+		var fs []StreamFault
+		if typ != nil {
+			took++
+		} else {
+			typ = PeekType(ev)
+			fs = fast.NextOfType(ev, typ)
+		}
+		wantTyp := PeekType(ev)
+		wantFs := full.NextOfType(ev, wantTyp)
+		if !bytes.Equal(typ, wantTyp) || (typ == nil) != (wantTyp == nil) || !reflect.DeepEqual(fs, wantFs) {
+			t.Fatalf("%s #%d %s: type %q faults %+v, PeekType and NextOfType: %q %+v", v, i, ev, typ, fs, wantTyp, wantFs)
+		}
+	}
+	return took
+}
+
+// NextFlat reaches Next's verdict on every event it takes, and declines
+// what it cannot judge so: events out of order (before the run, after its
+// end or error, of a message or tool call not open, started twice),
+// another layout (whitespace, a value that is no string, an id not second),
+// a key that is or may spell "type", an escaped id, the run's and steps'
+// types, a type the version does not know.
+func TestNextFlatAgreesWithNext(t *testing.T) {
+	const (
+		start   = `{"type":"RUN_STARTED","threadId":"t","runId":"r"}`
+		finish  = `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`
+		failed  = `{"type":"RUN_ERROR","message":"x","code":"c"}`
+		msg     = `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`
+		msg2    = `{"type":"TEXT_MESSAGE_START","messageId":"m2","role":"assistant"}`
+		end     = `{"type":"TEXT_MESSAGE_END","messageId":"m"}`
+		text    = `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}`
+		text2   = `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m2","delta":"hi"}`
+		call    = `{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f"}`
+		args    = `{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"{}"}`
+		callEnd = `{"type":"TOOL_CALL_END","toolCallId":"c"}`
+		think   = `{"type":"REASONING_MESSAGE_CONTENT","messageId":"r1","delta":"hm"}`
+	)
+	streams := []*Stream{NewStream(negotiate.Current), NewStream(negotiate.MustParse("0.0.45")), NewStream(negotiate.MustParse("0.0.30"))}
+	for _, tc := range []struct {
+		name string
+		evs  []string
+		took int
+	}{
+		{"in order", []string{start, msg, text, text, text, end, call, args, args, callEnd, think, think, finish}, 11},
+		{"before the run", []string{text, text, start, text}, 0},
+		{"not started", []string{start, text, text, msg, text}, 2},
+		{"after its end", []string{start, msg, text, end, text, text}, 3},
+		{"another message open", []string{start, msg, msg2, text, text, text2, text2, text}, 7},
+		{"after RUN_FINISHED", []string{start, msg, text, finish, text, text}, 2},
+		{"after RUN_ERROR", []string{start, msg, text, failed, text, text}, 2},
+		{"a second run", []string{start, msg, text, finish, start, text, text}, 2},
+		{"a prefix of the open id", []string{start, msg2, text2, text, text}, 2},
+		{"tool call not started", []string{start, call, args, callEnd, args, args}, 3},
+		{"another member after the delta", []string{start, msg, text,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x\",\"type\":\"RUN_FINISHED"}`, text,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x","messageId":"n"}`, text,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x","type":"RUN_FINISHED"}`, text}, 6},
+		{"escapes", []string{start, `{"type":"TEXT_MESSAGE_START","messageId":"a\"b","role":"assistant"}`,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"a\"b","delta":"x"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"a"b","delta":"x"}`,
+			`{"type":"TEXT_MESSAGE_START","messageId":"a","role":"assistant"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"a","delta":"x"}`,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"a","delta":"\u0074ype\\"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"a\\","delta":"x"}`}, 3},
+		{"other layouts", []string{start, msg, text, `{"type":"TEXT_MESSAGE_CONTENT", "messageId":"m","delta":"x"}`,
+			`{"type":"TEXT_MESSAGE_CONTENT","delta":"x","messageId":"m"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"} `,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":1}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":""}`,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"`, text}, 5},
+		// The key after the type does not end: no JSON, where the id is
+		// looked for.
+		{"not JSON", []string{start, msg, text, `{"type":"TEXT_MESSAGE_CONTENT""`, `{"type":"TEXT_MESSAGE_CONTENT","messageId"`,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":`, `{"type":"TEXT_MESSAGE_CONTENT","messageId": `, text}, 3},
+		{"members", []string{start, msg, msg, `{"type":"TEXT_MESSAGE_END","messageId":"x"}`, `{"type":"TEXT_MESSAGE_START","role":"assistant","messageId":"m3"}`,
+			`{"type":"STEP_STARTED","stepName":"s"}`, `{"type":"NOT_A_TYPE","messageId":"m"}`, `{"type":"CUSTOM","name":"n","value":{"type":"RUN_FINISHED"}}`,
+			`{"type":"STATE_DELTA","delta":"x"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a\u0022,\"type\":\"RUN_FINISHED"}`, text}, 4},
+		// Each ends the run for a consumer, which reads a second type.
+		{"a key that spells type", []string{start, msg, text, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a","typ\u0065":"RUN_FINISHED"}`, text}, 2},
+		{"an escaped quote", []string{start, msg, text, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a\\\"","type":"RUN_FINISHED"}`, text}, 2},
+		{"an escaped backslash", []string{start, msg, text, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a\\\\","type":"RUN_FINISHED"}`, text}, 2},
+		{"an empty id", []string{start, `{"type":"TEXT_MESSAGE_START","messageId":"","role":"assistant"}`,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"","delta":"x"}`, `{"type":"REASONING_MESSAGE_CONTENT","messageId":"","delta":"x"}`,
+			`{"type":"REASONING_MESSAGE_CONTENT","messageId":"","delta":"x"}`}, 4},
+	} {
+		var evs [][]byte
+		for _, ev := range tc.evs {
+			evs = append(evs, []byte(ev))
+		}
+		for _, st := range streams { // reused: Reset forgets the stream before
+			if took := bothWays(t, st, evs); st.v == negotiate.Current && took != tc.took {
+				t.Errorf("%s: NextFlat took %d events, want %d", tc.name, took, tc.took)
+			}
+		}
+	}
+}
+
+// FuzzNextFlat: NextFlat, with NextOfType where it
+// declines, reaches the verdicts of NextOfType alone on any stream (the
+// lines of the input, each an event) for any version. Seeds: the
+// repository's recorded streams.
+//
+//	go test -run '^$' -fuzz FuzzNextFlat -fuzztime 60s ./rules/
+func FuzzNextFlat(f *testing.F) {
+	for i, b := range seedFiles(f, "streams", "*.sse") {
+		var evs []string
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				evs = append(evs, data)
+			}
+		}
+		f.Add([]byte(strings.Join(evs, "\n")), byte(i))
+	}
+	f.Add([]byte(`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`+"\n"+`{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`+"\n"+
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}`+"\n"+`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x","type":"RUN_FINISHED"}`), byte(0))
+	versions := fuzzVersions()
+	f.Fuzz(func(t *testing.T, stream []byte, vb byte) {
+		bothWays(t, NewStream(versions[int(vb)%len(versions)]), bytes.Split(stream, []byte("\n")))
+	})
+}
+
+// Past the few open ids a stream lists, it tracks them as well: a message
+// started twice, a content of one ended, the ones open at RUN_FINISHED.
+func TestStreamTracksManyOpenMessages(t *testing.T) {
+	ev := func(typ string, id int) string {
+		return fmt.Sprintf(`{"type":"TEXT_MESSAGE_%s","messageId":"m%02d","role":"assistant","delta":"x"}`, typ, id)
+	}
+	evs := []string{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`}
+	for i := 0; i < 2*maxListed; i++ {
+		evs = append(evs, ev("START", i))
+	}
+	for i := 0; i < 2*maxListed; i++ {
+		evs = append(evs, ev("CONTENT", i))
+	}
+	for i := 1; i < 2*maxListed; i++ {
+		evs = append(evs, ev("END", i))
+	}
+	evs = append(evs, ev("START", 0), ev("CONTENT", 3), `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`)
+	fs := runStream("1.0", evs...)
+	if got := rules_(fs); got != "message-started-twice,message-not-started,open-at-run-finished" ||
+		fs[2].Detail != `RUN_FINISHED with message "m00" still open` {
+		t.Errorf("%s: %+v", got, fs)
 	}
 }

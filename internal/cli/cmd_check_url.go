@@ -202,16 +202,17 @@ func declaredVersion(events [][]byte) string {
 
 // profilesTable prints the producer's declared version and faults, then
 // one row per consumer; it reports whether the stream ends with a terminal
-// event and every served consumer reads it through the relay.
-func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
+// event and every served consumer reads it through the relay, and returns
+// the run's verdict as agui-relay load reaches it and the number of faults
+// it printed.
+func profilesTable(w io.Writer, sse []byte, now time.Time) (all bool, run *load.RunJudge, faults int, err error) {
 	events, err := streamEvents(sse)
 	if err != nil {
-		return false, err
+		return false, nil, 0, err
 	}
 	fmt.Fprintf(w, "producer: %d events; protocolVersion declared: %s\n", len(events), declaredVersion(events))
 	c := checker{v: negotiate.Current, out: w, now: now}
-	faults := 0
-	run := load.NewRunJudge() // the verdict agui-relay load reaches on this stream
+	run = load.NewRunJudge() // the verdict agui-relay load reaches on this stream
 	for i, ev := range events {
 		j := rules.JudgeEvent(negotiate.Current, ev)
 		var bad []rules.Finding
@@ -220,7 +221,7 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 				bad = append(bad, f)
 			}
 		}
-		sf := run.Event(ev, rules.PeekType(ev))
+		_, sf := run.Next(ev)
 		if len(bad) == 0 && len(sf) == 0 {
 			continue
 		}
@@ -250,7 +251,7 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 	}
 	fmt.Fprintln(w)
 	t := &table{left: 4, head: []string{"consumer", "@ag-ui/client", "reads it directly", "through the relay"}}
-	all := true
+	all = true
 	for _, row := range consumerRows() {
 		direct, through, served, _ := readAll(row, sse, events, now)
 		th := through.String()
@@ -267,14 +268,14 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (bool, error) {
 	}
 	if run.Terminal() == "" {
 		fmt.Fprintln(w, "\nsummary: the stream has no terminal event: every consumer waits for one")
-		return false, nil
+		return false, run, faults, nil
 	}
 	if all {
 		fmt.Fprintln(w, "\nsummary: every consumer the relay serves reads the stream through it")
 	} else {
 		fmt.Fprintln(w, "\nsummary: some consumers the relay serves cannot read the stream even through it (the producer's faults above are the likely cause)")
 	}
-	return all, nil
+	return all, run, faults, nil
 }
 
 // liveOptions are check's flags for a live run.
@@ -334,12 +335,22 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 	if note := idsNote(input, sse); note != "" {
 		fmt.Fprintln(stdout, note)
 	}
-	all, terr := profilesTable(stdout, sse, time.Now())
+	all, run, faults, terr := profilesTable(stdout, sse, time.Now())
 	if terr != nil {
 		fmt.Fprintf(stderr, "agui-relay check: reading the stream: %v\n", terr)
 		return 1
 	}
-	if !all || err != nil {
+	// The run's verdict is load's: a run the producer ended with RUN_ERROR
+	// failed, however well-formed its stream.
+	kind, msg := run.Verdict()
+	if strings.HasPrefix(kind, "RUN_ERROR") && err == nil {
+		stream := "the stream is well-formed, but"
+		if faults > 0 {
+			stream = "apart from the stream's faults above,"
+		}
+		fmt.Fprintf(stdout, "run: failed: the producer ended the run with %s: %s the run itself failed (agui-relay load counts it as failed)\n", msg, stream)
+	}
+	if !all || err != nil || kind != "" {
 		return 1
 	}
 	return 0
@@ -379,7 +390,7 @@ func checkProfiles(r io.Reader, name string, stdout, stderr io.Writer) int {
 	}
 	var all bool
 	if err == nil {
-		all, err = profilesTable(stdout, sse, time.Now())
+		all, _, _, err = profilesTable(stdout, sse, time.Now())
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "agui-relay check: reading %s: %v\n", name, err)

@@ -141,8 +141,9 @@ func TestCheckProfilesOfARecording(t *testing.T) {
 }
 
 // check --url and load reach one verdict on one stream: one without a
-// terminal event, and one with an event before the start of its message,
-// fail both, for the same reason.
+// terminal event, one with an event before the start of its message, and
+// a well-formed one that ends with RUN_ERROR (the run failed) fail both,
+// for the same reason.
 func TestCheckURLAndLoadAgree(t *testing.T) {
 	for _, tc := range []struct {
 		name, events, check, load string
@@ -152,13 +153,17 @@ func TestCheckURLAndLoadAgree(t *testing.T) {
 		{"out of order", `{"type":"RUN_STARTED","threadId":"t","runId":"r"}` + "\n\ndata: " +
 			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}` + "\n\ndata: " + `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`,
 			"stream: message-not-started:", "out of order            1  e.g. #1 TEXT_MESSAGE_CONTENT: message-not-started"},
+		{"RUN_ERROR", `{"type":"RUN_STARTED","threadId":"t","runId":"r"}` + "\n\ndata: " + `{"type":"RUN_ERROR","message":"the model is busy","code":"overloaded"}`,
+			"run: failed: the producer ended the run with RUN_ERROR overloaded: the model is busy: the stream is well-formed, but the run itself failed",
+			"e.g. RUN_ERROR overloaded: the model is busy"},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprintf(w, "data: %s\n\n", tc.events)
 		}))
 		code, out, errs := runCmd(t, "", "check", "--url", srv.URL)
-		if code != 1 || !strings.Contains(out, tc.check) || strings.Contains(out, "producer faults (by the 1.0 rules): none") {
+		wellFormed := tc.name == "RUN_ERROR" // the stream is; the run failed
+		if code != 1 || !strings.Contains(out, tc.check) || strings.Contains(out, "producer faults (by the 1.0 rules): none") != wellFormed {
 			t.Errorf("%s: check exit %d, want 1 with %q:\n%s%s", tc.name, code, tc.check, out, errs)
 		}
 		code, out, errs = loadCmd(t, context.Background(), "-n", "1", "-c", "1", "--progress", "none", srv.URL)

@@ -117,7 +117,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	fs.DurationVar(&o.timeouts.Run, "run-timeout", o.timeouts.Run, "longest run (0: none)")
 	fs.DurationVar(&o.drain, "drain", 10*time.Second, "with -d, how long runs in flight at its end may take to finish before they are cut")
 	o.judge = load.JudgeAuto
-	fs.Func("judge-every", "judge the body of one event in N against the 1.0 rules (1: every event, 0: none); auto: every event up to 20k a second across the load, a sample above (a judged body costs about 0.5 µs of CPU); every run's order and terminal event are checked in any case (default auto)", func(s string) error {
+	fs.Func("judge-every", "judge the body of one event in N against the 1.0 rules (1: every event, 0: none); auto: every event up to 20k a second across the load, a sample above (a judged body costs about 0.5 µs of CPU), and every run's order up to 200k events a second, a sample of runs above (the others' last event must be terminal); every run's terminal event is checked in any case, and with N every run's order (default auto)", func(s string) error {
 		if s == "auto" {
 			o.judge = load.JudgeAuto
 			return nil

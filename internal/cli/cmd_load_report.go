@@ -190,11 +190,16 @@ func summaryLines(res *load.Result) []string {
 	case res.JudgeEvery > 1:
 		how = fmt.Sprintf(" (one in %d)", res.JudgeEvery)
 	}
+	order := "every judged run's order and terminal event checked"
+	if res.JudgeEvery == load.JudgeAuto {
+		order = fmt.Sprintf("every judged run's terminal event checked, and the order of %d (every run's up to %s events a second, a sample above)",
+			res.OrderChecked, humanCount(load.OrderAutoPerSec))
+	}
 	if res.JudgeEvery != 0 {
-		lines = append(lines, fmt.Sprintf("events: %d, %d bodies judged by the 1.0 rules%s, %d malformed; every judged run's order and terminal event checked",
-			res.Events, res.Judged, how, res.Malformed))
+		lines = append(lines, fmt.Sprintf("events: %d, %d bodies judged by the 1.0 rules%s, %d malformed; %s",
+			res.Events, res.Judged, how, res.Malformed, order))
 	} else {
-		lines = append(lines, fmt.Sprintf("events: %d, bodies not judged; every judged run's order and terminal event checked", res.Events))
+		lines = append(lines, fmt.Sprintf("events: %d, bodies not judged; %s", res.Events, order))
 	}
 	if res.Rate > 0 && res.StartRate > 0 && res.StartRate < 0.95*res.Rate {
 		lines = append(lines, fmt.Sprintf("warning: --rate %g not reached: runs started at %.1f a second (every slot was busy: raise -c)", res.Rate, res.StartRate))

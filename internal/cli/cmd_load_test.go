@@ -45,6 +45,7 @@ func TestLoadThroughTheRelay(t *testing.T) {
 		" min ", " mean ", "first content", "gap between events", "whole run", "p99.9",
 		"first event histogram:\n  ≤ ",
 		"runs: 16 judged, 16 complete (100.0%), 16 with RUN_FINISHED", "errors: none",
+		"every judged run's terminal event checked, and the order of 16 (every run's up to 200.0k events a second, a sample above)",
 		"relay against direct, 4 concurrent, in alternating rounds:", "relay/direct  rounds min–max", " (2)\n", "concurrency  target",
 		"thresholds:\n  ok      errors<0.1%: direct, 2 concurrent: 0%", "ok      first_event.p99 < 60s: relay, 4 concurrent: ")
 	wantContains(t, errs, "load: c=2 direct round 1/2", "load: c=4 relay round 2/2")
@@ -61,8 +62,9 @@ func TestLoadThroughTheRelay(t *testing.T) {
 			Status      int     `json:"status"`
 			Events      int64   `json:"events"`
 			Run         float64 `json:"run_ms"`
+			Order       bool    `json:"order_checked"`
 		}
-		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Status != 200 || rec.Events == 0 || rec.Run <= 0 || rec.Round < 1 || (rec.Target != "direct" && rec.Target != "relay") {
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Status != 200 || rec.Events == 0 || rec.Run <= 0 || rec.Round < 1 || (rec.Target != "direct" && rec.Target != "relay") || !rec.Order {
 			t.Errorf("runs.jsonl: %s: %v", l, err)
 		}
 		n++

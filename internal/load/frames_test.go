@@ -42,7 +42,7 @@ func TestLoadSplitsAsTheRelayDoes(t *testing.T) {
 			t.Fatalf("%s: the relay reads %d events, terminal %q; the case wants %d, RUN_FINISHED", tc.name, relayEvents, relayTerminal, tc.events)
 		}
 		for _, piece := range []int{len(tc.stream), 7, 1} {
-			st := &runState{r: &Runner{}, sh: &shard{total: newHists(), interval: newHists()}}
+			st := &runState{r: &Runner{}, sh: &shard{total: newHists(), interval: newHist()}}
 			st.sc, st.judge = event.NewScanner(nil, 0), NewRunJudge()
 			for off := 0; off < len(tc.stream); off += piece {
 				if err := st.sc.Push([]byte(tc.stream[off:min(off+piece, len(tc.stream))]), st.frame); err != nil {

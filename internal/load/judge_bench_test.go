@@ -5,10 +5,9 @@ import (
 
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/synth"
-	"github.com/agui-relay/agui-relay/rules"
 )
 
-// BenchmarkRunJudge is the order and terminal check of a synthetic
+// BenchmarkRunJudge is the type, order and terminal check of a synthetic
 // 1,000-event run, per event.
 func BenchmarkRunJudge(b *testing.B) {
 	plan := synth.NewPlan(synth.Dialect10, 1000)
@@ -20,15 +19,12 @@ func BenchmarkRunJudge(b *testing.B) {
 	var evs [][]byte
 	sc := event.NewScanner(nil, 0)
 	sc.Push(run, func(f event.Frame) { evs = append(evs, append([]byte(nil), f.Data...)) }) //nolint:errcheck
-	types := make([][]byte, len(evs))
-	for i, ev := range evs {
-		types[i] = rules.PeekType(ev)
-	}
 	b.ReportAllocs()
+	j := NewRunJudge()
 	for b.Loop() {
-		j := NewRunJudge()
-		for i, ev := range evs {
-			j.Event(ev, types[i])
+		j.Reset() // as a slot does between its runs
+		for _, ev := range evs {
+			j.Next(ev)
 		}
 		if k, msg := j.Verdict(); k != "" {
 			b.Fatal(msg)

@@ -15,12 +15,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/tidwall/gjson"
@@ -63,8 +65,10 @@ type Config struct {
 	// JudgeEvery judges the body of one event in that many against the 1.0
 	// rules (1: every event; 0: none; JudgeAuto: every event up to
 	// JudgeAutoPerSec a second across the load, a sample above), counting
-	// those it finds malformed. Every run's order and terminal event are
-	// judged whatever it says (RunJudge).
+	// those it finds malformed. Every run's terminal event is judged
+	// whatever it says, and its order (RunJudge), but with JudgeAuto, that
+	// of every run up to OrderAutoPerSec events a second across the load,
+	// a sample of runs above.
 	JudgeEvery int
 	// Interval is the period of the time series and of Progress; 0 is one
 	// second.
@@ -94,6 +98,7 @@ type RunRecord struct {
 	FirstContent float64 `json:"first_content_ms"`
 	Run          float64 `json:"run_ms"`
 	IDsIgnored   bool    `json:"ids_ignored,omitempty"` // RUN_STARTED named other ids than the posted ones
+	OrderChecked bool    `json:"order_checked"`         // its events' order was checked, not only its last
 }
 
 // JudgeAuto is the JudgeEvery that samples by rate: each slot judges an
@@ -104,6 +109,16 @@ const (
 	JudgeAuto       = -1
 	JudgeAutoPerSec = 20000
 	judgeBurst      = 32 // events a slot below its share may judge at once
+)
+
+// OrderAutoPerSec is, with JudgeAuto, how many events a second across the
+// load have their run's order checked: each slot checks a run's when its
+// share allows, so that every run of a load at an agent's pace is checked
+// and one at full speed spends about 1% of a core on it. The other runs'
+// terminal event is checked: their last event must be one.
+const (
+	OrderAutoPerSec = 200_000
+	orderBurst      = time.Second // the share a slot below it may keep
 )
 
 // Inspector sees the runs of one slot, one at a time.
@@ -171,8 +186,9 @@ type Point struct {
 	Events       int64   `json:"events"`
 	Bytes        int64   `json:"bytes"`
 	EventsPerSec float64 `json:"events_per_sec"`
-	// FirstEvent and FirstContent are of the runs whose first (content)
-	// event came in the interval; Run of those that ended in it.
+	// FirstEvent and FirstContent are of the judged runs whose first
+	// (content) event came in the interval (a cut run's count in neither,
+	// as in the totals); Run of those that ended in it.
 	FirstEvent   Summary `json:"first_event"`
 	FirstContent Summary `json:"first_content"`
 	Run          Summary `json:"run"`
@@ -198,17 +214,20 @@ type Result struct {
 	IDsExample string `json:"ids_example,omitempty"`
 	// Rate is Config.Rate; StartRate the rate at which runs did start,
 	// from the first to the last (0 with fewer than two).
-	Rate      float64            `json:"rate,omitempty"`
-	StartRate float64            `json:"start_rate,omitempty"`
-	Malformed int64              `json:"events_malformed"`
-	EventsSec float64            `json:"events_per_sec"`
-	BytesSec  float64            `json:"bytes_per_sec"`
-	RunsSec   float64            `json:"runs_per_sec"`
-	Errors    map[string]int64   `json:"errors"`   // runs by kind
-	Examples  map[string]string  `json:"examples"` // the first error of each kind
-	Timings   map[string]Summary `json:"timings"`  // by timing key
-	Series    []Point            `json:"series"`
-	Stopped   bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
+	Rate      float64 `json:"rate,omitempty"`
+	StartRate float64 `json:"start_rate,omitempty"`
+	Malformed int64   `json:"events_malformed"`
+	// OrderChecked counts the judged runs whose order was checked (all
+	// but with JudgeAuto above OrderAutoPerSec); the others' terminal was.
+	OrderChecked int64              `json:"runs_order_checked"`
+	EventsSec    float64            `json:"events_per_sec"`
+	BytesSec     float64            `json:"bytes_per_sec"`
+	RunsSec      float64            `json:"runs_per_sec"`
+	Errors       map[string]int64   `json:"errors"`   // runs by kind
+	Examples     map[string]string  `json:"examples"` // the first error of each kind
+	Timings      map[string]Summary `json:"timings"`  // by timing key
+	Series       []Point            `json:"series"`
+	Stopped      bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
 
 	hists hists
 }
@@ -268,6 +287,7 @@ func (r *Result) Merge(o *Result) {
 		r.StartRate = o.StartRate // the slowest round's
 	}
 	r.Malformed += o.Malformed
+	r.OrderChecked += o.OrderChecked
 	r.Stopped = r.Stopped || o.Stopped
 	if r.Errors == nil {
 		r.Errors, r.Examples = map[string]int64{}, map[string]string{}
@@ -334,6 +354,14 @@ type Runner struct {
 	shards []*shard
 	wg     sync.WaitGroup
 
+	// point is the index in series of the interval in progress; runFrom,
+	// by slot, the interval its run in flight started in (noRun: none).
+	// An interval's first-event columns are summarized once no run that
+	// may have its first event there is in flight, so that only judged
+	// runs count in them.
+	point   atomic.Int64
+	runFrom []atomic.Int64
+
 	mu       sync.Mutex
 	clients  []*Client
 	errors   map[string]int64
@@ -346,13 +374,27 @@ type Runner struct {
 // shard is the histograms a share of the slots record into, under its lock.
 type shard struct {
 	mu                    sync.Mutex
-	total, interval       hists
-	runs, failed          int64 // in the interval
+	total                 hists
+	interval              *hdrhistogram.Histogram // the interval's whole runs, all the series needs by run
+	runs, failed          int64                   // in the interval
+	firsts                []firstTime
 	judged, malformed     int64
 	finished, interrupted int64
+	orderChecked          int64
 	idsIgnored            int64
 	idsExample            string
 }
+
+// firstTime is a judged run's time to its first event or first content,
+// and the interval it came in.
+type firstTime struct {
+	point  int
+	timing Timing // FirstEvent or FirstContent
+	ns     int64
+}
+
+// noRun is a slot's runFrom while it carries no run.
+const noRun = math.MaxInt64
 
 // CheckInput reports whether doc can be a load's RunAgentInput: a JSON
 // object that the rules of the version it declares (1.0 when it declares
@@ -428,7 +470,11 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		r.inputs = append(r.inputs, newIDTemplate(in))
 	}
 	for i := 0; i < n; i++ {
-		r.shards = append(r.shards, &shard{total: newHists(), interval: newHists()})
+		r.shards = append(r.shards, &shard{total: newHists(), interval: newPointHist()})
+	}
+	r.runFrom = make([]atomic.Int64, cfg.Concurrency)
+	for i := range r.runFrom {
+		r.runFrom[i].Store(noRun)
 	}
 	for i := 0; i < cfg.Concurrency; i++ {
 		c, _ := NewClient(cfg.URL, cfg.Headers, cfg.Timeouts)
@@ -531,9 +577,10 @@ func (r *Runner) slot(i int) {
 			return
 		}
 	}
-	st := &runState{r: r, sh: sh, in: in, judgeEvery: int64(r.cfg.JudgeEvery), sc: event.NewScanner(nil, 0)}
+	st := &runState{r: r, sh: sh, in: in, from: &r.runFrom[i], judgeEvery: int64(r.cfg.JudgeEvery), sc: event.NewScanner(nil, 0)}
 	if r.cfg.JudgeEvery == JudgeAuto {
 		st.judgePeriod = int64(time.Second) * int64(r.cfg.Concurrency) / JudgeAutoPerSec
+		st.orderPeriod = int64(time.Second) * int64(r.cfg.Concurrency) / OrderAutoPerSec
 	}
 	var body []byte // the run's input: Client.Run copies it into its request
 	for n := int64(0); ; n++ {
@@ -544,7 +591,7 @@ func (r *Runner) slot(i int) {
 		tpl := &r.inputs[k%int64(len(r.inputs))]
 		body = tpl.fill(body[:0], r.prefix, i, n)
 		st.posted = tpl.ok
-		st.postedID = strconv.Itoa(i) + "-" + strconv.FormatInt(n, 10)
+		st.postedID = r.prefix + strconv.Itoa(i) + "-" + strconv.FormatInt(n, 10)
 		st.run(c, body)
 	}
 }
@@ -610,6 +657,7 @@ type runState struct {
 	r          *Runner
 	sh         *shard
 	in         Inspector
+	from       *atomic.Int64  // the slot's Runner.runFrom
 	sc         *event.Scanner // the answer's frames, as the relay splits a producer's
 	splitErr   error          // why the answer could not be split: a frame over the limit
 	judge      *RunJudge
@@ -619,9 +667,19 @@ type runState struct {
 	// bodies; judgeNext the Unix ns from which the next may be judged (up
 	// to judgeBurst periods in the past).
 	judgePeriod, judgeNext int64
+	// lastOnly: the run's order is not checked (judge.Next) but its last
+	// event is (judge.Final): lastEv, borrowed from the read, and lastBuf,
+	// a copy once the read is done. orderPeriod, with JudgeAuto, is the
+	// slot's share of OrderAutoPerSec as time an event, orderNext the Unix
+	// ns from which it may check the next run's (up to orderBurst past).
+	lastOnly               bool
+	orderPeriod, orderNext int64
+	lastEv, lastBuf        []byte
 
 	t0, now, last      int64 // Unix ns: request, current read, previous event
 	events             int64
+	firstEvAt          int // the intervals (Runner.point) the first event and
+	firstContAt        int // the first content came in
 	gaps               []int64
 	zeroGaps           int64
 	longGaps           *hdrhistogram.Histogram // the run's gaps past maxRunGaps, until it is judged
@@ -631,7 +689,7 @@ type runState struct {
 	malformedEx        string
 	head               Response
 	posted             bool   // the input carries this run's own ids
-	postedID           string // "<slot>-<n>": the ids are "thread-"/"run-" + prefix + it
+	postedID           string // "<prefix><slot>-<n>": the ids are "thread-"/"run-" + it
 	idsIgnored         string // what RUN_STARTED said instead, "" when it said the posted ids
 }
 
@@ -657,8 +715,7 @@ func (s *runState) event(ev []byte) {
 	s.events++
 	switch {
 	case s.events == 1:
-		s.firstEv = now
-		s.toInterval(FirstEvent, now)
+		s.firstEv, s.firstEvAt = now, int(s.r.point.Load())
 	case now == s.last:
 		// Events of one read share its time: their gaps are counted
 		// together.
@@ -670,13 +727,20 @@ func (s *runState) event(ev []byte) {
 		s.gaps = append(s.gaps, now-s.last)
 	}
 	s.last = now
-	typ := rules.PeekType(ev)
-	if s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)) {
-		s.firstCont = now
-		s.toInterval(FirstContent, now)
+	var typ []byte
+	switch {
+	case !s.lastOnly:
+		typ, _ = s.judge.Next(ev)
+	case s.firstCont == 0 || s.events == 1:
+		typ = rules.PeekType(ev)
+		fallthrough
+	default:
+		s.lastEv = ev
 	}
-	s.judge.Event(ev, typ)
-	if s.posted && s.judge.events == 1 && string(typ) == "RUN_STARTED" {
+	if s.firstCont == 0 && (bytes.Equal(typ, typeTextContent) || bytes.Equal(typ, typeTextChunk)) {
+		s.firstCont, s.firstContAt = now, int(s.r.point.Load())
+	}
+	if s.posted && s.events == 1 && string(typ) == "RUN_STARTED" {
 		s.checkIDs(ev)
 	}
 	judge := false
@@ -698,6 +762,9 @@ func (s *runState) event(ev []byte) {
 	if judge {
 		s.judged++
 		if j := rules.JudgeEvent(negotiate.Current, ev); j.Verdict == rules.Malformed {
+			if typ == nil {
+				typ = rules.PeekType(ev)
+			}
 			s.malformed++
 			if s.malformedEx == "" {
 				s.malformedEx = malformedExample(typ, j)
@@ -713,21 +780,16 @@ func (s *runState) event(ev []byte) {
 // ones: a producer that answers every run with fixed ids (a mock, a
 // recording) mixes the runs up for any consumer that keys on them.
 func (s *runState) checkIDs(ev []byte) {
-	th, run := gjson.GetBytes(ev, "threadId").String(), gjson.GetBytes(ev, "runId").String()
-	p := s.r.prefix + s.postedID
-	if th == "thread-"+p && run == "run-"+p {
+	// The ids read are borrowed from ev (no copy), and copied only into
+	// the note.
+	doc := unsafe.String(unsafe.SliceData(ev), len(ev))
+	th, run := gjson.Get(doc, "threadId").String(), gjson.Get(doc, "runId").String()
+	p := s.postedID
+	if len(th) == len("thread-")+len(p) && th[:len("thread-")] == "thread-" && th[len("thread-"):] == p &&
+		len(run) == len("run-")+len(p) && run[:len("run-")] == "run-" && run[len("run-"):] == p {
 		return
 	}
 	s.idsIgnored = fmt.Sprintf("posted threadId %q and runId %q, RUN_STARTED said %q and %q", "thread-"+p, "run-"+p, th, run)
-}
-
-// toInterval records a first event's or first content's time in the
-// interval it came in, so that the time series groups runs by when their
-// user saw it, not by when they ended (a cut run's count there too).
-func (s *runState) toInterval(t Timing, at int64) {
-	s.sh.mu.Lock()
-	record(s.sh.interval[t], at-s.t0)
-	s.sh.mu.Unlock()
 }
 
 func malformedExample(typ []byte, j rules.Judgement) string {
@@ -749,13 +811,22 @@ func (s *runState) run(c *Client, input []byte) {
 	s.events, s.firstEv, s.firstCont, s.judged, s.malformed, s.malformedEx, s.idsIgnored = 0, 0, 0, 0, 0, "", ""
 	s.head = Response{}
 	s.dropGaps()
-	s.judge = NewRunJudge()
+	if s.judge == nil {
+		s.judge = NewRunJudge()
+	} else {
+		s.judge.Reset()
+	}
+	s.orderFor(time.Now().UnixNano())
 	s.sc.Reset()
 	s.splitErr = nil
 	if s.in != nil {
 		s.in.Begin()
 	}
 	var tHead int64
+	// Before the first event reads the interval it comes in: see
+	// Runner.runFrom.
+	s.from.Store(r.point.Load())
+	defer s.from.Store(noRun)
 	s.t0 = time.Now().UnixNano()
 	r.lastStart.Store(s.t0)
 	err := c.Run(r.runCtx, input, func(h Response) {
@@ -767,6 +838,7 @@ func (s *runState) run(c *Client, input []byte) {
 		if s.splitErr == nil {
 			s.splitErr = s.sc.Push(p, s.frame)
 		}
+		s.keepLast()
 		r.bytes.Add(int64(len(p)))
 		r.events.Add(s.events - before)
 	})
@@ -775,8 +847,10 @@ func (s *runState) run(c *Client, input []byte) {
 		// the relay delivers it.
 		before := s.events
 		s.splitErr = s.sc.End(s.frame)
+		s.keepLast()
 		r.events.Add(s.events - before)
 	}
+	s.judgeEnd()
 	end := time.Now().UnixNano()
 	interrupted := r.runCtx.Err() != nil && (err != nil || s.judge.Terminal() == "")
 	kind, msg := "", ""
@@ -818,6 +892,9 @@ func (s *runState) run(c *Client, input []byte) {
 		}
 		sh.judged += s.judged
 		sh.malformed += s.malformed
+		if !s.lastOnly {
+			sh.orderChecked++
+		}
 		sh.runs++
 		if kind != "" {
 			sh.failed++
@@ -825,17 +902,20 @@ func (s *runState) run(c *Client, input []byte) {
 		if s.judge.Terminal() == "RUN_FINISHED" && kind == "" {
 			sh.finished++
 		}
-		for _, h := range []*hists{&sh.total, &sh.interval} {
-			if tHead > 0 {
-				record(h[Headers], tHead-s.t0)
-			}
-			record(h[Whole], end-s.t0)
+		if tHead > 0 {
+			record(sh.total[Headers], tHead-s.t0)
 		}
+		record(sh.total[Whole], end-s.t0)
+		record(sh.interval, end-s.t0)
+		// The series groups first times by the interval they came in, not
+		// the one the run ended in.
 		if s.firstEv > 0 {
 			record(sh.total[FirstEvent], s.firstEv-s.t0)
+			sh.firsts = append(sh.firsts, firstTime{s.firstEvAt, FirstEvent, s.firstEv - s.t0})
 		}
 		if s.firstCont > 0 {
 			record(sh.total[FirstContent], s.firstCont-s.t0)
+			sh.firsts = append(sh.firsts, firstTime{s.firstContAt, FirstContent, s.firstCont - s.t0})
 		}
 	}
 	sh.mu.Unlock()
@@ -847,7 +927,7 @@ func (s *runState) run(c *Client, input []byte) {
 			return float64(t-s.t0) / 1e6
 		}
 		rec := RunRecord{Start: float64(s.t0-r.start.UnixNano()) / 1e9, Status: s.head.Status, Kind: kind, Error: msg, Cut: interrupted,
-			Events: s.events, Headers: ms(tHead), FirstEvent: ms(s.firstEv), FirstContent: ms(s.firstCont), Run: ms(end), IDsIgnored: s.idsIgnored != ""}
+			Events: s.events, Headers: ms(tHead), FirstEvent: ms(s.firstEv), FirstContent: ms(s.firstCont), Run: ms(end), IDsIgnored: s.idsIgnored != "", OrderChecked: !s.lastOnly && !interrupted}
 		if interrupted && err != nil {
 			rec.Error = err.Error()
 		}
@@ -878,6 +958,42 @@ func (s *runState) run(c *Client, input []byte) {
 	case <-t.C:
 	case <-r.issue.Done():
 		t.Stop()
+	}
+}
+
+// orderFor decides whether the order of the run starting at now is
+// checked: with JudgeAuto, when the slot's share of OrderAutoPerSec allows
+// (a token bucket, as for bodies, of events: a run's are charged at its
+// end, judgeEnd).
+func (s *runState) orderFor(now int64) {
+	s.lastEv, s.lastBuf = nil, s.lastBuf[:0]
+	s.lastOnly = false
+	if s.orderPeriod > 0 {
+		s.orderNext = max(s.orderNext, now-int64(orderBurst))
+		s.lastOnly = s.orderNext > now
+	}
+}
+
+// judgeEnd ends the judging of a run whose stream has ended: a run whose
+// order was not checked is judged by its last event; one whose order was
+// is charged to the slot's share.
+func (s *runState) judgeEnd() {
+	switch {
+	case s.lastOnly && s.events > 0:
+		s.judge.Final(s.lastBuf, s.events)
+	case s.lastOnly:
+		s.judge.Final(nil, 0)
+	case s.orderPeriod > 0:
+		s.orderNext += s.events * s.orderPeriod
+	}
+}
+
+// keepLast copies the last event of a read, while it is still borrowed,
+// for a run whose terminal is judged by its last event.
+func (s *runState) keepLast() {
+	if s.lastEv != nil {
+		s.lastBuf = append(s.lastBuf[:0], s.lastEv...)
+		s.lastEv = nil
 	}
 }
 
@@ -923,29 +1039,79 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	go func() { r.wg.Wait(); close(slotsDone) }()
 	tick := time.NewTicker(r.cfg.Interval)
 	defer tick.Stop()
-	prevT := r.start
+	prevT, pointFrom := r.start, r.start // the last sample's time; the start of the last point's interval
 	var prevEvents, prevBytes, prevDone int64
-	h := newHists() // the interval's, merged from the shards
-	sample := func(now time.Time) {
-		h.reset()
+	h := newPointHist() // the last point's interval's whole runs, merged from the shards
+	// The judged runs' first times by the interval they came in, until its
+	// point has them all: before summarized, the points have.
+	firsts := map[int]*[2][]int64{}
+	summarized := 0
+	scratch := newPointHist()
+	// sample ends the interval in progress at now: a new point or, with
+	// extend, the last point's continuation.
+	sample := func(now time.Time, extend bool) {
+		k := len(r.series)
+		done := k // the points before it get no more first times than collected below
+		if !extend {
+			h.Reset()
+			r.point.Store(int64(k + 1))
+			done = k + 1
+			for i := range r.runFrom {
+				done = min(done, int(r.runFrom[i].Load()))
+			}
+		}
 		var runs, failed int64
 		for _, sh := range r.shards {
 			sh.mu.Lock()
-			h.merge(&sh.interval)
-			sh.interval.reset()
+			h.Merge(sh.interval)
+			sh.interval.Reset()
 			runs += sh.runs
 			failed += sh.failed
 			sh.runs, sh.failed = 0, 0
+			for _, f := range sh.firsts {
+				at := f.point
+				if extend {
+					at = min(at, k-1) // the interval in progress joins the last point
+				}
+				fs := firsts[at]
+				if fs == nil {
+					fs = new([2][]int64)
+					firsts[at] = fs
+				}
+				fs[f.timing-FirstEvent] = append(fs[f.timing-FirstEvent], f.ns)
+			}
+			sh.firsts = sh.firsts[:0]
 			sh.mu.Unlock()
 		}
 		ev, by := r.events.Load(), r.bytes.Load()
 		dt := now.Sub(prevT).Seconds()
-		p := Point{At: now.Sub(r.start).Seconds(), Runs: runs, Failed: failed, Events: ev - prevEvents, Bytes: by - prevBytes,
-			FirstEvent: summarize(h[FirstEvent]), FirstContent: summarize(h[FirstContent]), Run: summarize(h[Whole])}
-		if dt > 0 {
-			p.EventsPerSec = float64(p.Events) / dt
+		var p *Point
+		if extend {
+			p = &r.series[k-1]
+			p.Runs += runs
+			p.Failed += failed
+			p.Events += ev - prevEvents
+			p.Bytes += by - prevBytes
+		} else {
+			r.series = append(r.series, Point{Runs: runs, Failed: failed, Events: ev - prevEvents, Bytes: by - prevBytes})
+			p, pointFrom = &r.series[k], prevT
 		}
-		r.series = append(r.series, p)
+		p.At, p.Run = now.Sub(r.start).Seconds(), summarize(h)
+		if d := now.Sub(pointFrom).Seconds(); d > 0 {
+			p.EventsPerSec = float64(p.Events) / d
+		}
+		for ; summarized < done; summarized++ {
+			if fs := firsts[summarized]; fs != nil {
+				for i, col := range []*Summary{&r.series[summarized].FirstEvent, &r.series[summarized].FirstContent} {
+					scratch.Reset()
+					for _, ns := range fs[i] {
+						record(scratch, ns)
+					}
+					*col = summarize(scratch)
+				}
+				delete(firsts, summarized)
+			}
+		}
 		if r.cfg.Progress != nil {
 			pr := r.Progress()
 			pr.EventsPerSec = p.EventsPerSec
@@ -961,15 +1127,15 @@ wait:
 	for {
 		select {
 		case now := <-tick.C:
-			sample(now)
+			sample(now, false)
 		case <-slotsDone:
 			break wait
 		}
 	}
+	// The end: every run is judged or cut. A last interval shorter than a
+	// tenth of one joins the point before.
 	end := time.Now()
-	if end.Sub(prevT) > r.cfg.Interval/10 || len(r.series) == 0 {
-		sample(end)
-	}
+	sample(end, end.Sub(prevT) <= r.cfg.Interval/10 && len(r.series) > 0)
 	stopIssue()
 	r.stopRun()
 	r.unwatch()
@@ -980,6 +1146,7 @@ wait:
 		res.hists.merge(&sh.total)
 		res.Judged += sh.judged
 		res.Malformed += sh.malformed
+		res.OrderChecked += sh.orderChecked
 		res.Finished += sh.finished
 		res.Interrupted += sh.interrupted
 		res.IDsIgnored += sh.idsIgnored

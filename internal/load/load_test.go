@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,7 +130,7 @@ func TestLoadCountsErrorsByKind(t *testing.T) {
 		}), load.KindNotSSE, `Content-Type "application/json", not text/event-stream`},
 		{"RUN_ERROR", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			sse(w, started, `{"type":"RUN_ERROR","message":"the model is down","code":"model_down"}`)
-		}), "RUN_ERROR model_down", "RUN_ERROR model_down"},
+		}), "RUN_ERROR model_down", "RUN_ERROR model_down: the model is down"},
 		{"no terminal", agent(t, func(w http.ResponseWriter, r *http.Request) {
 			sse(w, started, `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`)
 		}), load.KindCut, "after 2 events without RUN_FINISHED"},
@@ -280,6 +281,61 @@ func TestCutRunsAreNotJudged(t *testing.T) {
 	if res.Interrupted != 2 || res.Events != 8 || res.Judged != 0 || res.Summary(load.Gap).N != 0 || res.Summary(load.FirstEvent).N != 0 {
 		t.Errorf("interrupted %d events %d judged %d gaps %d first events %d", res.Interrupted, res.Events, res.Judged,
 			res.Summary(load.Gap).N, res.Summary(load.FirstEvent).N)
+	}
+}
+
+// The time series counts what the totals count: the first event and the
+// first content of judged runs only, not those of runs cut by the end of
+// the load, and every judged run, however short the last interval.
+func TestSeriesAgreesWithTheTotals(t *testing.T) {
+	var requests atomic.Int64
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, started, `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`)
+		if requests.Add(1) == 1 {
+			sse(w, `{"type":"TEXT_MESSAGE_END","messageId":"m"}`, finished)
+			return
+		}
+		<-r.Context().Done()
+	})
+	r, err := load.Start(context.Background(), load.Config{URL: url, Concurrency: 2, JudgeEvery: 1, Timeouts: load.DefaultTimeouts, Interval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One run judged (5 events), two cut after 3 events each.
+	testkit.WaitFor(t, "the runs' events read", func() bool { return r.Progress().Events == 11 }, func() string {
+		return fmt.Sprintf("%+v", r.Progress())
+	})
+	r.Stop()
+	res := r.Wait()
+	var runs, first, content int64
+	for _, p := range res.Series {
+		runs += p.Runs
+		first += p.FirstEvent.N
+		content += p.FirstContent.N
+	}
+	if res.Runs != 1 || res.Interrupted != 2 || res.Summary(load.FirstEvent).N != 1 || res.Summary(load.FirstContent).N != 1 ||
+		runs != 1 || first != 1 || content != 1 {
+		t.Errorf("runs %d (series %d), interrupted %d, first events %d (series %d), first contents %d (series %d)", res.Runs, runs,
+			res.Interrupted, res.Summary(load.FirstEvent).N, first, res.Summary(load.FirstContent).N, content)
+	}
+}
+
+// A run that ends just after an interval's sample, in a last interval too
+// short to be a point of its own, counts in the point before.
+func TestSeriesKeepsTheLastShortInterval(t *testing.T) {
+	release := make(chan struct{})
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(w, started)
+		<-release
+		sse(w, finished)
+	})
+	var once sync.Once
+	cfg := load.Config{URL: url, Concurrency: 1, Runs: 1, Interval: 200 * time.Millisecond, Timeouts: load.DefaultTimeouts}
+	cfg.Progress = func(load.Progress) { once.Do(func() { close(release) }) }
+	res := run(t, cfg)
+	if len(res.Series) != 1 || res.Series[0].Runs != 1 || res.Series[0].Events != 2 || res.Series[0].FirstEvent.N != 1 ||
+		res.Series[0].At != res.Seconds {
+		t.Errorf("series %+v, the load's %vs", res.Series, res.Seconds)
 	}
 }
 

@@ -18,7 +18,7 @@ func BenchmarkEventPath(b *testing.B) {
 	for i, k := range plan.Kinds {
 		run = w.AppendFrame(run, k, int64(i))
 	}
-	sh := &shard{total: newHists(), interval: newHists()}
+	sh := &shard{total: newHists(), interval: newHist()}
 	st := &runState{r: &Runner{}, sh: sh, sc: event.NewScanner(nil, 0)}
 	b.SetBytes(int64(len(run)))
 	b.ResetTimer()

@@ -50,6 +50,11 @@ func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicro
 // slot may hold one.
 func newRunGaps() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicros, 2) }
 
+// newPointHist is a histogram of one interval of the time series: two
+// significant figures, enough for a plot, since every interval merges,
+// summarizes and resets one per shard.
+func newPointHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicros, 2) }
+
 // record adds a duration in nanoseconds.
 func record(h *hdrhistogram.Histogram, ns int64) {
 	us := ns / 1000
@@ -146,11 +151,5 @@ func newHists() hists {
 func (h *hists) merge(o *hists) {
 	for i := range h {
 		h[i].Merge(o[i])
-	}
-}
-
-func (h *hists) reset() {
-	for i := range h {
-		h[i].Reset()
 	}
 }
