@@ -90,6 +90,7 @@ type Scanner struct {
 	one         [1]byte
 
 	pushed []byte // what Push has still to copy into buf
+	fresh  int    // where in buf the bytes the last Fill read start (Filled)
 
 	// Polled, when set, says the source never blocks but returns
 	// syscall.EAGAIN, the would-block error, when nothing has arrived (the
@@ -473,6 +474,7 @@ func (s *Scanner) checkSize(n int) error {
 // Scan returns it once the frames read before it are out. After that Fill
 // does nothing.
 func (s *Scanner) Fill(src io.Reader) error {
+	s.fresh = s.end
 	if s.readErr != nil {
 		return nil
 	}
@@ -480,6 +482,7 @@ func (s *Scanner) Fill(src io.Reader) error {
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
+		s.fresh = n
 	}
 	if s.Polled && s.buf == nil {
 		s.buf, s.pooled = getBuf(baseSize)
@@ -526,6 +529,10 @@ func (s *Scanner) Fill(src io.Reader) error {
 		}
 	}
 }
+
+// Filled returns the bytes the last Fill read (none when it read nothing),
+// borrowed from the buffer until the next Fill, as a Frame's are.
+func (s *Scanner) Filled() []byte { return s.buf[s.fresh:s.end] }
 
 // Push scans bytes the caller read itself, for a caller that is handed
 // them (the load generator's HTTP client), and calls frame with each frame
@@ -691,7 +698,7 @@ func (s *Scanner) fillIdle(src io.Reader) error {
 	}
 	s.buf, s.pooled = getBuf(baseSize)
 	s.buf[0] = s.one[0]
-	s.end = n
+	s.fresh, s.end = 0, n
 	if err != nil {
 		s.readErr = err
 		return nil

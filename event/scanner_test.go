@@ -539,3 +539,42 @@ func TestPushScansInPlaceAfterTheOpenFrame(t *testing.T) {
 		t.Errorf("frames %q, scanned in the pushed bytes: %v", got, inPlace)
 	}
 }
+
+// Filled is what each Fill read, whether the buffer was compacted first,
+// was taken from the pool for an idle scanner's one-byte wait, or the
+// source ended with the bytes: their concatenation is the source.
+func TestScannerFilledIsWhatEachFillRead(t *testing.T) {
+	src := strings.Repeat(testkit.ContentEvent, 40) + "data: {\"type\":\"RUN_FINISHED\"}"
+	for _, idle := range []bool{false, true} {
+		sc := NewScanner(nil, 0)
+		if idle {
+			sc = NewIdleScanner(nil, 0)
+		}
+		r := &chunkReader{s: src, n: 37}
+		var got strings.Builder
+		var f Frame
+		for {
+			err := sc.Fill(r)
+			got.Write(sc.Filled())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, err := sc.Scan(&f)
+			for ok && err == nil {
+				ok, err = sc.Scan(&f)
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got.String() != src {
+			t.Errorf("idle %v: the bytes Filled returned differ from the source:\n got %q\nwant %q", idle, got.String(), src)
+		}
+		if err := sc.Fill(r); err != nil || len(sc.Filled()) != 0 {
+			t.Errorf("idle %v: a Fill after the end: %v, %q", idle, err, sc.Filled())
+		}
+	}
+}

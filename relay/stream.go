@@ -269,9 +269,15 @@ func (p *relayedStream) loop() (over bool) {
 		if p.tap != nil {
 			p.tap.Flushed(st.Events)
 		}
-		// Read.
+		// Read, and show what came to the tap.
 		p.noteRead()
-		switch err := sc.Fill(p); {
+		err = sc.Fill(p)
+		if p.tap != nil {
+			if b := sc.Filled(); len(b) > 0 {
+				p.tap.Read(b)
+			}
+		}
+		switch {
 		case err == syscall.EAGAIN:
 			if !p.endedAt.IsZero() {
 				p.armGrace()
@@ -297,22 +303,17 @@ func (p *relayedStream) noteRead() {
 	}
 }
 
-// Read is what the scanner reads (Fill): the producer's body, shown to the
-// tap. A gated stream (a body that cannot be polled: keepalive.go) lets
-// its keep-alive timer have the consumer's writer while it waits in the
-// read.
+// Read is what the scanner reads (Fill): the producer's body. A gated
+// stream (a body that cannot be polled: keepalive.go) lets its keep-alive
+// timer have the consumer's writer while it waits in the read.
 func (p *relayedStream) Read(b []byte) (n int, err error) {
 	if w := p.ka.waited; w != nil && w.gated {
 		w.gate.Unlock()
 		n, err = p.ub.body.Read(b)
 		w.gate.Lock()
-	} else {
-		n, err = p.ub.body.Read(b)
+		return n, err
 	}
-	if n > 0 && p.tap != nil {
-		p.tap.Read(b[:n])
-	}
-	return n, err
+	return p.ub.body.Read(b)
 }
 
 // runEndGrace is how long the producer has, after the terminal event of
