@@ -393,6 +393,47 @@ type firstTime struct {
 	ns     int64
 }
 
+// pendingFirsts is the first times (FirstEvent, FirstContent) of the
+// judged runs whose first event came in one interval, until its point can
+// be summarized: as they came while few, in a histogram past
+// maxRawFirsts, so that an interval held back by a long run in flight
+// holds at most a histogram's worth however many runs it saw.
+type pendingFirsts struct {
+	raw  [2][]int64
+	hist [2]*hdrhistogram.Histogram
+}
+
+// maxRawFirsts is how many times a pendingFirsts keeps of a timing before
+// it records them in a histogram (newPointHist's, about 23 KB: as much).
+const maxRawFirsts = 2048
+
+func (p *pendingFirsts) add(i int, ns int64) {
+	if h := p.hist[i]; h != nil {
+		record(h, ns)
+		return
+	}
+	p.raw[i] = append(p.raw[i], ns)
+	if len(p.raw[i]) > maxRawFirsts {
+		h := newPointHist()
+		for _, v := range p.raw[i] {
+			record(h, v)
+		}
+		p.hist[i], p.raw[i] = h, nil
+	}
+}
+
+// summary summarizes timing i, recording the raw times into scratch.
+func (p *pendingFirsts) summary(i int, scratch *hdrhistogram.Histogram) Summary {
+	if h := p.hist[i]; h != nil {
+		return summarize(h)
+	}
+	scratch.Reset()
+	for _, ns := range p.raw[i] {
+		record(scratch, ns)
+	}
+	return summarize(scratch)
+}
+
 // noRun is a slot's runFrom while it carries no run.
 const noRun = math.MaxInt64
 
@@ -1044,7 +1085,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	h := newPointHist() // the last point's interval's whole runs, merged from the shards
 	// The judged runs' first times by the interval they came in, until its
 	// point has them all: before summarized, the points have.
-	firsts := map[int]*[2][]int64{}
+	firsts := map[int]*pendingFirsts{}
 	summarized := 0
 	scratch := newPointHist()
 	// sample ends the interval in progress at now: a new point or, with
@@ -1075,10 +1116,10 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 				}
 				fs := firsts[at]
 				if fs == nil {
-					fs = new([2][]int64)
+					fs = &pendingFirsts{}
 					firsts[at] = fs
 				}
-				fs[f.timing-FirstEvent] = append(fs[f.timing-FirstEvent], f.ns)
+				fs.add(int(f.timing-FirstEvent), f.ns)
 			}
 			sh.firsts = sh.firsts[:0]
 			sh.mu.Unlock()
@@ -1103,11 +1144,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 		for ; summarized < done; summarized++ {
 			if fs := firsts[summarized]; fs != nil {
 				for i, col := range []*Summary{&r.series[summarized].FirstEvent, &r.series[summarized].FirstContent} {
-					scratch.Reset()
-					for _, ns := range fs[i] {
-						record(scratch, ns)
-					}
-					*col = summarize(scratch)
+					*col = fs.summary(i, scratch)
 				}
 				delete(firsts, summarized)
 			}
