@@ -333,12 +333,15 @@ type Runner struct {
 	start  time.Time
 	prefix string
 
-	unwatch   func() bool     // lets go of the caller's context at the end
-	issue     context.Context // ends when no run may start
-	stopIssue context.CancelFunc
-	stopRun   context.CancelFunc
-	runCtx    context.Context // ends when runs in flight are cut
-	stopped   atomic.Bool
+	unwatch func() bool // lets go of the caller's context at the end
+	// noMore ends when no run may start any more (the duration's end, the
+	// load's); issue with it, or when every run is handed out, which ends
+	// only the wait of slots that hold none.
+	noMore, issue context.Context
+	stopIssue     context.CancelFunc
+	stopRun       context.CancelFunc
+	runCtx        context.Context // ends when runs in flight are cut
+	stopped       atomic.Bool
 
 	next      atomic.Int64 // runs handed out
 	lastStart atomic.Int64 // Unix ns of the latest run's request
@@ -493,11 +496,12 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	runCtx, stopRun := context.WithCancel(ctx)
 	r.runCtx, r.stopRun = runCtx, stopRun
 	r.unwatch = context.AfterFunc(ctx, func() { r.stopped.Store(true) })
-	issue, stopIssue := context.WithCancel(runCtx)
-	r.issue, r.stopIssue = issue, stopIssue
+	noMore, stopNoMore := context.WithCancel(runCtx)
+	issue, stopIssue := context.WithCancel(noMore)
+	r.noMore, r.issue, r.stopIssue = noMore, issue, stopIssue
 	if cfg.Duration > 0 {
 		t := time.AfterFunc(cfg.Duration, func() {
-			stopIssue()
+			stopNoMore()
 			if cfg.Drain > 0 {
 				time.AfterFunc(cfg.Drain, stopRun)
 			} else {
@@ -534,7 +538,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		r.wg.Add(1)
 		go r.slot(i)
 	}
-	go r.collect(stopIssue)
+	go r.collect(func() { stopIssue(); stopNoMore() })
 	return r, nil
 }
 
@@ -576,8 +580,8 @@ func (r *Runner) take() (int64, bool) {
 	}
 	k := r.next.Add(1) - 1
 	if r.cfg.Runs > 0 && k >= r.cfg.Runs {
-		// Every run is handed out: slots still waiting for their ramp or
-		// rate need not.
+		// Every run is handed out: slots still waiting for their ramp need
+		// not (one waiting for its rate holds a run).
 		r.stopIssue()
 		return 0, false
 	}
@@ -591,13 +595,15 @@ func (r *Runner) take() (int64, bool) {
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:
-			case <-r.issue.Done():
+			case <-r.noMore.Done():
 				t.Stop()
 				return 0, false
 			}
 		}
 	}
-	return k, r.issue.Err() == nil
+	// Run k was handed out: another slot that found none left since ends
+	// only the wait of slots that hold none.
+	return k, r.noMore.Err() == nil
 }
 
 func (r *Runner) slot(i int) {

@@ -575,3 +575,15 @@ func TestSeriesGroupsFirstEventsByWhenTheyCame(t *testing.T) {
 		t.Errorf("first event in the interval ending at %vs, the run's end at %vs", first, end)
 	}
 }
+
+// A load of -n runs at a rate runs them all: a slot that finds every run
+// handed out ends the wait of slots that hold none, not of those that
+// wait for their turn of the rate with a run (the first run's slot found
+// none left while the others waited, and they dropped theirs).
+func TestEveryRunOfARateRuns(t *testing.T) {
+	url := agent(t, func(w http.ResponseWriter, r *http.Request) { sse(w, started, finished) })
+	res := run(t, load.Config{URL: url, Concurrency: 3, Runs: 3, Rate: 4, Timeouts: load.DefaultTimeouts})
+	if res.Runs != 3 || res.Complete != 3 {
+		t.Errorf("%d runs, %d complete, want 3 of 3", res.Runs, res.Complete)
+	}
+}
