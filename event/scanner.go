@@ -603,25 +603,12 @@ func (s *Scanner) scanInPlace(p []byte, frame func(Frame)) ([]byte, error) {
 }
 
 // canonicalFrames calls frame with each of the frames at the start of the
-// buffer that every AG-UI encoder writes, back to back: fastFrame's, in a
-// loop of their own.
+// buffer that every AG-UI encoder writes, back to back (fastFrame's),
+// without Scan's checks between them.
 func (s *Scanner) canonicalFrames(frame func(Frame)) {
-	if s.cr < s.start {
-		s.crBefore(s.start)
-	}
-	b, cr, i := s.buf[:s.end], s.cr, s.start
-	f := Frame{Canonical: true}
-	for len(b)-i >= 8 && string(b[i:i+6]) == "data: " {
-		nl := bytes.IndexByte(b[i:], '\n')
-		if nl < 0 || i+nl+1 >= len(b) || b[i+nl+1] != '\n' || i+nl > cr || nl+2 > s.max {
-			break
-		}
-		f.Raw, f.Data = b[i:i+nl+2], b[i+6:i+nl:i+nl]
-		i += nl + 2
+	var f Frame
+	for s.fastFrame(&f) {
 		frame(f)
-	}
-	if i > s.start {
-		s.advance(i - s.start)
 	}
 }
 
