@@ -361,13 +361,7 @@ func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 	r.once.Do(r.init) // it may be the Relay's first request
 	if isRunHead(ctx) {
 		rep := &RunReport{Route: r.Route, ProducerPython: r.ProducerPython, Start: time.Now()}
-		if r.Tap != nil {
-			if rep.tap = r.Tap(rep); rep.tap != nil {
-				if ht, ok := rep.tap.(HeaderTap); ok {
-					ht.ConsumerHeaders(&ctx.Request.Header)
-				}
-			}
-		}
+		r.tapRun(ctx, rep)
 		r.refuse(ctx, rep, p)
 	} else {
 		p.Write(ctx)
@@ -588,18 +582,28 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	r.stream(ctx, rep, resp)
 }
 
+// tapRun gives the run of ctx its tap (Relay.Tap), shown the consumer's
+// headers when it is a HeaderTap, and reports whether it has one.
+func (r *Relay) tapRun(ctx *fasthttp.RequestCtx, rep *RunReport) bool {
+	if r.Tap == nil {
+		return false
+	}
+	if rep.tap = r.Tap(rep); rep.tap == nil {
+		return false
+	}
+	if ht, ok := rep.tap.(HeaderTap); ok {
+		ht.ConsumerHeaders(&ctx.Request.Header)
+	}
+	return true
+}
+
 // admit reads and judges the consumer's RunAgentInput, decides the
 // versions and translates the input for the producer; it reports false
 // when the run was refused (answered with a problem).
 func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan negotiate.InputPlan, ok bool) {
 	body := ctx.Request.Body()
-	if r.Tap != nil {
-		if rep.tap = r.Tap(rep); rep.tap != nil {
-			if ht, ok := rep.tap.(HeaderTap); ok {
-				ht.ConsumerHeaders(&ctx.Request.Header)
-			}
-			rep.tap.Received(body)
-		}
+	if r.tapRun(ctx, rep) {
+		rep.tap.Received(body)
 	}
 	if len(body) > r.maxBody() {
 		r.refuse(ctx, rep, problemTooLarge(r.maxBody()))
