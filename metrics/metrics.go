@@ -23,7 +23,7 @@ import (
 // Metrics are the relay's Prometheus metrics, on a registry of their own
 // (never the global default one): runs, events and bytes, translations,
 // malformed and unrecognised material, upstream errors, producer
-// connections discarded for stray bytes, latencies, the
+// connections discarded for stray bytes, failed accepts, latencies, the
 // deprecation telemetry and the Go runtime and process collectors.
 //
 // Hook them into a Relay with Tap (Relay.Tap = m.Tap), and into its client
@@ -55,6 +55,7 @@ type Metrics struct {
 	material       *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
 	strayDiscards  *prometheus.CounterVec
+	acceptErrors   *prometheus.CounterVec
 	firstEvent     *prometheus.HistogramVec
 	deprecatedRuns *prometheus.CounterVec
 
@@ -121,6 +122,9 @@ func New(o Options) *Metrics {
 	m.strayDiscards = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_stray_discards_total",
 		Help: "Connections to the producer discarded because the producer sent bytes outside any answer (after an answer was complete, or while the connection sat idle in the pool, found before its reuse); those bytes reached no consumer. Each is logged at WARN with the producer's address and the byte count."},
 		route)
+	m.acceptErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "accept_errors_total",
+		Help: "Connections the relay's listener (--listen) failed to accept, by reason: emfile (the process's descriptor limit, ulimit -n, used up), enfile (the system's), enobufs, enomem (the kernel's buffers or memory), other. The relay retries after a backoff of 5 ms doubling to 1 s, as Go's net/http server does, and never stops on them."},
+		[]string{"reason"})
 	m.firstEvent = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "time_to_first_event_seconds",
 		Help:    "From the consumer's request to the first event flushed to it.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}}, route)
@@ -128,7 +132,7 @@ func New(o Options) *Metrics {
 		Help: "Runs that needed the translation of a retired shape of the deprecation registry (once per run and shape), by version pair: who must upgrade before the translation expires."},
 		[]string{"shape", "step", "route", "from", "to"})
 	m.reg.MustRegister(m.active, m.runs, m.consumerRuns, m.untranslated, m.events, m.bytes, m.translations, m.material, m.upstreamErrors,
-		m.strayDiscards, m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
+		m.strayDiscards, m.acceptErrors, m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -137,6 +141,11 @@ func New(o Options) *Metrics {
 	}
 	return m
 }
+
+// AcceptError counts a connection the relay's listener failed to accept
+// (agui_relay_accept_errors_total): the counted function of
+// relay.RetryAccept.
+func (m *Metrics) AcceptError(reason string) { m.acceptErrors.WithLabelValues(reason).Inc() }
 
 // OnStray returns the relay.ClientOptions.OnStray of the client of route:
 // it counts the connections to the producer discarded for bytes outside

@@ -7,11 +7,12 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// contentCoding reads the Content-Encoding of a producer's answer: gz
+// ContentCoding reads the Content-Encoding of a producer's answer: gz
 // reports gzip, which the relay decodes; readable that the relay can read
 // the events at all (no coding, identity or gzip). The relay asks for
 // identity, but a producer, or a proxy in front of it, may compress anyway.
-func contentCoding(ce []byte) (gz, readable bool) {
+// check --url reads an answer by it too, as the relay would.
+func ContentCoding(ce []byte) (gz, readable bool) {
 	ce = bytes.TrimSpace(ce)
 	switch {
 	case len(ce) == 0 || bytes.EqualFold(ce, []byte("identity")):

@@ -724,7 +724,7 @@ func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate
 func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.Response) {
 	rep.Status = resp.StatusCode()
 	body2, streamed := resp.BodyStream().(fasthttp.ReadCloserWithError)
-	gz, readable := contentCoding(resp.Header.ContentEncoding())
+	gz, readable := ContentCoding(resp.Header.ContentEncoding())
 	if rep.Status < 200 || rep.Status > 299 || !isEventStream(resp.Header.ContentType()) || !streamed || !readable {
 		// Not an event stream the relay can read: the producer's answer
 		// goes to the consumer as it is (an error status, a JSON answer, a

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -20,16 +21,58 @@ import (
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/load"
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/relay"
 	"github.com/agui-relay/agui-relay/rules"
 )
 
 // maxCheckStream caps the stream check --url reads from a live agent.
 const maxCheckStream = 64 << 20
 
-// liveRun posts input to url and returns the answer's event stream. A
-// stream that breaks off returns what arrived and the error; an answer that
-// is no event stream, or none at all, only the error.
+// liveRun posts input to url and returns the answer's event stream,
+// decoded as the relay decodes it (a gzip Content-Encoding; another one is
+// an error). A stream that breaks off returns what arrived and the error;
+// an answer that is no event stream, or none at all, only the error.
 func liveRun(url string, o liveOptions, input []byte) ([]byte, load.Response, error) {
+	got, head, err := liveBody(url, o, input)
+	if got == nil || head.ContentEncoding == "" {
+		return got, head, err
+	}
+	gz, readable := relay.ContentCoding([]byte(head.ContentEncoding))
+	if !readable {
+		return nil, head, fmt.Errorf("the answer's Content-Encoding is %q: check, like the relay, decodes only gzip (the relay passes this answer on as it is, untranslated)", head.ContentEncoding)
+	}
+	if !gz {
+		return got, head, err
+	}
+	decoded, derr := gunzipAll(got)
+	if err == nil {
+		err = derr
+	}
+	if len(decoded) == 0 && derr != nil {
+		return nil, head, err
+	}
+	return decoded, head, err
+}
+
+// gunzipAll decodes a gzip body read whole, up to maxCheckStream bytes. A
+// body cut inside the gzip returns what it decoded, with the error.
+func gunzipAll(body []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("the gzip answer: %w", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, maxCheckStream+1))
+	switch {
+	case len(out) > maxCheckStream:
+		return out[:maxCheckStream], fmt.Errorf("the stream is larger than %d MiB decoded: judged what came before", maxCheckStream>>20)
+	case err != nil:
+		return out, fmt.Errorf("the gzip answer breaks off: %w", err)
+	}
+	return out, nil
+}
+
+// liveBody posts input to url and returns the answer's body as it came.
+func liveBody(url string, o liveOptions, input []byte) ([]byte, load.Response, error) {
 	c, err := load.NewClient(url, o.headers, o.timeouts)
 	if err != nil {
 		return nil, load.Response{}, err
@@ -328,7 +371,11 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 		fmt.Fprintf(stderr, "agui-relay check: %s: %v\n", url, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "agui-relay check: %s: HTTP %d, %s, %d bytes\n", url, head.Status, head.ContentType, len(sse))
+	coding := ""
+	if head.ContentEncoding != "" {
+		coding = " decoded from " + head.ContentEncoding
+	}
+	fmt.Fprintf(stdout, "agui-relay check: %s: HTTP %d, %s, %d bytes%s\n", url, head.Status, head.ContentType, len(sse), coding)
 	if err != nil {
 		fmt.Fprintf(stdout, "the stream ended early (%v): judged what arrived\n", err)
 	}

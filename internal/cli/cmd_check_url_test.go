@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -194,5 +195,54 @@ func TestCheckURLSaysWhenIDsAreIgnored(t *testing.T) {
 		if said == echo || echo && strings.Contains(out, "ids:") {
 			t.Errorf("echo %v:\n%s%s", echo, out, errs)
 		}
+	}
+}
+
+// A producer that answers gzip (Content-Encoding: gzip, flushed event by
+// event) is judged by its events, decoded as the relay decodes them and as
+// a consumer reads them through it; one cut off inside the gzip by what it
+// decoded; another coding, which the relay passes on undecoded, is said to
+// be one check cannot read.
+func TestCheckURLDecodesGzip(t *testing.T) {
+	var posted struct{ ThreadID, RunID string }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&posted)
+		w.Header().Set("Content-Type", "text/event-stream")
+		coding := r.URL.Query().Get("coding")
+		w.Header().Set("Content-Encoding", coding)
+		zw := gzip.NewWriter(w)
+		event := func(ev string) {
+			fmt.Fprintf(zw, "data: %s\n\n", ev)
+			zw.Flush()
+			w.(http.Flusher).Flush()
+		}
+		event(fmt.Sprintf(`{"type":"RUN_STARTED","threadId":%q,"runId":%q}`, posted.ThreadID, posted.RunID))
+		if r.URL.Query().Has("cut") {
+			panic(http.ErrAbortHandler) // the connection closed inside the gzip
+		}
+		event(`{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`)
+		event(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}`)
+		event(`{"type":"TEXT_MESSAGE_END","messageId":"m"}`)
+		event(fmt.Sprintf(`{"type":"RUN_FINISHED","threadId":%q,"runId":%q}`, posted.ThreadID, posted.RunID))
+		zw.Close()
+	}))
+	defer srv.Close()
+
+	code, out, errs := runCmd(t, "", "check", "--url", srv.URL+"?coding=gzip")
+	if code != 0 {
+		t.Fatalf("gzip: exit %d\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, " bytes decoded from gzip\n", "producer: 5 events", "producer faults (by the 1.0 rules): none",
+		"summary: every consumer the relay serves reads the stream through it")
+
+	code, out, errs = runCmd(t, "", "check", "--url", srv.URL+"?coding=x-gzip&cut")
+	if code != 1 || !strings.Contains(out, "the stream ended early") ||
+		!strings.Contains(out, "no terminal: the stream ended after 1 events without RUN_FINISHED or RUN_ERROR") {
+		t.Errorf("gzip cut off: exit %d, want 1 judging the one event decoded:\n%s%s", code, out, errs)
+	}
+
+	code, out, errs = runCmd(t, "", "check", "--url", srv.URL+"?coding=br")
+	if want := `the answer's Content-Encoding is "br": check, like the relay, decodes only gzip`; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("br: exit %d, want 1 with %q:\n%s%s", code, want, out, errs)
 	}
 }

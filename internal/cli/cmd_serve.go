@@ -378,6 +378,8 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	}
 	at.relay = ln.Addr().String()
 	ln = relay.Listener(ln) // consumers' connections read and written with raw system calls
+	// A failed accept (ulimit -n reached) is retried, never the end of Serve.
+	ln = relay.RetryAccept(ln, log, mets.AcceptError)
 
 	var ready atomic.Bool
 	admin := &fasthttp.Server{Handler: adminHandler(&ready, mets.Handler(), mets.DeprecationsHandler(), c.pprof), NoDefaultServerHeader: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
@@ -387,9 +389,10 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		return fmt.Errorf("--admin-listen %s: %w", c.adminListen, err)
 	}
 	at.admin = aln.Addr().String()
+	aln = relay.RetryAccept(aln, log, nil)
 
 	if demoSrv != nil {
-		go demoSrv.Serve(demoLn) //nolint:errcheck // ends at shutdown
+		go demoSrv.Serve(relay.RetryAccept(demoLn, log, nil)) //nolint:errcheck // ends at shutdown
 		demoLn = nil
 	}
 	errc := make(chan error, 2)

@@ -30,30 +30,39 @@ func relayBinary(t *testing.T) string {
 	return bin
 }
 
-// SIGTERM to the real process: readiness turns false while runs are still
-// streaming, no new connection is accepted, a run that ends within the
-// grace period ends as the producer ends it, one that does not is ended
-// with a RUN_ERROR when the grace is over, and the process exits 0.
-func TestSIGTERMDrainsThenEndsRuns(t *testing.T) {
-	release := make(chan struct{})
-	producer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// heldProducer is a producer whose runs answer RUN_STARTED at once, then:
+// the run whose runId is held RUN_FINISHED once release is closed, the run
+// "slow" nothing until its request is cancelled, any other RUN_FINISHED.
+func heldProducer(release <-chan struct{}, held string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		var in struct{ RunID string }
 		json.Unmarshal(b, &in)
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, `data: {"type":"RUN_STARTED","threadId":"t","runId":"`+in.RunID+`","protocolVersion":"1.0"}`+"\n\n")
 		w.(http.Flusher).Flush()
-		if in.RunID == "quick" {
+		switch in.RunID {
+		case held:
 			select {
 			case <-release:
 			case <-r.Context().Done():
 				return
 			}
-			io.WriteString(w, `data: {"type":"RUN_FINISHED","threadId":"t","runId":"quick"}`+"\n\n")
+		case "slow":
+			<-r.Context().Done()
 			return
 		}
-		<-r.Context().Done() // "slow" never finishes by itself
+		io.WriteString(w, `data: {"type":"RUN_FINISHED","threadId":"t","runId":"`+in.RunID+`"}`+"\n\n")
 	}))
+}
+
+// SIGTERM to the real process: readiness turns false while runs are still
+// streaming, no new connection is accepted, a run that ends within the
+// grace period ends as the producer ends it, one that does not is ended
+// with a RUN_ERROR when the grace is over, and the process exits 0.
+func TestSIGTERMDrainsThenEndsRuns(t *testing.T) {
+	release := make(chan struct{})
+	producer := heldProducer(release, "quick")
 	defer producer.Close()
 	defer producer.CloseClientConnections()
 

@@ -171,8 +171,9 @@ func (c *Client) Dial(ctx context.Context) error {
 
 // Response is what a run's answer said before its body.
 type Response struct {
-	Status      int
-	ContentType string
+	Status          int
+	ContentType     string
+	ContentEncoding string // the body's, which Run hands on undecoded
 }
 
 // Run posts input and calls head once the response's headers are in, then
@@ -327,7 +328,7 @@ func (c *Client) readResponse(head func(Response), body func([]byte), fresh bool
 	}
 	http10 := bytes.Equal(f[0], []byte("HTTP/1.0"))
 	clen, chunked, closeConn := int64(-1), false, http10
-	var ctype string
+	var ctype, coding string
 	for {
 		line, err = br.ReadSlice('\n')
 		if err != nil {
@@ -351,12 +352,14 @@ func (c *Client) readResponse(head func(Response), body func([]byte), fresh bool
 			closeConn = bytes.EqualFold(v, []byte("close"))
 		case bytes.EqualFold(k, []byte("Content-Type")):
 			ctype = string(v)
+		case bytes.EqualFold(k, []byte("Content-Encoding")):
+			coding = string(v)
 		}
 	}
 	if status == 100 {
 		return c.readResponse(head, body, false)
 	}
-	head(Response{Status: status, ContentType: ctype})
+	head(Response{Status: status, ContentType: ctype, ContentEncoding: coding})
 	var errBody []byte
 	sse := status/100 == 2 && isEventStream(ctype)
 	if !sse {
