@@ -276,7 +276,7 @@ func TestStalledConsumerThatLeavesIsGone(t *testing.T) {
 	})
 }
 
-// largeEventProducer answers a run with RUN_STARTED, one CUSTOM event of
+// largeEventProducer responds to a run with RUN_STARTED, one CUSTOM event of
 // about size bytes, and RUN_FINISHED.
 func largeEventProducer(size int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -360,7 +360,7 @@ func TestSteadyConsumerOfALargeEventIsNotStalled(t *testing.T) {
 		}
 		body, err := io.ReadAll(resp.Body)
 		if err != nil {
-			t.Fatalf("the answer was cut after %d bytes of its body: %v", len(body), err)
+			t.Fatalf("the response was cut after %d bytes of its body: %v", len(body), err)
 		}
 		if !strings.Contains(string(body), largeEvent(size)) || !strings.Contains(string(body), "RUN_FINISHED") {
 			t.Errorf("the consumer read %d bytes, without the whole event and RUN_FINISHED", len(body))
