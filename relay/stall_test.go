@@ -276,6 +276,22 @@ func TestStalledConsumerThatLeavesIsGone(t *testing.T) {
 	})
 }
 
+// largeEventSize is the event of largeEventRun: 4 MiB, far larger than
+// the sockets' buffers between the relay and the consumer.
+const largeEventSize = 4 << 20
+
+// largeEventRun sends a run, on a consumer's connection that reads nothing
+// yet, to a relay whose producer responds with an event of largeEventSize
+// and whose stall limit is 300 ms, configured further by configure.
+func largeEventRun(t *testing.T, configure func(*Relay)) (*harness, net.Conn) {
+	t.Helper()
+	h := newHarnessOn(t, largeEventProducer(largeEventSize), func(r *Relay) {
+		configure(r)
+		r.ConsumerStallTimeout = 300 * time.Millisecond
+	}, smallSendBuffers)
+	return h, dialAndSend(t, h)
+}
+
 // largeEventProducer responds to a run with RUN_STARTED, one CUSTOM event of
 // about size bytes, and RUN_FINISHED.
 func largeEventProducer(size int) http.HandlerFunc {
@@ -348,12 +364,7 @@ func (p *pacedReader) Read(b []byte) (int, error) {
 // consumer_stalled in the middle of the event.
 func TestSteadyConsumerOfALargeEventIsNotStalled(t *testing.T) {
 	pollerModes(t, func(t *testing.T, configure func(*Relay)) {
-		const size = 4 << 20
-		h := newHarnessOn(t, largeEventProducer(size), func(r *Relay) {
-			configure(r)
-			r.ConsumerStallTimeout = 300 * time.Millisecond
-		}, smallSendBuffers)
-		conn := dialAndSend(t, h)
+		h, conn := largeEventRun(t, configure)
 		resp, err := http.ReadResponse(bufio.NewReader(&pacedReader{r: conn, piece: 32 << 10, gap: 10 * time.Millisecond}), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -362,7 +373,7 @@ func TestSteadyConsumerOfALargeEventIsNotStalled(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the response was cut after %d bytes of its body: %v", len(body), err)
 		}
-		if !strings.Contains(string(body), largeEvent(size)) || !strings.Contains(string(body), "RUN_FINISHED") {
+		if !strings.Contains(string(body), largeEvent(largeEventSize)) || !strings.Contains(string(body), "RUN_FINISHED") {
 			t.Errorf("the consumer read %d bytes, without the whole event and RUN_FINISHED", len(body))
 		}
 		if rep := h.report(); rep.Terminal != "RUN_FINISHED" || rep.Abort != "" {
@@ -375,19 +386,14 @@ func TestSteadyConsumerOfALargeEventIsNotStalled(t *testing.T) {
 // at the stall timeout: the bytes it took earlier do not hold it off.
 func TestConsumerThatStopsInsideALargeEventIsCut(t *testing.T) {
 	pollerModes(t, func(t *testing.T, configure func(*Relay)) {
-		const size = 4 << 20
-		h := newHarnessOn(t, largeEventProducer(size), func(r *Relay) {
-			configure(r)
-			r.ConsumerStallTimeout = 300 * time.Millisecond
-		}, smallSendBuffers)
-		conn := dialAndSend(t, h)
+		h, conn := largeEventRun(t, configure)
 		paced := &pacedReader{r: conn, piece: 32 << 10, gap: 10 * time.Millisecond, stop: 512 << 10}
 		io.Copy(io.Discard, paced) //nolint:errcheck // reads 512 KiB, then stops
 		rep := h.report()
 		if rep.Abort != CodeConsumerStalled || rep.Terminal != "" {
 			t.Errorf("report: abort %q, terminal %q; want consumer_stalled, no terminal", rep.Abort, rep.Terminal)
 		}
-		if n, _ := io.Copy(io.Discard, conn); paced.read+int(n) >= size {
+		if n, _ := io.Copy(io.Discard, conn); paced.read+int(n) >= largeEventSize {
 			t.Errorf("the consumer could read %d bytes after it stopped, the whole event", n)
 		}
 	})

@@ -58,49 +58,49 @@ func readPaced(r io.Reader, stop int) []byte {
 	return got.Bytes()
 }
 
+// writeLargeChunk writes a 2 MiB chunk, and the body's end, to a writer
+// with a 200 ms stall limit on each of stallConns, while a paced reader
+// (readPaced) reads it up to stop bytes, and has check judge the write's
+// error, the writer and what the reader read.
+func writeLargeChunk(t *testing.T, stop int, check func(t *testing.T, w *ChunkWriter, werr error, event, read []byte)) {
+	for name, pair := range stallConns(t) {
+		t.Run(name, func(t *testing.T) {
+			wc, rc := pair(t)
+			w := newChunkWriter(wc, false, 200*time.Millisecond)
+			event := bytes.Repeat([]byte("0123456789abcdef"), 2<<20/16)
+			read := make(chan []byte, 1)
+			go func() { read <- readPaced(rc, stop) }()
+			_, err := w.Write(event)
+			if err == nil {
+				err = w.End()
+			}
+			wc.Close()
+			check(t, w, err, event, <-read)
+		})
+	}
+}
+
 // A consumer that reads steadily, each read well within the stall limit,
 // takes a chunk far larger than the sockets' buffers whole, though the
 // write lasts several times the limit: the limit counts from the last byte
 // taken, not from the start of the write.
 func TestChunkWriterStallLimitCountsFromTheLastByte(t *testing.T) {
-	for name, pair := range stallConns(t) {
-		t.Run(name, func(t *testing.T) {
-			wc, rc := pair(t)
-			w := newChunkWriter(wc, false, 200*time.Millisecond)
-			event := bytes.Repeat([]byte("0123456789abcdef"), 2<<20/16)
-			got := make(chan []byte, 1)
-			go func() { got <- readPaced(rc, 0) }()
-			if _, err := w.Write(event); err != nil {
-				t.Fatalf("write: %v", err)
-			}
-			if err := w.End(); err != nil {
-				t.Fatalf("end: %v", err)
-			}
-			wc.Close()
-			if g := <-got; !bytes.Equal(g, event) {
-				t.Errorf("read %d bytes, want %d", len(g), len(event))
-			}
-		})
-	}
+	writeLargeChunk(t, 0, func(t *testing.T, w *ChunkWriter, err error, event, read []byte) {
+		if err != nil || !bytes.Equal(read, event) {
+			t.Errorf("write: %v; read %d bytes, want %d", err, len(read), len(event))
+		}
+	})
 }
 
 // A consumer that reads part of a large chunk and then stops is still cut:
 // the write fails with os.ErrDeadlineExceeded, and so does the writer.
 func TestChunkWriterCutsAConsumerThatStops(t *testing.T) {
-	for name, pair := range stallConns(t) {
-		t.Run(name, func(t *testing.T) {
-			wc, rc := pair(t)
-			w := newChunkWriter(wc, false, 200*time.Millisecond)
-			event := bytes.Repeat([]byte("0123456789abcdef"), 2<<20/16)
-			done := make(chan []byte, 1)
-			go func() { done <- readPaced(rc, 256<<10) }()
-			_, err := w.Write(event)
-			if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.Is(w.Err(), os.ErrDeadlineExceeded) {
-				t.Errorf("write: %v, writer's error %v; want the deadline's", err, w.Err())
-			}
-			if got := <-done; len(got) < 256<<10 {
-				t.Errorf("the consumer read %d bytes before it stopped", len(got))
-			}
-		})
-	}
+	writeLargeChunk(t, 256<<10, func(t *testing.T, w *ChunkWriter, err error, event, read []byte) {
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.Is(w.Err(), os.ErrDeadlineExceeded) {
+			t.Errorf("write: %v, writer's error %v; want the deadline's", err, w.Err())
+		}
+		if len(read) < 256<<10 || len(read) >= len(event) {
+			t.Errorf("the consumer read %d bytes, want 256 KiB and not the whole chunk", len(read))
+		}
+	})
 }
