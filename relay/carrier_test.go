@@ -46,6 +46,8 @@ func TestStreamsUnderEitherCarrier(t *testing.T) {
 		{"NotJSONFrameIsRelayedUntouched", TestNotJSONFrameIsRelayedUntouched},
 		{"SlowConsumerSlowsTheProducer", TestSlowConsumerSlowsTheProducer},
 		{"StalledConsumerIsCut", TestStalledConsumerIsCut},
+		{"SteadyConsumerOfALargeEventIsNotStalled", TestSteadyConsumerOfALargeEventIsNotStalled},
+		{"ConsumerThatStopsInsideALargeEventIsCut", TestConsumerThatStopsInsideALargeEventIsCut},
 		{"ProducerConnectionReusedAfterRun", TestProducerConnectionReusedAfterRun},
 		{"EmptyEventStreamEndsTheRun", TestEmptyEventStreamEndsTheRun},
 		{"BrokenChunkFramingEndsWithRunError", TestBrokenChunkFramingEndsWithRunError},

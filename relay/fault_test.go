@@ -379,7 +379,7 @@ func TestSlowConsumerSlowsTheProducer(t *testing.T) {
 			if !strings.Contains(g, "internal/poll.(*pollDesc).waitWrite") {
 				continue
 			}
-			relayWaits = relayWaits || strings.Contains(g, "wire.(*Conn).WriteVec")
+			relayWaits = relayWaits || strings.Contains(g, "wire.(*ChunkWriter).emit")
 			producerWaits = producerWaits || strings.Contains(g, "TestSlowConsumerSlowsTheProducer")
 		}
 		return relayWaits && producerWaits

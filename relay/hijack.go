@@ -17,8 +17,9 @@ import (
 // The consumer's hangup is noticed by the Relay's Poller (hangup.go).
 //
 // What the server no longer does for such a connection, the relay does: it
-// renders the head (respondHead), bounds each write by ConsumerStallTimeout
-// (a consumer that takes nothing for that long is cut, consumer_stalled),
+// renders the head (respondHead), bounds the time a write takes no byte by
+// ConsumerStallTimeout (a consumer that takes nothing for that long is cut,
+// consumer_stalled; one that reads steadily is not, however long the write),
 // closes the connection at the stream's end or hands it back (handBack),
 // and keeps its own registry of the runs in flight (track, Active,
 // EndRuns), since the server's Shutdown does not count them: call

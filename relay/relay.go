@@ -109,14 +109,15 @@ type Relay struct {
 	// RunTimeout ends a run that lasts longer, counted from the request;
 	// zero means never.
 	RunTimeout time.Duration
-	// ConsumerStallTimeout ends a run whose consumer takes none of the
+	// ConsumerStallTimeout ends a run whose consumer takes no byte of the
 	// stream for this long (within an eighth) while the relay has bytes
-	// for it: the producer waits behind it meanwhile, and the time is not
-	// counted as the producer's silence (IdleTimeout). The producer's
-	// request is cancelled and the consumer's connection closed, with no
-	// RUN_ERROR (it could not be read); the run's Abort is
-	// consumer_stalled. Zero means DefaultConsumerStallTimeout; negative
-	// means never.
+	// for it; each byte taken starts it again, so a large event read
+	// slowly but steadily is not cut. The producer waits behind the
+	// consumer meanwhile, and the time is not counted as the producer's
+	// silence (IdleTimeout). At the limit the producer's request is
+	// cancelled and the consumer's connection closed, with no RUN_ERROR
+	// (it could not be read); the run's Abort is consumer_stalled. Zero
+	// means DefaultConsumerStallTimeout; negative means never.
 	ConsumerStallTimeout time.Duration
 	// CheckInput judges a RunAgentInput for a consumer of the given version
 	// and returns what is malformed; any error answers 400 and the producer

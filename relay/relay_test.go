@@ -41,6 +41,13 @@ type harness struct {
 
 func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay)) *harness {
 	t.Helper()
+	return newHarnessOn(t, producer, configure, Listener) // as serve does: consumers read and written raw
+}
+
+// newHarnessOn is newHarness whose relay serves the listener listen
+// returns (Listener over the one it is given, as serve's is).
+func newHarnessOn(t *testing.T, producer http.HandlerFunc, configure func(*Relay), listen func(net.Listener) net.Listener) *harness {
+	t.Helper()
 	h := &harness{t: t, reports: make(chan *RunReport, 16)}
 	h.producer = httptest.NewServer(producer)
 	t.Cleanup(func() { h.producer.CloseClientConnections(); h.producer.Close() })
@@ -60,8 +67,7 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 	if configure != nil {
 		configure(h.relay)
 	}
-	// As serve does: consumers read and written raw.
-	h.url = "http://" + testkit.Serve(t, h.relay.Server(), Listener)
+	h.url = "http://" + testkit.Serve(t, h.relay.Server(), listen)
 	t.Cleanup(h.relay.EndRuns) // a test that failed may leave a run open
 	h.consumer = testkit.Consumer(t)
 	return h

@@ -6,3 +6,8 @@ import "syscall"
 func setReceiveBuffer(fd uintptr, n int) error {
 	return syscall.SetsockoptInt(syscall.Handle(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n)
 }
+
+// setSendBuffer sets a socket's SO_SNDBUF.
+func setSendBuffer(fd uintptr, n int) error {
+	return syscall.SetsockoptInt(syscall.Handle(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, n)
+}

@@ -275,3 +275,126 @@ func TestStalledConsumerThatLeavesIsGone(t *testing.T) {
 		}
 	})
 }
+
+// largeEventSize is the event of largeEventRun: 4 MiB, far larger than
+// the sockets' buffers between the relay and the consumer.
+const largeEventSize = 4 << 20
+
+// largeEventRun sends a run, on a consumer's connection that reads nothing
+// yet, to a relay whose producer responds with an event of largeEventSize
+// and whose stall limit is 300 ms, configured further by configure.
+func largeEventRun(t *testing.T, configure func(*Relay)) (*harness, net.Conn) {
+	t.Helper()
+	h := newHarnessOn(t, largeEventProducer(largeEventSize), func(r *Relay) {
+		configure(r)
+		r.ConsumerStallTimeout = 300 * time.Millisecond
+	}, smallSendBuffers)
+	return h, dialAndSend(t, h)
+}
+
+// largeEventProducer responds to a run with RUN_STARTED, one CUSTOM event of
+// about size bytes, and RUN_FINISHED.
+func largeEventProducer(size int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, testkit.RunStarted)
+		io.WriteString(w, largeEvent(size)) //nolint:errcheck // the test reads what arrived
+		testkit.SSE(w, testkit.RunFinished)
+	}
+}
+
+// largeEvent is a CUSTOM event of about size bytes.
+func largeEvent(size int) string {
+	return `data: {"type":"CUSTOM","name":"large","value":"` + strings.Repeat("l", size) + `"}` + "\n\n"
+}
+
+// smallSendBuffers is the relay's Listener whose connections have a
+// 64 KiB send buffer (as set, the kernel doubles it), so that what the
+// relay can write ahead of a consumer does not depend on the kernel's
+// tuning: a large event goes out only as the consumer reads it.
+func smallSendBuffers(ln net.Listener) net.Listener { return Listener(sendBufferListener{ln}) }
+
+type sendBufferListener struct{ net.Listener }
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = setSendBuffer(fd, 64<<10) }); err != nil || serr != nil {
+		c.Close()
+		return nil, fmt.Errorf("SO_SNDBUF: %v %v", err, serr)
+	}
+	return c, nil
+}
+
+// pacedReader reads at most piece bytes a read, each gap after the last:
+// a consumer that reads slowly but steadily. The wait paces the reads; it
+// synchronises nothing.
+type pacedReader struct {
+	r     io.Reader
+	piece int
+	gap   time.Duration
+	read  int // bytes read so far
+	stop  int // when positive, the bytes after which it reads no more (it returns io.EOF)
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	if p.stop > 0 && p.read >= p.stop {
+		return 0, io.EOF
+	}
+	time.Sleep(p.gap)
+	n, err := p.r.Read(b[:min(len(b), p.piece)])
+	p.read += n
+	return n, err
+}
+
+// A consumer that reads a large event slowly but steadily is not stalled:
+// the stall timeout counts from the last byte it took, not from the start
+// of the write that holds the event. Here it reads at most 32 KiB every
+// 10 ms against a 300 ms limit, and the 4 MiB event, far larger than the
+// sockets' buffers between them, takes over a second to go out. Before,
+// the whole write was bounded by the limit and the run was cut as
+// consumer_stalled in the middle of the event.
+func TestSteadyConsumerOfALargeEventIsNotStalled(t *testing.T) {
+	pollerModes(t, func(t *testing.T, configure func(*Relay)) {
+		h, conn := largeEventRun(t, configure)
+		resp, err := http.ReadResponse(bufio.NewReader(&pacedReader{r: conn, piece: 32 << 10, gap: 10 * time.Millisecond}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("the response was cut after %d bytes of its body: %v", len(body), err)
+		}
+		if !strings.Contains(string(body), largeEvent(largeEventSize)) || !strings.Contains(string(body), "RUN_FINISHED") {
+			t.Errorf("the consumer read %d bytes, without the whole event and RUN_FINISHED", len(body))
+		}
+		if rep := h.report(); rep.Terminal != "RUN_FINISHED" || rep.Abort != "" {
+			t.Errorf("report: terminal %q, abort %q; want RUN_FINISHED, no abort", rep.Terminal, rep.Abort)
+		}
+	})
+}
+
+// A consumer that reads part of a large event and then stops is still cut
+// at the stall timeout: the bytes it took earlier do not hold it off.
+func TestConsumerThatStopsInsideALargeEventIsCut(t *testing.T) {
+	pollerModes(t, func(t *testing.T, configure func(*Relay)) {
+		h, conn := largeEventRun(t, configure)
+		paced := &pacedReader{r: conn, piece: 32 << 10, gap: 10 * time.Millisecond, stop: 512 << 10}
+		io.Copy(io.Discard, paced) //nolint:errcheck // reads 512 KiB, then stops
+		rep := h.report()
+		if rep.Abort != CodeConsumerStalled || rep.Terminal != "" {
+			t.Errorf("report: abort %q, terminal %q; want consumer_stalled, no terminal", rep.Abort, rep.Terminal)
+		}
+		if n, _ := io.Copy(io.Discard, conn); paced.read+int(n) >= largeEventSize {
+			t.Errorf("the consumer could read %d bytes after it stopped, the whole event", n)
+		}
+	})
+}

@@ -135,8 +135,9 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long opening a connection to the producer may take (0: no limit)")
 	fs.DurationVar(&c.firstByteTimeout, "first-byte-timeout", 5*time.Minute, "how long the producer may take to start answering a request; LLM agents may think first (0: no limit)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 5*time.Minute, "how long the producer may send nothing in the middle of a stream (not even a comment) before the run is ended with a RUN_ERROR (0: no limit)")
-	fs.DurationVar(&c.consumerStallTimeout, "consumer-stall-timeout", relay.DefaultConsumerStallTimeout, "how long a consumer may take none of a stream while the relay has bytes for it (its socket full) before the run is\n"+
-		"cut: the producer's request cancelled, the connection closed, the run counted consumer_stalled. The producer waits\n"+
+	fs.DurationVar(&c.consumerStallTimeout, "consumer-stall-timeout", relay.DefaultConsumerStallTimeout, "how long a consumer may take no byte of a stream while the relay has bytes for it (its socket full) before the run\n"+
+		"is cut: the producer's request cancelled, the connection closed, the run counted consumer_stalled. Each byte taken\n"+
+		"starts the limit again, so a consumer reading a large event slowly but steadily is not cut. The producer waits\n"+
 		"behind such a consumer, and the wait is not counted as its silence (--idle-timeout). A consumer that reads takes\n"+
 		"bytes within milliseconds; one that took nothing for a minute is frozen, asleep or gone without a reset (0: no limit)")
 	fs.DurationVar(&c.keepAlive, "keepalive", 15*time.Second, "while the producer is silent mid-stream, how long the consumer may be sent nothing before the relay writes it an SSE\n"+

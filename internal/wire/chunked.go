@@ -55,8 +55,9 @@ const (
 	chunkTrailer                   // trailer lines after the last chunk
 )
 
-// maxChunkLine bounds a chunk size or trailer line (digits, extensions):
-// a producer that sends an endless one is broken, not slow.
+// maxChunkLine bounds a chunk size line (digits, extensions): a producer
+// that sends an endless one is broken, not slow. Trailer lines are not
+// bounded (see Decode).
 const maxChunkLine = 4 << 10
 
 // ErrBadChunk is a chunked encoding that breaks RFC 9112's grammar.
@@ -191,9 +192,12 @@ func (f *Framing) Decode(p []byte) (int, error) {
 			case c == '\r' && f.line == 0:
 				// the CR of what may be the empty line
 			default:
-				if f.line++; f.line > maxChunkLine {
-					return w, ErrBadChunk
-				}
+				// A trailer field, of any length: dropped, as nginx
+				// drops a producer's trailers (proxy_pass_trailers off)
+				// without bounding them. Nothing of it is kept, and the
+				// response header has gone to the consumer already: a
+				// limit here could only cut a complete body short.
+				f.line = 1
 			}
 		}
 	}

@@ -75,6 +75,25 @@ func TestChunkedDecodesAnySplit(t *testing.T) {
 	}
 }
 
+// A trailer of any length, one field or many, in any pieces, is dropped:
+// the body is complete at its empty line, and nothing after it is taken
+// for the body's. A size line is still bounded (maxChunkLine).
+func TestChunkedDropsTrailersOfAnyLength(t *testing.T) {
+	for _, trailer := range []string{
+		"X-Checksum: " + strings.Repeat("c", 5<<10) + "\r\n",
+		"X-Checksum: " + strings.Repeat("c", 1<<20) + "\r\n",
+		strings.Repeat("X-Part: "+strings.Repeat("p", 1000)+"\r\n", 64),
+	} {
+		wire := "5\r\nhello\r\n0\r\n" + trailer + "\r\n"
+		for _, sizes := range [][]int{{3}, {4 << 10}, {len(wire)}} {
+			got, err, done := decodeAll(NewFraming(-1), []byte(wire+"HTTP/1.1"), sizes)
+			if err != nil || !done || string(got) != "hello" {
+				t.Errorf("a %d-byte trailer in reads of %v: %.40q, %v, done %v", len(trailer), sizes, got, err, done)
+			}
+		}
+	}
+}
+
 func TestChunkedRefusesMalformedFraming(t *testing.T) {
 	for _, wire := range []string{
 		"5\nhello\r\n0\r\n\r\n",          // bare LF after the size

@@ -35,8 +35,10 @@ type Conn struct {
 	wvec            [4][]byte // WriteVec's pieces, held here so that they do not escape
 	wn              int
 	werr            error
-	writes          int    // write system calls made (under wmu)
-	waited          func() // when set (tests), called each time a write waits for room
+	armer           writeArmer // writeVecArmed's, for the call
+	wwait           int        // wn at the call's last wait for room
+	writes          int        // write system calls made (under wmu)
+	waited          func()     // when set (tests), called each time a write waits for room
 }
 
 // ErrNoRawConn is a connection that cannot be read and written raw: not
@@ -158,12 +160,31 @@ func (c *Conn) Write(p []byte) (int, error) {
 // deadline, and returns what Write would for their concatenation. The
 // pieces are borrowed for the call only.
 func (c *Conn) WriteVec(a, b, x, d []byte) (int, error) {
+	return c.writeVecArmed(nil, a, b, x, d)
+}
+
+// writeArmer moves a write deadline that bounds the time without progress
+// (ChunkWriter's stall limit).
+type writeArmer interface{ rearm() }
+
+// stallWriter is a VecWriter whose long writes keep a stall limit: Conn.
+type stallWriter interface {
+	writeVecArmed(armer writeArmer, a, b, x, d []byte) (int, error)
+}
+
+// writeVecArmed is WriteVec that, when armer is set, calls armer.rearm
+// each time the write is about to wait for room after bytes went out since
+// its last wait: the write deadline then bounds the time the peer takes
+// no byte, not the whole write. A write that goes out at once (the usual
+// small chunk) never calls it.
+func (c *Conn) writeVecArmed(armer writeArmer, a, b, x, d []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.wvec, c.wn, c.werr = [4][]byte{a, b, x, d}, 0, nil
+	c.armer, c.wwait = armer, 0
 	err := c.rc.Write(c.writeFn)
 	n, werr := c.wn, c.werr
-	c.wvec = [4][]byte{}
+	c.wvec, c.armer = [4][]byte{}, nil
 	switch {
 	case err != nil:
 		return n, c.opError("write", err)
@@ -181,6 +202,12 @@ func (c *Conn) writeSome(fd uintptr) bool {
 		if err == syscall.EAGAIN {
 			if c.waited != nil {
 				c.waited()
+			}
+			if c.armer != nil && c.wn > c.wwait {
+				// The deadline moves before the wait: the runtime's poller
+				// waits until the one set last.
+				c.wwait = c.wn
+				c.armer.rearm()
 			}
 			return false
 		}

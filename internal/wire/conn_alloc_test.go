@@ -4,6 +4,7 @@ package wire
 
 import (
 	"testing"
+	"time"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
@@ -22,4 +23,23 @@ func TestConnStrayDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { b.Stray() }); n != 0 { //nolint:errcheck
 		t.Errorf("Stray allocates %.1f times a call", n)
 	}
+}
+
+// A small chunk written within a stall limit, the stream's usual write,
+// allocates nothing either: the writer hands itself to the Conn's write
+// as the one to move the deadline (writeVecArmed).
+func TestChunkWriterOnConnDoesNotAllocate(t *testing.T) {
+	a, b := connPair(t)
+	w := newChunkWriter(a, false, time.Minute)
+	testkit.NoAllocs(t, flushEach{w}, b)
+}
+
+// flushEach writes to a ChunkWriter and flushes each write.
+type flushEach struct{ w *ChunkWriter }
+
+func (f flushEach) Write(p []byte) (int, error) {
+	if _, err := f.w.Write(p); err != nil {
+		return 0, err
+	}
+	return len(p), f.w.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -352,12 +353,18 @@ func (b *Body) dropReader() {
 // line and CRLF, in one call when the connection writes pieces at once
 // (VecWriter: one writev(2) on a wire.Conn).
 //
-// Each write is bounded by the timeout: one that waits that long for the
-// consumer to take any of it (within an eighth, see arm) fails with
-// os.ErrDeadlineExceeded, and so does the writer from then on.
+// The timeout is a stall limit: a write fails with os.ErrDeadlineExceeded,
+// and so does the writer from then on, once the consumer has taken no byte
+// of it for that long (within an eighth, see arm). Bytes taken move the
+// limit on, so a large event read slowly but steadily goes out whole. On a
+// Conn the limit moves each time the write waits for room after bytes went
+// out; on another connection (no raw writes: TLS, or a platform without
+// them) a write that ran out its limit goes on while the last one took
+// bytes, so a consumer that stops is cut within twice the limit.
 type ChunkWriter struct {
-	conn     net.Conn  // what the answer is written to
-	vec      VecWriter // conn, when it writes pieces in one call; nil otherwise
+	conn     net.Conn    // what the answer is written to
+	vec      VecWriter   // conn, when it writes pieces in one call; nil otherwise
+	stall    stallWriter // conn, when it moves the deadline as bytes go out; nil otherwise or without a timeout
 	timeout  time.Duration
 	deadline time.Time // the write deadline set last
 
@@ -416,6 +423,9 @@ var pendingPool = sync.Pool{New: func() any {
 func (w *ChunkWriter) Init(conn net.Conn, chunked bool, timeout time.Duration) {
 	*w = ChunkWriter{conn: conn, chunked: chunked, timeout: timeout}
 	w.vec, _ = conn.(VecWriter)
+	if timeout > 0 {
+		w.stall, _ = conn.(stallWriter)
+	}
 	copy(w.end[:], "\r\n0\r\n\r\n")
 }
 
@@ -591,7 +601,7 @@ func (w *ChunkWriter) write(p []byte, last bool) error {
 }
 
 // emit writes the head when it is still to go, then a, b and c, within the
-// write deadline: in one call on a VecWriter.
+// stall limit: in one call on a VecWriter.
 func (w *ChunkWriter) emit(a, b, c []byte) error {
 	if err := w.arm(); err != nil {
 		return err
@@ -600,23 +610,40 @@ func (w *ChunkWriter) emit(a, b, c []byte) error {
 	w.head = nil
 	w.writeSeq.Add(1)
 	defer w.writeSeq.Add(1)
-	if w.vec != nil {
+	switch {
+	case w.stall != nil:
+		_, err := w.stall.writeVecArmed(w, head, a, b, c)
+		return w.fail(err)
+	case w.vec != nil:
 		_, err := w.vec.WriteVec(head, a, b, c)
 		return w.fail(err)
 	}
 	for _, p := range [...][]byte{head, a, b, c} {
-		if len(p) == 0 {
-			continue
-		}
-		if _, err := w.conn.Write(p); err != nil {
-			return w.fail(err)
+		for len(p) > 0 {
+			n, err := w.conn.Write(p)
+			if err == nil {
+				break
+			}
+			if n == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+				return w.fail(err)
+			}
+			// The consumer took bytes within the limit: it is reading.
+			p = p[n:]
+			if err := w.arm(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
+// rearm is arm for a Conn's write that waits for room after bytes went
+// out (writeVecArmed); an error fails the writer (arm), and the write
+// ends at the deadline set before.
+func (w *ChunkWriter) rearm() { w.arm() } //nolint:errcheck // kept in w.err
+
 // arm moves the write deadline to timeout from now, when it is less than
-// seven eighths of that away: a consumer that reads nothing for about the
+// seven eighths of that away: a consumer that takes no byte for about the
 // timeout is given up, at the cost of a timer update every timeout/8 rather
 // than on every write.
 func (w *ChunkWriter) arm() error {
