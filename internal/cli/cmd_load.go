@@ -57,34 +57,49 @@ error).
 Each run posts the next --input file in turn (or a small default input),
 with a fresh threadId and runId. With neither -n nor -d it runs for 10s.
 While it runs it shows a progress line on a terminal and a plain line per
---interval otherwise; Ctrl-C stops it, cuts the runs in flight (not judged)
-and prints the report of what ran.
+--interval otherwise; Ctrl-C stops it and prints the report of what ran.
+A run still in flight when the load ends (--drain after -d, or Ctrl-C) is
+a failed run of its own kind, unfinished, with how long it had been silent.
 
-Exit status: 0 when every run was complete and every --threshold held, 1
-when any run failed or a threshold did not hold (or the load could not
-start), 2 on usage errors, 130 when interrupted.
+Exit status, k6's rule: with --threshold, the thresholds alone decide: 0
+when every one held, 99 when one was crossed; without, 0 when every run was
+complete, 1 when any failed. 1 also when the load could not start, 2 on
+usage errors, 130 on SIGINT (Ctrl-C), 143 on SIGTERM. The last line printed
+says why.
 
 examples:
   # the demo agent's synthetic scenario through the relay (go run . first)
   agui-relay load -c 100 -d 10s 'http://127.0.0.1:8080/agent?scenario=synthetic&events=1000'
   # an agent of your own, with auth, your inputs in turn, 5 new runs a second
-  agui-relay load -c 50 -n 500 --rate 5 --header 'Authorization: Bearer $TOKEN' \
+  agui-relay load -c 50 -n 500 --rate 5 --header "Authorization: Bearer $TOKEN" \
       --input chat1.json --input chat2.json https://agent.example.com/api/agent
   # what the relay in front of an agent costs, in alternating rounds
   agui-relay load -c 10,100,500 -d 20s --out report/ --name agent --name relay \
       http://127.0.0.1:8000/agent --compare http://127.0.0.1:8080/agent
-  # a CI gate: exit 1 when the p99 time to first event or the errors are over
+  # a CI gate: exit 99 when the p99 time to first event or the share of
+  # failed runs crosses its threshold (failed runs alone do not)
   agui-relay load -c 20 -n 200 --threshold 'first_event.p99<500ms' --threshold 'errors<1%' URL
 
 flags:
 `
 
 func runLoad(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first Ctrl-C ends the load and prints the report; a second one
-	// kills the process as usual.
-	context.AfterFunc(ctx, stop)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	// The first SIGINT or SIGTERM ends the load and prints the report, the
+	// exit status naming the signal; a second one kills the process as
+	// usual.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			signal.Stop(sigs)
+			cancel(signalCause{sig})
+		case <-ctx.Done():
+		}
+	}()
 	return loadCommand(ctx, args, stdout, stderr, term.IsTerminal(int(os.Stderr.Fd())))
 }
 
@@ -282,13 +297,69 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		}
 		fmt.Fprintf(stdout, "\nwritten: %s\n", strings.Join(rep.files(o.out), ", "))
 	}
-	switch {
-	case rep.Interrupted:
-		return 130
-	case rep.failed(), rep.thresholdsFailed():
-		return 1
+	sig := os.Signal(os.Interrupt)
+	var sc signalCause
+	if errors.As(context.Cause(ctx), &sc) {
+		sig = sc.sig
 	}
-	return 0
+	code, why := rep.exitStatus(sig)
+	fmt.Fprintf(stdout, "\n%s\n", why)
+	return code
+}
+
+// The load command's exit statuses past 0 and 2 (usage): 99 for a crossed
+// threshold is k6's, apart from a failed run's and a load that could not
+// start.
+const (
+	loadExitFailed     = 1
+	loadExitThresholds = 99
+)
+
+// exitStatus is the load's exit status and the line that says why. As in
+// k6, with --threshold the thresholds alone decide; without, any failed
+// run fails the load. A load a signal ended exits 128 + its number, as a
+// shell reports it (130 for SIGINT, 143 for SIGTERM).
+func (r *loadReport) exitStatus(sig os.Signal) (int, string) {
+	runs, failed := r.runs()
+	crossed := 0
+	for _, t := range r.Thresholds {
+		if !t.OK {
+			crossed++
+		}
+	}
+	switch {
+	case r.Interrupted:
+		code := 130
+		if s, ok := sig.(syscall.Signal); ok {
+			code = 128 + int(s)
+		}
+		return code, fmt.Sprintf("exit %d: interrupted by %s; the report covers what ran until then", code, signalName(sig))
+	case len(r.Thresholds) > 0 && crossed > 0:
+		return loadExitThresholds, fmt.Sprintf("exit %d: %d of %d threshold verdicts crossed (with --threshold, the thresholds alone decide)", loadExitThresholds, crossed, len(r.Thresholds))
+	case len(r.Thresholds) > 0 && failed > 0:
+		return 0, fmt.Sprintf("exit 0: every threshold held (with --threshold, the thresholds alone decide: %d of %d runs failed)", failed, runs)
+	case len(r.Thresholds) > 0:
+		return 0, "exit 0: every threshold held"
+	case failed > 0:
+		return loadExitFailed, fmt.Sprintf("exit %d: %d of %d runs failed (without --threshold, any failed run fails the load)", loadExitFailed, failed, runs)
+	}
+	return 0, fmt.Sprintf("exit 0: every run complete (%d)", runs)
+}
+
+// signalCause is the cause of a load's context that a signal ended.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string { return "signal " + signalName(c.sig) }
+
+// signalName names a signal as kill -l does: SIGINT, SIGTERM.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 // headerFlag parses a repeated "Name: value" flag into headers.
