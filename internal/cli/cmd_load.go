@@ -118,19 +118,23 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		return nil
 	})
 	fs.Int64Var(&o.runs, "n", 0, "runs per level (with --compare: per target); 0: by -d")
-	fs.DurationVar(&o.duration, "d", 0, "duration per level (with --compare: per target); no run starts after it (default 10s when -n is not given)")
-	fs.DurationVar(&o.ramp, "ramp", 0, "spread the start of the concurrent runs over this long")
-	fs.Float64Var(&o.rate, "rate", 0, "at most this many new runs per second (0: the next run as soon as one ends)")
+	durationVar(fs, &o.duration, "d", 0, "`duration` per level (with --compare: per target), with its unit (5s); no run starts after it (default 10s when -n is not given)")
+	durationVar(fs, &o.ramp, "ramp", 0, "spread the start of the concurrent runs over this `duration`")
+	fs.Func("rate", "at most this many new runs per second, `N` or N/s (0: the next run as soon as one ends)", func(s string) (err error) {
+		o.rate, err = parseRate(s)
+		return err
+	})
 	fs.Func("input", "a RunAgentInput file; repeat for several, taken in turn (default: one user message, protocolVersion 1.0)", func(s string) error {
 		o.inputs = append(o.inputs, s)
 		return nil
 	})
 	fs.Func("header", "a request header 'Name: value'; repeat for several", headerFlag(&o.headers))
-	fs.DurationVar(&o.timeouts.Connect, "connect-timeout", o.timeouts.Connect, "time to connect (0: none)")
-	fs.DurationVar(&o.timeouts.Headers, "headers-timeout", o.timeouts.Headers, "time from the request to the response's headers (0: none)")
-	fs.DurationVar(&o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "longest silence inside a stream (0: none)")
-	fs.DurationVar(&o.timeouts.Run, "run-timeout", o.timeouts.Run, "longest run (0: none)")
-	fs.DurationVar(&o.drain, "drain", 10*time.Second, "with -d, how long runs in flight at its end may take to finish before they are cut")
+	fs.Func("H", "a request `header` 'Name: value', as curl and hey take it: short for --header", headerFlag(&o.headers))
+	durationVar(fs, &o.timeouts.Connect, "connect-timeout", o.timeouts.Connect, "time to connect, a `duration` (0: none)")
+	durationVar(fs, &o.timeouts.Headers, "headers-timeout", o.timeouts.Headers, "time from the request to the response's headers, a `duration` (0: none)")
+	durationVar(fs, &o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "longest silence inside a stream, a `duration` (0: none)")
+	durationVar(fs, &o.timeouts.Run, "run-timeout", o.timeouts.Run, "longest run, a `duration` (0: none)")
+	durationVar(fs, &o.drain, "drain", 10*time.Second, "with -d, how long runs in flight at its end may take to finish, a `duration`; then they are cut and fail (unfinished)")
 	o.judge = load.JudgeAuto
 	fs.Func("judge-every", "judge the body of one event in N against the 1.0 rules (1: every event, 0: none); auto: every event up to 20k a second across the load, a sample above (a judged body costs about 0.5 µs of CPU), and every run's order up to 200k events a second, a sample of runs above (the others' last event must be terminal); every run's terminal event is checked in any case, and with N every run's order (default auto)", func(s string) error {
 		if s == "auto" {
@@ -162,7 +166,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		return err
 	})
 	fs.IntVar(&o.rounds, "rounds", 4, "with --compare, rounds per target (the runs or duration are split between them)")
-	fs.DurationVar(&o.interval, "interval", time.Second, "period of the progress lines and the time series")
+	durationVar(fs, &o.interval, "interval", time.Second, "period of the progress lines and the time series, a `duration`")
 	fs.StringVar(&o.progress, "progress", "auto", "auto (a progress bar on a terminal, lines otherwise), bar, lines or none")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), loadUsage)

@@ -162,14 +162,14 @@ func ratio(b, a float64) string {
 }
 
 func timingsTable(res *load.Result) *table {
-	t := &table{head: []string{"time", "min", "mean", "p50", "p90", "p99", "p99.9", "max", "n"}}
+	t := &table{head: []string{"time", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max", "n"}}
 	for _, tm := range load.Timings() {
 		s := res.Summary(tm)
 		if s.N == 0 {
-			t.add(tm.String(), "–", "–", "–", "–", "–", "–", "–", "0")
+			t.add(tm.String(), "–", "–", "–", "–", "–", "–", "–", "–", "0")
 			continue
 		}
-		t.add(tm.String(), dur(s.Min), dur(s.Mean), dur(s.P50), dur(s.P90), dur(s.P99), dur(s.P999), dur(s.Max), fmt.Sprint(s.N))
+		t.add(tm.String(), dur(s.Min), dur(s.Mean), dur(s.P50), dur(s.P90), dur(s.P95), dur(s.P99), dur(s.P999), dur(s.Max), fmt.Sprint(s.N))
 	}
 	return t
 }

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -219,7 +220,7 @@ type Result struct {
 	Unfinished int64 `json:"unfinished"`
 	Events     int64 `json:"events"`
 	Bytes      int64 `json:"bytes"`
-	JudgeEvery int   `json:"judge_every"` // Config.JudgeEvery: -1 is JudgeAuto
+	JudgeEvery int   `json:"judge_every"` // Config.JudgeEvery; JudgeAuto is "auto" in JSON
 	Judged     int64 `json:"events_judged"`
 	// IDsIgnored counts the judged runs whose RUN_STARTED named a threadId
 	// or runId other than the ones posted; IDsExample is the first.
@@ -243,6 +244,48 @@ type Result struct {
 	Stopped      bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
 
 	hists hists
+}
+
+// resultJSON is a Result as JSON has it: judge_every a number, or "auto"
+// for JudgeAuto, as --judge-every takes it.
+type resultJSON struct {
+	plainResult
+	JudgeEvery any `json:"judge_every"`
+}
+
+type plainResult Result // without Result's methods: no recursion
+
+// MarshalJSON writes JudgeAuto as "auto".
+func (r Result) MarshalJSON() ([]byte, error) {
+	var every any = r.JudgeEvery
+	if r.JudgeEvery == JudgeAuto {
+		every = "auto"
+	}
+	return json.Marshal(resultJSON{plainResult(r), every})
+}
+
+// UnmarshalJSON reads judge_every as MarshalJSON writes it.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var v struct {
+		*plainResult
+		JudgeEvery json.RawMessage `json:"judge_every"`
+	}
+	v.plainResult = (*plainResult)(r)
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch s := string(v.JudgeEvery); s {
+	case "", "null":
+	case `"auto"`:
+		r.JudgeEvery = JudgeAuto
+	default:
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("judge_every: %s is neither \"auto\" nor a whole number", s)
+		}
+		r.JudgeEvery = n
+	}
+	return nil
 }
 
 // Summary returns one timing's distribution.
