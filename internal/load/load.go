@@ -1182,7 +1182,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	tick := time.NewTicker(r.cfg.Interval)
 	defer tick.Stop()
 	prevT, pointFrom := r.start, r.start // the last sample's time; the start of the last point's interval
-	var prevEvents, prevBytes, prevDone int64
+	var prevEvents, prevBytes int64
 	h := newPointHist() // the last point's interval's whole runs, merged from the shards
 	// The judged runs' first times by the interval they came in, until its
 	// point has them all: before summarized, the points have.
@@ -1226,7 +1226,6 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			sh.mu.Unlock()
 		}
 		ev, by := r.events.Load(), r.bytes.Load()
-		dt := now.Sub(prevT).Seconds()
 		var p *Point
 		if extend {
 			p = &r.series[k-1]
@@ -1239,7 +1238,10 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			p, pointFrom = &r.series[k], prevT
 		}
 		p.At, p.Run = now.Sub(r.start).Seconds(), summarize(h)
-		if d := now.Sub(pointFrom).Seconds(); d > 0 {
+		// Rates are the point's: a short last interval joins the point
+		// before, its runs and events over the point's whole length.
+		d := now.Sub(pointFrom).Seconds()
+		if d > 0 {
 			p.EventsPerSec = float64(p.Events) / d
 		}
 		for ; summarized < done; summarized++ {
@@ -1253,10 +1255,9 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 		if r.cfg.Progress != nil {
 			pr := r.Progress()
 			pr.EventsPerSec = p.EventsPerSec
-			if dt > 0 {
-				pr.RunsSec = float64(pr.Done-prevDone) / dt
+			if d > 0 {
+				pr.RunsSec = float64(p.Runs) / d
 			}
-			prevDone = pr.Done
 			r.cfg.Progress(pr)
 		}
 		prevT, prevEvents, prevBytes = now, ev, by

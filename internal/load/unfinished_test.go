@@ -2,10 +2,8 @@ package load_test
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,27 +147,5 @@ func TestRunsInFlightWhenTheContextEndsFail(t *testing.T) {
 	}
 	if ex := res.Examples[load.KindUnfinished]; !strings.Contains(ex, "still in flight when the load was interrupted") {
 		t.Errorf("example %q", ex)
-	}
-}
-
-// results.json says judge_every "auto", and reads back as it was.
-func TestResultJSONSaysJudgeEveryAuto(t *testing.T) {
-	for _, every := range []int{load.JudgeAuto, 0, 3} {
-		in := load.Result{URL: "http://a/", Runs: 2, Unfinished: 1, JudgeEvery: every}
-		b, err := json.Marshal(&in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := `"judge_every":` + strconv.Itoa(every)
-		if every == load.JudgeAuto {
-			want = `"judge_every":"auto"`
-		}
-		if !strings.Contains(string(b), want) || !strings.Contains(string(b), `"unfinished":1`) {
-			t.Errorf("%s, want %s", b, want)
-		}
-		var out load.Result
-		if err := json.Unmarshal(b, &out); err != nil || out.JudgeEvery != every || out.Runs != 2 || out.URL != "http://a/" {
-			t.Errorf("%s read back as %+v, %v", b, out, err)
-		}
 	}
 }
