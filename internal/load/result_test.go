@@ -62,3 +62,15 @@ func TestLastProgressRatesAreThePoints(t *testing.T) {
 		t.Errorf("last progress %.1f runs/s, %.1f events/s; the point's %.1f runs/s, %.1f events/s", last.RunsSec, last.EventsPerSec, want, p.EventsPerSec)
 	}
 }
+
+// The demo agent's synthetic scenario sends exactly events=N events, RUN_STARTED
+// and RUN_FINISHED included, each run complete and well formed.
+func TestSyntheticEventsAreExact(t *testing.T) {
+	base := startDemo(t)
+	for _, n := range []int{3, 5, 100} {
+		res := run(t, load.Config{URL: base + "/agent?scenario=synthetic&events=" + strconv.Itoa(n), Concurrency: 1, Runs: 2})
+		if res.Events != int64(2*n) || res.Complete != 2 || res.Malformed != 0 || len(res.Errors) != 0 {
+			t.Errorf("events=%d: %d events in 2 runs, %d complete, %d malformed, errors %v %v", n, res.Events, res.Complete, res.Malformed, res.Errors, res.Examples)
+		}
+	}
+}
