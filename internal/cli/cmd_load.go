@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -419,11 +420,10 @@ func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, st
 		} else if cfg.Duration > 0 {
 			total = int64(cfg.Duration / time.Second)
 		}
-		bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(label),
-			progressbar.OptionSetWidth(20), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
-			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionSetRenderBlankState(true))
+		barWidth, descWidth := progressWidths(terminalColumns(stderr))
+		bar = newProgressBar(total, barWidth, label, stderr)
 		cfg.Progress = func(p load.Progress) {
-			bar.Describe(progressLine(label, p))
+			bar.Describe(progressLine(label, p, descWidth))
 			if cfg.Runs > 0 {
 				bar.Set64(p.Done) //nolint:errcheck // only draws
 			} else {
@@ -431,7 +431,7 @@ func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, st
 			}
 		}
 	case "lines":
-		cfg.Progress = func(p load.Progress) { fmt.Fprintln(stderr, "load: "+progressLine(label, p)) }
+		cfg.Progress = func(p load.Progress) { fmt.Fprintln(stderr, "load: "+progressLine(label, p, 0)) }
 	}
 	res, err := load.Run(ctx, cfg)
 	if bar != nil {
@@ -442,9 +442,61 @@ func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, st
 	return res, err
 }
 
-func progressLine(label string, p load.Progress) string {
-	return fmt.Sprintf("%s %4.0fs: runs %d done, %d complete, %d failed, %d in flight; %s events/s, %.1f runs/s",
-		label, p.Elapsed.Seconds(), p.Done, p.Complete, p.Failed, p.InFlight, humanCount(p.EventsPerSec), p.RunsSec)
+func newProgressBar(total int64, width int, label string, w io.Writer) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(label),
+		progressbar.OptionSetWidth(width), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
+		progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionSetRenderBlankState(true))
+}
+
+// terminalColumns is the width of the terminal w writes to; 0 when it is
+// not one.
+func terminalColumns(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return cols
+		}
+	}
+	return 0
+}
+
+// progressWidths splits a terminal's columns between the progress bar and
+// its description, so that the line does not wrap: the bar's percentage,
+// brackets and [elapsed:left] take barOverhead columns beside the bar.
+// With no columns (not a terminal) neither is limited.
+func progressWidths(cols int) (bar, desc int) {
+	switch {
+	case cols <= 0:
+		return 20, 0
+	case cols < 120:
+		bar = 10
+	default:
+		bar = 20
+	}
+	return bar, max(cols-bar-barOverhead, 10)
+}
+
+// barOverhead is what a progress bar's line holds beside the bar and its
+// description: " 45% |", "| ", "[59m59s:1h0m0s]" and the spaces between.
+const barOverhead = 27
+
+// progressLine is the progress of a load in at most width runes (0: any),
+// the fullest of its forms that fits.
+func progressLine(label string, p load.Progress, width int) string {
+	forms := []string{
+		fmt.Sprintf("%s %4.0fs: runs %d done, %d complete, %d failed, %d in flight; %s events/s, %.1f runs/s",
+			label, p.Elapsed.Seconds(), p.Done, p.Complete, p.Failed, p.InFlight, humanCount(p.EventsPerSec), p.RunsSec),
+		fmt.Sprintf("%s: %d done, %d failed, %d in flight, %s ev/s, %.1f runs/s",
+			label, p.Done, p.Failed, p.InFlight, humanCount(p.EventsPerSec), p.RunsSec),
+		fmt.Sprintf("%s: %d done, %d failed, %s ev/s, %.1f runs/s", label, p.Done, p.Failed, humanCount(p.EventsPerSec), p.RunsSec),
+		fmt.Sprintf("%s: %d done, %d failed, %.1f runs/s", label, p.Done, p.Failed, p.RunsSec),
+		fmt.Sprintf("%d done, %d failed", p.Done, p.Failed),
+	}
+	for _, f := range forms {
+		if width <= 0 || utf8.RuneCountInString(f) <= width {
+			return f
+		}
+	}
+	return string([]rune(forms[len(forms)-1])[:width])
 }
 
 // humanCount writes a rate with a k or M suffix.
