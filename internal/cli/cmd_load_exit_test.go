@@ -4,15 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // hangingAgent answers every run at once but every 10th, the first among
@@ -97,32 +99,10 @@ func TestLoadHungRunsFail(t *testing.T) {
 
 // An agent that accepts connections and never responds fails the load.
 func TestLoadAgentThatNeverRespondsFails(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	code, out, errs := loadCmd(t, context.Background(), "-c", "2", "-d", "100ms", "--drain", "100ms", "--progress", "none", "http://"+ln.Addr().String()+"/agent")
+	// It reads the requests and never responds, until the load closes the
+	// connection.
+	addr := testkit.AcceptEach(t, func(c net.Conn) { io.Copy(io.Discard, c) }) //nolint:errcheck
+	code, out, errs := loadCmd(t, context.Background(), "-c", "2", "-d", "100ms", "--drain", "100ms", "--progress", "none", "http://"+addr+"/agent")
 	if code != 1 || strings.Contains(out, "errors: none") {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
 	}

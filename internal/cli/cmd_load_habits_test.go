@@ -164,3 +164,22 @@ func TestLoadFilesSayWhatHappened(t *testing.T) {
 		t.Errorf("judge_every %v", v)
 	}
 }
+
+// The help's examples run as shown: the token in double quotes, so that
+// the shell expands it, and the exit statuses as they are.
+func TestLoadAndCheckHelpExamples(t *testing.T) {
+	for _, args := range [][]string{{"load", "--help"}, {"check", "--help"}} {
+		code, out, errs := runCmd(t, "", args...)
+		help := out + errs
+		if code != 0 || !strings.Contains(help, `--header "Authorization: Bearer $TOKEN"`) || strings.Contains(help, `'Authorization: Bearer $TOKEN'`) {
+			t.Errorf("%v: exit %d, the --header example:\n%s", args, code, help)
+		}
+		if args[0] == "load" {
+			wantContains(t, help, "with --threshold, the thresholds alone decide: 0\nwhen every one held, 99 when one was crossed", "143 on SIGTERM",
+				"# a CI gate: exit 99 when the p99 time to first event or the share of", "-H header", "-rate N")
+			if strings.Contains(help, "the errors are over") {
+				t.Errorf("load --help: the CI example's exit 1:\n%s", help)
+			}
+		}
+	}
+}

@@ -2,13 +2,9 @@ package load_test
 
 import (
 	"encoding/json"
-	"math"
-	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/agui-relay/agui-relay/internal/load"
 )
@@ -32,34 +28,6 @@ func TestResultJSONSaysJudgeEveryAuto(t *testing.T) {
 		if err := json.Unmarshal(b, &out); err != nil || out.JudgeEvery != every || out.Runs != 2 || out.URL != "http://a/" {
 			t.Errorf("%s read back as %+v, %v", b, out, err)
 		}
-	}
-}
-
-// The last progress's runs/s is its point's: a last interval too short to
-// be a point of its own joins the point before for runs/s as for events/s
-// (it printed runs over a few milliseconds: 500 times too many).
-func TestLastProgressRatesAreThePoints(t *testing.T) {
-	release := make(chan struct{})
-	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
-		sse(w, started)
-		<-release
-		sse(w, finished)
-	})
-	var once sync.Once
-	var last load.Progress
-	cfg := load.Config{URL: url, Concurrency: 1, Runs: 1, Interval: 200 * time.Millisecond, Timeouts: load.DefaultTimeouts}
-	cfg.Progress = func(p load.Progress) {
-		last = p
-		once.Do(func() { close(release) })
-	}
-	res := run(t, cfg)
-	if len(res.Series) != 1 {
-		t.Fatalf("series %+v: the last interval was a point of its own", res.Series)
-	}
-	p := res.Series[0]
-	want := float64(p.Runs) / p.At
-	if math.Abs(last.RunsSec-want) > 1e-9*want || math.Abs(last.EventsPerSec-p.EventsPerSec) > 1e-9*p.EventsPerSec {
-		t.Errorf("last progress %.1f runs/s, %.1f events/s; the point's %.1f runs/s, %.1f events/s", last.RunsSec, last.EventsPerSec, want, p.EventsPerSec)
 	}
 }
 

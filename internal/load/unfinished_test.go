@@ -2,6 +2,7 @@ package load_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agui-relay/agui-relay/internal/load"
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // records collects a load's run records.
@@ -89,32 +91,10 @@ func TestRunsInFlightAtTheDrainsEndFail(t *testing.T) {
 // An agent that accepts connections and never answers: every run fails,
 // none passes unseen.
 func TestAnAgentThatNeverAnswersFails(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	res := run(t, load.Config{URL: "http://" + ln.Addr().String() + "/agent", Concurrency: 2, Duration: 100 * time.Millisecond, Drain: 100 * time.Millisecond})
+	// It reads the requests and never responds, until the load closes the
+	// connection.
+	addr := testkit.AcceptEach(t, func(c net.Conn) { io.Copy(io.Discard, c) }) //nolint:errcheck
+	res := run(t, load.Config{URL: "http://" + addr + "/agent", Concurrency: 2, Duration: 100 * time.Millisecond, Drain: 100 * time.Millisecond})
 	if res.Runs != 2 || res.Complete != 0 || res.Unfinished != 2 || res.Errors[load.KindUnfinished] != 2 {
 		t.Fatalf("runs %d complete %d unfinished %d errors %v", res.Runs, res.Complete, res.Unfinished, res.Errors)
 	}
