@@ -58,7 +58,7 @@ examples:
   agui-relay check --version 0.0.45 emitted.sse
   agui-relay check --profiles producer.sse
   agui-relay check --url 'http://127.0.0.1:8080/agent?version=0.0.40'
-  agui-relay check --url https://agent.example.com/api --header 'Authorization: Bearer $TOKEN' --input chat.json
+  agui-relay check --url https://agent.example.com/api --header "Authorization: Bearer $TOKEN" --input chat.json
 
 flags:
 `)

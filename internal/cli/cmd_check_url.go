@@ -331,6 +331,7 @@ type liveOptions struct {
 func (o *liveOptions) flags(fs *flag.FlagSet) {
 	o.timeouts = load.Timeouts{Connect: 10 * time.Second, Headers: 5 * time.Minute, Idle: 5 * time.Minute, Run: 10 * time.Minute}
 	fs.Func("header", "with --url, a request header 'Name: value'; repeat for several", headerFlag(&o.headers))
+	fs.Func("H", "with --url, a request `header` 'Name: value', as curl and hey take it: short for --header", headerFlag(&o.headers))
 	fs.DurationVar(&o.timeouts.Connect, "connect-timeout", o.timeouts.Connect, "with --url, time to connect (0: none)")
 	fs.DurationVar(&o.timeouts.Headers, "headers-timeout", o.timeouts.Headers, "with --url, time from the request to the response's headers (0: none)")
 	fs.DurationVar(&o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "with --url, longest silence inside the stream (0: none)")

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -57,34 +58,49 @@ error).
 Each run posts the next --input file in turn (or a small default input),
 with a fresh threadId and runId. With neither -n nor -d it runs for 10s.
 While it runs it shows a progress line on a terminal and a plain line per
---interval otherwise; Ctrl-C stops it, cuts the runs in flight (not judged)
-and prints the report of what ran.
+--interval otherwise; Ctrl-C stops it and prints the report of what ran.
+A run still in flight when the load ends (--drain after -d, or Ctrl-C) is
+a failed run of its own kind, unfinished, with how long it had been silent.
 
-Exit status: 0 when every run was complete and every --threshold held, 1
-when any run failed or a threshold did not hold (or the load could not
-start), 2 on usage errors, 130 when interrupted.
+Exit status, k6's rule: with --threshold, the thresholds alone decide: 0
+when every one held, 99 when one was crossed; without, 0 when every run was
+complete, 1 when any failed. 1 also when the load could not start, 2 on
+usage errors, 130 on SIGINT (Ctrl-C), 143 on SIGTERM. The last line printed
+says why.
 
 examples:
   # the demo agent's synthetic scenario through the relay (go run . first)
   agui-relay load -c 100 -d 10s 'http://127.0.0.1:8080/agent?scenario=synthetic&events=1000'
   # an agent of your own, with auth, your inputs in turn, 5 new runs a second
-  agui-relay load -c 50 -n 500 --rate 5 --header 'Authorization: Bearer $TOKEN' \
+  agui-relay load -c 50 -n 500 --rate 5 --header "Authorization: Bearer $TOKEN" \
       --input chat1.json --input chat2.json https://agent.example.com/api/agent
   # what the relay in front of an agent costs, in alternating rounds
   agui-relay load -c 10,100,500 -d 20s --out report/ --name agent --name relay \
       http://127.0.0.1:8000/agent --compare http://127.0.0.1:8080/agent
-  # a CI gate: exit 1 when the p99 time to first event or the errors are over
+  # a CI gate: exit 99 when the p99 time to first event or the share of
+  # failed runs crosses its threshold (failed runs alone do not)
   agui-relay load -c 20 -n 200 --threshold 'first_event.p99<500ms' --threshold 'errors<1%' URL
 
 flags:
 `
 
 func runLoad(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first Ctrl-C ends the load and prints the report; a second one
-	// kills the process as usual.
-	context.AfterFunc(ctx, stop)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	// The first SIGINT or SIGTERM ends the load and prints the report, the
+	// exit status naming the signal; a second one kills the process as
+	// usual.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			signal.Stop(sigs)
+			cancel(signalCause{sig})
+		case <-ctx.Done():
+		}
+	}()
 	return loadCommand(ctx, args, stdout, stderr, term.IsTerminal(int(os.Stderr.Fd())))
 }
 
@@ -103,19 +119,23 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		return nil
 	})
 	fs.Int64Var(&o.runs, "n", 0, "runs per level (with --compare: per target); 0: by -d")
-	fs.DurationVar(&o.duration, "d", 0, "duration per level (with --compare: per target); no run starts after it (default 10s when -n is not given)")
-	fs.DurationVar(&o.ramp, "ramp", 0, "spread the start of the concurrent runs over this long")
-	fs.Float64Var(&o.rate, "rate", 0, "at most this many new runs per second (0: the next run as soon as one ends)")
+	durationVar(fs, &o.duration, "d", 0, "`duration` per level (with --compare: per target), with its unit (5s); no run starts after it (default 10s when -n is not given)")
+	durationVar(fs, &o.ramp, "ramp", 0, "spread the start of the concurrent runs over this `duration`")
+	fs.Func("rate", "at most this many new runs per second, a `number` or number/s as vegeta takes it (20 or 20/s; 0: the next run as soon as one ends)", func(s string) (err error) {
+		o.rate, err = parseRate(s)
+		return err
+	})
 	fs.Func("input", "a RunAgentInput file; repeat for several, taken in turn (default: one user message, protocolVersion 1.0)", func(s string) error {
 		o.inputs = append(o.inputs, s)
 		return nil
 	})
 	fs.Func("header", "a request header 'Name: value'; repeat for several", headerFlag(&o.headers))
-	fs.DurationVar(&o.timeouts.Connect, "connect-timeout", o.timeouts.Connect, "time to connect (0: none)")
-	fs.DurationVar(&o.timeouts.Headers, "headers-timeout", o.timeouts.Headers, "time from the request to the response's headers (0: none)")
-	fs.DurationVar(&o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "longest silence inside a stream (0: none)")
-	fs.DurationVar(&o.timeouts.Run, "run-timeout", o.timeouts.Run, "longest run (0: none)")
-	fs.DurationVar(&o.drain, "drain", 10*time.Second, "with -d, how long runs in flight at its end may take to finish before they are cut")
+	fs.Func("H", "a request `header` 'Name: value', as curl and hey take it: short for --header", headerFlag(&o.headers))
+	durationVar(fs, &o.timeouts.Connect, "connect-timeout", o.timeouts.Connect, "time to connect, a `duration` (0: none)")
+	durationVar(fs, &o.timeouts.Headers, "headers-timeout", o.timeouts.Headers, "time from the request to the response's headers, a `duration` (0: none)")
+	durationVar(fs, &o.timeouts.Idle, "idle-timeout", o.timeouts.Idle, "longest silence inside a stream, a `duration` (0: none)")
+	durationVar(fs, &o.timeouts.Run, "run-timeout", o.timeouts.Run, "longest run, a `duration` (0: none)")
+	durationVar(fs, &o.drain, "drain", 10*time.Second, "with -d, how long runs in flight at its end may take to finish, a `duration`; then they are cut and fail (unfinished)")
 	o.judge = load.JudgeAuto
 	fs.Func("judge-every", "judge the body of one event in N against the 1.0 rules (1: every event, 0: none); auto: every event up to 20k a second across the load, a sample above (a judged body costs about 0.5 µs of CPU), and every run's order up to 200k events a second, a sample of runs above (the others' last event must be terminal); every run's terminal event is checked in any case, and with N every run's order (default auto)", func(s string) error {
 		if s == "auto" {
@@ -147,7 +167,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		return err
 	})
 	fs.IntVar(&o.rounds, "rounds", 4, "with --compare, rounds per target (the runs or duration are split between them)")
-	fs.DurationVar(&o.interval, "interval", time.Second, "period of the progress lines and the time series")
+	durationVar(fs, &o.interval, "interval", time.Second, "period of the progress lines and the time series, a `duration`")
 	fs.StringVar(&o.progress, "progress", "auto", "auto (a progress bar on a terminal, lines otherwise), bar, lines or none")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), loadUsage)
@@ -282,13 +302,69 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		}
 		fmt.Fprintf(stdout, "\nwritten: %s\n", strings.Join(rep.files(o.out), ", "))
 	}
-	switch {
-	case rep.Interrupted:
-		return 130
-	case rep.failed(), rep.thresholdsFailed():
-		return 1
+	sig := os.Signal(os.Interrupt)
+	var sc signalCause
+	if errors.As(context.Cause(ctx), &sc) {
+		sig = sc.sig
 	}
-	return 0
+	code, why := rep.exitStatus(sig)
+	fmt.Fprintf(stdout, "\n%s\n", why)
+	return code
+}
+
+// The load command's exit statuses past 0 and 2 (usage): 99 for a crossed
+// threshold is k6's, apart from a failed run's and a load that could not
+// start.
+const (
+	loadExitFailed     = 1
+	loadExitThresholds = 99
+)
+
+// exitStatus is the load's exit status and the line that says why. As in
+// k6, with --threshold the thresholds alone decide; without, any failed
+// run fails the load. A load a signal ended exits 128 + its number, as a
+// shell reports it (130 for SIGINT, 143 for SIGTERM).
+func (r *loadReport) exitStatus(sig os.Signal) (int, string) {
+	runs, failed := r.runs()
+	crossed := 0
+	for _, t := range r.Thresholds {
+		if !t.OK {
+			crossed++
+		}
+	}
+	switch {
+	case r.Interrupted:
+		code := 130
+		if s, ok := sig.(syscall.Signal); ok {
+			code = 128 + int(s)
+		}
+		return code, fmt.Sprintf("exit %d: interrupted by %s; the report covers what ran until then", code, signalName(sig))
+	case len(r.Thresholds) > 0 && crossed > 0:
+		return loadExitThresholds, fmt.Sprintf("exit %d: %d of %d threshold verdicts crossed (with --threshold, the thresholds alone decide)", loadExitThresholds, crossed, len(r.Thresholds))
+	case len(r.Thresholds) > 0 && failed > 0:
+		return 0, fmt.Sprintf("exit 0: every threshold held (with --threshold, the thresholds alone decide: %d of %d runs failed)", failed, runs)
+	case len(r.Thresholds) > 0:
+		return 0, "exit 0: every threshold held"
+	case failed > 0:
+		return loadExitFailed, fmt.Sprintf("exit %d: %d of %d runs failed (without --threshold, any failed run fails the load)", loadExitFailed, failed, runs)
+	}
+	return 0, fmt.Sprintf("exit 0: every run complete (%d)", runs)
+}
+
+// signalCause is the cause of a load's context that a signal ended.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string { return "signal " + signalName(c.sig) }
+
+// signalName names a signal as kill -l does: SIGINT, SIGTERM.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 // headerFlag parses a repeated "Name: value" flag into headers.
@@ -344,11 +420,10 @@ func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, st
 		} else if cfg.Duration > 0 {
 			total = int64(cfg.Duration / time.Second)
 		}
-		bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(label),
-			progressbar.OptionSetWidth(20), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
-			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionSetRenderBlankState(true))
+		barWidth, descWidth := progressWidths(terminalColumns(stderr))
+		bar = newProgressBar(total, barWidth, label, stderr)
 		cfg.Progress = func(p load.Progress) {
-			bar.Describe(progressLine(label, p))
+			bar.Describe(progressLine(label, p, descWidth))
 			if cfg.Runs > 0 {
 				bar.Set64(p.Done) //nolint:errcheck // only draws
 			} else {
@@ -356,7 +431,7 @@ func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, st
 			}
 		}
 	case "lines":
-		cfg.Progress = func(p load.Progress) { fmt.Fprintln(stderr, "load: "+progressLine(label, p)) }
+		cfg.Progress = func(p load.Progress) { fmt.Fprintln(stderr, "load: "+progressLine(label, p, 0)) }
 	}
 	res, err := load.Run(ctx, cfg)
 	if bar != nil {
@@ -367,9 +442,61 @@ func runOneLoad(ctx context.Context, cfg load.Config, label, progress string, st
 	return res, err
 }
 
-func progressLine(label string, p load.Progress) string {
-	return fmt.Sprintf("%s %4.0fs: runs %d done, %d complete, %d failed, %d in flight; %s events/s, %.1f runs/s",
-		label, p.Elapsed.Seconds(), p.Done, p.Complete, p.Failed, p.InFlight, humanCount(p.EventsPerSec), p.RunsSec)
+func newProgressBar(total int64, width int, label string, w io.Writer) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(label),
+		progressbar.OptionSetWidth(width), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
+		progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionSetRenderBlankState(true))
+}
+
+// terminalColumns is the width of the terminal w writes to; 0 when it is
+// not one.
+func terminalColumns(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return cols
+		}
+	}
+	return 0
+}
+
+// progressWidths splits a terminal's columns between the progress bar and
+// its description, so that the line does not wrap: the bar's percentage,
+// brackets and [elapsed:left] take barOverhead columns beside the bar.
+// With no columns (not a terminal) neither is limited.
+func progressWidths(cols int) (bar, desc int) {
+	switch {
+	case cols <= 0:
+		return 20, 0
+	case cols < 120:
+		bar = 10
+	default:
+		bar = 20
+	}
+	return bar, max(cols-bar-barOverhead, 10)
+}
+
+// barOverhead is what a progress bar's line holds beside the bar and its
+// description: " 45% |", "| ", "[59m59s:1h0m0s]" and the spaces between.
+const barOverhead = 27
+
+// progressLine is the progress of a load in at most width runes (0: any),
+// the fullest of its forms that fits.
+func progressLine(label string, p load.Progress, width int) string {
+	forms := []string{
+		fmt.Sprintf("%s %4.0fs: runs %d done, %d complete, %d failed, %d in flight; %s events/s, %.1f runs/s",
+			label, p.Elapsed.Seconds(), p.Done, p.Complete, p.Failed, p.InFlight, humanCount(p.EventsPerSec), p.RunsSec),
+		fmt.Sprintf("%s: %d done, %d failed, %d in flight, %s ev/s, %.1f runs/s",
+			label, p.Done, p.Failed, p.InFlight, humanCount(p.EventsPerSec), p.RunsSec),
+		fmt.Sprintf("%s: %d done, %d failed, %s ev/s, %.1f runs/s", label, p.Done, p.Failed, humanCount(p.EventsPerSec), p.RunsSec),
+		fmt.Sprintf("%s: %d done, %d failed, %.1f runs/s", label, p.Done, p.Failed, p.RunsSec),
+		fmt.Sprintf("%d done, %d failed", p.Done, p.Failed),
+	}
+	for _, f := range forms {
+		if width <= 0 || utf8.RuneCountInString(f) <= width {
+			return f
+		}
+	}
+	return string([]rune(forms[len(forms)-1])[:width])
 }
 
 // humanCount writes a rate with a k or M suffix.

@@ -47,15 +47,17 @@ type loadLevel struct {
 	rounds [][]*load.Result // per target, each round's own
 }
 
-func (r *loadReport) failed() bool {
+// runs counts the report's judged runs and the failed among them.
+func (r *loadReport) runs() (runs, failed int64) {
 	for _, lv := range r.Levels {
 		for _, res := range lv.Results {
-			if res != nil && res.Failed() > 0 {
-				return true
+			if res != nil {
+				runs += res.Runs
+				failed += res.Failed()
 			}
 		}
 	}
-	return false
+	return runs, failed
 }
 
 // shellQuote quotes each of args as a POSIX shell reads it back, so that a
@@ -160,14 +162,14 @@ func ratio(b, a float64) string {
 }
 
 func timingsTable(res *load.Result) *table {
-	t := &table{head: []string{"time", "min", "mean", "p50", "p90", "p99", "p99.9", "max", "n"}}
+	t := &table{head: []string{"time", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max", "n"}}
 	for _, tm := range load.Timings() {
 		s := res.Summary(tm)
 		if s.N == 0 {
-			t.add(tm.String(), "–", "–", "–", "–", "–", "–", "–", "0")
+			t.add(tm.String(), "–", "–", "–", "–", "–", "–", "–", "–", "0")
 			continue
 		}
-		t.add(tm.String(), dur(s.Min), dur(s.Mean), dur(s.P50), dur(s.P90), dur(s.P99), dur(s.P999), dur(s.Max), fmt.Sprint(s.N))
+		t.add(tm.String(), dur(s.Min), dur(s.Mean), dur(s.P50), dur(s.P90), dur(s.P95), dur(s.P99), dur(s.P999), dur(s.Max), fmt.Sprint(s.N))
 	}
 	return t
 }
@@ -177,11 +179,14 @@ func timingsTable(res *load.Result) *table {
 func summaryLines(res *load.Result) []string {
 	lines := []string{
 		fmt.Sprintf("throughput: %.1f runs/s, %s events/s, %s/s", res.RunsSec, humanCount(res.EventsSec), humanBytes(res.BytesSec)),
-		fmt.Sprintf("runs: %d judged, %d complete (%.1f%%), %d with RUN_FINISHED; %d cut by the load's end (not judged)",
-			res.Runs, res.Complete, 100*res.Completeness(), res.Finished, res.Interrupted),
+		fmt.Sprintf("runs: %d judged, %d complete (%.1f%%), %d with RUN_FINISHED; %d unfinished (in flight at the load's end: failed)",
+			res.Runs, res.Complete, 100*res.Completeness(), res.Finished, res.Unfinished),
 	}
 	if res.Runs == 0 {
-		lines[1] = fmt.Sprintf("runs: none ended; %d cut by the load's end (not judged)", res.Interrupted)
+		lines[1] = "runs: none started"
+	}
+	if res.Interrupted > 0 {
+		lines[1] += fmt.Sprintf("; %d cut (not judged)", res.Interrupted)
 	}
 	how := ""
 	switch {

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,8 +193,8 @@ func TestLoadHelp(t *testing.T) {
 	wantContains(t, errs, "usage: agui-relay load [flags] URL", "examples:", "--compare http://", "-idle-timeout duration", "(default 5m0s)", "-judge-every")
 }
 
-// Ctrl-C ends the load at once, cuts the runs in flight and still prints
-// the report of what ran.
+// Ctrl-C ends the load at once, fails the runs in flight as unfinished
+// and still prints the report of what ran.
 func TestLoadInterruptedStillReports(t *testing.T) {
 	arrived := make(chan struct{}, 16)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -224,7 +225,18 @@ func TestLoadInterruptedStillReports(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	wantContains(t, out, "interrupted: the report covers what ran until then",
-		"runs: 3 judged, 3 complete (100.0%), 3 with RUN_FINISHED; 3 cut by the load's end (not judged)")
+		"runs: 6 judged, 3 complete (50.0%), 3 with RUN_FINISHED; 3 unfinished (in flight at the load's end: failed)",
+		"unfinished              3  e.g. still in flight when the load was interrupted, silent for ")
+	wantLastLine(t, out, "exit 130: interrupted by SIGINT; the report covers what ran until then")
+}
+
+// wantLastLine checks the last line printed.
+func wantLastLine(t *testing.T, out, want string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if got := lines[len(lines)-1]; got != want {
+		t.Errorf("last line %q, want %q\n%s", got, want, out)
+	}
 }
 
 // On a terminal the progress is a bar whose description carries the
@@ -243,25 +255,34 @@ func TestLoadProgressBarOnATerminal(t *testing.T) {
 	wantContains(t, out.String(), "runs: 6 judged, 6 complete")
 }
 
-// Ctrl-C to the real process: the runs in flight are cut, the report of
-// what ran is printed, and the exit status is 130.
+// Ctrl-C to the real process: the runs in flight are unfinished, the
+// report of what ran is printed, and the exit status is 130; SIGTERM the
+// same with 143 (128 + 15), as a shell reports a process it ended.
 func TestLoadSIGINTPrintsTheReport(t *testing.T) {
-	srv, arrived := stuckProducer(t, 8)
-	cmd := exec.Command(relayBinary(t), "load", "-c", "2", "-d", "1h", "--progress", "none", srv.URL)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	bin := relayBinary(t)
+	for _, tc := range []struct {
+		sig  os.Signal
+		code int
+		name string
+	}{{os.Interrupt, 130, "SIGINT"}, {syscall.SIGTERM, 143, "SIGTERM"}} {
+		srv, arrived := stuckProducer(t, 8)
+		cmd := exec.Command(bin, "load", "-c", "2", "-d", "1h", "--progress", "none", srv.URL)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		<-arrived
+		<-arrived
+		cmd.Process.Signal(tc.sig)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != tc.code {
+			t.Fatalf("%s: %v, want exit %d\n%s", tc.name, err, tc.code, out.String())
+		}
+		wantContains(t, out.String(), "interrupted: the report covers what ran until then", "2 unfinished (in flight at the load's end: failed)")
+		wantLastLine(t, out.String(), fmt.Sprintf("exit %d: interrupted by %s; the report covers what ran until then", tc.code, tc.name))
 	}
-	<-arrived
-	<-arrived
-	cmd.Process.Signal(os.Interrupt)
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	wantContains(t, out.String(), "interrupted: the report covers what ran until then", "2 cut by the load's end (not judged)", "errors: none")
 }
 
 // -n runs per target are split between the rounds of --compare, each
@@ -323,7 +344,8 @@ func TestDurUnits(t *testing.T) {
 	}
 }
 
-// A Ctrl-C before any run ended: the report says so, with no share.
+// A Ctrl-C before any run ended: the runs in flight are the report's runs,
+// unfinished.
 func TestLoadInterruptedBeforeAnyRunEnded(t *testing.T) {
 	srv, arrived := stuckProducer(t, 4)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -336,20 +358,19 @@ func TestLoadInterruptedBeforeAnyRunEnded(t *testing.T) {
 	if code != 130 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	wantContains(t, out, "runs: none ended; 2 cut by the load's end (not judged)")
-	if strings.Contains(out, "%") {
-		t.Errorf("a share of no runs:\n%s", out)
-	}
+	wantContains(t, out, "runs: 2 judged, 0 complete (0.0%), 0 with RUN_FINISHED; 2 unfinished (in flight at the load's end: failed)",
+		"unfinished              2  e.g. still in flight when the load was interrupted, silent for ")
 }
 
-// A threshold that does not hold sets the exit status and is listed.
+// A crossed threshold sets the exit status, 99 as in k6, and is listed.
 func TestLoadThresholds(t *testing.T) {
 	at, _, _ := startServe(t, nil)
 	url := at.demo + "/agent?scenario=synthetic&events=20"
 	code, out, errs := loadCmd(t, context.Background(), "-n", "4", "-c", "2", "--threshold", "first_event.p99<1us", "--threshold", "errors<=0%", url)
-	if code != 1 {
-		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	if code != 99 {
+		t.Fatalf("exit %d, want 99\n%s\n%s", code, out, errs)
 	}
+	wantLastLine(t, out, "exit 99: 1 of 2 threshold verdicts crossed (with --threshold, the thresholds alone decide)")
 	wantContains(t, out, "thresholds:\n  FAILED  first_event.p99<1us: A, 2 concurrent: ", "\n  ok      errors<=0%: A, 2 concurrent: 0%")
 	for _, tc := range []struct{ arg, want string }{
 		{"first_event.p99<200", "a time takes a unit"},

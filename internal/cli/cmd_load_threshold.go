@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agui-relay/agui-relay/internal/load"
 )
 
 // thresholdGrammar is --threshold's help, and the documentation's.
-const thresholdGrammar = `a pass condition, k6-like, that sets the exit status (1 when one fails); repeat for several.
+const thresholdGrammar = `a pass condition, k6-like; with thresholds they alone decide the exit status (99 when one is crossed); repeat for several.
 METRIC OP VALUE, OP one of < <= > >=:
-  TIMING.STAT, TIMING headers, first_event, first_content, gap or run, STAT min, mean, p50, p90, p99, p99.9 or max, VALUE with a unit us, ms or s ('first_event.p99<200ms');
+  TIMING.STAT, TIMING headers, first_event, first_content, gap or run, STAT min, mean, p50, p90, p95, p99, p99.9 or max, VALUE a duration as Go writes it, with a unit ns, us (µs), ms, s, m or h ('first_event.p99<200ms');
   errors (failed runs among the judged) or complete, VALUE a percentage ('errors<0.1%');
   runs_per_sec or events_per_sec ('events_per_sec>=100000').
 Each target and level is held to each threshold`
@@ -28,6 +29,7 @@ type threshold struct {
 var thresholdStats = map[string]func(load.Summary) float64{
 	"min": func(s load.Summary) float64 { return s.Min }, "mean": func(s load.Summary) float64 { return s.Mean },
 	"p50": func(s load.Summary) float64 { return s.P50 }, "p90": func(s load.Summary) float64 { return s.P90 },
+	"p95": func(s load.Summary) float64 { return s.P95 },
 	"p99": func(s load.Summary) float64 { return s.P99 }, "p99.9": func(s load.Summary) float64 { return s.P999 },
 	"max": func(s load.Summary) float64 { return s.Max },
 }
@@ -78,26 +80,18 @@ func parseThreshold(s string) (threshold, error) {
 		return t, fmt.Errorf("%q: unknown metric %q (a timing headers, first_event, first_content, gap or run with .STAT; errors, complete, runs_per_sec, events_per_sec)", s, metric)
 	}
 	if thresholdStats[stat] == nil {
-		return t, fmt.Errorf("%q: unknown statistic %q (min, mean, p50, p90, p99, p99.9, max)", s, stat)
+		return t, fmt.Errorf("%q: unknown statistic %q (min, mean, p50, p90, p95, p99, p99.9, max)", s, stat)
 	}
 	t.metric, t.stat = name, stat
-	unit := 0.0
-	for _, u := range []struct {
-		suffix string
-		ms     float64
-	}{{"ms", 1}, {"us", 1e-3}, {"µs", 1e-3}, {"s", 1000}} {
-		if strings.HasSuffix(val, u.suffix) {
-			val, unit = strings.TrimSuffix(val, u.suffix), u.ms
-			break
-		}
+	// A time is a duration as Go's time.ParseDuration reads it.
+	d, err := time.ParseDuration(val)
+	switch {
+	case err != nil && strings.Trim(val, "0123456789.") == "" && val != "":
+		return t, fmt.Errorf("%q: a time takes a unit: ns, us (µs), ms, s, m or h", s)
+	case err != nil || d < 0:
+		return t, fmt.Errorf("%q: %q is not a duration of at least 0 (200ms, 1.5s, 500us)", s, val)
 	}
-	if unit == 0 {
-		return t, fmt.Errorf("%q: a time takes a unit: us, ms or s", s)
-	}
-	if t.value, err = num(val); err != nil {
-		return t, err
-	}
-	t.value *= unit
+	t.value = float64(d) / float64(time.Millisecond)
 	return t, nil
 }
 

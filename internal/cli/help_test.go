@@ -12,7 +12,7 @@ import (
 // into a nonsense value name. Every flag line of every command's --help is
 // "-name" or "-name value", with the value named in one word.
 func TestHelpNamesEachValueInOneWord(t *testing.T) {
-	line := regexp.MustCompile(`^  -[a-z0-9-]+( [a-z]+)?$`)
+	line := regexp.MustCompile(`^  -[A-Za-z0-9-]+( [a-z]+)?$`)
 	for cmd := range commands {
 		var out strings.Builder
 		run([]string{cmd, "--help"}, nil, io.Discard, &out)

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -49,8 +50,9 @@ type Config struct {
 	// limit.
 	Runs int64
 	// Duration ends the load when it is over: no run starts after it, and
-	// runs in flight get Drain to end before they are cut. 0 means no limit;
-	// with neither Runs nor Duration the load runs until Stop.
+	// runs in flight get Drain to end before they are cut, and fail as
+	// KindUnfinished. 0 means no limit; with neither Runs nor Duration the
+	// load runs until Stop.
 	Duration time.Duration
 	Drain    time.Duration
 	// Ramp spreads the start of the concurrent runs evenly over its length.
@@ -85,18 +87,22 @@ type Config struct {
 }
 
 // RunRecord is one run, as --out's runs.jsonl has it: the times are
-// milliseconds from the request (0: it never came).
+// milliseconds from the request, absent from the JSON (0 here) when they
+// did not happen, so that an average over them counts only those that did.
 type RunRecord struct {
 	Start        float64 `json:"start_s"` // seconds from the load's start to the request
 	Status       int     `json:"status"`  // HTTP status (0: none)
 	Kind         string  `json:"error_kind,omitempty"`
 	Error        string  `json:"error,omitempty"`
-	Cut          bool    `json:"cut,omitempty"` // cut by the load's end: not judged
+	Cut          bool    `json:"cut,omitempty"` // cut by Stop: not judged
 	Events       int64   `json:"events"`
-	Headers      float64 `json:"headers_ms"`
-	FirstEvent   float64 `json:"first_event_ms"`
-	FirstContent float64 `json:"first_content_ms"`
-	Run          float64 `json:"run_ms"`
+	Headers      float64 `json:"headers_ms,omitempty"`
+	FirstEvent   float64 `json:"first_event_ms,omitempty"`
+	FirstContent float64 `json:"first_content_ms,omitempty"`
+	Run          float64 `json:"run_ms,omitempty"` // absent for a run that never ended (KindUnfinished)
+	// Silent is, for a run that never ended, how long it had been silent:
+	// from its last read (or its request) to the load's end.
+	Silent       float64 `json:"silent_ms,omitempty"`
 	IDsIgnored   bool    `json:"ids_ignored,omitempty"` // RUN_STARTED named other ids than the posted ones
 	OrderChecked bool    `json:"order_checked"`         // its events' order was checked, not only its last
 }
@@ -153,6 +159,10 @@ const (
 	KindCut            = "no terminal"     // the stream ended before RUN_FINISHED or RUN_ERROR
 	KindMalformed      = "malformed event" // an event the 1.0 rules find malformed (judged ones)
 	KindIncomplete     = "incomplete"      // an Inspector's verdict
+	// KindUnfinished is a run still in flight when the load ended (the
+	// drain over, its context done): a run that hangs fails the load,
+	// rather than passing unseen.
+	KindUnfinished = "unfinished"
 	// "http NNN": the status of an answer that is not 2xx.
 	// "RUN_ERROR <code>": the run ended with a RUN_ERROR (code "-" when none).
 )
@@ -200,14 +210,18 @@ type Result struct {
 	Concurrency int       `json:"concurrency"`
 	Started     time.Time `json:"started"`
 	Seconds     float64   `json:"seconds"`
-	Runs        int64     `json:"runs"`        // runs started and judged
+	Runs        int64     `json:"runs"`        // runs judged: ended, or unfinished at the load's end
 	Complete    int64     `json:"complete"`    // ended with RUN_FINISHED or RUN_ERROR, no other error
 	Finished    int64     `json:"finished"`    // of them, with RUN_FINISHED
-	Interrupted int64     `json:"interrupted"` // cut by the end of the load (Stop, Drain over): not judged
-	Events      int64     `json:"events"`
-	Bytes       int64     `json:"bytes"`
-	JudgeEvery  int       `json:"judge_every"` // Config.JudgeEvery: -1 is JudgeAuto
-	Judged      int64     `json:"events_judged"`
+	Interrupted int64     `json:"interrupted"` // cut by Stop: not judged
+	// Unfinished counts the runs still in flight when the load ended
+	// otherwise (Drain over, its context done): judged, and failed, of
+	// KindUnfinished.
+	Unfinished int64 `json:"unfinished"`
+	Events     int64 `json:"events"`
+	Bytes      int64 `json:"bytes"`
+	JudgeEvery int   `json:"judge_every"` // Config.JudgeEvery; JudgeAuto is "auto" in JSON
+	Judged     int64 `json:"events_judged"`
 	// IDsIgnored counts the judged runs whose RUN_STARTED named a threadId
 	// or runId other than the ones posted; IDsExample is the first.
 	IDsIgnored int64  `json:"ids_ignored"`
@@ -230,6 +244,48 @@ type Result struct {
 	Stopped      bool               `json:"stopped,omitempty"` // ended by Stop or its context rather than by Runs or Duration
 
 	hists hists
+}
+
+// resultJSON is a Result as JSON has it: judge_every a number, or "auto"
+// for JudgeAuto, as --judge-every takes it.
+type resultJSON struct {
+	plainResult
+	JudgeEvery any `json:"judge_every"`
+}
+
+type plainResult Result // without Result's methods: no recursion
+
+// MarshalJSON writes JudgeAuto as "auto".
+func (r Result) MarshalJSON() ([]byte, error) {
+	var every any = r.JudgeEvery
+	if r.JudgeEvery == JudgeAuto {
+		every = "auto"
+	}
+	return json.Marshal(resultJSON{plainResult(r), every})
+}
+
+// UnmarshalJSON reads judge_every as MarshalJSON writes it.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var v struct {
+		*plainResult
+		JudgeEvery json.RawMessage `json:"judge_every"`
+	}
+	v.plainResult = (*plainResult)(r)
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch s := string(v.JudgeEvery); s {
+	case "", "null":
+	case `"auto"`:
+		r.JudgeEvery = JudgeAuto
+	default:
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("judge_every: %s is neither \"auto\" nor a whole number", s)
+		}
+		r.JudgeEvery = n
+	}
+	return nil
 }
 
 // Summary returns one timing's distribution.
@@ -275,6 +331,7 @@ func (r *Result) Merge(o *Result) {
 	r.Complete += o.Complete
 	r.Finished += o.Finished
 	r.Interrupted += o.Interrupted
+	r.Unfinished += o.Unfinished
 	r.Events += o.Events
 	r.Bytes += o.Bytes
 	r.Judged += o.Judged
@@ -341,7 +398,9 @@ type Runner struct {
 	stopIssue     context.CancelFunc
 	stopRun       context.CancelFunc
 	runCtx        context.Context // ends when runs in flight are cut
+	ctx           context.Context // the caller's
 	stopped       atomic.Bool
+	stopCalled    atomic.Bool // Stop cut the runs in flight: they are not judged
 
 	next      atomic.Int64 // runs handed out
 	lastStart atomic.Int64 // Unix ns of the latest run's request
@@ -383,6 +442,7 @@ type shard struct {
 	firsts                []firstTime
 	judged, malformed     int64
 	finished, interrupted int64
+	unfinished            int64
 	orderChecked          int64
 	idsIgnored            int64
 	idsExample            string
@@ -494,7 +554,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg, start: time.Now(), prefix: "load-" + hex.EncodeToString(b[:]) + "-",
 		errors: map[string]int64{}, examples: map[string]string{}, finished: make(chan struct{})}
 	runCtx, stopRun := context.WithCancel(ctx)
-	r.runCtx, r.stopRun = runCtx, stopRun
+	r.runCtx, r.stopRun, r.ctx = runCtx, stopRun, ctx
 	r.unwatch = context.AfterFunc(ctx, func() { r.stopped.Store(true) })
 	noMore, stopNoMore := context.WithCancel(runCtx)
 	issue, stopIssue := context.WithCancel(noMore)
@@ -552,8 +612,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // Stop ends the load now: no run starts, runs in flight are cut (and not
-// judged).
+// judged: the caller ends a measurement, as the bench does, rather than
+// the load ending on its own).
 func (r *Runner) Stop() {
+	r.stopCalled.Store(true)
 	r.stopped.Store(true)
 	r.stopRun()
 }
@@ -856,7 +918,7 @@ func (s *runState) run(c *Client, input []byte) {
 	r := s.r
 	r.started.Add(1)
 	s.events, s.firstEv, s.firstCont, s.judged, s.malformed, s.malformedEx, s.idsIgnored = 0, 0, 0, 0, 0, "", ""
-	s.head = Response{}
+	s.head, s.now = Response{}, 0
 	s.dropGaps()
 	if s.judge == nil {
 		s.judge = NewRunJudge()
@@ -899,11 +961,17 @@ func (s *runState) run(c *Client, input []byte) {
 	}
 	s.judgeEnd()
 	end := time.Now().UnixNano()
-	interrupted := r.runCtx.Err() != nil && (err != nil || s.judge.Terminal() == "")
+	cut := r.runCtx.Err() != nil && (err != nil || s.judge.Terminal() == "")
+	interrupted := cut && r.stopCalled.Load()
+	unfinished := cut && !interrupted
 	kind, msg := "", ""
+	var silent int64
 	var e *Error
 	switch {
 	case interrupted:
+	case unfinished:
+		kind = KindUnfinished
+		silent, msg = s.unfinished(tHead, end)
 	case errors.As(err, &e):
 		kind, msg = e.Kind, err.Error()
 	case err != nil:
@@ -952,8 +1020,13 @@ func (s *runState) run(c *Client, input []byte) {
 		if tHead > 0 {
 			record(sh.total[Headers], tHead-s.t0)
 		}
-		record(sh.total[Whole], end-s.t0)
-		record(sh.interval, end-s.t0)
+		if unfinished {
+			// It never ended: no whole run's time.
+			sh.unfinished++
+		} else {
+			record(sh.total[Whole], end-s.t0)
+			record(sh.interval, end-s.t0)
+		}
 		// The series groups first times by the interval they came in, not
 		// the one the run ended in.
 		if s.firstEv > 0 {
@@ -971,10 +1044,14 @@ func (s *runState) run(c *Client, input []byte) {
 			if t == 0 {
 				return 0
 			}
-			return float64(t-s.t0) / 1e6
+			// A time that happened is never written as absent.
+			return max(float64(t-s.t0)/1e6, 1e-6)
 		}
 		rec := RunRecord{Start: float64(s.t0-r.start.UnixNano()) / 1e9, Status: s.head.Status, Kind: kind, Error: msg, Cut: interrupted,
 			Events: s.events, Headers: ms(tHead), FirstEvent: ms(s.firstEv), FirstContent: ms(s.firstCont), Run: ms(end), IDsIgnored: s.idsIgnored != "", OrderChecked: !s.lastOnly && !interrupted}
+		if unfinished {
+			rec.Run, rec.Silent = 0, float64(silent)/1e6
+		}
 		if interrupted && err != nil {
 			rec.Error = err.Error()
 		}
@@ -1006,6 +1083,24 @@ func (s *runState) run(c *Client, input []byte) {
 	case <-r.issue.Done():
 		t.Stop()
 	}
+}
+
+// unfinished says how a run still in flight at end had been silent: since
+// its last read, its response's headers or its request.
+func (s *runState) unfinished(tHead, end int64) (silent int64, msg string) {
+	last, since := s.t0, "its request, without a response"
+	if tHead > 0 {
+		last, since = tHead, "its response's headers, without an event"
+	}
+	if s.now > last {
+		last, since = s.now, fmt.Sprintf("its last read, after %d events", s.events)
+	}
+	why := "the drain ended"
+	if s.r.ctx.Err() != nil {
+		why = "the load was interrupted"
+	}
+	silent = max(end-last, 0)
+	return silent, fmt.Sprintf("still in flight when %s, silent for %s since %s", why, time.Duration(silent).Round(time.Millisecond), since)
 }
 
 // orderFor decides whether the order of the run starting at now is
@@ -1087,7 +1182,7 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 	tick := time.NewTicker(r.cfg.Interval)
 	defer tick.Stop()
 	prevT, pointFrom := r.start, r.start // the last sample's time; the start of the last point's interval
-	var prevEvents, prevBytes, prevDone int64
+	var prevEvents, prevBytes int64
 	h := newPointHist() // the last point's interval's whole runs, merged from the shards
 	// The judged runs' first times by the interval they came in, until its
 	// point has them all: before summarized, the points have.
@@ -1131,7 +1226,6 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			sh.mu.Unlock()
 		}
 		ev, by := r.events.Load(), r.bytes.Load()
-		dt := now.Sub(prevT).Seconds()
 		var p *Point
 		if extend {
 			p = &r.series[k-1]
@@ -1144,7 +1238,10 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 			p, pointFrom = &r.series[k], prevT
 		}
 		p.At, p.Run = now.Sub(r.start).Seconds(), summarize(h)
-		if d := now.Sub(pointFrom).Seconds(); d > 0 {
+		// Rates are the point's: a short last interval joins the point
+		// before, its runs and events over the point's whole length.
+		d := now.Sub(pointFrom).Seconds()
+		if d > 0 {
 			p.EventsPerSec = float64(p.Events) / d
 		}
 		for ; summarized < done; summarized++ {
@@ -1158,10 +1255,9 @@ func (r *Runner) collect(stopIssue context.CancelFunc) {
 		if r.cfg.Progress != nil {
 			pr := r.Progress()
 			pr.EventsPerSec = p.EventsPerSec
-			if dt > 0 {
-				pr.RunsSec = float64(pr.Done-prevDone) / dt
+			if d > 0 {
+				pr.RunsSec = float64(p.Runs) / d
 			}
-			prevDone = pr.Done
 			r.cfg.Progress(pr)
 		}
 		prevT, prevEvents, prevBytes = now, ev, by
@@ -1192,6 +1288,7 @@ wait:
 		res.OrderChecked += sh.orderChecked
 		res.Finished += sh.finished
 		res.Interrupted += sh.interrupted
+		res.Unfinished += sh.unfinished
 		res.IDsIgnored += sh.idsIgnored
 		if res.IDsExample == "" {
 			res.IDsExample = sh.idsExample

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -321,7 +322,9 @@ func TestSeriesAgreesWithTheTotals(t *testing.T) {
 }
 
 // A run that ends just after an interval's sample, in a last interval too
-// short to be a point of its own, counts in the point before.
+// short to be a point of its own, counts in the point before, and the last
+// progress's rates are the point's: runs/s as events/s (it divided the
+// runs by the last interval's few milliseconds: 500 times too many).
 func TestSeriesKeepsTheLastShortInterval(t *testing.T) {
 	release := make(chan struct{})
 	url := agent(t, func(w http.ResponseWriter, r *http.Request) {
@@ -330,12 +333,20 @@ func TestSeriesKeepsTheLastShortInterval(t *testing.T) {
 		sse(w, finished)
 	})
 	var once sync.Once
+	var last load.Progress
 	cfg := load.Config{URL: url, Concurrency: 1, Runs: 1, Interval: 200 * time.Millisecond, Timeouts: load.DefaultTimeouts}
-	cfg.Progress = func(load.Progress) { once.Do(func() { close(release) }) }
+	cfg.Progress = func(p load.Progress) {
+		last = p
+		once.Do(func() { close(release) })
+	}
 	res := run(t, cfg)
 	if len(res.Series) != 1 || res.Series[0].Runs != 1 || res.Series[0].Events != 2 || res.Series[0].FirstEvent.N != 1 ||
 		res.Series[0].At != res.Seconds {
-		t.Errorf("series %+v, the load's %vs", res.Series, res.Seconds)
+		t.Fatalf("series %+v, the load's %vs", res.Series, res.Seconds)
+	}
+	p := res.Series[0]
+	if want := float64(p.Runs) / p.At; math.Abs(last.RunsSec-want) > 1e-9*want || last.EventsPerSec != p.EventsPerSec {
+		t.Errorf("last progress %.1f runs/s, %.1f events/s; the point's %.1f runs/s, %.1f events/s", last.RunsSec, last.EventsPerSec, want, p.EventsPerSec)
 	}
 }
 

@@ -74,6 +74,7 @@ type Summary struct {
 	Mean float64 `json:"mean_ms"`
 	P50  float64 `json:"p50_ms"`
 	P90  float64 `json:"p90_ms"`
+	P95  float64 `json:"p95_ms"`
 	P99  float64 `json:"p99_ms"`
 	P999 float64 `json:"p999_ms"`
 	Max  float64 `json:"max_ms"`
@@ -133,7 +134,7 @@ func summarize(h *hdrhistogram.Histogram) Summary {
 	}
 	ms := func(us int64) float64 { return float64(us) / 1000 }
 	return Summary{N: h.TotalCount(), Min: ms(h.Min()), Mean: h.Mean() / 1000,
-		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
+		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P95: ms(h.ValueAtQuantile(95)), P99: ms(h.ValueAtQuantile(99)),
 		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max())}
 }
 

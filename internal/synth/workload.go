@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"slices"
 	"strconv"
 )
 
@@ -119,8 +120,8 @@ type Mix struct {
 	SubagentEvery int
 }
 
-// NewPlan returns the plan of a run of about events events (at least the
-// RUN_STARTED and the terminal event) in dialect d. Most events are
+// NewPlan returns the plan of a run of events events, RUN_STARTED and the
+// terminal event included (at least those two), in dialect d. Most events are
 // TEXT_MESSAGE_CONTENT deltas, with reasoning, tool calls, state deltas and
 // snapshots mixed in, and for Dialect10 an occasional subagent.
 func NewPlan(d Dialect, events int) Plan { return NewMixedPlan(d, events, Mix{}) }
@@ -134,12 +135,15 @@ func NewMixedPlan(d Dialect, events int, m Mix) Plan {
 		return textOnlyPlan(body, m.SubagentEvery)
 	}
 	if d == DialectThinking {
-		if body > 4 {
+		if body >= 4 {
 			ks = append(ks, KThinkStart, KThinkMsgStart)
 			for i := 0; i < body-4; i++ {
 				ks = append(ks, KThinkContent)
 			}
 			ks = append(ks, KThinkMsgEnd, KThinkEnd)
+		}
+		for len(ks)-1 < body {
+			ks = append(ks, KStateDelta) // too short for a thinking block
 		}
 		return finishPlan(append(ks, KRunFinished))
 	}
@@ -203,10 +207,7 @@ func NewMixedPlan(d Dialect, events int, m Mix) Plan {
 			sub(5)
 		}
 	}
-	if len(ks)-1 > body {
-		ks = trimPlan(ks, body+1)
-	}
-	return finishPlan(append(ks, KRunFinished))
+	return finishPlan(append(fitPlan(ks, body+1), KRunFinished))
 }
 
 // textOnlyPlan is a run of one text message of n-2 content deltas (n-4
@@ -239,16 +240,54 @@ func textOnlyPlan(n, every int) Plan {
 	return finishPlan(append(ks, KRunFinished))
 }
 
+// fitPlan cuts ks to n events, the blocks it leaves open closed: the
+// longest start of ks that makes at most n once closed and, when that is
+// one short (the next event opens a block), one more content event where
+// it has one, or else a STATE_DELTA, which stands alone.
+func fitPlan(ks []Kind, n int) []Kind {
+	m, depth := 0, 0
+	for m < len(ks) {
+		d := depth + nesting(ks[m])
+		if m+1+d > n {
+			break
+		}
+		m, depth = m+1, d
+	}
+	out := trimPlan(ks, m)
+	if len(out) == n-1 {
+		for i, k := range out {
+			switch k {
+			case KTextContent, KReasonContent, KThinkContent, KToolArgs, KSubTextContent:
+				return slices.Insert(out, i+1, k)
+			}
+		}
+		out = append(out, KStateDelta)
+	}
+	return out
+}
+
+// nesting is what an event does to the blocks open: 1 opens one, -1 closes
+// one.
+func nesting(k Kind) int {
+	switch k {
+	case KTextStart, KReasonStart, KReasonMsgStart, KThinkStart, KThinkMsgStart, KToolStart, KSubStart, KSubTextStart:
+		return 1
+	case KTextEnd, KReasonMsgEnd, KReasonEnd, KThinkMsgEnd, KThinkEnd, KToolEnd, KSubTextEnd, KSubFinish:
+		return -1
+	}
+	return 0
+}
+
 // trimPlan cuts ks to n events, then closes whatever block was left open
 // so that the run stays well formed.
 func trimPlan(ks []Kind, n int) []Kind {
 	ks = ks[:n]
 	var open []Kind
 	for _, k := range ks {
-		switch k {
-		case KTextStart, KReasonStart, KReasonMsgStart, KThinkStart, KThinkMsgStart, KToolStart, KSubStart, KSubTextStart:
+		switch nesting(k) {
+		case 1:
 			open = append(open, k)
-		case KTextEnd, KReasonMsgEnd, KReasonEnd, KThinkMsgEnd, KThinkEnd, KToolEnd, KSubTextEnd, KSubFinish:
+		case -1:
 			open = open[:len(open)-1]
 		}
 	}

@@ -11,13 +11,13 @@ import (
 // the size is close to what was asked and text deltas dominate.
 func TestPlansAreWellFormed(t *testing.T) {
 	for _, d := range []Dialect{Dialect10, DialectLegacy, DialectThinking} {
-		for _, n := range []int{2, 10, 57, 300, 1000} {
+		for _, n := range []int{2, 3, 4, 5, 6, 10, 57, 300, 1000} {
 			plan := NewPlan(d, n)
 			ks := plan.Kinds
 			if ks[0] != KRunStarted || ks[len(ks)-1] != KRunFinished {
 				t.Errorf("%s/%d: does not start and end a run", d, n)
 			}
-			if len(ks) < n-1 || len(ks) > n+8 {
+			if len(ks) != n {
 				t.Errorf("%s/%d: %d events", d, n, len(ks))
 			}
 			w := RunWriter{D: d, RunID: "r", Thread: "t"}
@@ -171,5 +171,21 @@ func TestMixLeavesOut(t *testing.T) {
 	full := NewPlan(Dialect10, 3000)
 	if len(full.Kinds) == len(plan.Kinds) && full.Stamped == plan.Stamped {
 		t.Error("the full plan is the same")
+	}
+}
+
+// events=N is N events, RUN_STARTED and RUN_FINISHED included, for every
+// N, dialect and mix (it was N+1 for most: a block cut short was closed
+// past N).
+func TestPlansHaveTheEventsAskedFor(t *testing.T) {
+	mixes := []Mix{{}, {NoState: true}, {NoTools: true, NoReasoning: true}, {NoState: true, NoTools: true, NoReasoning: true, NoSubagents: true}}
+	for _, d := range []Dialect{Dialect10, DialectLegacy, DialectThinking} {
+		for _, m := range mixes {
+			for n := 2; n <= 700; n++ {
+				if got := len(NewMixedPlan(d, n, m).Kinds); got != n {
+					t.Errorf("%s %+v: events=%d gave %d", d, m, n, got)
+				}
+			}
+		}
 	}
 }

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// durationFlag is a duration flag that, given a number without a unit (a
+// habit of hey's -z users), says what it lacks rather than "parse error".
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("a duration takes a unit, for example %ss", s)
+		}
+		return fmt.Errorf("%q is not a duration (for example 5s, 1m30s, 500ms)", s)
+	}
+	*f.d = d
+	return nil
+}
+
+// durationVar defines a durationFlag; usage names its value with a
+// backquoted `duration`, as flag.PrintDefaults shows it.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p}, name, usage)
+}
+
+// parseRate reads --rate: a number of runs a second, or vegeta's N/s.
+func parseRate(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "/s"), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a number of runs a second of at least 0 (20 or 20/s)", s)
+	}
+	return v, nil
+}
