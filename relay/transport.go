@@ -22,16 +22,26 @@ import (
 // parser), and hands out at most one chunk per read. A connection taken
 // from the pool carries the request only if nothing arrived on it while it
 // sat there (fit), and bytes past a complete answer keep it from the pool
-// (wire.BodyOptions.Stray): a producer's bytes of no answer reach no
-// consumer. Answers asked not to be streamed (or skipped) go through
-// fasthttp's transport unchanged; a HEAD's answer, which has no body, is
-// the relay's, so that bytes past its head are seen.
-type streamTransport struct{}
+// (wire.BodyOptions.Stray): the bytes found reach no consumer. Bytes that
+// arrive after fit's read, while the next request is written, cannot be
+// told from its response (ClientOptions.NoReuse closes that window). A
+// response that may carry no body by its method or status
+// (HEAD, 1xx, 204, 304) never returns its connection to the pool: a body
+// its producer sends anyway (Python's http.server with do_HEAD = do_GET)
+// may arrive after the check, and would be read as the next request's
+// response. Answers asked not to be streamed (or skipped) go through
+// fasthttp's transport unchanged; a HEAD's answer is the relay's.
+type streamTransport struct {
+	noReuse bool // ClientOptions.NoReuse: every request on a new connection
+}
 
 // maxInterim bounds the 1xx answers skipped before the real one.
 const maxInterim = 10
 
-func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
+func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
+	if t.noReuse {
+		req.SetConnectionClose()
+	}
 	if !resp.StreamBody || resp.SkipBody {
 		retry, err := fasthttp.DefaultTransport.RoundTrip(hc, req, resp)
 		if m, ok := malformedAnswer(err, nil).(*malformedAnswerError); ok && strings.Contains(err.Error(), "reading response headers") {
@@ -130,18 +140,15 @@ func (streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 	status := resp.StatusCode()
 	if head || status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
 		// No body (and a 101's connection is not HTTP any more): anything
-		// buffered past the head is of no answer.
-		stray := br.Buffered()
-		if fc, ok := conn.(*firstByteConn); ok && stray > 0 && status >= 200 {
-			fc.afterAnswer(stray)
+		// buffered past the head is of no response, and a body sent late
+		// would be read as the next request's: the connection is closed.
+		if stray := br.Buffered(); stray > 0 && status >= 200 {
+			if fc, ok := conn.(*firstByteConn); ok {
+				fc.afterAnswer(stray)
+			}
 		}
-		reuse := !closeConn && status >= 200 && stray == 0
 		hc.ReleaseReader(br)
-		if reuse {
-			hc.ReleaseConn(cc)
-		} else {
-			hc.CloseConn(cc)
-		}
+		hc.CloseConn(cc)
 		return false, nil
 	}
 	ret := connReturnOf(conn, hc, cc, (*fasthttp.HostClient).ReleaseConn, (*fasthttp.HostClient).CloseConn)
