@@ -139,7 +139,9 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.Var(&c.maxFrame, "max-frame", "largest single event accepted from the producer; a larger one ends the run with a RUN_ERROR")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long runs in flight may continue before they are ended with a RUN_ERROR")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long opening a connection to the producer may take (0: no limit)")
-	fs.DurationVar(&c.firstByteTimeout, "first-byte-timeout", 5*time.Minute, "how long the producer may take to start answering a request; LLM agents may think first (0: no limit)")
+	fs.DurationVar(&c.firstByteTimeout, "first-byte-timeout", 5*time.Minute, "how long the producer may take to start answering a request once it is sent, and to take the request;\n"+
+		"LLM agents may think first (0: no limit). A response that comes while a request is still being sent (a 413 or 401\n"+
+		"on the header of a large body) is relayed at once, the rest of the body not sent")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 5*time.Minute, "how long the producer may send nothing in the middle of a stream (not even a comment) before the run is ended with a RUN_ERROR (0: no limit)")
 	fs.DurationVar(&c.consumerStallTimeout, "consumer-stall-timeout", relay.DefaultConsumerStallTimeout, "how long a consumer may take none of a stream while the relay has bytes for it (its socket full) before the run is\n"+
 		"cut: the producer's request cancelled, the connection closed, the run counted consumer_stalled. The producer waits\n"+
