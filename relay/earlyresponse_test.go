@@ -155,3 +155,34 @@ func TestConsumerGoneWhileALargeInputIsWritten(t *testing.T) {
 		t.Errorf("the producer's read ended with %v", err)
 	}
 }
+
+// The first-byte timeout of a large input, whose response is read while
+// it is written, still counts from the end of the write, as for an input
+// written first: a producer that takes half the timeout to start reading
+// the input and answers most of a timeout after it has read it, past the
+// timeout counted from the request's start, is answered 200. (The
+// producer's pauses are its behaviour, in seconds so that a busy machine
+// keeps the order.)
+func TestFirstByteTimeoutCountsFromTheEndOfALargeWrite(t *testing.T) {
+	const timeout = 3 * time.Second
+	upstream := "http://" + testkit.AcceptEach(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		time.Sleep(timeout / 2)
+		io.Copy(io.Discard, req.Body) //nolint:errcheck
+		time.Sleep(timeout * 3 / 4)
+		io.WriteString(c, answerOf("content-length", "text/event-stream", runEvents("r1"))) //nolint:errcheck
+		io.Copy(io.Discard, c)                                                              //nolint:errcheck // until the relay closes
+	})
+	addr, _ := rawRelay(t, upstream, nil, func(r *Relay) {
+		r.Client = NewClient(ClientOptions{FirstByteTimeout: timeout})
+	})
+	c := testkit.DialConsumer(t, addr)
+	testkit.SendRun(t, c, largeInput("r1"))
+	if resp, got := testkit.ReadAnswer(t, c); resp.StatusCode != http.StatusOK || got != runEvents("r1") {
+		t.Fatalf("%d %q, want the run's events", resp.StatusCode, got)
+	}
+}
