@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +56,6 @@ func earlyDeadline(t *testing.T) time.Time {
 // connection open without reading; that connection is closed, not
 // reused.
 func TestEarlyResponseReachesTheConsumer(t *testing.T) {
-	input := `{"threadId":"t1","runId":"r1","protocolVersion":"1.0","messages":[{"id":"m1","role":"user","content":"` +
-		strings.Repeat("x", 8<<20) + `"}]}`
 	for _, then := range []string{"close", "open"} {
 		t.Run(then, func(t *testing.T) {
 			released, ended := make(chan struct{}), make(chan error, 1)
@@ -69,11 +66,7 @@ func TestEarlyResponseReachesTheConsumer(t *testing.T) {
 
 			c := testkit.DialConsumer(t, addr)
 			c.SetDeadline(earlyDeadline(t)) //nolint:errcheck
-			req := "POST / HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: " +
-				strconv.Itoa(len(input)) + "\r\n\r\n" + input
-			if _, err := io.WriteString(c, req); err != nil {
-				t.Fatal(err)
-			}
+			testkit.SendRun(t, c, largeInput("r1"))
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil {
 				t.Fatalf("the producer's 413 did not come before the consumer's deadline: %v", err)
