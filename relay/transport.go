@@ -30,7 +30,7 @@ import (
 // its producer sends anyway (Python's http.server with do_HEAD = do_GET)
 // may arrive after the check, and would be read as the next request's
 // response. Answers asked not to be streamed (or skipped) go through
-// fasthttp's transport unchanged; a HEAD's answer is the relay's.
+// fasthttp's transport unchanged; a HEAD's response is the relay's.
 type streamTransport struct {
 	noReuse bool // ClientOptions.NoReuse: every request on a new connection
 }
@@ -117,10 +117,10 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		resp.Header.DisableNormalizing()
 	}
 	br := hc.AcquireReader(conn)
-	err = readHead(resp, br)
+	err = readHeader(resp, br)
 	early := false // the response came before the request was all written
 	if w != nil {
-		err = w.awaitHead(hc, conn, hw, resp, br, err)
+		err = w.awaitHeader(hc, conn, hw, resp, br, err)
 		var stopped bool
 		var werr error
 		if status := resp.StatusCode(); err != nil || status < 200 || status > 299 {
@@ -160,7 +160,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	status := resp.StatusCode()
 	if head || status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
 		// No body (and a 101's connection is not HTTP any more): anything
-		// buffered past the head is of no response, and a body sent late
+		// buffered past the header is of no response, and a body sent late
 		// would be read as the next request's: the connection is closed.
 		if stray := br.Buffered(); stray > 0 && status >= 200 {
 			if fc, ok := conn.(*firstByteConn); ok {
@@ -194,9 +194,9 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 
 var _ fasthttp.ReadCloserWithError = (*wire.Body)(nil)
 
-// readHead reads the head of the producer's response, past the interim
+// readHeader reads the header of the producer's response, past the interim
 // (1xx) responses before it, at most maxInterim of them.
-func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
+func readHeader(resp *fasthttp.Response, br *bufio.Reader) error {
 	err := resp.Header.Read(br)
 	for n := 0; err == nil && resp.StatusCode() >= 100 && resp.StatusCode() < 200 && resp.StatusCode() != fasthttp.StatusSwitchingProtocols; n++ {
 		if n >= maxInterim {
@@ -237,7 +237,7 @@ func writeFailed(hw *headWait, err error) (bool, error) {
 // the response is read right after. A larger body is written by a
 // goroutine of its own while the response is read (startWrite), as Go's
 // net/http Transport writes every request: a producer that responds
-// before it has read the body (413 or 401 on the head of a large one),
+// before it has read the body (413 or 401 on the header of a large one),
 // and then reads no more or closes, is heard at once.
 const writeFirst = 32 << 10
 
@@ -294,11 +294,11 @@ func (w *requestWrite) stop(conn net.Conn) (stopped bool, err error) {
 	return stopped, w.err
 }
 
-// awaitHead goes on waiting for the response's head (readHead) past a read
+// awaitHeader goes on waiting for the response's header (readHeader) past a read
 // that found none by the write's deadline (err, fasthttp.ErrTimeout): once
 // the request was all written, the wait is bounded from the write's end,
 // as for a request written first. Any other err is returned as it is.
-func (w *requestWrite) awaitHead(hc *fasthttp.HostClient, conn net.Conn, hw *headWait, resp *fasthttp.Response, br *bufio.Reader, err error) error {
+func (w *requestWrite) awaitHeader(hc *fasthttp.HostClient, conn net.Conn, hw *headWait, resp *fasthttp.Response, br *bufio.Reader, err error) error {
 	for err == fasthttp.ErrTimeout && w.wait() == nil {
 		var deadline time.Time
 		if hc.ReadTimeout > 0 {
@@ -309,7 +309,7 @@ func (w *requestWrite) awaitHead(hc *fasthttp.HostClient, conn net.Conn, hw *hea
 		if hw.setDeadline(conn.SetReadDeadline, deadline) != nil {
 			break
 		}
-		err = readHead(resp, br)
+		err = readHeader(resp, br)
 	}
 	return err
 }

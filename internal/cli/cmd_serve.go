@@ -154,8 +154,8 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 		"nothing is sent: see --first-byte-timeout")
 	fs.DurationVar(&c.runTimeout, "run-timeout", time.Hour, "longest run, from the request to the end of the stream, before it is ended with a RUN_ERROR (0: no limit)")
 	fs.IntVar(&c.maxConns, "upstream-max-conns", 4096, "most connections to the producer, that is runs in flight; more get 503")
-	fs.StringVar(&c.upstreamReuse, "upstream-reuse", "always", "whether a connection to the producer carries later requests: always (kept in a pool, checked for bytes the producer\n"+
-		"sent outside a response before each reuse) or never (a new connection for each request, asked to close after its\n"+
+	fs.StringVar(&c.upstreamReuse, "upstream-reuse", "always", "whether a connection to the producer carries later requests: always (pooled, checked for bytes the producer sent\n"+
+		"outside a response before each reuse) or never (a new connection for each request, asked to close after its\n"+
 		"response: bytes a producer sends too late for that check reach no other request; a TCP connection per request)")
 	fs.Func("demo-version", "protocol version the embedded demo agent speaks unless a run asks (?version=, forwardedProps.demo.version); default: the newest recorded (1.0)", versionFlag(&c.demoVersion))
 	fs.StringVar(&c.recordDir, "record-dir", "", "record every run under `dir`, one directory per run: input.received.json, input.forwarded.json,\nproducer.sse (as received), emitted.sse (as written), meta.json; agui-relay translate and check replay them.\nEmpty: no recording")

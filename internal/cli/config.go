@@ -277,7 +277,7 @@ func upstreamReuse(s string) (noReuse bool, err error) {
 	case "never":
 		return true, nil
 	}
-	return false, fmt.Errorf("%q: want always (connections to the producer kept for later requests) or never (a new connection for each request)", s)
+	return false, fmt.Errorf("%q: want always (connections to the producer pooled for later requests) or never (a new connection for each request)", s)
 }
 
 // checkUpstream says what is wrong with a producer's base URL.
