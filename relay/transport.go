@@ -25,12 +25,12 @@ import (
 // (wire.BodyOptions.Stray): the bytes found reach no consumer. Bytes that
 // arrive after fit's read, while the next request is written, cannot be
 // told from its response (ClientOptions.NoReuse closes that window). A
-// response that may carry no body by its method or status
-// (HEAD, 1xx, 204, 304) never returns its connection to the pool: a body
-// its producer sends anyway (Python's http.server with do_HEAD = do_GET)
-// may arrive after the check, and would be read as the next request's
-// response. Answers asked not to be streamed (or skipped) go through
-// fasthttp's transport unchanged; a HEAD's response is the relay's.
+// response that may carry no body by its method or status (HEAD, 1xx,
+// 204, 304) never returns its connection to the pool: a body its producer
+// sends anyway (Python's http.server with do_HEAD = do_GET) may arrive
+// after the check, and would be read as the next request's response.
+// Responses asked not to be streamed (or skipped) go through fasthttp's
+// transport unchanged; a HEAD's response is the relay's.
 type streamTransport struct {
 	noReuse bool // ClientOptions.NoReuse: every request on a new connection
 }
