@@ -56,6 +56,28 @@ func BenchmarkShortRun(b *testing.B) {
 	b.Run("translating", func(b *testing.B) { benchShortRuns(b, false, 1, negotiate.MustParse("0.0.45")) })
 }
 
+// BenchmarkShortRunUpstreamReuse measures what --upstream-reuse never
+// costs a short run beside always (the default), in one run of the
+// benchmark: BenchmarkShortRun's "untapped" runs, the producer's
+// connection kept for the next run, or a new one for each run, asked to
+// close after its response.
+//
+//	go test -run '^$' -bench ShortRunUpstreamReuse -benchtime 20000x -count 6 ./relay/
+//
+// Compare cpu-ns/run and allocations. Each run of "never" leaves a socket
+// in TIME_WAIT on the relay's side (it closes first); loopback reuses
+// them (net.ipv4.tcp_tw_reuse).
+func BenchmarkShortRunUpstreamReuse(b *testing.B) {
+	for _, noReuse := range []bool{false, true} {
+		name := map[bool]string{false: "always", true: "never"}[noReuse]
+		b.Run(name, func(b *testing.B) {
+			benchShortRuns(b, false, 1, negotiate.Current, func(r *relay.Relay) {
+				r.Client = relay.NewClient(relay.ClientOptions{Log: zap.NewNop(), NoReuse: noReuse})
+			})
+		})
+	}
+}
+
 const shortRunInput = `{"threadId":"thread-0123456789","runId":"run-0123456789","protocolVersion":"1.0","state":{},"messages":[{"id":"u1","role":"user","content":"Hello! What can you do?"}],"tools":[],"context":[],"forwardedProps":{}}`
 
 // shortRunAnswer is the producer's whole answer to a run.
@@ -106,7 +128,7 @@ func readRequest(br *bufio.Reader) error {
 	return err
 }
 
-func benchShortRuns(b *testing.B, tapped bool, conns int, consumer negotiate.Version) {
+func benchShortRuns(b *testing.B, tapped bool, conns int, consumer negotiate.Version, configure ...func(*relay.Relay)) {
 	answer := shortRunAnswer()
 	upstream := shortRunProducer(b, answer)
 	poller := wire.NewPoller()
@@ -121,6 +143,9 @@ func benchShortRuns(b *testing.B, tapped bool, conns int, consumer negotiate.Ver
 	}
 	if tapped {
 		rl.Tap = metrics.New(metrics.Options{}).Tap
+	}
+	for _, c := range configure {
+		c(rl)
 	}
 	table, err := relay.NewTable([]relay.Route{{Name: "default", Prefix: "/", Relay: rl}})
 	if err != nil {

@@ -274,10 +274,15 @@ func TestStrayAnswerReachesNoOtherRun(t *testing.T) {
 // A proxied GET's or HEAD's connection poisoned the same way (an
 // unrequested answer while it sits idle, or with the answer's end) serves
 // no later request: the next GET and the next run, from consumers of their
-// own, get their own answers.
+// own, get their own answers. (A HEAD's connection is closed after its
+// response, TestNoBodyResponseConnectionIsNeverReused: bytes that come
+// late are read by no one.)
 func TestStrayAnswerReachesNoOtherProxiedRequest(t *testing.T) {
 	for _, method := range []string{"GET", "HEAD"} {
 		for _, when := range []string{"late", "same read"} {
+			if method == "HEAD" && when == "late" {
+				continue
+			}
 			t.Run(method+", "+when, func(t *testing.T) {
 				stale := answerOf("content-length", "text/plain", "STALE")
 				read, written := make(chan struct{}), make(chan *net.TCPConn, 1)

@@ -54,6 +54,14 @@ type ClientOptions struct {
 	// quick (a counter). A connection the producer closed while idle is
 	// discarded too, without a call: a keep-alive ending is no fault.
 	OnStray func(addr string, n int)
+	// NoReuse sends each request on a new connection, asking the producer
+	// to close it after its response (Connection: close), as nginx does
+	// without an upstream keepalive and Go's net/http Transport with
+	// DisableKeepAlives (--upstream-reuse never). A pooled connection is
+	// checked for bytes before its reuse, but bytes the producer sends
+	// after that check, while the next request is written, cannot be told
+	// from that request's response; a new connection carries none.
+	NoReuse bool
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -82,7 +90,7 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 	}
 	return &fasthttp.Client{
 		Dial:                     d.dial,
-		Transport:                streamTransport{},
+		Transport:                streamTransport{noReuse: o.NoReuse},
 		StreamResponseBody:       true,
 		ReadTimeout:              firstByte, // cleared at the first byte, see firstByteConn
 		WriteTimeout:             firstByte,

@@ -49,6 +49,8 @@ type serveConfig struct {
 	consumerStallTimeout             time.Duration
 	keepAlive                        time.Duration
 	maxConns                         int
+	upstreamReuse                    string // --upstream-reuse: always or never
+	noReuse                          bool   // upstreamReuse is never
 	demoVersion                      negotiate.Version
 	demoPace                         time.Duration
 	// config is the routes file (--config); routes are its routes, read
@@ -77,6 +79,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (*s
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	var err error
+	if c.noReuse, err = upstreamReuse(c.upstreamReuse); err != nil {
+		return nil, fmt.Errorf("--upstream-reuse %v", err)
 	}
 	if c.upstream != "" {
 		if err := checkUpstream(c.upstream); err != nil {
@@ -133,7 +139,9 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.Var(&c.maxFrame, "max-frame", "largest single event accepted from the producer; a larger one ends the run with a RUN_ERROR")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long runs in flight may continue before they are ended with a RUN_ERROR")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long opening a connection to the producer may take (0: no limit)")
-	fs.DurationVar(&c.firstByteTimeout, "first-byte-timeout", 5*time.Minute, "how long the producer may take to start answering a request; LLM agents may think first (0: no limit)")
+	fs.DurationVar(&c.firstByteTimeout, "first-byte-timeout", 5*time.Minute, "how long the producer may take to start answering a request once it is sent, and to take the request;\n"+
+		"LLM agents may think first (0: no limit). A response that comes while a request is still being sent (a 413 or 401\n"+
+		"on the header of a large body) is relayed at once, the rest of the body not sent")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 5*time.Minute, "how long the producer may send nothing in the middle of a stream (not even a comment) before the run is ended with a RUN_ERROR (0: no limit)")
 	fs.DurationVar(&c.consumerStallTimeout, "consumer-stall-timeout", relay.DefaultConsumerStallTimeout, "how long a consumer may take no byte of a stream while the relay has bytes for it (its socket full) before the run\n"+
 		"is cut: the producer's request cancelled, the connection closed, the run counted consumer_stalled. Each byte taken\n"+
@@ -147,6 +155,9 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 		"nothing is sent: see --first-byte-timeout")
 	fs.DurationVar(&c.runTimeout, "run-timeout", time.Hour, "longest run, from the request to the end of the stream, before it is ended with a RUN_ERROR (0: no limit)")
 	fs.IntVar(&c.maxConns, "upstream-max-conns", 4096, "most connections to the producer, that is runs in flight; more get 503")
+	fs.StringVar(&c.upstreamReuse, "upstream-reuse", "always", "whether a connection to the producer carries later requests: always (pooled, checked for bytes the producer sent\n"+
+		"outside a response before each reuse) or never (a new connection for each request, asked to close after its\n"+
+		"response: bytes a producer sends too late for that check reach no other request; a TCP connection per request)")
 	fs.Func("demo-version", "protocol version the embedded demo agent speaks unless a run asks (?version=, forwardedProps.demo.version); default: the newest recorded (1.0)", versionFlag(&c.demoVersion))
 	fs.StringVar(&c.recordDir, "record-dir", "", "record every run under `dir`, one directory per run: input.received.json, input.forwarded.json,\nproducer.sse (as received), emitted.sse (as written), meta.json; agui-relay translate and check replay them.\nEmpty: no recording")
 	fs.BoolVar(&c.recordRedact, "record-redact", false, "replace message content in recordings (every string but ids, types, roles, names and versions) with same-length placeholders")

@@ -32,6 +32,8 @@ type routeConfig struct {
 	keepAlive                        time.Duration
 	maxBody, maxFrame, maxConns      int
 	cors                             relay.CORSOptions // off without AllowOrigins
+	// noReuse: --upstream-reuse never.
+	noReuse bool
 }
 
 // defaultRoute is the one route of a relay run without --config: every
@@ -46,7 +48,8 @@ func defaultRoute(c *serveConfig, upstream string) routeConfig {
 		consumerStallTimeout: c.consumerStallTimeout,
 		keepAlive:            c.keepAlive,
 		maxBody:              int(c.maxBody), maxFrame: int(c.maxFrame), maxConns: c.maxConns,
-		cors: c.cors,
+		cors:    c.cors,
+		noReuse: c.noReuse,
 	}
 }
 
@@ -81,6 +84,8 @@ type routeFile struct {
 	MaxFrame  json.RawMessage `json:"maxFrame"`
 	MaxConns  json.RawMessage `json:"maxConns"`
 	CORS      json.RawMessage `json:"cors"`
+	// UpstreamReuse is --upstream-reuse's: always or never.
+	UpstreamReuse json.RawMessage `json:"upstreamReuse"`
 }
 
 // loadRoutes reads and checks the routes of a config file; c gives the
@@ -247,10 +252,32 @@ func resolveRoute(rf *routeFile, c *serveConfig) (routeConfig, error) {
 	if rc.maxConns, err = countField(rf.MaxConns, rc.maxConns); err != nil {
 		return rc, fmt.Errorf("maxConns: %v", err)
 	}
+	if !absent(rf.UpstreamReuse) {
+		var s string
+		if json.Unmarshal(rf.UpstreamReuse, &s) != nil {
+			s = string(rf.UpstreamReuse)
+		}
+		if rc.noReuse, err = upstreamReuse(s); err != nil {
+			return rc, fmt.Errorf("upstreamReuse: %v", err)
+		}
+	}
 	if rc.cors, err = corsField(rf.CORS, rc.cors); err != nil {
 		return rc, fmt.Errorf("cors: %v", err)
 	}
 	return rc, nil
+}
+
+// upstreamReuse reads --upstream-reuse or a route's upstreamReuse: always
+// keeps connections to the producer for later requests, never gives each
+// request a new one (relay.ClientOptions.NoReuse).
+func upstreamReuse(s string) (noReuse bool, err error) {
+	switch s {
+	case "always":
+		return false, nil
+	case "never":
+		return true, nil
+	}
+	return false, fmt.Errorf("%q: want always (connections to the producer pooled for later requests) or never (a new connection for each request)", s)
 }
 
 // checkUpstream says what is wrong with a producer's base URL.
@@ -397,7 +424,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			Route:    rc.name,
 			Client: relay.NewClient(relay.ClientOptions{
 				ConnectTimeout: negativeIfZero(rc.connectTimeout), FirstByteTimeout: negativeIfZero(rc.firstByteTimeout),
-				MaxConns: rc.maxConns, Log: rlog, OnStray: onStray,
+				MaxConns: rc.maxConns, NoReuse: rc.noReuse, Log: rlog, OnStray: onStray,
 			}),
 			ConsumerVersion: rc.consumerVersion,
 			ProducerVersion: rc.producerVersion,
