@@ -163,3 +163,13 @@ func (t *Tracer) Tap(rep *relay.RunReport) relay.RunTap {
 	}
 	return &runTap{t: t, rep: rep}
 }
+
+// RequestTap is a Relay.RequestTap: the span of a request that is not a
+// run (GET /agent/capabilities), and of its request to the producer. A
+// nil Tracer (off) taps nothing.
+func (t *Tracer) RequestTap(rep *relay.RunReport) relay.RequestTap {
+	if t == nil {
+		return nil
+	}
+	return &runTap{t: t, rep: rep, proxied: true}
+}

@@ -361,6 +361,9 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	defer poller.Close()
 	poller.ReleaseMemory()
 	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, onStray: mets.OnStray, named: c.config != "", poller: poller}
+	if tracer != nil {
+		shared.requestTap = tracer.RequestTap
+	}
 	routes := c.routes
 	if c.config == "" {
 		routes = []routeConfig{defaultRoute(c, upstream)}

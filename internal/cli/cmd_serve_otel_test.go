@@ -68,6 +68,13 @@ func TestServeExportsRunSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := testkit.Await(t, spans, "no span exported by the shutdown")
+	if s.Kind == tracepb.Span_SPAN_KIND_CLIENT { // the producer's request's, ended first
+		s = testkit.Await(t, spans, "no second span exported by the shutdown")
+	}
+	// The default route's prefix is its http.route.
+	if s.Name != "POST /" || s.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("span %q of kind %v, want the run's, POST /", s.Name, s.Kind)
+	}
 	if hex.EncodeToString(s.TraceId) != trace {
 		t.Errorf("span in trace %x, want the consumer's", s.TraceId)
 	}

@@ -370,7 +370,10 @@ type relayShared struct {
 	log   *zap.Logger
 	quiet bool                                  // --quiet-translation-warnings
 	tap   func(r *relay.RunReport) relay.RunTap // metrics and recording of every run; may be nil
-	named bool                                  // log lines carry the route's name (with --config)
+	// requestTap traces the requests that are not runs; nil when tracing
+	// is off.
+	requestTap func(r *relay.RunReport) relay.RequestTap
+	named      bool // log lines carry the route's name (with --config)
 	// poller watches every route's consumers and parked streams, and
 	// releases memory when they are all quiet: one for the process.
 	poller *wire.Poller
@@ -393,8 +396,9 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			onStray = sh.onStray(rc.name)
 		}
 		r := &relay.Relay{
-			Upstream: rc.upstream,
-			Route:    rc.name,
+			Upstream:    rc.upstream,
+			Route:       rc.name,
+			RoutePrefix: rc.prefix,
 			Client: relay.NewClient(relay.ClientOptions{
 				ConnectTimeout: negativeIfZero(rc.connectTimeout), FirstByteTimeout: negativeIfZero(rc.firstByteTimeout),
 				MaxConns: rc.maxConns, Log: rlog, OnStray: onStray,
@@ -411,6 +415,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			ConsumerStallTimeout: negativeIfZero(rc.consumerStallTimeout),
 			Log:                  rlog,
 			Tap:                  sh.tap,
+			RequestTap:           sh.requestTap,
 			Poller:               sh.poller,
 			Carrier:              relay.ReuseGoroutines{},
 		}
