@@ -18,6 +18,9 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agui-relay/agui-relay/internal/relaytest"
@@ -210,8 +213,9 @@ func TestRunSpan(t *testing.T) {
 	tr := newTracer(t, tracing.Options{Endpoint: rc.url, ServiceVersion: "v9.9.9"})
 	got := make(chan []string, 1)
 	stream := testkit.RunStarted + testkit.ContentEvent + testkit.RunFinished
+	core, logs := observer.New(zapcore.InfoLevel)
 	h := relaytest.New(t, producerTraceparents(got, stream), func(r *relay.Relay) {
-		r.Tap, r.Route, r.RoutePrefix = tr.Tap, "agents", "/agent"
+		r.Tap, r.Route, r.RoutePrefix, r.Log = tr.Tap, "agents", "/agent", zap.New(core)
 	})
 	// Sent twice: the producer still gets one, the relay's.
 	tp := "00-" + consumerTrace + "-" + consumerParent + "-01"
@@ -239,6 +243,10 @@ func TestRunSpan(t *testing.T) {
 	}
 	if rep.TraceID != consumerTrace || rep.SpanID != hex.EncodeToString(s.SpanId) {
 		t.Errorf("the report's trace %q span %q, want the server span's %s %x", rep.TraceID, rep.SpanID, consumerTrace, s.SpanId)
+	}
+	if lines := logs.FilterMessage("run").All(); len(lines) != 1 ||
+		lines[0].ContextMap()["trace_id"] != consumerTrace || lines[0].ContextMap()["span_id"] != hex.EncodeToString(s.SpanId) {
+		t.Errorf("the run's log lines %v, want one with the server span's trace_id and span_id", lines)
 	}
 	relayHost, relayPort, _ := net.SplitHostPort(strings.TrimPrefix(h.URL, "http://"))
 	wantAttrs(t, s, map[string]any{
