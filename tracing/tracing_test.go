@@ -581,9 +581,11 @@ func TestEnabled(t *testing.T) {
 		{name: "flag", opts: tracing.Options{Endpoint: "http://c:4318"}, on: true},
 		{name: "flag over none", opts: tracing.Options{Endpoint: "http://c:4318"}, env: map[string]string{"OTEL_TRACES_EXPORTER": "none"}, on: true},
 		{name: "flag not a URL", opts: tracing.Options{Endpoint: "c:4318"}, errPart: "base URL"},
-		{name: "zipkin", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, errPart: "otlp (over HTTP) or none"},
-		{name: "grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, errPart: "http/protobuf"},
+		{name: "zipkin", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, errPart: "otlp or none"},
+		{name: "grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true},
 		{name: "grpc but off", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}},
+		{name: "unknown protocol", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"}, errPart: "grpc, http/protobuf"},
+		{name: "endpoint not a URL", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "c:4318"}, errPart: "OTEL_EXPORTER_OTLP_ENDPOINT"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			on, err := tracing.Enabled(c.opts, func(k string) string { return c.env[k] })
@@ -597,5 +599,54 @@ func TestEnabled(t *testing.T) {
 				t.Errorf("Enabled = %v, %v; want %v", on, err, c.on)
 			}
 		})
+	}
+}
+
+// The destination of the spans as the specification's exporter
+// configuration gives it, defaults included.
+func TestResolve(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts tracing.Options
+		env  map[string]string
+		want tracing.Destination
+	}{
+		{name: "otlp alone: the specification's default, plain HTTP", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"},
+			want: tracing.Destination{Endpoint: "http://localhost:4318/v1/traces", Protocol: "http/protobuf"}},
+		{name: "grpc alone", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			want: tracing.Destination{Endpoint: "http://localhost:4317", Protocol: "grpc"}},
+		{name: "base endpoint over HTTP", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://c:4318/"},
+			want: tracing.Destination{Endpoint: "https://c:4318/v1/traces", Protocol: "http/protobuf"}},
+		{name: "base endpoint over gRPC", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			want: tracing.Destination{Endpoint: "http://c:4317", Protocol: "grpc"}},
+		{name: "traces protocol over the general one", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"},
+			want: tracing.Destination{Endpoint: "http://localhost:4318/v1/traces", Protocol: "http/protobuf"}},
+		{name: "http/json: sent as protobuf", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+			want: tracing.Destination{Endpoint: "http://localhost:4318/v1/traces", Protocol: "http/protobuf"}},
+		{name: "traces endpoint as it is, over the base", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:9999/x"},
+			want: tracing.Destination{Endpoint: "http://b:9999/x", Protocol: "http/protobuf"}},
+		{name: "the flag over both", opts: tracing.Options{Endpoint: "http://f:4318"}, env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:9999/x"},
+			want: tracing.Destination{Endpoint: "http://f:4318/v1/traces", Protocol: "http/protobuf"}},
+		{name: "the flag over gRPC", opts: tracing.Options{Endpoint: "http://f:4317"}, env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			want: tracing.Destination{Endpoint: "http://f:4317", Protocol: "grpc"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := tracing.Resolve(c.opts, func(k string) string { return c.env[k] })
+			if err != nil || got != c.want {
+				t.Errorf("Resolve = %+v, %v; want %+v", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestSampler(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if s := tracing.Sampler(getenv); s != "parentbased_always_on" {
+		t.Errorf("default sampler %q", s)
+	}
+	env["OTEL_TRACES_SAMPLER"], env["OTEL_TRACES_SAMPLER_ARG"] = "parentbased_traceidratio", "0.25"
+	if s := tracing.Sampler(getenv); s != "parentbased_traceidratio:0.25" {
+		t.Errorf("sampler %q", s)
 	}
 }
