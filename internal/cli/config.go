@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -326,9 +327,30 @@ func durationField(raw json.RawMessage, def time.Duration) (time.Duration, error
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return def, fmt.Errorf("%q: want a duration such as \"30s\" or \"5m\" (\"0\": no limit)", s)
+		return def, badDuration(s)
 	}
 	return d, nil
+}
+
+// badDuration is the error of a duration that is none, or negative, in
+// the routes file and the flags alike: a negative one would turn its
+// limit off as silently as 0 does.
+func badDuration(s string) error {
+	return fmt.Errorf("%q: want a duration such as \"30s\" or \"5m\" (\"0\": no limit)", s)
+}
+
+// negativeDuration refuses a duration flag of fs set below zero
+// (badDuration).
+func negativeDuration(fs *flag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok && err == nil {
+			if d, ok := g.Get().(time.Duration); ok && d < 0 {
+				err = fmt.Errorf("--%s %v", f.Name, badDuration(f.Value.String()))
+			}
+		}
+	})
+	return err
 }
 
 // sizeField reads a size in bytes written as a positive number or a string
