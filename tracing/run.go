@@ -280,7 +280,11 @@ func (r *runTap) End(rep *relay.RunReport) {
 	if rep.Duration <= 0 {
 		end = time.Now()
 	}
-	r.endClient(rep, end)
+	var upstream string // the producer's URL, redacted
+	if rep.URL != "" {
+		upstream = redact.URL(rep.URL)
+	}
+	r.endClient(rep, upstream, end)
 	attrs := make([]attribute.KeyValue, 0, 20)
 	if rep.Route != "" {
 		attrs = append(attrs, attribute.String(AttrRoute, rep.Route))
@@ -291,8 +295,8 @@ func (r *runTap) End(rep *relay.RunReport) {
 	if r.reqBody >= 0 {
 		attrs = append(attrs, semconv.HTTPRequestBodySize(r.reqBody))
 	}
-	if rep.URL != "" {
-		attrs = append(attrs, attribute.String(AttrUpstream, redact.URL(rep.URL)))
+	if upstream != "" {
+		attrs = append(attrs, attribute.String(AttrUpstream, upstream))
 	}
 	if !r.proxied {
 		attrs = r.runAttrs(attrs, rep)
@@ -365,8 +369,9 @@ func (r *runTap) runAttrs(attrs []attribute.KeyValue, rep *relay.RunReport) []at
 
 // endClient ends the CLIENT span of the producer's request, when it was
 // made: at the last read of the producer's stream, else at the run's end
-// (a response passed on, a request that failed or was given up).
-func (r *runTap) endClient(rep *relay.RunReport, end time.Time) {
+// (a response passed on, a request that failed or was given up). upstream
+// is rep.URL redacted.
+func (r *runTap) endClient(rep *relay.RunReport, upstream string, end time.Time) {
 	c := r.client
 	if c == nil {
 		return
@@ -381,7 +386,7 @@ func (r *runTap) endClient(rep *relay.RunReport, end time.Time) {
 		if addr, port := splitHost(u.Host, u.Scheme); addr != "" {
 			attrs = append(attrs, semconv.ServerAddress(addr), semconv.ServerPort(port))
 		}
-		attrs = append(attrs, semconv.URLFull(redact.URL(rep.URL)))
+		attrs = append(attrs, semconv.URLFull(upstream))
 	}
 	// The producer's status is the one passed on, on a response that was
 	// not refused (a refusal's is the relay's own).

@@ -650,3 +650,38 @@ func TestSampler(t *testing.T) {
 		t.Errorf("sampler %q", s)
 	}
 }
+
+// A method semconv does not know is _OTHER, its span named HTTP; without a
+// route prefix the name is the method alone. Behind a proxy, the scheme,
+// host and client are those it forwards, the peer the proxy.
+func TestSpanNamesAndForwardedRequest(t *testing.T) {
+	cleanEnv(t)
+	rc := newReceiver(t)
+	tr := newTracer(t, tracing.Options{Endpoint: rc.url})
+	h := relaytest.New(t, func(w http.ResponseWriter, r *http.Request) {}, func(r *relay.Relay) { r.Tap, r.RequestTap = tr.Tap, tr.RequestTap })
+	req, _ := http.NewRequest("PROPFIND", h.URL+"/agent/x", nil)
+	req.Header.Set("X-Forwarded-Proto", "https")
+	req.Header.Set("X-Forwarded-Host", "chat.example.com")
+	req.Header.Set("X-Forwarded-For", "203.0.113.7, 10.0.0.2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.ReadAll(t, resp)
+	s, c := rc.pair(t, tr, 2)
+	if s.Name != "HTTP" || c.Name != "HTTP" {
+		t.Errorf("spans %q and %q, want HTTP", s.Name, c.Name)
+	}
+	wantAttrs(t, s, map[string]any{"http.request.method": "_OTHER", "http.request.method_original": "PROPFIND",
+		"url.scheme": "https", "server.address": "chat.example.com", "server.port": 443,
+		"client.address": "203.0.113.7", "network.peer.address": "127.0.0.1"})
+	if _, ok := attrs(s)["http.route"]; ok {
+		t.Errorf("http.route on a relay without a route")
+	}
+
+	testkit.ReadAll(t, h.Post("/agent", `{"threadId":1}`))
+	h.Report()
+	if s, _ := rc.pair(t, tr, 1); s.Name != "POST" {
+		t.Errorf("span %q, want POST", s.Name)
+	}
+}
