@@ -61,7 +61,7 @@ type serveConfig struct {
 	recordMaxBytes byteSize
 	pprof          bool
 	cors           relay.CORSOptions // the --cors-* flags
-	// otlpEndpoint, when set, exports a span per run to that OTLP/HTTP
+	// otlpEndpoint, when set, exports the spans of the runs to that OTLP
 	// collector (--otlp-endpoint); the OTEL_* environment may also turn
 	// tracing on (tracing.Enabled).
 	otlpEndpoint string
