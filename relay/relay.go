@@ -561,13 +561,6 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 			tap.ConsumerHeaders(&ctx.Request.Header)
 		}
 	}
-	// end tells the tap the request is over, answered with status.
-	end := func(status int, problem string, err error) {
-		if tap != nil {
-			rep.Status, rep.Problem, rep.Err, rep.Duration = status, problem, err, time.Since(rep.Start)
-			tap.End(rep)
-		}
-	}
 	req := r.newRequest(ctx)
 	req.SetBodyRaw(ctx.Request.Body())
 	if tap != nil {
@@ -586,14 +579,14 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 		if tap != nil {
 			rep.Abort = errConsumerGone.Code
 		}
-		end(0, "", nil)
+		endRequest(tap, rep, 0, "", nil)
 		return
 	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		p := upstreamProblem(err)
 		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.Error(err))
-		end(p.Status, p.Type, err)
+		endRequest(tap, rep, p.Status, p.Type, err)
 		p.Write(ctx)
 		return
 	}
@@ -601,16 +594,25 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 		fasthttp.ReleaseResponse(resp)
 		p := problemUpgrade()
 		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.String("problem", p.Type))
-		end(p.Status, p.Type, nil)
+		endRequest(tap, rep, p.Status, p.Type, nil)
 		p.Write(ctx)
 		return
 	}
 	var done func()
 	if tap != nil {
 		status := resp.StatusCode()
-		done = func() { end(status, "", nil) }
+		done = func() { endRequest(tap, rep, status, "", nil) }
 	}
 	r.passThrough(ctx, resp, done)
+}
+
+// endRequest tells the tap of a request that is not a run, when it has
+// one, that the request is over, answered with status.
+func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err error) {
+	if tap != nil {
+		rep.Status, rep.Problem, rep.Err, rep.Duration = status, problem, err, time.Since(rep.Start)
+		tap.End(rep)
+	}
 }
 
 // run relays one run in its three stages: admit (the input judged, the
