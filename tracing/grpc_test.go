@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net"
 	"testing"
+	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -93,5 +94,43 @@ func TestExportOverHTTPFromBaseEndpoint(t *testing.T) {
 	h.Report()
 	if s := rc.span(t, tr).span; s.Kind != tracepb.Span_SPAN_KIND_SERVER {
 		t.Errorf("span %q of kind %v", s.Name, s.Kind)
+	}
+}
+
+// A collector that is down costs no run, over either protocol: the run
+// streams whole, its spans are dropped, and the exporter's failure is the
+// flush's.
+func TestCollectorDownCostsNoRun(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			cleanEnv(t)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", testkit.ClosedURL(t))
+			tr, err := tracing.New(context.Background(), tracing.Options{})
+			if err != nil || tr == nil {
+				t.Fatalf("New = %v, %v", tr, err)
+			}
+			// The exporter retries for up to a minute: the test waits a
+			// moment for it, no more.
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				tr.Shutdown(ctx) //nolint:errcheck // the collector is down
+			})
+			stream := testkit.RunStarted + testkit.ContentEvent + testkit.RunFinished
+			h := relaytest.New(t, producerTraceparents(make(chan []string, 1), stream), func(r *relay.Relay) { r.Tap = tr.Tap })
+			if body := testkit.ReadAll(t, h.Post("/agent", testkit.MinimalInput)); body != stream {
+				t.Errorf("stream %q, want the producer's whole", body)
+			}
+			if rep := h.Report(); rep.Terminal != "RUN_FINISHED" || rep.Abort != "" {
+				t.Errorf("run ended %q, abort %q", rep.Terminal, rep.Abort)
+			}
+			// Refused at once over HTTP; over gRPC, retried until the deadline.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := tr.ForceFlush(ctx); err == nil {
+				t.Errorf("a flush to a collector that is down succeeded")
+			}
+		})
 	}
 }
