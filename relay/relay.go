@@ -58,6 +58,10 @@ type Relay struct {
 	// Route names the route this relay serves (see Router), for logs and
 	// metrics; it is copied into every RunReport. Empty outside a Router.
 	Route string
+	// RoutePrefix is the prefix of the route this relay serves
+	// (Route.Prefix), copied into every RunReport: a trace's http.route.
+	// Empty outside a Router.
+	RoutePrefix string
 	// StripPrefix, when set, is removed from the front of each request's
 	// path before the path is appended to Upstream (a route's stripPrefix),
 	// and sent to the producer as X-Forwarded-Prefix.
@@ -165,6 +169,9 @@ type Relay struct {
 	// that is also logged, once the run is over, whether it was streamed or
 	// refused. The report is the run's, filled in as the run goes.
 	Tap func(*RunReport) RunTap
+	// RequestTap, when set, is called as a request that is not a run
+	// starts, and returns what watches it (tracing's span), or nil.
+	RequestTap func(*RunReport) RequestTap
 
 	once       sync.Once
 	tuning     streamTuning                    // what a test changes of the streams (export_test.go); zero in production
@@ -196,8 +203,16 @@ const DefaultConsumerStallTimeout = time.Minute
 
 // RunReport describes one relayed run, for the log and for metrics.
 type RunReport struct {
-	// Route is the Relay's Route.
-	Route string
+	// Route and RoutePrefix are the Relay's.
+	Route, RoutePrefix string
+	// Peer is the remote address of the consumer's connection, set when
+	// the run has a tap, before ConsumerHeaders.
+	Peer net.Addr
+	// TraceID and SpanID name the run in the trace the log line joins: a
+	// tap that traces the run sets them (at ConsumerHeaders); otherwise
+	// TraceID is the trace id of the consumer's traceparent, "" when it
+	// sent none that is valid.
+	TraceID, SpanID string
 	// RunID and ThreadID are the input's.
 	RunID, ThreadID string
 	// URL is where the run was sent.
@@ -361,7 +376,7 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 	r.once.Do(r.init) // it may be the Relay's first request
 	if isRunHead(ctx) {
-		rep := &RunReport{Route: r.Route, ProducerPython: r.ProducerPython, Start: time.Now()}
+		rep := &RunReport{Route: r.Route, RoutePrefix: r.RoutePrefix, ProducerPython: r.ProducerPython, Start: time.Now()}
 		r.tapRun(ctx, rep)
 		r.refuse(ctx, rep, p)
 	} else {
@@ -539,21 +554,40 @@ func upstreamProblem(err error) *Problem {
 // proxy passes a request that is not a run to the producer and its answer
 // back, both unchanged but for the hop-by-hop headers.
 func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
+	var tap RequestTap
+	var rep *RunReport
+	if r.RequestTap != nil {
+		rep = &RunReport{Route: r.Route, RoutePrefix: r.RoutePrefix, Peer: ctx.RemoteAddr(), Start: time.Now()}
+		if tap = r.RequestTap(rep); tap != nil {
+			tap.ConsumerHeaders(&ctx.Request.Header)
+		}
+	}
 	req := r.newRequest(ctx)
 	req.SetBodyRaw(ctx.Request.Body())
+	if tap != nil {
+		tap.ProducerHeaders(&req.Header)
+	}
 	resp := acquireUpstreamResponse()
 	gone, err := r.do(ctx, req, resp)
 	uri := req.URI().String()
 	fasthttp.ReleaseRequest(req)
+	if tap != nil {
+		rep.URL = uri
+	}
 	if gone {
 		releaseAbandoned(resp, err)
 		hangUp(ctx)
+		if tap != nil {
+			rep.Abort = errConsumerGone.Code
+		}
+		endRequest(tap, rep, 0, "", nil)
 		return
 	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		p := upstreamProblem(err)
 		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.Error(err))
+		endRequest(tap, rep, p.Status, p.Type, err)
 		p.Write(ctx)
 		return
 	}
@@ -561,17 +595,32 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 		fasthttp.ReleaseResponse(resp)
 		p := problemUpgrade()
 		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.String("problem", p.Type))
+		endRequest(tap, rep, p.Status, p.Type, nil)
 		p.Write(ctx)
 		return
 	}
-	r.passThrough(ctx, resp, nil)
+	var done func()
+	if tap != nil {
+		status := resp.StatusCode()
+		done = func() { endRequest(tap, rep, status, "", nil) }
+	}
+	r.passThrough(ctx, resp, done)
+}
+
+// endRequest tells the tap of a request that is not a run, when it has
+// one, that the request is over, answered with status.
+func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err error) {
+	if tap != nil {
+		rep.Status, rep.Problem, rep.Err, rep.Duration = status, problem, err, time.Since(rep.Start)
+		tap.End(rep)
+	}
 }
 
 // run relays one run in its three stages: admit (the input judged, the
 // versions decided, the input translated), forward (the producer asked),
 // stream (its answer relayed).
 func (r *Relay) run(ctx *fasthttp.RequestCtx) {
-	rep := &RunReport{Route: r.Route, ProducerPython: r.ProducerPython, Start: time.Now()}
+	rep := &RunReport{Route: r.Route, RoutePrefix: r.RoutePrefix, ProducerPython: r.ProducerPython, Start: time.Now()}
 	in, plan, ok := r.admit(ctx, rep)
 	if !ok {
 		return
@@ -584,18 +633,22 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 }
 
 // tapRun gives the run of ctx its tap (Relay.Tap), shown the consumer's
-// headers when it is a HeaderTap, and reports whether it has one.
+// headers when it is a HeaderTap, and reports whether it has one. A run
+// that no tap traces gets the trace id of the consumer's traceparent.
 func (r *Relay) tapRun(ctx *fasthttp.RequestCtx, rep *RunReport) bool {
-	if r.Tap == nil {
-		return false
+	if r.Tap != nil {
+		rep.tap = r.Tap(rep)
 	}
-	if rep.tap = r.Tap(rep); rep.tap == nil {
-		return false
+	if rep.tap != nil {
+		rep.Peer = ctx.RemoteAddr()
+		if ht, ok := rep.tap.(HeaderTap); ok {
+			ht.ConsumerHeaders(&ctx.Request.Header)
+		}
 	}
-	if ht, ok := rep.tap.(HeaderTap); ok {
-		ht.ConsumerHeaders(&ctx.Request.Header)
+	if rep.TraceID == "" {
+		rep.TraceID = traceparentID(ctx.Request.Header.Peek("Traceparent"))
 	}
-	return true
+	return rep.tap != nil
 }
 
 // admit reads and judges the consumer's RunAgentInput, decides the
@@ -863,6 +916,7 @@ func (r *Relay) report(rep *RunReport) {
 		if rep.URL != "" {
 			fields = append(fields, zap.String("upstream", redact.URL(rep.URL)))
 		}
+		fields = rep.appendTraceFields(fields)
 		if m := (*malformedAnswerError)(nil); errors.As(rep.Err, &m) {
 			fields = append(fields, zap.String("excerpt", m.excerpt))
 		}
@@ -907,8 +961,20 @@ func (r *Relay) logRun(rep *RunReport) {
 				fields = append(fields, zap.Error(rep.Err))
 			}
 		}
-		ce.Write(fields...)
+		ce.Write(rep.appendTraceFields(fields)...)
 	}
+}
+
+// appendTraceFields appends the run's trace_id and span_id to a log
+// line's fields, those it has (see TraceID).
+func (rep *RunReport) appendTraceFields(fields []zap.Field) []zap.Field {
+	if rep.TraceID != "" {
+		fields = append(fields, zap.String("trace_id", rep.TraceID))
+	}
+	if rep.SpanID != "" {
+		fields = append(fields, zap.String("span_id", rep.SpanID))
+	}
+	return fields
 }
 
 // VersionLabel names a version as the logs, metrics and recordings do:

@@ -5,8 +5,12 @@ package relay_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +25,7 @@ import (
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
+	"github.com/agui-relay/agui-relay/tracing"
 )
 
 // BenchmarkShortRun measures whole short runs through the relay as serve
@@ -31,7 +36,12 @@ import (
 // raw sockets, answers each POST with a chunked text/event-stream of five
 // events (RUN_STARTED, three TEXT_MESSAGE_CONTENT, RUN_FINISHED) in one
 // write, as a producer writing at full speed does. "tapped" adds the
-// metrics' tap, which serve installs by default.
+// metrics' tap, which serve installs by default; "traced" adds tracing's
+// too (every run sampled, its SERVER and CLIENT spans exported in batches
+// to a collector on loopback that discards them), so that tracing's cost
+// per run is tapped against traced in one run:
+//
+//	go test -run '^$' -bench 'ShortRun/(tapped|traced)$' -benchtime 20000x -count 10 ./relay/
 //
 // It reports the process's CPU per run (user and system, getrusage around
 // the loop: the consumer's and the producer's share included, both a
@@ -48,12 +58,41 @@ import (
 // bench's "agui-relay 1.0→0.0.45" case: what a translated run costs beyond
 // a relayed one.
 func BenchmarkShortRun(b *testing.B) {
-	for _, tapped := range []bool{false, true} {
-		name := map[bool]string{false: "untapped", true: "tapped"}[tapped]
-		b.Run(name, func(b *testing.B) { benchShortRuns(b, tapped, 1, negotiate.Current) })
+	for _, taps := range []shortRunTaps{untapped, tapped, traced} {
+		b.Run(taps.String(), func(b *testing.B) { benchShortRuns(b, taps, 1, negotiate.Current) })
 	}
-	b.Run("untapped/40conns", func(b *testing.B) { benchShortRuns(b, false, 40, negotiate.Current) })
-	b.Run("translating", func(b *testing.B) { benchShortRuns(b, false, 1, negotiate.MustParse("0.0.45")) })
+	b.Run("untapped/40conns", func(b *testing.B) { benchShortRuns(b, untapped, 40, negotiate.Current) })
+	b.Run("translating", func(b *testing.B) { benchShortRuns(b, untapped, 1, negotiate.MustParse("0.0.45")) })
+}
+
+// shortRunTaps are the taps of BenchmarkShortRun's relay.
+type shortRunTaps int
+
+const (
+	untapped shortRunTaps = iota
+	tapped                // the metrics'
+	traced                // the metrics' and tracing's
+)
+
+func (t shortRunTaps) String() string { return [...]string{"untapped", "tapped", "traced"}[t] }
+
+// tracer returns a Tracer exporting to a collector on loopback that
+// discards what it receives, shut down at the benchmark's end.
+func tracer(b *testing.B) *tracing.Tracer {
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) //nolint:errcheck
+	}))
+	b.Cleanup(collector.Close)
+	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_SAMPLER"} {
+		b.Setenv(k, "")
+	}
+	tr, err := tracing.New(context.Background(), tracing.Options{Endpoint: collector.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tr.Shutdown(context.Background()) }) //nolint:errcheck
+	return tr
 }
 
 // BenchmarkShortRunUpstreamReuse measures what --upstream-reuse never
@@ -71,7 +110,7 @@ func BenchmarkShortRunUpstreamReuse(b *testing.B) {
 	for _, noReuse := range []bool{false, true} {
 		name := map[bool]string{false: "always", true: "never"}[noReuse]
 		b.Run(name, func(b *testing.B) {
-			benchShortRuns(b, false, 1, negotiate.Current, func(r *relay.Relay) {
+			benchShortRuns(b, untapped, 1, negotiate.Current, func(r *relay.Relay) {
 				r.Client = relay.NewClient(relay.ClientOptions{Log: zap.NewNop(), NoReuse: noReuse})
 			})
 		})
@@ -128,7 +167,7 @@ func readRequest(br *bufio.Reader) error {
 	return err
 }
 
-func benchShortRuns(b *testing.B, tapped bool, conns int, consumer negotiate.Version, configure ...func(*relay.Relay)) {
+func benchShortRuns(b *testing.B, taps shortRunTaps, conns int, consumer negotiate.Version, configure ...func(*relay.Relay)) {
 	answer := shortRunAnswer()
 	upstream := shortRunProducer(b, answer)
 	poller := wire.NewPoller()
@@ -141,8 +180,13 @@ func benchShortRuns(b *testing.B, tapped bool, conns int, consumer negotiate.Ver
 		Poller:          poller,
 		Carrier:         relay.ReuseGoroutines{},
 	}
-	if tapped {
+	switch taps {
+	case tapped:
 		rl.Tap = metrics.New(metrics.Options{}).Tap
+	case traced:
+		mets, tr := metrics.New(metrics.Options{}), tracer(b)
+		rl.Tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(mets.Tap(rep), tr.Tap(rep)) }
+		rl.RequestTap, rl.RoutePrefix = tr.RequestTap, "/"
 	}
 	for _, c := range configure {
 		c(rl)

@@ -17,10 +17,11 @@ import (
 
 // BenchmarkRunSpan measures what tracing adds to a run when it is on: the
 // tap's calls for a short streamed run (the consumer's traceparent read,
-// the producer's set, five events flushed, the report's attributes) and
-// the span's export, in batches, to a collector on loopback. Off, there is
-// no tap at all: BenchmarkShortRun in relay/ shows a run's allocations
-// then.
+// the SERVER span started, the CLIENT span started and the producer's
+// traceparent set, five events flushed, the report's attributes) and the
+// two spans' export, in batches, to a collector on loopback. Off, there is
+// no tap at all. BenchmarkShortRun/traced in relay/ measures it on whole
+// runs, paired against the same runs untraced ("tapped").
 //
 //	go test -run '^$' -bench RunSpan -benchmem ./tracing/
 func BenchmarkRunSpan(b *testing.B) {

@@ -3,12 +3,18 @@ package tracing
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/netip"
+	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agui-relay/agui-relay/internal/redact"
@@ -17,12 +23,9 @@ import (
 	"github.com/agui-relay/agui-relay/translate"
 )
 
-// SpanName is the name of a run's span.
-const SpanName = "agui.relay.run"
-
 // The attributes of a run's span besides the HTTP ones of the semantic
-// conventions (http.request.method, url.path, http.response.status_code,
-// error.type).
+// conventions (semconv; http.request.method, url.path, http.route,
+// http.response.status_code, error.type and the rest).
 const (
 	AttrRoute           = "agui.relay.route"
 	AttrRunID           = "agui.run_id"
@@ -33,9 +36,8 @@ const (
 	AttrProducerPython  = "agui.relay.producer.python"
 	AttrUpstream        = "agui.relay.upstream" // the producer's URL, its credentials and query redacted
 	AttrTranslated      = "agui.relay.translated"
-	AttrUntranslated    = "agui.relay.untranslated" // why a successful answer passed unread
+	AttrUntranslated    = "agui.relay.untranslated" // why a successful response passed unread
 	AttrEvents          = "agui.relay.events"
-	AttrBytes           = "agui.relay.bytes"
 	AttrTerminal        = "agui.relay.terminal"     // RUN_FINISHED, RUN_ERROR
 	AttrLossyShapes     = "agui.relay.lossy_shapes" // the shapes a translation lost
 	AttrAbort           = "agui.relay.abort"        // the code of the relay's own RUN_ERROR, or consumer_gone/consumer_stalled
@@ -49,56 +51,196 @@ const (
 	EventTerminalEvent = "agui.relay.terminal_event" // the flush that took the stream's last event, the terminal one
 )
 
-// runTap makes the span of one run. The relay calls it one method at a
-// time (relay.RunTap).
+// runTap makes the spans of one run, or of one request that is not a run
+// (proxied): the SERVER span of the consumer's request and the CLIENT
+// span of the producer's, its child. The relay calls it one method at a
+// time (relay.RunTap, relay.RequestTap).
 type runTap struct {
-	t    *Tracer
-	rep  *relay.RunReport
-	ctx  context.Context // the span's
-	span trace.Span
+	t       *Tracer
+	rep     *relay.RunReport
+	proxied bool            // a request that is not a run: no AG-UI attributes
+	ctx     context.Context // the SERVER span's
+	span    trace.Span
+	client  trace.Span // the producer's request, from ProducerHeaders
+	method  string     // the consumer's, as semconv names it
+	// reqBody is the request body's size, -1 while unknown.
+	reqBody int
 	// events is the count of events flushed so far; lastEventAt when the
-	// count last grew.
+	// count last grew; lastRead when the producer's stream was last read.
 	events      int
 	lastEventAt time.Time
+	lastRead    time.Time
 	lossy       []string
 }
 
 var _ relay.HeaderTap = (*runTap)(nil)
+var _ relay.RequestTap = (*runTap)(nil)
 
-// ConsumerHeaders starts the span, at the run's start, as a child of the
-// consumer's trace context when it sent one.
+// ConsumerHeaders starts the SERVER span, at the request's start, as a
+// child of the consumer's trace context when it sent one.
 func (r *runTap) ConsumerHeaders(h *fasthttp.RequestHeader) {
 	r.start(r.t.prop.Extract(context.Background(), consumerCarrier{h}), h)
 }
 
 func (r *runTap) start(parent context.Context, h *fasthttp.RequestHeader) {
-	attrs := make([]attribute.KeyValue, 0, 2)
+	r.reqBody = -1
+	attrs := make([]attribute.KeyValue, 0, 12)
+	name := "HTTP" // semconv's name for a request of no known method
 	if h != nil {
+		var m attribute.KeyValue
+		m, r.method = methodAttr(h.Method(), &attrs)
+		name = r.method
+		if r.method == "_OTHER" {
+			name = "HTTP"
+		}
+		attrs = append(attrs, m)
 		path, _, _ := bytes.Cut(h.RequestURI(), []byte("?")) // the query may carry secrets
-		attrs = append(attrs, attribute.String("http.request.method", string(h.Method())), attribute.String("url.path", string(path)))
+		attrs = append(attrs, semconv.URLPath(string(path)))
+		attrs = serverAttrs(attrs, h, r.rep.Peer)
+		if n := h.ContentLength(); n >= 0 {
+			r.reqBody = n
+		}
 	}
-	r.ctx, r.span = r.t.tracer.Start(parent, SpanName, trace.WithSpanKind(trace.SpanKindServer),
+	if p := r.rep.RoutePrefix; p != "" {
+		attrs = append(attrs, semconv.HTTPRoute(p))
+		name += " " + p
+	}
+	r.ctx, r.span = r.t.tracer.Start(parent, name, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(r.rep.Start), trace.WithAttributes(attrs...))
+	if sc := r.span.SpanContext(); sc.IsValid() {
+		r.rep.TraceID, r.rep.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	}
 }
 
-// ProducerHeaders sets the run's span as the parent of the producer's:
-// traceparent (and tracestate), in place of the consumer's.
+// methodAttr returns the http.request.method of method and its name as
+// semconv has it: "_OTHER" for a method it does not know, the method sent
+// then appended to attrs as http.request.method_original.
+func methodAttr(method []byte, attrs *[]attribute.KeyValue) (attribute.KeyValue, string) {
+	switch string(method) {
+	case "GET":
+		return semconv.HTTPRequestMethodGet, "GET"
+	case "POST":
+		return semconv.HTTPRequestMethodPost, "POST"
+	case "HEAD":
+		return semconv.HTTPRequestMethodHead, "HEAD"
+	case "PUT":
+		return semconv.HTTPRequestMethodPut, "PUT"
+	case "DELETE":
+		return semconv.HTTPRequestMethodDelete, "DELETE"
+	case "OPTIONS":
+		return semconv.HTTPRequestMethodOptions, "OPTIONS"
+	case "PATCH":
+		return semconv.HTTPRequestMethodPatch, "PATCH"
+	case "TRACE":
+		return semconv.HTTPRequestMethodTrace, "TRACE"
+	case "CONNECT":
+		return semconv.HTTPRequestMethodConnect, "CONNECT"
+	}
+	*attrs = append(*attrs, semconv.HTTPRequestMethodOriginal(string(method)))
+	return semconv.HTTPRequestMethodOther, "_OTHER"
+}
+
+// serverAttrs appends the HTTP server attributes of the consumer's
+// request: url.scheme, server.address and server.port as the consumer
+// asked for them (X-Forwarded-Proto and X-Forwarded-Host from a proxy in
+// front, else the relay's plain HTTP and Host), user_agent.original,
+// client.address (the first of X-Forwarded-For, else the peer, as
+// otelhttp does) and network.peer.address and .port (the connection's).
+func serverAttrs(attrs []attribute.KeyValue, h *fasthttp.RequestHeader, peer net.Addr) []attribute.KeyValue {
+	scheme := "http" // the relay serves plain HTTP
+	if p := firstValue(h.Peek("X-Forwarded-Proto")); p == "https" || p == "http" {
+		scheme = p
+	}
+	attrs = append(attrs, semconv.URLScheme(scheme))
+	host := firstValue(h.Peek("X-Forwarded-Host"))
+	if host == "" {
+		host = string(h.Host())
+	}
+	if addr, port := splitHost(host, scheme); addr != "" {
+		attrs = append(attrs, semconv.ServerAddress(addr), semconv.ServerPort(port))
+	}
+	if ua := h.UserAgent(); len(ua) > 0 {
+		attrs = append(attrs, semconv.UserAgentOriginal(string(ua)))
+	}
+	client := firstValue(h.Peek("X-Forwarded-For"))
+	if ap, ok := peerAddrPort(peer); ok {
+		peerAddr := ap.Addr().Unmap().String()
+		attrs = append(attrs, semconv.NetworkPeerAddress(peerAddr), semconv.NetworkPeerPort(int(ap.Port())))
+		if client == "" {
+			client = peerAddr
+		}
+	}
+	if client != "" {
+		attrs = append(attrs, semconv.ClientAddress(client))
+	}
+	return attrs
+}
+
+// firstValue is the first element of a comma-separated header value.
+func firstValue(v []byte) string {
+	first, _, _ := bytes.Cut(v, []byte(","))
+	return string(bytes.TrimSpace(first))
+}
+
+// splitHost splits a Host header into its name and port, the scheme's
+// default port when it names none; "" when there is no host.
+func splitHost(host, scheme string) (string, int) {
+	if host == "" {
+		return "", 0
+	}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 1<<16 {
+			return h, n
+		}
+		return h, defaultPort(scheme)
+	}
+	return strings.Trim(host, "[]"), defaultPort(scheme)
+}
+
+func defaultPort(scheme string) int {
+	if scheme == "https" {
+		return 443
+	}
+	return 80
+}
+
+// peerAddrPort is the address and port of a TCP peer.
+func peerAddrPort(a net.Addr) (netip.AddrPort, bool) {
+	if t, ok := a.(*net.TCPAddr); ok && t != nil {
+		return t.AddrPort(), true
+	}
+	return netip.AddrPort{}, false
+}
+
+// ProducerHeaders starts the CLIENT span of the producer's request, a
+// child of the SERVER span, and sets it as the parent of the producer's
+// spans: traceparent (and tracestate), in place of the consumer's.
 func (r *runTap) ProducerHeaders(h *fasthttp.RequestHeader) {
 	if r.span == nil {
 		return
 	}
+	name := r.method
+	if name == "_OTHER" || name == "" {
+		name = "HTTP"
+	}
+	var ctx context.Context
+	ctx, r.client = r.t.tracer.Start(r.ctx, name, trace.WithSpanKind(trace.SpanKindClient))
 	// The consumer's tracestate belongs to its traceparent: the span's
 	// (inherited from it when the span continues it) is set instead.
 	h.Del("Tracestate")
-	r.t.prop.Inject(r.ctx, producerCarrier{h})
+	r.t.prop.Inject(ctx, producerCarrier{h})
 }
 
-func (*runTap) Received([]byte)                       {}
+func (r *runTap) Received(body []byte) { r.reqBody = len(body) }
+
 func (*runTap) Forwarded(negotiate.InputPlan, []byte) {}
-func (*runTap) Read([]byte)                           {}
 func (*runTap) Wrote([]byte)                          {}
 func (*runTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {
 }
+
+// Read times the producer's stream: the last read is where its response
+// ended, as the CLIENT span sees it.
+func (r *runTap) Read([]byte) { r.lastRead = time.Now() }
 
 func (r *runTap) Streaming(negotiate.Version, negotiate.Version) {
 	if r.span != nil {
@@ -123,16 +265,69 @@ func (r *runTap) Warned(w translate.Warning) {
 	}
 }
 
-// End sets what the report says of the run on its span, and ends it.
+// streamed reports whether the producer's event stream was relayed.
+func streamed(rep *relay.RunReport) bool {
+	return rep.Problem == "" && rep.Untranslated == "" && rep.Status >= 200 && rep.Status <= 299
+}
+
+// End sets what the report says of the run on its spans, and ends them.
 func (r *runTap) End(rep *relay.RunReport) {
 	if r.span == nil {
 		r.start(context.Background(), nil)
 	}
 	s := r.span
+	end := rep.Start.Add(rep.Duration)
+	if rep.Duration <= 0 {
+		end = time.Now()
+	}
+	var upstream string // the producer's URL, redacted
+	if rep.URL != "" {
+		upstream = redact.URL(rep.URL)
+	}
+	r.endClient(rep, upstream, end)
 	attrs := make([]attribute.KeyValue, 0, 20)
 	if rep.Route != "" {
 		attrs = append(attrs, attribute.String(AttrRoute, rep.Route))
 	}
+	if rep.Status != 0 {
+		attrs = append(attrs, semconv.HTTPResponseStatusCode(rep.Status))
+	}
+	if r.reqBody >= 0 {
+		attrs = append(attrs, semconv.HTTPRequestBodySize(r.reqBody))
+	}
+	if upstream != "" {
+		attrs = append(attrs, attribute.String(AttrUpstream, upstream))
+	}
+	if !r.proxied {
+		attrs = r.runAttrs(attrs, rep)
+	}
+	switch {
+	case rep.Problem != "":
+		attrs = append(attrs, attribute.String(AttrProblem, rep.Problem), semconv.ErrorTypeKey.String(rep.Problem))
+		if rep.Status >= 500 {
+			s.SetStatus(codes.Error, rep.Problem)
+		}
+	case rep.Abort == relay.CodeConsumerGone || rep.Abort == relay.CodeConsumerStalled:
+		// The consumer's doing: no RUN_ERROR was written, nothing failed here.
+		attrs = append(attrs, attribute.String(AttrAbort, rep.Abort))
+	case rep.Abort != "":
+		// The relay ended the stream with a RUN_ERROR of its own.
+		attrs = append(attrs, attribute.String(AttrAbort, rep.Abort), semconv.ErrorTypeKey.String(rep.Abort))
+		s.SetStatus(codes.Error, rep.Abort)
+		if rep.Err != nil {
+			s.RecordError(rep.Err)
+		}
+	case rep.Status >= 500:
+		attrs = append(attrs, semconv.ErrorTypeKey.String(strconv.Itoa(rep.Status)))
+		s.SetStatus(codes.Error, "")
+	}
+	s.SetAttributes(attrs...)
+	s.End(trace.WithTimestamp(end))
+}
+
+// runAttrs appends the AG-UI attributes of a run, and adds its terminal
+// event.
+func (r *runTap) runAttrs(attrs []attribute.KeyValue, rep *relay.RunReport) []attribute.KeyValue {
 	if rep.RunID != "" {
 		attrs = append(attrs, attribute.String(AttrRunID, rep.RunID))
 	}
@@ -143,20 +338,19 @@ func (r *runTap) End(rep *relay.RunReport) {
 		attrs = append(attrs, attribute.String(AttrConsumerVersion, rep.Consumer.String()),
 			attribute.String(AttrConsumerLearnt, rep.ConsumerLearnt.String()))
 	}
-	if rep.URL != "" {
-		attrs = append(attrs, attribute.String(AttrUpstream, redact.URL(rep.URL)))
-	}
 	if !rep.ProducerPython.IsZero() {
 		attrs = append(attrs, attribute.String(AttrProducerPython, rep.ProducerPython.Name()))
-	}
-	if rep.Status != 0 {
-		attrs = append(attrs, attribute.Int("http.response.status_code", rep.Status))
 	}
 	if rep.Problem == "" && rep.Status >= 200 && rep.Status <= 299 {
 		// Answered: the producer's side of the run.
 		attrs = append(attrs, attribute.String(AttrProducerVersion, relay.VersionLabel(rep.Producer)),
-			attribute.Bool(AttrTranslated, rep.Translated),
-			attribute.Int(AttrEvents, rep.Events), attribute.Int(AttrBytes, rep.Bytes))
+			attribute.Bool(AttrTranslated, rep.Translated), attribute.Int(AttrEvents, rep.Events))
+	}
+	if streamed(rep) {
+		// The event stream's bytes written to the consumer, keep-alive
+		// comments and a RUN_ERROR of the relay's included, the chunked
+		// framing not; a response passed on unread is not counted.
+		attrs = append(attrs, semconv.HTTPResponseBodySize(rep.Bytes))
 	}
 	if rep.Untranslated != "" {
 		attrs = append(attrs, attribute.String(AttrUntranslated, rep.Untranslated))
@@ -164,37 +358,65 @@ func (r *runTap) End(rep *relay.RunReport) {
 	if rep.Terminal != "" {
 		attrs = append(attrs, attribute.String(AttrTerminal, rep.Terminal))
 		if !r.lastEventAt.IsZero() {
-			s.AddEvent(EventTerminalEvent, trace.WithTimestamp(r.lastEventAt), trace.WithAttributes(attribute.String("type", rep.Terminal)))
+			r.span.AddEvent(EventTerminalEvent, trace.WithTimestamp(r.lastEventAt), trace.WithAttributes(attribute.String("type", rep.Terminal)))
 		}
 	}
 	if len(r.lossy) > 0 {
 		attrs = append(attrs, attribute.StringSlice(AttrLossyShapes, r.lossy))
 	}
+	return attrs
+}
+
+// endClient ends the CLIENT span of the producer's request, when it was
+// made: at the last read of the producer's stream, else at the run's end
+// (a response passed on, a request that failed or was given up). upstream
+// is rep.URL redacted.
+func (r *runTap) endClient(rep *relay.RunReport, upstream string, end time.Time) {
+	c := r.client
+	if c == nil {
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	if r.method == "_OTHER" {
+		attrs = append(attrs, semconv.HTTPRequestMethodOther)
+	} else if r.method != "" {
+		attrs = append(attrs, semconv.HTTPRequestMethodKey.String(r.method))
+	}
+	if u, err := url.Parse(rep.URL); err == nil && u.Host != "" {
+		if addr, port := splitHost(u.Host, u.Scheme); addr != "" {
+			attrs = append(attrs, semconv.ServerAddress(addr), semconv.ServerPort(port))
+		}
+		attrs = append(attrs, semconv.URLFull(upstream))
+	}
+	// The producer's status is the one passed on, on a response that was
+	// not refused (a refusal's is the relay's own).
+	answered := rep.Problem == "" && rep.Status != 0
 	switch {
+	case answered && rep.Status >= 400:
+		attrs = append(attrs, semconv.HTTPResponseStatusCode(rep.Status), semconv.ErrorTypeKey.String(strconv.Itoa(rep.Status)))
+		c.SetStatus(codes.Error, "")
+	case answered:
+		attrs = append(attrs, semconv.HTTPResponseStatusCode(rep.Status))
 	case rep.Problem != "":
-		attrs = append(attrs, attribute.String(AttrProblem, rep.Problem), attribute.String("error.type", rep.Problem))
-		if rep.Status >= 500 {
-			s.SetStatus(codes.Error, rep.Problem)
-		}
-	case rep.Abort == relay.CodeConsumerGone || rep.Abort == relay.CodeConsumerStalled:
-		// The consumer's doing: no RUN_ERROR was written, nothing failed here.
-		attrs = append(attrs, attribute.String(AttrAbort, rep.Abort))
-	case rep.Abort != "":
-		// The relay ended the stream with a RUN_ERROR of its own.
-		attrs = append(attrs, attribute.String(AttrAbort, rep.Abort), attribute.String("error.type", rep.Abort))
-		s.SetStatus(codes.Error, rep.Abort)
+		// No response the relay could pass on: unreachable, timed out,
+		// malformed, an upgrade.
+		attrs = append(attrs, semconv.ErrorTypeKey.String(rep.Problem))
+		c.SetStatus(codes.Error, rep.Problem)
 		if rep.Err != nil {
-			s.RecordError(rep.Err)
+			c.RecordError(rep.Err)
 		}
-	case rep.Status >= 500:
-		s.SetStatus(codes.Error, "")
 	}
-	s.SetAttributes(attrs...)
-	end := rep.Start.Add(rep.Duration)
-	if rep.Duration <= 0 {
-		end = time.Now()
+	if rep.Abort != "" && rep.Abort != relay.CodeConsumerGone && rep.Abort != relay.CodeConsumerStalled {
+		// The producer's stream was cut short (broken, silent too long).
+		attrs = append(attrs, semconv.ErrorTypeKey.String(rep.Abort))
+		c.SetStatus(codes.Error, rep.Abort)
 	}
-	s.End(trace.WithTimestamp(end))
+	at := end
+	if rep.Abort == "" && !r.lastRead.IsZero() {
+		at = r.lastRead
+	}
+	c.SetAttributes(attrs...)
+	c.End(trace.WithTimestamp(at))
 }
 
 // consumerCarrier reads the trace context of the consumer's request.

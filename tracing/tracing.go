@@ -1,9 +1,10 @@
-// Package tracing exports one OpenTelemetry span per run of the relay, over
-// OTLP/HTTP, as a tap of the relay's (relay.RunTap, beside metrics and
-// recordings). The span continues the consumer's W3C trace context and is
-// passed to the producer as the parent of its own spans (traceparent on the
-// forwarded request, see relay.HeaderTap). Tracing is off unless configured:
-// New then returns nil, and the relay has no tap of it.
+// Package tracing exports the OpenTelemetry spans of the relay's runs, over
+// OTLP (gRPC or HTTP), as a tap of the relay's (relay.RunTap, beside metrics and
+// recordings). A run's SERVER span continues the consumer's W3C trace
+// context; its CLIENT span, the request to the producer, is passed to the
+// producer as the parent of its own spans (traceparent on the forwarded
+// request, see relay.HeaderTap). Tracing is off unless configured: New
+// then returns nil, and the relay has no tap of it.
 package tracing
 
 import (
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -42,6 +44,8 @@ type Tracer struct {
 	provider *sdktrace.TracerProvider
 	tracer   trace.Tracer
 	prop     propagation.TraceContext
+	dest     Destination
+	sampler  string
 }
 
 // ServiceName is the service.name of the relay's spans unless
@@ -54,14 +58,15 @@ const ServiceName = "agui-relay"
 // set, or OTEL_TRACES_EXPORTER is otlp, or (OTEL_TRACES_EXPORTER unset) an
 // OTLP endpoint is (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
 // OTEL_EXPORTER_OTLP_ENDPOINT); OTEL_SDK_DISABLED=true and
-// OTEL_TRACES_EXPORTER=none turn it off. The relay exports OTLP over HTTP
-// only: another exporter or the grpc protocol is an error, not silence.
+// OTEL_TRACES_EXPORTER=none turn it off. Another exporter is an error, not
+// silence.
 func Enabled(opts Options, getenv func(string) string) (bool, error) {
 	if opts.Endpoint != "" {
 		if err := checkEndpoint(opts.Endpoint); err != nil {
 			return false, err
 		}
-		return true, checkProtocol(getenv)
+		_, err := Resolve(opts, getenv)
+		return true, err
 	}
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return false, nil
@@ -76,14 +81,15 @@ func Enabled(opts Options, getenv func(string) string) (bool, error) {
 			case "none":
 				return false, nil
 			default:
-				return false, fmt.Errorf("OTEL_TRACES_EXPORTER %q: the relay exports otlp (over HTTP) or none", e)
+				return false, fmt.Errorf("OTEL_TRACES_EXPORTER %q: the relay exports otlp or none", e)
 			}
 		}
 	}
 	if !on {
 		return false, nil
 	}
-	return true, checkProtocol(getenv)
+	_, err := Resolve(opts, getenv)
+	return true, err
 }
 
 func checkEndpoint(s string) error {
@@ -94,34 +100,118 @@ func checkEndpoint(s string) error {
 	return nil
 }
 
-// checkProtocol refuses an OTLP protocol the HTTP exporter does not speak.
-func checkProtocol(getenv func(string) string) error {
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		switch p := getenv(name); p {
-		case "", "http/protobuf", "http/json":
-		default:
-			return fmt.Errorf("%s %q: the relay exports over http/protobuf or http/json", name, p)
+// Destination is where a Tracer's spans go.
+type Destination struct {
+	// Endpoint is the URL the spans are sent to: the collector's
+	// /v1/traces over HTTP, the collector's address over gRPC.
+	Endpoint string
+	// Protocol is the OTLP protocol they are sent with: grpc or
+	// http/protobuf (the one the SDK's HTTP exporter sends; a collector
+	// that receives http/json receives it on the same endpoint).
+	Protocol string
+}
+
+// The OTLP protocols.
+const (
+	ProtocolGRPC = "grpc"
+	ProtocolHTTP = "http/protobuf"
+)
+
+// Resolve returns the destination of the spans as the OpenTelemetry
+// specification's exporter configuration gives it: the protocol of
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL,
+// else http/protobuf; the endpoint of opts.Endpoint or
+// OTEL_EXPORTER_OTLP_ENDPOINT (a base URL, /v1/traces appended over HTTP),
+// else OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (as it is), else the
+// specification's default, http://localhost:4318/v1/traces or
+// http://localhost:4317 (the Go SDK's default is https, which a local
+// collector does not speak: open-telemetry/opentelemetry-go#4803).
+func Resolve(opts Options, getenv func(string) string) (Destination, error) {
+	var d Destination
+	protoVar := "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	p := strings.TrimSpace(getenv(protoVar))
+	if p == "" {
+		protoVar = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		p = strings.TrimSpace(getenv(protoVar))
+	}
+	switch p {
+	case "", "http/protobuf", "http/json":
+		d.Protocol = ProtocolHTTP
+	case "grpc":
+		d.Protocol = ProtocolGRPC
+	default:
+		return d, fmt.Errorf("%s %q: the relay exports over grpc, http/protobuf or http/json", protoVar, p)
+	}
+	base, baseVar := opts.Endpoint, "--otlp-endpoint"
+	if base == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		base, baseVar = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")), "OTEL_EXPORTER_OTLP_ENDPOINT"
+	}
+	switch {
+	case base != "":
+		if err := checkURL(baseVar, base); err != nil {
+			return d, err
 		}
+		d.Endpoint = base
+		if d.Protocol == ProtocolHTTP {
+			d.Endpoint = strings.TrimSuffix(base, "/") + "/v1/traces"
+		}
+	case getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "":
+		d.Endpoint = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+		if err := checkURL("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", d.Endpoint); err != nil {
+			return d, err
+		}
+	case d.Protocol == ProtocolGRPC:
+		d.Endpoint = "http://localhost:4317"
+	default:
+		d.Endpoint = "http://localhost:4318/v1/traces"
+	}
+	return d, nil
+}
+
+// checkURL says what is wrong with the endpoint URL of name.
+func checkURL(name, s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s %q: want a URL, http://host:port", name, s)
 	}
 	return nil
 }
 
+// Sampler names the sampler of the spans as OTEL_TRACES_SAMPLER does (the
+// SDK reads it, and OTEL_TRACES_SAMPLER_ARG): parentbased_always_on when
+// it is unset, the specification's default.
+func Sampler(getenv func(string) string) string {
+	s := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER"))
+	if s == "" {
+		return "parentbased_always_on"
+	}
+	if arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG")); arg != "" {
+		s += ":" + arg
+	}
+	return s
+}
+
 // New returns a Tracer exporting to the collector that opts and the OTEL_*
-// environment name (see Enabled), or nil when tracing is not configured.
-// The exporter reads the rest of its settings from the environment as the
-// OpenTelemetry SDK does (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
-// _COMPRESSION, _CERTIFICATE; OTEL_TRACES_SAMPLER; OTEL_BSP_*), and the
-// resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+// environment name (see Enabled, Resolve), or nil when tracing is not
+// configured. The exporter reads the rest of its settings from the
+// environment as the OpenTelemetry SDK does (OTEL_EXPORTER_OTLP_HEADERS,
+// _TIMEOUT, _COMPRESSION, _CERTIFICATE; OTEL_TRACES_SAMPLER; OTEL_BSP_*),
+// and the resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
 func New(ctx context.Context, opts Options) (*Tracer, error) {
 	on, err := Enabled(opts, os.Getenv)
 	if err != nil || !on {
 		return nil, err
 	}
-	var eopts []otlptracehttp.Option
-	if opts.Endpoint != "" {
-		eopts = append(eopts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(opts.Endpoint, "/")+"/v1/traces"))
+	dest, err := Resolve(opts, os.Getenv)
+	if err != nil {
+		return nil, err
 	}
-	exp, err := otlptracehttp.New(ctx, eopts...)
+	var exp sdktrace.SpanExporter
+	if dest.Protocol == ProtocolGRPC {
+		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(dest.Endpoint))
+	} else {
+		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(dest.Endpoint))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP exporter: %w", err)
 	}
@@ -135,8 +225,15 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("the trace resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Tracer{provider: tp, tracer: tp.Tracer("github.com/agui-relay/agui-relay/tracing")}, nil
+	return &Tracer{provider: tp, tracer: tp.Tracer("github.com/agui-relay/agui-relay/tracing"),
+		dest: dest, sampler: Sampler(os.Getenv)}, nil
 }
+
+// Destination is where the spans go.
+func (t *Tracer) Destination() Destination { return t.dest }
+
+// Sampler names the spans' sampler (see Sampler).
+func (t *Tracer) Sampler() string { return t.sampler }
 
 // ForceFlush exports the spans of the runs that ended so far.
 func (t *Tracer) ForceFlush(ctx context.Context) error {
@@ -162,4 +259,14 @@ func (t *Tracer) Tap(rep *relay.RunReport) relay.RunTap {
 		return nil
 	}
 	return &runTap{t: t, rep: rep}
+}
+
+// RequestTap is a Relay.RequestTap: the span of a request that is not a
+// run (GET /agent/capabilities), and of its request to the producer. A
+// nil Tracer (off) taps nothing.
+func (t *Tracer) RequestTap(rep *relay.RunReport) relay.RequestTap {
+	if t == nil {
+		return nil
+	}
+	return &runTap{t: t, rep: rep, proxied: true}
 }

@@ -96,6 +96,9 @@ func parseFlags(fs *flag.FlagSet, parse func() error) error {
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
 	err := parse()
+	if err == nil {
+		err = negativeDuration(fs)
+	}
 	fs.Usage = usage
 	fs.SetOutput(out)
 	if errors.Is(err, flag.ErrHelp) {
@@ -157,6 +160,9 @@ func parseWithEnv(fs *flag.FlagSet, args []string, getenv func(string) string) e
 			}
 		}
 	})
+	if err == nil {
+		err = negativeDuration(fs)
+	}
 	return err
 }
 

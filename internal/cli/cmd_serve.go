@@ -63,7 +63,7 @@ type serveConfig struct {
 	recordMaxBytes byteSize
 	pprof          bool
 	cors           relay.CORSOptions // the --cors-* flags
-	// otlpEndpoint, when set, exports a span per run to that OTLP/HTTP
+	// otlpEndpoint, when set, exports the spans of the runs to that OTLP
 	// collector (--otlp-endpoint); the OTEL_* environment may also turn
 	// tracing on (tracing.Enabled).
 	otlpEndpoint string
@@ -163,7 +163,8 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.recordRedact, "record-redact", false, "replace message content in recordings (every string but ids, types, roles, names and versions) with same-length placeholders")
 	fs.Var(&c.recordMaxBytes, "record-max-bytes", "largest recording of one run, its files together; what is over is cut and meta.json says so")
 	fs.BoolVar(&c.pprof, "pprof", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --admin-listen; they reveal memory contents, so keep that address private")
-	fs.StringVar(&c.otlpEndpoint, "otlp-endpoint", "", "export an OpenTelemetry span per run to this OTLP/HTTP collector (http://host:4318; spans go to its /v1/traces).\n"+
+	fs.StringVar(&c.otlpEndpoint, "otlp-endpoint", "", "export OpenTelemetry spans of the runs to this OTLP collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT does\n"+
+		"(http://host:4318, spans going to its /v1/traces; with OTEL_EXPORTER_OTLP_PROTOCOL=grpc, over gRPC: http://host:4317).\n"+
 		"Empty: tracing is on only when the OTEL_* environment configures it (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_EXPORTER=otlp)")
 	corsFlags(fs, &c.cors)
 	fs.DurationVar(&c.demoPace, "demo-pace", 50*time.Millisecond, "pause between the demo agent's events, so that streaming shows")
@@ -373,6 +374,9 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	defer poller.Close()
 	poller.ReleaseMemory()
 	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, onStray: mets.OnStray, named: c.config != "", poller: poller}
+	if tracer != nil {
+		shared.requestTap = tracer.RequestTap
+	}
 	routes := c.routes
 	if c.config == "" {
 		routes = []routeConfig{defaultRoute(c, upstream)}
@@ -423,6 +427,13 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	}
 	if at.demo != "" {
 		fields = append(fields, zap.Bool("demo", true), zap.String("demo_version", versionOr(c.demoVersion, "newest recorded")))
+	}
+	if tracer != nil {
+		d := tracer.Destination()
+		fields = append(fields, zap.String("traces", "otlp"), zap.String("traces_endpoint", redact.URL(d.Endpoint)),
+			zap.String("traces_protocol", d.Protocol), zap.String("traces_sampler", tracer.Sampler()))
+	} else {
+		fields = append(fields, zap.String("traces", "off"))
 	}
 	log.Info("agui-relay listening", fields...)
 	if started != nil {

@@ -5,11 +5,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
@@ -68,6 +72,13 @@ func TestServeExportsRunSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := testkit.Await(t, spans, "no span exported by the shutdown")
+	if s.Kind == tracepb.Span_SPAN_KIND_CLIENT { // the producer's request's, ended first
+		s = testkit.Await(t, spans, "no second span exported by the shutdown")
+	}
+	// The default route's prefix is its http.route.
+	if s.Name != "POST /" || s.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("span %q of kind %v, want the run's, POST /", s.Name, s.Kind)
+	}
 	if hex.EncodeToString(s.TraceId) != trace {
 		t.Errorf("span in trace %x, want the consumer's", s.TraceId)
 	}
@@ -79,5 +90,47 @@ func TestServeExportsRunSpans(t *testing.T) {
 	}
 	if runID != "run-7" {
 		t.Errorf("span %q has runId %q", s.Name, runID)
+	}
+}
+
+// The start-up line says whether traces are on, where they go (endpoint
+// and protocol) and the sampler.
+func TestServeLogsWhereTracesGo(t *testing.T) {
+	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"} {
+		t.Setenv(k, "")
+	}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want map[string]any
+	}{
+		{name: "off", env: map[string]string{"OTEL_TRACES_EXPORTER": "", "OTEL_EXPORTER_OTLP_PROTOCOL": ""}, want: map[string]any{"traces": "off"}},
+		{name: "grpc", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			want: map[string]any{"traces": "otlp", "traces_endpoint": "http://localhost:4317", "traces_protocol": "grpc", "traces_sampler": "parentbased_always_on"}},
+		{name: "http", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": ""},
+			want: map[string]any{"traces": "otlp", "traces_endpoint": "http://localhost:4318/v1/traces", "traces_protocol": "http/protobuf"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := parseServe([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--demo-pace", "0"}, os.Getenv, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			core, logs := observer.New(zapcore.InfoLevel)
+			startServeLogged(t, cfg, zap.New(core))
+			lines := logs.FilterMessage("agui-relay listening").All()
+			if len(lines) != 1 {
+				t.Fatalf("%d start-up lines", len(lines))
+			}
+			got := lines[0].ContextMap()
+			for k, v := range c.want {
+				if got[k] != v {
+					t.Errorf("%s = %v, want %v", k, got[k], v)
+				}
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -353,9 +354,30 @@ func durationField(raw json.RawMessage, def time.Duration) (time.Duration, error
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return def, fmt.Errorf("%q: want a duration such as \"30s\" or \"5m\" (\"0\": no limit)", s)
+		return def, badDuration(s)
 	}
 	return d, nil
+}
+
+// badDuration is the error of a duration that is none, or negative, in
+// the routes file and the flags alike: a negative one would turn its
+// limit off as silently as 0 does.
+func badDuration(s string) error {
+	return fmt.Errorf("%q: want a duration such as \"30s\" or \"5m\" (\"0\": no limit)", s)
+}
+
+// negativeDuration refuses a duration flag of fs set below zero
+// (badDuration).
+func negativeDuration(fs *flag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok && err == nil {
+			if d, ok := g.Get().(time.Duration); ok && d < 0 {
+				err = fmt.Errorf("--%s %v", f.Name, badDuration(f.Value.String()))
+			}
+		}
+	})
+	return err
 }
 
 // sizeField reads a size in bytes written as a positive number or a string
@@ -397,7 +419,10 @@ type relayShared struct {
 	log   *zap.Logger
 	quiet bool                                  // --quiet-translation-warnings
 	tap   func(r *relay.RunReport) relay.RunTap // metrics and recording of every run; may be nil
-	named bool                                  // log lines carry the route's name (with --config)
+	// requestTap traces the requests that are not runs; nil when tracing
+	// is off.
+	requestTap func(r *relay.RunReport) relay.RequestTap
+	named      bool // log lines carry the route's name (with --config)
 	// poller watches every route's consumers and parked streams, and
 	// releases memory when they are all quiet: one for the process.
 	poller *wire.Poller
@@ -420,8 +445,9 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			onStray = sh.onStray(rc.name)
 		}
 		r := &relay.Relay{
-			Upstream: rc.upstream,
-			Route:    rc.name,
+			Upstream:    rc.upstream,
+			Route:       rc.name,
+			RoutePrefix: rc.prefix,
 			Client: relay.NewClient(relay.ClientOptions{
 				ConnectTimeout: negativeIfZero(rc.connectTimeout), FirstByteTimeout: negativeIfZero(rc.firstByteTimeout),
 				MaxConns: rc.maxConns, NoReuse: rc.noReuse, Log: rlog, OnStray: onStray,
@@ -438,6 +464,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			ConsumerStallTimeout: negativeIfZero(rc.consumerStallTimeout),
 			Log:                  rlog,
 			Tap:                  sh.tap,
+			RequestTap:           sh.requestTap,
 			Poller:               sh.poller,
 			Carrier:              relay.ReuseGoroutines{},
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -321,5 +322,50 @@ routes:
 	}
 	if d := flagDefaults(t).consumerStallTimeout; d != relay.DefaultConsumerStallTimeout {
 		t.Errorf("--consumer-stall-timeout defaults to %v, want the Relay's default %v", d, relay.DefaultConsumerStallTimeout)
+	}
+}
+
+// A negative duration is refused by every duration flag, on the command
+// line and from the environment, with the routes file's words: it would
+// turn its limit off as silently as 0 does.
+func TestNegativeDurationsRefused(t *testing.T) {
+	const want = `"-1s": want a duration such as "30s" or "5m" ("0": no limit)`
+	var names []string
+	serveFlags(&serveConfig{}, io.Discard).VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				names = append(names, f.Name)
+			}
+		}
+	})
+	if len(names) < 8 {
+		t.Fatalf("serve's duration flags: %q", names)
+	}
+	for _, name := range names {
+		_, err := parseServe([]string{"--" + name, "-1s"}, func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--"+name+" "+want) {
+			t.Errorf("--%s -1s: %v, want %s", name, err, want)
+		}
+		env := map[string]string{EnvName(name): "-1s"}
+		if _, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=-1s: %v", EnvName(name), err)
+		}
+		if _, err := parseServe([]string{"--" + name, "0s"}, func(string) string { return "" }, io.Discard); err != nil {
+			t.Errorf("--%s 0s: %v", name, err)
+		}
+	}
+	// The routes file says the same of its durations.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "routes.yaml")
+	if err := os.WriteFile(path, []byte("routes:\n  - name: a\n    prefix: /\n    upstream: http://a\n    keepAlive: -1s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseServe([]string{"--config", path}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("keepAlive -1s in the routes file: %v, want %s", err, want)
+	}
+	// Another command's flags too.
+	var stderr strings.Builder
+	if code := Run([]string{"load", "--ramp", "-1s", "http://127.0.0.1:1/agent"}, strings.NewReader(""), io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "--ramp "+want) {
+		t.Errorf("load --ramp -1s: exit %d, %q", code, stderr.String())
 	}
 }
