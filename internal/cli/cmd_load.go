@@ -89,7 +89,7 @@ func runLoad(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
-	fs := newFlagSet("load", stderr)
+	fs := newFlagSet("load", &cmdOutput{stdout, stderr})
 	o := loadOptions{levels: []int{10}, timeouts: load.DefaultTimeouts}
 	fs.Func("c", "concurrent runs, or a comma-separated list of levels run one after the other (10,100,500) (default 10)", func(s string) error {
 		o.levels = nil

@@ -272,7 +272,7 @@ func newLogger(c *serveConfig, w io.Writer) *zap.Logger {
 }
 
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, err := parseServe(args, os.Getenv, stderr)
+	c, err := parseServe(args, os.Getenv, &cmdOutput{stdout, stderr})
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
