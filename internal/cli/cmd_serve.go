@@ -282,6 +282,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(c, stderr)
 	defer log.Sync() //nolint:errcheck
+	warnUnknownEnv(log, os.Environ(), serveFlags(&serveConfig{}, io.Discard))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, c, log, demo.Recordings(), nil); err != nil {
