@@ -48,7 +48,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "agui-relay help: unknown command %q\nRun 'agui-relay --help' for usage.\n", args[0])
 			return 2
 		}
-		return run(append([]string{args[0], "--help"}, args[1:]...), stdin, stdout, stderr)
+		return run(append(args, "--help"), stdin, stdout, stderr) // help load report: load report --help
 	}
 	cmd, ok := commands[name]
 	if !ok {

@@ -42,6 +42,7 @@ type loadOptions struct {
 }
 
 const loadUsage = `usage: agui-relay load [flags] URL
+       agui-relay load report [--out DIR] DIR...   (adds up several loads' --out)
 
 Runs AG-UI runs against URL (a POST of a RunAgentInput answered by an event
 stream), -c at a time, and reports what a user waits for: the time to the
@@ -75,11 +76,16 @@ examples:
       http://127.0.0.1:8000/agent --compare http://127.0.0.1:8080/agent
   # a CI gate: exit 1 when the p99 time to first event or the errors are over
   agui-relay load -c 20 -n 200 --threshold 'first_event.p99<500ms' --threshold 'errors<1%' URL
+  # the loads of several machines, each written with --out, added up
+  agui-relay load report --out all/ pod-0/ pod-1/ pod-2/
 
 flags:
 `
 
 func runLoad(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "report" { // a URL is never "report"
+		return loadReportCommand(args[1:], stdout, stderr)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The first Ctrl-C ends the load and prints the report; a second one

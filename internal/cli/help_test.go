@@ -107,6 +107,11 @@ func TestHelpGoesToStdout(t *testing.T) {
 	for cmd := range commands {
 		asks = append(asks, []string{cmd, "--help"}, []string{cmd, "-h"}, []string{"help", cmd})
 	}
+	asks = append(asks, []string{"load", "report", "--help"}, []string{"help", "load", "report"})
+	var out strings.Builder
+	if run([]string{"help", "load", "report"}, nil, &out, io.Discard); !strings.HasPrefix(out.String(), "usage: agui-relay load report") {
+		t.Errorf("help load report: %.60q", out.String())
+	}
 	for _, args := range asks {
 		var out, errb strings.Builder
 		code := run(args, strings.NewReader(""), &out, &errb)
@@ -130,9 +135,9 @@ func TestHelpForAnUnknownCommandIsAUsageError(t *testing.T) {
 // translate --help says what the command does and gives examples and its
 // exit status, as check's and load's do.
 func TestTranslateHelpDescribes(t *testing.T) {
-	for _, cmd := range []string{"translate", "check", "load"} {
+	for _, cmd := range [][]string{{"translate"}, {"check"}, {"load"}, {"load", "report"}} {
 		var out strings.Builder
-		run([]string{cmd, "--help"}, nil, &out, io.Discard)
+		run(append(cmd, "--help"), nil, &out, io.Discard)
 		wantContains(t, out.String(), "\n\nExit status: ", "\nexamples:\n  ", "\nflags:\n")
 	}
 }
