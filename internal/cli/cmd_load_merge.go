@@ -16,7 +16,7 @@ import (
 	"github.com/agui-relay/agui-relay/internal/load"
 )
 
-const loadReportUsage = `usage: agui-relay load report [--out DIR] [--threshold T]... DIR...
+const loadReportUsage = `usage: agui-relay load report [--out DIR] [--threshold T] DIR...
 
 Adds up the --out directories of several loads run at the same time, on
 several machines, against one endpoint (when one machine cannot make the
