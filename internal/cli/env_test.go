@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"io"
+	"net"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -64,5 +67,24 @@ func TestEditDistance(t *testing.T) {
 		if d := editDistance(tc.b, tc.a); d != tc.d {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.b, tc.a, d, tc.d)
 		}
+	}
+}
+
+// serve names the variable at start, in its log, before anything can fail:
+// here the address it is to listen on is taken, so it stops right after.
+func TestServeWarnsOfAnUnknownVariableAtStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	t.Setenv("AGUI_RELAY_UPSTREM", "http://agent:8000")
+	var out, errb strings.Builder
+	code := run([]string{"serve", "--listen", taken.Addr().String(), "--admin-listen", "127.0.0.1:0", "--log-format", "json"}, nil, &out, &errb)
+	first, _, _ := strings.Cut(errb.String(), "\n")
+	var line struct{ Level, Msg, Variable, Nearest string }
+	if err := json.Unmarshal([]byte(first), &line); err != nil || code != 1 || line.Level != "warn" ||
+		line.Variable != "AGUI_RELAY_UPSTREM" || line.Nearest != "AGUI_RELAY_UPSTREAM" {
+		t.Errorf("exit %d, first log line %s (%v)", code, first, err)
 	}
 }
