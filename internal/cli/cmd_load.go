@@ -145,13 +145,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		o.names = append(o.names, strings.TrimSpace(s))
 		return nil
 	})
-	fs.Func("threshold", thresholdGrammar, func(s string) error {
-		t, err := parseThreshold(s)
-		if err == nil {
-			o.thresholds = append(o.thresholds, t)
-		}
-		return err
-	})
+	fs.Func("threshold", thresholdGrammar, thresholdFlag(&o.thresholds))
 	fs.IntVar(&o.rounds, "rounds", 4, "with --compare, rounds per target (the runs or duration are split between them)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "period of the progress lines and the time series")
 	fs.StringVar(&o.progress, "progress", "auto", "auto (a progress bar on a terminal, lines otherwise), bar, lines or none")

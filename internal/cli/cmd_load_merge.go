@@ -66,13 +66,7 @@ func loadReportCommand(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("load report", &cmdOutput{stdout, stderr})
 	out := fs.String("out", "", "write report.md, results.json, runs.jsonl (every load's lines, each with its source) and the SVG plots into this directory")
 	var ts []threshold
-	fs.Func("threshold", "a pass condition on the sum, as load's --threshold; repeat for several", func(s string) error {
-		t, err := parseThreshold(s)
-		if err == nil {
-			ts = append(ts, t)
-		}
-		return err
-	})
+	fs.Func("threshold", "a pass condition on the sum, as load's --threshold; repeat for several", thresholdFlag(&ts))
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), loadReportUsage)
 		fs.PrintDefaults()
