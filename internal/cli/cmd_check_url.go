@@ -251,8 +251,9 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (all bool, run *load.
 		fmt.Fprintln(w, "producer faults (by the 1.0 rules): none")
 	}
 	fmt.Fprintln(w)
-	// The table fits 100 columns: a cell that is not "yes" names its first
-	// fatal finding by a number, and the findings follow, one a line.
+	// The table is at most 100 columns wide: a cell that is not "yes" names
+	// its first fatal finding by a number, and the findings follow, one a
+	// line.
 	t := &table{left: 4, head: []string{"consumer", "@ag-ui/client", "directly", "through the relay"}}
 	var notes []string
 	note := func(r reading) string {

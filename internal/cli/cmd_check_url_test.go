@@ -216,7 +216,7 @@ func TestCheckURLSaysWhenIDsAreIgnored(t *testing.T) {
 	}
 }
 
-// check --url's output fits a terminal of 100 columns (the URL's own line
+// check --url's output is at most 100 columns wide (the URL's own line
 // aside): a cell of the table that is not "yes" names its first fatal
 // finding by a number, listed below it. Against the demo agent, a legacy
 // stream and a producer with faults and no terminal event.
