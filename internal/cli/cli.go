@@ -38,11 +38,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		name, args = args[0], args[1:]
 	}
 	if name == "help" {
-		if len(args) > 0 && commands[args[0]] != nil {
-			return run([]string{args[0], "--help"}, stdin, stdout, stdout) // the help asked for, on stdout
+		switch {
+		case len(args) == 0:
+			usage(stdout)
+			return 0
+		case commands[args[0]] == nil:
+			// As git and go: help for a command that does not exist is a
+			// usage error, not the general help with exit 0.
+			fmt.Fprintf(stderr, "agui-relay help: unknown command %q\nRun 'agui-relay --help' for usage.\n", args[0])
+			return 2
 		}
-		usage(stdout)
-		return 0
+		return run(append(args, "--help"), stdin, stdout, stderr) // help load report: load report --help
 	}
 	cmd, ok := commands[name]
 	if !ok {
@@ -78,14 +84,22 @@ upper case, - becomes _; the command line wins):
 	serveFlags(&serveConfig{}, w).PrintDefaults()
 }
 
-// newFlagSet returns a flag set for a command whose errors go to stderr.
+// newFlagSet returns a flag set for a command whose errors go to out.
 // Parse it with parseFlags, which reports a usage error in two lines rather
-// than under the whole usage.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+// than under the whole usage. When out is a cmdOutput, the help asked for
+// with --help goes to its stdout.
+func newFlagSet(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("agui-relay "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(out)
 	return fs
 }
+
+// cmdOutput is a command's flag output: usage errors go to stderr, and the
+// help the user asked for to stdout with exit 0, as go, git and kubectl
+// print it, so that `agui-relay load --help | less` shows it.
+type cmdOutput struct{ stdout, stderr io.Writer }
+
+func (o *cmdOutput) Write(p []byte) (int, error) { return o.stderr.Write(p) }
 
 // parseFlags runs parse, which parses fs, with the flag package's own
 // reporting turned off: --help prints the usage (parse then returns
@@ -102,8 +116,12 @@ func parseFlags(fs *flag.FlagSet, parse func() error) error {
 	fs.Usage = usage
 	fs.SetOutput(out)
 	if errors.Is(err, flag.ErrHelp) {
+		if o, ok := out.(*cmdOutput); ok {
+			fs.SetOutput(o.stdout)
+			defer fs.SetOutput(out)
+		}
 		if usage == nil {
-			fmt.Fprintf(out, "usage of %s:\n", fs.Name())
+			fmt.Fprintf(fs.Output(), "usage of %s:\n", fs.Name())
 			fs.PrintDefaults()
 		} else {
 			usage()

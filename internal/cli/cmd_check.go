@@ -19,7 +19,7 @@ import (
 const maxCheckInput = 64 << 20
 
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check", stderr)
+	fs := newFlagSet("check", &cmdOutput{stdout, stderr})
 	version := fs.String("version", negotiate.Current.String(), "protocol version to judge against: MAJOR.MINOR (1.0) or a legacy SDK release 0.0.N")
 	input := fs.Bool("input", false, "judge one RunAgentInput document instead of an event stream; with --url, FILE is the RunAgentInput to post")
 	url := fs.String("url", "", "make one live run against this agent URL and judge its stream for every consumer (implies --profiles)")

@@ -148,8 +148,8 @@ func TestCheckUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
 	}
-	if code, _, errs := runCmd(t, "", "check", "--help"); code != 0 || !strings.Contains(errs, "Exit status") {
-		t.Errorf("--help: exit %d\n%s", code, errs)
+	if code, out, _ := runCmd(t, "", "check", "--help"); code != 0 || !strings.Contains(out, "Exit status") {
+		t.Errorf("--help: exit %d\n%s", code, out)
 	}
 	if code, _, _ := runCmd(t, "", "check", filepath.Join(t.TempDir(), "missing.sse")); code != 1 {
 		t.Errorf("missing file: exit %d, want 1", code)

@@ -14,6 +14,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -293,21 +294,51 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (all bool, run *load.
 		fmt.Fprintln(w, "producer faults (by the 1.0 rules): none")
 	}
 	fmt.Fprintln(w)
-	t := &table{left: 4, head: []string{"consumer", "@ag-ui/client", "reads it directly", "through the relay"}}
+	// The table is at most 100 columns wide: a cell that is not "yes" names
+	// its first fatal finding by a number, and the findings follow, one a
+	// line.
+	t := &table{left: 4, head: []string{"consumer", "@ag-ui/client", "directly", "through the relay"}}
+	var notes []string
+	note := func(r reading) string {
+		if r.ok {
+			return "yes"
+		}
+		for i, n := range notes {
+			if n == r.first {
+				return fmt.Sprintf("no (%d)", i+1)
+			}
+		}
+		notes = append(notes, r.first)
+		return fmt.Sprintf("no (%d)", len(notes))
+	}
 	all = true
 	for _, row := range consumerRows() {
 		direct, through, served, _ := readAll(row, sse, events, now)
-		th := through.String()
-		if !served {
-			th = "not served"
-		} else if !through.ok {
-			all = false
+		d := note(direct)
+		th := "not served"
+		if served {
+			th = note(through)
+			all = all && through.ok
 		}
-		t.add(row.name, row.span(), direct.String(), th)
+		t.add(row.name, row.span(), d, th)
 	}
 	t.text(w)
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "the first fatal finding, by its number above:")
+	}
+	for i, n := range notes {
+		num := fmt.Sprintf("  (%d) ", i+1)
+		for k, l := range wrap(n, checkWidth-len(num)) {
+			if k > 0 {
+				num = strings.Repeat(" ", len(num))
+			}
+			fmt.Fprintln(w, num+l)
+		}
+	}
 	if ok, why := negotiate.Supported(negotiate.Profiles[0].Last); !ok {
-		fmt.Fprintf(w, "(not served: %s)\n", why)
+		for _, l := range wrap("not served: "+why, checkWidth) {
+			fmt.Fprintln(w, l)
+		}
 	}
 	if run.Terminal() == "" {
 		fmt.Fprintln(w, "\nsummary: the stream has no terminal event: every consumer waits for one")
@@ -319,6 +350,60 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (all bool, run *load.
 		fmt.Fprintln(w, "\nsummary: some consumers the relay serves cannot read the stream even through it (the producer's faults above are the likely cause)")
 	}
 	return all, run, faults, nil
+}
+
+// checkWidth is the widest line check --url and --profiles print, the URL
+// aside: a terminal of 100 columns shows the table unwrapped.
+const checkWidth = 100
+
+// wrapWriter writes lines wider than width wrapped at spaces, each
+// continuation indented four spaces past the line's own indent; narrower
+// lines (a table's) pass as they are.
+type wrapWriter struct {
+	w     io.Writer
+	width int
+	line  []byte
+}
+
+func (ww *wrapWriter) Write(p []byte) (int, error) {
+	for _, c := range p {
+		if c != '\n' {
+			ww.line = append(ww.line, c)
+			continue
+		}
+		if err := ww.flush(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// close writes the last line when it has no newline.
+func (ww *wrapWriter) close() {
+	if len(ww.line) > 0 {
+		ww.flush() //nolint:errcheck // the output's end: nothing else to tell
+	}
+}
+
+// flush writes the line in hand, with a newline.
+func (ww *wrapWriter) flush() error {
+	l := string(ww.line)
+	ww.line = ww.line[:0]
+	if utf8.RuneCountInString(l) <= ww.width {
+		_, err := io.WriteString(ww.w, l+"\n")
+		return err
+	}
+	indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
+	var b strings.Builder
+	for i, part := range wrap(l, ww.width-len(indent)-4) {
+		if i == 0 {
+			b.WriteString(indent + part + "\n")
+			continue
+		}
+		b.WriteString(indent + "    " + part + "\n")
+	}
+	_, err := io.WriteString(ww.w, b.String())
+	return err
 }
 
 // liveOptions are check's flags for a live run.
@@ -376,7 +461,10 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 	if head.ContentEncoding != "" {
 		coding = " decoded from " + head.ContentEncoding
 	}
-	fmt.Fprintf(stdout, "agui-relay check: %s: HTTP %d, %s, %d bytes%s\n", url, head.Status, head.ContentType, len(sse), coding)
+	fmt.Fprintf(stdout, "agui-relay check: %s\n", url)
+	stdout = &wrapWriter{w: stdout, width: checkWidth}
+	defer stdout.(*wrapWriter).close()
+	fmt.Fprintf(stdout, "response: HTTP %d, %s, %d bytes%s\n", head.Status, head.ContentType, len(sse), coding)
 	if err != nil {
 		fmt.Fprintf(stdout, "the stream ended early (%v): judged what arrived\n", err)
 	}

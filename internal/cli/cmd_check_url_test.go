@@ -10,21 +10,37 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// rowOf returns the table row of a consumer.
+// rowOf returns the table row of a consumer, each "no (N)" replaced by
+// "no: " and the finding listed under N.
 func rowOf(t *testing.T, out, consumer string) string {
 	t.Helper()
+	notes := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^  \((\d+)\) (.*)$`).FindAllStringSubmatch(out, -1) {
+		notes[m[1]] = m[2]
+	}
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, consumer+" ") {
-			return l
+			return regexp.MustCompile(`no \((\d+)\)`).ReplaceAllStringFunc(l, func(c string) string {
+				n := strings.Trim(c, "no ()")
+				if notes[n] == "" {
+					t.Errorf("%s: %s, but no finding (%s) below the table:\n%s", consumer, c, n, out)
+				}
+				return "no: " + notes[n]
+			})
 		}
 	}
 	t.Fatalf("no row %q in\n%s", consumer, out)
 	return ""
 }
+
+// unwrapped is out with its lines wrapped at 100 columns joined again, and
+// every run of blanks one space.
+func unwrapped(out string) string { return strings.Join(strings.Fields(out), " ") }
 
 // One live run against the demo agent: every profile, 1.0 and the
 // CopilotKit releases get a row saying whether they read the stream
@@ -38,7 +54,7 @@ func TestCheckURLAgainstTheDemoAgent(t *testing.T) {
 	wantContains(t, out, "HTTP 200, text/event-stream", `protocolVersion declared: "1.0"`, "producer faults (by the 1.0 rules): none",
 		"summary: every consumer the relay serves reads the stream through it")
 	for _, row := range []struct{ consumer, want string }{
-		{"P30", "no: 0.0.27 #33 REASONING_START (whole): rejected unknown-event-type  not served"},
+		{"P30", "0.0.27–0.0.36  no: 0.0.27 #33 REASONING_START (whole): rejected unknown-event-type"},
 		{"P45", "0.0.45–0.0.53  no: 0.0.45 #86 TOOL_CALL_RESULT /content: malformed type:string"},
 		{"V1", "1.0            yes"},
 		{"CopilotKit 1.75 (@copilotkit/runtime, @copilotkit/core)", "0.0.59         no: #86 TOOL_CALL_RESULT /content: malformed type:string"},
@@ -48,6 +64,9 @@ func TestCheckURLAgainstTheDemoAgent(t *testing.T) {
 		r := rowOf(t, out, row.consumer)
 		if !strings.Contains(r, row.want) {
 			t.Errorf("row %q lacks %q", r, row.want)
+		}
+		if row.consumer == "P30" && !strings.HasSuffix(r, "  not served") {
+			t.Errorf("row %q: served", r)
 		}
 		if row.consumer != "P30" && !strings.HasSuffix(r, "  yes") {
 			t.Errorf("row %q: not read through the relay", r)
@@ -164,7 +183,7 @@ func TestCheckURLAndLoadAgree(t *testing.T) {
 		}))
 		code, out, errs := runCmd(t, "", "check", "--url", srv.URL)
 		wellFormed := tc.name == "RUN_ERROR" // the stream is; the run failed
-		if code != 1 || !strings.Contains(out, tc.check) || strings.Contains(out, "producer faults (by the 1.0 rules): none") != wellFormed {
+		if code != 1 || !strings.Contains(unwrapped(out), tc.check) || strings.Contains(out, "producer faults (by the 1.0 rules): none") != wellFormed {
 			t.Errorf("%s: check exit %d, want 1 with %q:\n%s%s", tc.name, code, tc.check, out, errs)
 		}
 		code, out, errs = loadCmd(t, context.Background(), "-n", "1", "-c", "1", "--progress", "none", srv.URL)
@@ -191,7 +210,7 @@ func TestCheckURLSaysWhenIDsAreIgnored(t *testing.T) {
 		}))
 		_, out, errs := runCmd(t, "", "check", "--url", srv.URL)
 		srv.Close()
-		said := strings.Contains(out, `RUN_STARTED said "fixed-thread" and "fixed-run": the producer ignores the input's ids`)
+		said := strings.Contains(unwrapped(out), `RUN_STARTED said "fixed-thread" and "fixed-run": the producer ignores the input's ids`)
 		if said == echo || echo && strings.Contains(out, "ids:") {
 			t.Errorf("echo %v:\n%s%s", echo, out, errs)
 		}
@@ -244,5 +263,31 @@ func TestCheckURLDecodesGzip(t *testing.T) {
 	code, out, errs = runCmd(t, "", "check", "--url", srv.URL+"?coding=br")
 	if want := `the answer's Content-Encoding is "br": check, like the relay, decodes only gzip`; code != 1 || !strings.Contains(errs, want) {
 		t.Errorf("br: exit %d, want 1 with %q:\n%s%s", code, want, out, errs)
+	}
+}
+
+// check --url's output is at most 100 columns wide (the URL's own line
+// aside): a cell of the table that is not "yes" names its first fatal
+// finding by a number, listed below it. Against the demo agent, a legacy
+// stream and a producer with faults and no terminal event.
+func TestCheckURLFits100Columns(t *testing.T) {
+	at, _, _ := startServe(t, nil)
+	faulty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"RUN_STARTED\",\"thread_id\":\"t\",\"run_id\":\"r\"}\n\n")
+		fmt.Fprint(w, "data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"\"}\n\n")
+	}))
+	defer faulty.Close()
+	for _, url := range []string{at.demo + "/agent?scenario=synthetic&events=300", at.demo + "/agent?version=0.0.40", faulty.URL} {
+		_, out, errs := runCmd(t, "", "check", "--url", url)
+		lines := strings.Split(out, "\n")
+		if len(lines) < 10 || lines[0] != "agui-relay check: "+url {
+			t.Fatalf("%s: output\n%s\n%s", url, out, errs)
+		}
+		for _, l := range lines[1:] {
+			if n := len([]rune(l)); n > 100 {
+				t.Errorf("%s: a line of %d columns:\n%s", url, n, l)
+			}
+		}
 	}
 }

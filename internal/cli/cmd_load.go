@@ -43,6 +43,7 @@ type loadOptions struct {
 }
 
 const loadUsage = `usage: agui-relay load [flags] URL
+       agui-relay load report [--out DIR] DIR...   (adds up several loads' --out)
 
 Runs AG-UI runs against URL (a POST of a RunAgentInput answered by an event
 stream), -c at a time, and reports what a user waits for: the time to the
@@ -62,7 +63,7 @@ While it runs it shows a progress line on a terminal and a plain line per
 A run still in flight when the load ends (--drain after -d, or Ctrl-C) is
 a failed run of its own kind, unfinished, with how long it had been silent.
 
-Exit status, k6's rule: with --threshold, the thresholds alone decide: 0
+Exit status: k6's rule, with --threshold the thresholds alone decide: 0
 when every one held, 99 when one was crossed; without, 0 when every run was
 complete, 1 when any failed. 1 also when the load could not start, 2 on
 usage errors, 130 on SIGINT (Ctrl-C), 143 on SIGTERM. The last line printed
@@ -80,11 +81,16 @@ examples:
   # a CI gate: exit 99 when the p99 time to first event or the share of
   # failed runs crosses its threshold (failed runs alone do not)
   agui-relay load -c 20 -n 200 --threshold 'first_event.p99<500ms' --threshold 'errors<1%' URL
+  # the loads of several machines, each written with --out, added up
+  agui-relay load report --out all/ pod-0/ pod-1/ pod-2/
 
 flags:
 `
 
 func runLoad(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "report" { // a URL is never "report"
+		return loadReportCommand(args[1:], stdout, stderr)
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	// The first SIGINT or SIGTERM ends the load and prints the report, the
@@ -105,7 +111,7 @@ func runLoad(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
-	fs := newFlagSet("load", stderr)
+	fs := newFlagSet("load", &cmdOutput{stdout, stderr})
 	o := loadOptions{levels: []int{10}, timeouts: load.DefaultTimeouts}
 	fs.Func("c", "concurrent runs, or a comma-separated list of levels run one after the other (10,100,500) (default 10)", func(s string) error {
 		o.levels = nil
@@ -159,13 +165,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		o.names = append(o.names, strings.TrimSpace(s))
 		return nil
 	})
-	fs.Func("threshold", thresholdGrammar, func(s string) error {
-		t, err := parseThreshold(s)
-		if err == nil {
-			o.thresholds = append(o.thresholds, t)
-		}
-		return err
-	})
+	fs.Func("threshold", thresholdGrammar, thresholdFlag(&o.thresholds))
 	fs.IntVar(&o.rounds, "rounds", 4, "with --compare, rounds per target (the runs or duration are split between them)")
 	durationVar(fs, &o.interval, "interval", time.Second, "period of the progress lines and the time series, a `duration`")
 	fs.StringVar(&o.progress, "progress", "auto", "auto (a progress bar on a terminal, lines otherwise), bar, lines or none")

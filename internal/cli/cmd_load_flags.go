@@ -32,6 +32,9 @@ func (f durationFlag) Set(s string) error {
 	return nil
 }
 
+// Get makes the flag a flag.Getter, so that negativeDuration sees it.
+func (f durationFlag) Get() any { return *f.d }
+
 // durationVar defines a durationFlag; usage names its value with a
 // backquoted `duration`, as flag.PrintDefaults shows it.
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {

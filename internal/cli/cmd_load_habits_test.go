@@ -175,7 +175,7 @@ func TestLoadAndCheckHelpExamples(t *testing.T) {
 			t.Errorf("%v: exit %d, the --header example:\n%s", args, code, help)
 		}
 		if args[0] == "load" {
-			wantContains(t, help, "with --threshold, the thresholds alone decide: 0\nwhen every one held, 99 when one was crossed", "143 on SIGTERM",
+			wantContains(t, help, "with --threshold the thresholds alone decide: 0\nwhen every one held, 99 when one was crossed", "143 on SIGTERM",
 				"# a CI gate: exit 99 when the p99 time to first event or the share of", "-H header", "-rate number")
 			if strings.Contains(help, "the errors are over") {
 				t.Errorf("load --help: the CI example's exit 1:\n%s", help)

@@ -26,6 +26,9 @@ type loadReport struct {
 	Levels      []loadLevel `json:"levels"`
 	// Thresholds are the --threshold verdicts, per target and level.
 	Thresholds []thresholdResult `json:"thresholds,omitempty"`
+	// Sources are, in a report of load report, the loads it adds up, in
+	// the order given; their results are the levels' rounds.
+	Sources []loadSource `json:"sources,omitempty"`
 }
 
 // name is how the report calls target i: its --name, else A or B.
@@ -43,6 +46,9 @@ type loadLevel struct {
 	// RoundRatios are, with --compare, B's figure over A's in each round,
 	// by the compare table's row.
 	RoundRatios map[string][]float64 `json:"round_ratios,omitempty"`
+	// HDR are the results' histograms, by target as Results and by timing
+	// key, in HdrHistogram's encoding: what load report adds up.
+	HDR []map[string]string `json:"hdr,omitempty"`
 
 	rounds [][]*load.Result // per target, each round's own
 }
@@ -340,12 +346,23 @@ func (r *loadReport) header() []string {
 	if r.Interrupted {
 		h = append(h, "interrupted: the report covers what ran until then")
 	}
+	if len(r.Sources) > 0 {
+		h = append(h, fmt.Sprintf("%d loads added up, from %s to %s UTC: the rates are their runs over that span, the percentiles those of all their runs",
+			len(r.Sources), r.Started.UTC().Format("15:04:05"), r.Started.Add(time.Duration(r.Seconds*float64(time.Second))).UTC().Format("15:04:05")))
+		for _, s := range r.Sources {
+			h = append(h, fmt.Sprintf("source %s: %s", s.Dir, s.Command))
+		}
+	}
 	return h
 }
 
 func (r *loadReport) text(w io.Writer) {
 	for _, l := range r.header() {
 		fmt.Fprintln(w, l)
+	}
+	if len(r.Sources) > 0 {
+		fmt.Fprintln(w)
+		r.sourcesTable().text(w)
 	}
 	for _, lv := range r.Levels {
 		for i, res := range lv.Results {
@@ -382,6 +399,10 @@ func (r *loadReport) markdown(w io.Writer) {
 	fmt.Fprintf(w, "# agui-relay load\n\n`%s`, started %s, %.1fs\n\n", r.Command, r.Started.UTC().Format(time.RFC3339), r.Seconds)
 	for _, l := range r.header() {
 		fmt.Fprintf(w, "- %s\n", l)
+	}
+	if len(r.Sources) > 0 {
+		fmt.Fprintf(w, "\n## Sources\n\n")
+		r.sourcesTable().markdown(w)
 	}
 	for _, lv := range r.Levels {
 		for i, res := range lv.Results {
@@ -443,7 +464,19 @@ func (r *loadReport) plots() map[string]plot.Plot {
 				rounds = lv.rounds[i]
 			}
 			for k, rd := range rounds {
-				if k > 0 {
+				if rd == nil {
+					continue
+				}
+				if len(r.Sources) > 0 {
+					// Sources ran at once, each on its own clock: a line each.
+					if k > 0 {
+						lat.Series = append(lat.Series, p50, p99)
+						evs.Series, errs.Series = append(evs.Series, ev), append(errs.Series, fl)
+					}
+					sn := fmt.Sprintf("%s %s c=%d", r.Sources[k].Dir, r.name(i), rd.Concurrency)
+					p50, p99 = plot.Series{Name: sn + " p50"}, plot.Series{Name: sn + " p99"}
+					ev, fl = plot.Series{Name: sn}, plot.Series{Name: sn}
+				} else if k > 0 {
 					for _, s := range []*plot.Series{&p50, &p99, &ev, &fl} {
 						s.Points = append(s.Points, plot.Point{Y: gap})
 					}
@@ -505,6 +538,20 @@ func (r *loadReport) files(dir string) []string {
 func (r *loadReport) write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	for k := range r.Levels {
+		lv := &r.Levels[k]
+		lv.HDR = make([]map[string]string, len(lv.Results))
+		for i, res := range lv.Results {
+			if res == nil {
+				continue
+			}
+			h, err := res.HDR()
+			if err != nil {
+				return err
+			}
+			lv.HDR[i] = h
+		}
 	}
 	var md strings.Builder
 	r.markdown(&md)

@@ -186,11 +186,11 @@ func TestLoadClearErrors(t *testing.T) {
 }
 
 func TestLoadHelp(t *testing.T) {
-	code, _, errs := loadCmd(t, context.Background(), "--help")
+	code, out, _ := loadCmd(t, context.Background(), "--help")
 	if code != 0 {
 		t.Errorf("exit %d", code)
 	}
-	wantContains(t, errs, "usage: agui-relay load [flags] URL", "examples:", "--compare http://", "-idle-timeout duration", "(default 5m0s)", "-judge-every")
+	wantContains(t, out, "usage: agui-relay load [flags] URL", "examples:", "--compare http://", "-idle-timeout duration", "(default 5m0s)", "-judge-every")
 }
 
 // Ctrl-C ends the load at once, fails the runs in flight as unfinished

@@ -95,6 +95,17 @@ func parseThreshold(s string) (threshold, error) {
 	return t, nil
 }
 
+// thresholdFlag parses a repeated --threshold into ts.
+func thresholdFlag(ts *[]threshold) func(string) error {
+	return func(s string) error {
+		t, err := parseThreshold(s)
+		if err == nil {
+			*ts = append(*ts, t)
+		}
+		return err
+	}
+}
+
 // check returns a result's value for the threshold, formatted, and whether
 // it holds; a timing with no value does not.
 func (t threshold) check(res *load.Result) (string, bool) {
@@ -169,13 +180,4 @@ func (r *loadReport) thresholdLines() []string {
 		}
 	}
 	return append(failed, held...)
-}
-
-func (r *loadReport) thresholdsFailed() bool {
-	for _, t := range r.Thresholds {
-		if !t.OK {
-			return true
-		}
-	}
-	return false
 }

@@ -285,7 +285,7 @@ func newLogger(c *serveConfig, w io.Writer) *zap.Logger {
 }
 
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, err := parseServe(args, os.Getenv, stderr)
+	c, err := parseServe(args, os.Getenv, &cmdOutput{stdout, stderr})
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -295,6 +295,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(c, stderr)
 	defer log.Sync() //nolint:errcheck
+	warnUnknownEnv(log, os.Environ(), serveFlags(&serveConfig{}, io.Discard))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, c, log, demo.Recordings(), nil); err != nil {

@@ -73,7 +73,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 
 func TestServeHelpDocumentsDefaults(t *testing.T) {
 	var out strings.Builder
-	if code := run([]string{"serve", "--help"}, nil, io.Discard, &out); code != 0 {
+	if code := run([]string{"serve", "--help"}, nil, &out, io.Discard); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 	for _, want := range []string{"AGUI_RELAY_", "-listen", `default "127.0.0.1:8080"`, "-idle-timeout", "default 5m0s", "-max-body", "64MiB", "-max-bodies-in-flight", "256MiB", "-shutdown-grace", "default 30s",

@@ -14,18 +14,44 @@ import (
 	"github.com/agui-relay/agui-relay/translate"
 )
 
+const translateUsage = `usage: agui-relay translate [--input] --to V [--from V] [FILE]
+
+Translates a recorded event stream (SSE data: frames, or one JSON event per
+line), read from FILE or stdin, for a consumer of version V, through the same
+translation as the live relay: a recording translated here and the same
+stream relayed live give the same bytes. It writes the stream as SSE to
+stdout; what a translation loses is logged on stderr, one line per event.
+With --input it translates one RunAgentInput instead, from the consumer's
+version (--from) to what the producer of version V reads.
+
+Exit status: 0 when the stream or input was translated (an event that is
+not JSON passes as it came, as the relay passes it), 1 when FILE cannot be
+read, stdout cannot be written or --input's document is not a JSON object,
+2 on usage errors.
+
+examples:
+  # a 1.0 producer's recording, as a consumer of 0.0.45 reads it
+  agui-relay translate --to 0.0.45 emitted.sse > for-0.0.45.sse
+  # a legacy producer's stream, for a 1.0 consumer
+  agui-relay translate --from 0.0.40 --to 1.0 < legacy.sse
+  # an old consumer's RunAgentInput, as a Python producer on ag-ui-protocol 0.1.19 reads it
+  agui-relay translate --input --from 0.0.45 --to ag-ui-protocol@0.1.19 input.json
+
+flags:
+`
+
 // runTranslate translates a recorded event stream (SSE data: frames, or one
 // JSON event per line) for a consumer of --to, through the same
 // event.Translator and event.Stream as the live relay, so a recording
 // translated offline and the same stream relayed live give the same bytes.
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("translate", stderr)
+	fs := newFlagSet("translate", &cmdOutput{stdout, stderr})
 	to := fs.String("to", "", "version the consumer reads (required): 1.0, or a legacy SDK release such as 0.0.45\n(with --input, the producer: a Python release such as ag-ui-protocol@0.1.19 too)")
 	from := fs.String("from", "", "version the producer speaks, as --producer-version (a Python release such as py0.1.19 too)\n(default: learnt per run from RUN_STARTED.protocolVersion; absent there means a producer that predates the field).\nWith --input, the version the consumer speaks (default: its protocolVersion; undeclared, it predates the field and reads as "+negotiate.NewestBeforeField().String()+", as the relay reads it by default)")
 	input := fs.Bool("input", false, "translate one RunAgentInput document instead of an event stream")
 	maxFrame := fs.Int("max-frame", 10<<20, "largest single event accepted, in bytes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agui-relay translate [--input] --to V [--from V] [FILE]")
+		fmt.Fprint(fs.Output(), translateUsage)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, func() error { return fs.Parse(args) }); err != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 func runVersions(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("versions", stderr)
+	fs := newFlagSet("versions", &cmdOutput{stdout, stderr})
 	admin := fs.String("admin", "", "base URL of a running relay's admin server (http://127.0.0.1:9090): show next to each\nretired shape how many runs still needed its translation, when last, and who (route, versions)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: agui-relay versions [--admin URL]

@@ -15,7 +15,7 @@ func TestHelpNamesEachValueInOneWord(t *testing.T) {
 	line := regexp.MustCompile(`^  -[A-Za-z0-9-]+( [a-z]+)?$`)
 	for cmd := range commands {
 		var out strings.Builder
-		run([]string{cmd, "--help"}, nil, io.Discard, &out)
+		run([]string{cmd, "--help"}, nil, &out, io.Discard)
 		n := 0
 		for _, l := range strings.Split(out.String(), "\n") {
 			if !strings.HasPrefix(l, "  -") {
@@ -31,7 +31,7 @@ func TestHelpNamesEachValueInOneWord(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	run([]string{"serve", "--help"}, nil, io.Discard, &out)
+	run([]string{"serve", "--help"}, nil, &out, io.Discard)
 	if !strings.Contains(out.String(), "  -record-dir dir\n") {
 		t.Errorf("serve --help does not show -record-dir with its value:\n%s", out.String())
 	}
@@ -94,7 +94,50 @@ func TestTopLevelHelpListsTheCommands(t *testing.T) {
 		t.Errorf("help translate: exit %d, stdout %q", code, out.String())
 	}
 	out.Reset()
-	if code := run([]string{"serve", "--help"}, nil, io.Discard, &out); code != 0 || !strings.HasPrefix(out.String(), "usage: agui-relay [serve] [flags]") {
+	if code := run([]string{"serve", "--help"}, nil, &out, io.Discard); code != 0 || !strings.HasPrefix(out.String(), "usage: agui-relay [serve] [flags]") {
 		t.Errorf("serve --help: exit %d, %q", code, out.String())
+	}
+}
+
+// The help asked for goes to stdout with exit 0, as go, git and kubectl
+// print it, so that `agui-relay load --help | less` shows it; stderr stays
+// empty. Every command, every way of asking.
+func TestHelpGoesToStdout(t *testing.T) {
+	var asks [][]string
+	for cmd := range commands {
+		asks = append(asks, []string{cmd, "--help"}, []string{cmd, "-h"}, []string{"help", cmd})
+	}
+	asks = append(asks, []string{"load", "report", "--help"}, []string{"help", "load", "report"})
+	var out strings.Builder
+	if run([]string{"help", "load", "report"}, nil, &out, io.Discard); !strings.HasPrefix(out.String(), "usage: agui-relay load report") {
+		t.Errorf("help load report: %.60q", out.String())
+	}
+	for _, args := range asks {
+		var out, errb strings.Builder
+		code := run(args, strings.NewReader(""), &out, &errb)
+		if code != 0 || errb.Len() != 0 || !strings.HasPrefix(out.String(), "usage: agui-relay ") {
+			t.Errorf("%q: exit %d, stderr %q, stdout starts %.40q; want exit 0, the usage on stdout, nothing on stderr", args, code, errb.String(), out.String())
+		}
+	}
+}
+
+// Help for a command that does not exist is a usage error that names it,
+// as git's and go's: not the general help with exit 0.
+func TestHelpForAnUnknownCommandIsAUsageError(t *testing.T) {
+	var out, errb strings.Builder
+	code := run([]string{"help", "nosuch"}, nil, &out, &errb)
+	want := "agui-relay help: unknown command \"nosuch\"\nRun 'agui-relay --help' for usage.\n"
+	if code != 2 || out.Len() != 0 || errb.String() != want {
+		t.Errorf("help nosuch: exit %d, stdout %q, stderr %q; want exit 2 and stderr %q", code, out.String(), errb.String(), want)
+	}
+}
+
+// translate --help says what the command does and gives examples and its
+// exit status, as check's and load's do.
+func TestTranslateHelpDescribes(t *testing.T) {
+	for _, cmd := range [][]string{{"translate"}, {"check"}, {"load"}, {"load", "report"}} {
+		var out strings.Builder
+		run(append(cmd, "--help"), nil, &out, io.Discard)
+		wantContains(t, out.String(), "\n\nExit status: ", "\nexamples:\n  ", "\nflags:\n")
 	}
 }
