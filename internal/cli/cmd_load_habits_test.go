@@ -36,7 +36,7 @@ func TestLoadAndCheckTakeH(t *testing.T) {
 		t.Fatalf("load: exit %d\n%s\n%s", code, out, errs)
 	}
 	code, out, errs = runCmd(t, "", "check", "--url", url, "-H", "Authorization: Bearer sekret")
-	if code != 0 || strings.Contains(out+errs, "401") {
+	if code != 0 || strings.Contains(out+errs, "HTTP 401") {
 		t.Fatalf("check: exit %d\n%s\n%s", code, out, errs)
 	}
 }
