@@ -88,6 +88,14 @@ type Relay struct {
 	// it is read. Zero means four times MaxBody; it is never below MaxBody.
 	// (A Router's server has the Router's.)
 	MaxBodiesInFlight int
+	// BodyTimeout cuts a request whose body stops arriving: no byte of it
+	// for this long (within an eighth) answers 408 and closes the
+	// connection, as nginx's client_body_timeout does. Zero means
+	// DefaultBodyTimeout; negative means none (the server's read timeout,
+	// two minutes for the whole request, still bounds it). It applies on
+	// the Relay's Server, or a Router's to the requests of the Relay's
+	// route.
+	BodyTimeout time.Duration
 	// MaxFrame is the largest event frame accepted from the producer; a
 	// larger one ends the run with a RUN_ERROR. Zero means 10 MiB.
 	MaxFrame int
@@ -193,6 +201,20 @@ type Relay struct {
 // producer's connection for nothing.
 const DefaultConsumerStallTimeout = time.Minute
 
+// DefaultBodyTimeout is the BodyTimeout of a Relay that sets none: nginx's
+// client_body_timeout. A client that sends no byte of its body for a
+// minute is not uploading; the connection and what the body holds of
+// --max-bodies-in-flight go back to the others.
+const DefaultBodyTimeout = time.Minute
+
+// bodyTimeout is BodyTimeout with its default; at most zero: none.
+func (r *Relay) bodyTimeout() time.Duration {
+	if r.BodyTimeout == 0 {
+		return DefaultBodyTimeout
+	}
+	return r.BodyTimeout
+}
+
 // RunReport describes one relayed run, for the log and for metrics.
 type RunReport struct {
 	// Route is the Relay's Route.
@@ -291,7 +313,7 @@ func (r *Relay) Server() *fasthttp.Server {
 		ReadTimeout:                  2 * time.Minute,
 		WriteTimeout:                 2 * time.Minute,
 		IdleTimeout:                  2 * time.Minute,
-		ReadBufferSize:               16 << 10,
+		ReadBufferSize:               readBufferSize,
 		MaxRequestBodySize:           r.maxBody(),
 		TCPKeepalive:                 true,
 		CloseOnShutdown:              true,
@@ -304,11 +326,15 @@ func (r *Relay) Server() *fasthttp.Server {
 		MaxIdleWorkerDuration: time.Second,
 		Logger:                zapPrintf{r.log},
 	}
-	r.bodies = newBodyBudget(r.MaxBodiesInFlight, r.maxBody(), s)
+	r.bodies = newBodyBudget(r.MaxBodiesInFlight, r.maxBody(), s, func(*fasthttp.RequestHeader) time.Duration { return r.bodyTimeout() })
 	r.bodies.install(s)
 	r.serveNextWith(s)
 	return s
 }
+
+// readBufferSize is the server's read buffer: the largest request head
+// (large Authorization headers).
+const readBufferSize = 16 << 10
 
 // serveNextWith sets the server that takes a consumer's connection back
 // after a stream, to serve its next request (keep-alive): the one Server
@@ -326,7 +352,6 @@ func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
 	if p == nil {
 		return fasthttp.StatusContinue
 	}
-	r.bodies.release(&ctx.Request.Header) // the body is never read, the handler never called
 	r.refuseUnread(ctx, p)
 	return p.Status
 }
@@ -345,7 +370,10 @@ func expectProblem(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) *Pro
 
 // serverError answers a request the server could not read.
 func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
-	p := r.bodies.refusal(ctx, err)
+	if servedInPlace(ctx) {
+		return
+	}
+	p := r.bodies.refusal(err)
 	if p == nil {
 		p = serverProblem(err, r.maxBody())
 	}
@@ -372,7 +400,11 @@ func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 // serverProblem is the problem answered to a request the server could not
 // read, whose body limit is maxBody.
 func serverProblem(err error, maxBody int) *Problem {
+	var stalled *bodyTimeoutError
 	switch {
+	case errors.As(err, &stalled):
+		return &Problem{Type: "urn:agui-relay:request-timeout", Title: "The request was not received in time", Status: fasthttp.StatusRequestTimeout,
+			Detail: "no byte of the request body came for " + stalled.limit.String() + " (--body-timeout)"}
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		return problemTooLarge(maxBody)
 	case errors.As(err, new(*fasthttp.ErrSmallBuffer)):
