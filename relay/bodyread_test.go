@@ -196,3 +196,40 @@ func TestStalledBodyIsCutAtTheBodyTimeout(t *testing.T) {
 	}
 	h.report()
 }
+
+// Behind a Router, a body is cut at the timeout of the route its path is
+// for (timeouts.body), and served on a route whose timeout it keeps.
+func TestRouterCutsAStalledBodyAtItsRoutesTimeout(t *testing.T) {
+	const short = 200 * time.Millisecond
+	h, _ := recordingProducer(t, nil)
+	tab, err := NewTable([]Route{
+		{Name: "short", Prefix: "/short", Relay: &Relay{Upstream: h.producer.URL, BodyTimeout: short}},
+		{Name: "rest", Prefix: "/", Relay: &Relay{Upstream: h.producer.URL}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := NewRouter(tab, 0, nil)
+	addr := serveRaw(t, rt.Server())
+	t.Cleanup(rt.EndRuns)
+
+	c := testkit.DialConsumer(t, addr)
+	io.WriteString(c, "POST /short/run HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{") //nolint:errcheck
+	resp, body := readOne(t, c, bufio.NewReader(c))
+	if resp.StatusCode != 408 || !strings.Contains(body, "came for "+short.String()+" (--body-timeout)") {
+		t.Errorf("a stalled body on the route of %v: %d %s", short, resp.StatusCode, body)
+	}
+	// The other route's default (a minute): its body, sent after the
+	// first route's body was cut, is served.
+	c = testkit.DialConsumer(t, addr)
+	input := paddedRun("rest", 300)
+	io.WriteString(c, "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(input))+"\r\n\r\n{") //nolint:errcheck
+	go func() {
+		time.Sleep(2 * short)        // longer than the other route's timeout, a pace of the client's
+		io.WriteString(c, input[1:]) //nolint:errcheck
+	}()
+	if resp, body := readOne(t, c, bufio.NewReader(c)); resp.StatusCode != 200 {
+		t.Errorf("a body paused for %v on a route of the default timeout: %d %s", 2*short, resp.StatusCode, body)
+	}
+	testkit.WaitFor(t, "the bodies given back", func() bool { return rt.bodies.inFlight() == 0 })
+}

@@ -83,10 +83,12 @@ type Relay struct {
 	// 413. Zero means 64 MiB.
 	MaxBody int
 	// MaxBodiesInFlight bounds the bytes of request bodies the relay's
-	// Server holds at once, all requests together (see bodyBudget): a body
-	// that would take them over is refused with 503 and Retry-After before
-	// it is read. Zero means four times MaxBody; it is never below MaxBody.
-	// (A Router's server has the Router's.)
+	// Server holds at once, all requests together (see bodyBudget): each
+	// holds what it received, and a body that would take them over is
+	// refused with 503 and Retry-After, from its Content-Length before it
+	// is read when that is over what is free. Zero means four times
+	// MaxBody; it is never below MaxBody. (A Router's server has the
+	// Router's.)
 	MaxBodiesInFlight int
 	// BodyTimeout cuts a request whose body stops arriving: no byte of it
 	// for this long (within an eighth) answers 408 and closes the
