@@ -1,10 +1,10 @@
 package relay
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,7 +160,7 @@ func (b *bodyBudget) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestC
 // mayContinue reports whether the request of h waits for 100 Continue
 // before it sends its body (fasthttp's Request.MayContinue).
 func (b *bodyBudget) mayContinue(h *fasthttp.RequestHeader) bool {
-	return h.IsHTTP11() && strings.EqualFold(string(h.Peek(fasthttp.HeaderExpect)), "100-continue")
+	return h.IsHTTP11() && bytes.EqualFold(h.Peek(fasthttp.HeaderExpect), []byte("100-continue"))
 }
 
 // refusedHead returns, and forgets, the refusal headerReceived made of
@@ -245,7 +245,10 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx) (buf []byte, held int, err e
 				if !whole.IsZero() && whole.Before(d) {
 					d = whole
 				}
-				if err := ctx.SetReadDeadline(d); err != nil {
+				// The connection's own: the server sets its next deadline
+				// itself before it reads again (ctx's would cost a call
+				// more, to clear it after the handler).
+				if err := ctx.Conn().SetReadDeadline(d); err != nil {
 					return buf, held, err
 				}
 				set = now
