@@ -21,7 +21,7 @@ import (
 // of 64 MiB and one byte, held the whole budget and denied every run). The
 // server streams request bodies (StreamRequestBody) and the budget's
 // handler reads each one before the relay's handler runs: into a buffer
-// that grows with what arrived, at most twice it (16 KiB at first), each
+// that grows with what arrived, by half again (16 KiB at first), each
 // growth claimed before it is made. A growth that does not fit is refused
 // with 503 and Retry-After, and the connection closed; so is, from its
 // head alone, a body whose Content-Length is over what is free (it could
@@ -59,7 +59,9 @@ type bodyBudget struct {
 }
 
 // firstBuf is the buffer a body is first read into, claimed before any of
-// it arrived; it doubles from there.
+// it arrived; it grows by half from there: a body takes at most half
+// again what came (a doubling would take twice, and leave 100 uploads of
+// just over 1 MiB 200 MiB of the default 256 MiB budget).
 const firstBuf = 16 << 10
 
 // newBodyBudget returns the budget of srv, whose body limit is maxBody:
@@ -227,7 +229,7 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx) (buf []byte, held int, err e
 			if len(buf) == want {
 				return buf, held, nil // read whole: the stream is at its end
 			}
-			grow := min(2*cap(buf), want)
+			grow := min(cap(buf)+cap(buf)/2, want)
 			if !b.claim(grow - cap(buf)) {
 				return buf, held, errBodiesInFlight
 			}
