@@ -90,13 +90,13 @@ func (b *bodyBudget) install(s *fasthttp.Server) {
 		if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 			return
 		}
-		if !ctx.Request.IsBodyStream() {
+		err := b.refusedHead(&ctx.Request.Header)
+		if err == nil && !ctx.Request.IsBodyStream() {
 			next(ctx)
 			return
 		}
 		var buf []byte
 		var held int
-		err := b.refusedHead(&ctx.Request.Header)
 		if err == nil {
 			buf, held, err = b.read(ctx)
 		}
@@ -215,7 +215,7 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx) (buf []byte, held int, err e
 		return nil, 0, errBodiesInFlight
 	}
 	held = min(want, firstBuf)
-	buf = b.first(held)
+	buf = b.first()
 
 	timeout := b.timeout(h)
 	var whole time.Time // the server's bound on the request, from its start
@@ -225,15 +225,15 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx) (buf []byte, held int, err e
 	var set time.Time // when the read deadline was last moved
 	stream := ctx.RequestBodyStream()
 	for {
+		if len(buf) == want {
+			return buf, held, nil // read whole: the stream is at its end
+		}
 		if len(buf) == cap(buf) {
-			if len(buf) == want {
-				return buf, held, nil // read whole: the stream is at its end
-			}
 			grow := min(cap(buf)+cap(buf)/2, want)
-			if !b.claim(grow - cap(buf)) {
+			if !b.claim(grow - held) {
 				return buf, held, errBodiesInFlight
 			}
-			held += grow - cap(buf)
+			held = grow
 			nb := make([]byte, len(buf), grow)
 			copy(nb, buf)
 			b.free(buf)
@@ -272,15 +272,14 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx) (buf []byte, held int, err e
 	}
 }
 
-// first returns an empty buffer of cap n for a body's first bytes: the
-// pool's when n is firstBuf.
-func (b *bodyBudget) first(n int) []byte {
-	if n == firstBuf {
-		if p, ok := b.bufs.Get().(*[]byte); ok {
-			return (*p)[:0]
-		}
+// first returns an empty buffer of cap firstBuf for a body's first
+// bytes, from the pool: a small body is read into one (and holds its
+// length of the budget) without an allocation of its own.
+func (b *bodyBudget) first() []byte {
+	if p, ok := b.bufs.Get().(*[]byte); ok {
+		return (*p)[:0]
 	}
-	return make([]byte, 0, n)
+	return make([]byte, 0, firstBuf)
 }
 
 // free takes back a buffer of first's: to the pool when it is of the
@@ -328,10 +327,15 @@ func (b *bodyBudget) inFlight() int {
 }
 
 // refusal returns the budget's 503 when err, the server's or the budget
-// handler's failure to read a request, is the budget's refusal; nil
-// otherwise.
-func (b *bodyBudget) refusal(err error) *Problem {
-	if b != nil && errors.Is(err, errBodiesInFlight) {
+// handler's failure to read the request of ctx, is the budget's refusal;
+// nil otherwise. A refusal from the request's head that no handler
+// answered (the server failed the request first) is forgotten.
+func (b *bodyBudget) refusal(ctx *fasthttp.RequestCtx, err error) *Problem {
+	if b == nil {
+		return nil
+	}
+	b.refusedHead(&ctx.Request.Header)
+	if errors.Is(err, errBodiesInFlight) {
 		return b.problem()
 	}
 	return nil

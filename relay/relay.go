@@ -375,7 +375,7 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	if servedInPlace(ctx) {
 		return
 	}
-	p := r.bodies.refusal(err)
+	p := r.bodies.refusal(ctx, err)
 	if p == nil {
 		p = serverProblem(err, r.maxBody())
 	}

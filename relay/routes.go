@@ -349,7 +349,7 @@ func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
 	if servedInPlace(ctx) {
 		return
 	}
-	p := rt.bodies.refusal(err)
+	p := rt.bodies.refusal(ctx, err)
 	if p == nil {
 		p = serverProblem(err, rt.maxBody)
 	}
