@@ -95,25 +95,29 @@ func (b *bodyBudget) install(s *fasthttp.Server) {
 			next(ctx)
 			return
 		}
-		var buf []byte
-		var held int
+		var body heldBody
 		if err == nil {
-			buf, held, err = b.read(ctx)
+			err = b.read(ctx, &body)
 		}
 		if err != nil {
-			b.release(held)
-			b.free(buf)
+			b.free(&body)
 			ctx.Request.SetBodyRaw(nil)
 			s.ErrorHandler(ctx, err)
 			ctx.SetConnectionClose() // the rest of the body is not read
 			return
 		}
-		ctx.Request.SetBodyRaw(buf)
+		ctx.Request.SetBodyRaw(body.buf)
 		next(ctx)
 		ctx.Request.SetBodyRaw(nil) // the handler's borrow ends as it returns
-		b.release(held)
-		b.free(buf)
+		b.free(&body)
 	}
+}
+
+// heldBody is a request body being read, or read, by the budget.
+type heldBody struct {
+	buf    []byte
+	pooled *[]byte // the pool's buffer buf is, nil once it grew out of it
+	held   int     // bytes claimed
 }
 
 // headerReceived sets how the body of the request whose head is h is read
@@ -192,30 +196,30 @@ func (e *bodyTimeoutError) Error() string {
 	return "no byte of the request body came for " + e.limit.String()
 }
 
-// read reads the body of ctx's request, claiming its buffer as it grows.
-// It returns the body (in buf, which free takes back) and the bytes
-// claimed, which release gives back, whether or not it failed.
-func (b *bodyBudget) read(ctx *fasthttp.RequestCtx) (buf []byte, held int, err error) {
+// read reads the body of ctx's request into body, claiming its buffer as
+// it grows; free gives body back, whether or not read failed.
+func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
 	h := &ctx.Request.Header
 	n := h.ContentLength() // -1: chunked
 	if n == 0 {
-		return nil, 0, nil
+		return nil
 	}
 	if n > b.maxBody {
-		return nil, 0, fasthttp.ErrBodyTooLarge
+		return fasthttp.ErrBodyTooLarge
 	}
 	if n > 0 && !b.fits(n) {
-		return nil, 0, errBodiesInFlight
+		return errBodiesInFlight
 	}
 	want := b.maxBody + 1 // a chunked body: one byte over the limit tells it is over
 	if n >= 0 {
 		want = n
 	}
 	if !b.claim(min(want, firstBuf)) {
-		return nil, 0, errBodiesInFlight
+		return errBodiesInFlight
 	}
-	held = min(want, firstBuf)
-	buf = b.first()
+	body.held = min(want, firstBuf)
+	body.pooled = b.first()
+	buf := *body.pooled
 
 	timeout := b.timeout(h)
 	var whole time.Time // the server's bound on the request, from its start
@@ -225,18 +229,22 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx) (buf []byte, held int, err e
 	var set time.Time // when the read deadline was last moved
 	stream := ctx.RequestBodyStream()
 	for {
+		body.buf = buf
 		if len(buf) == want {
-			return buf, held, nil // read whole: the stream is at its end
+			return nil // read whole: the stream is at its end
 		}
 		if len(buf) == cap(buf) {
 			grow := min(cap(buf)+cap(buf)/2, want)
-			if !b.claim(grow - held) {
-				return buf, held, errBodiesInFlight
+			if !b.claim(grow - body.held) {
+				return errBodiesInFlight
 			}
-			held = grow
+			body.held = grow
 			nb := make([]byte, len(buf), grow)
 			copy(nb, buf)
-			b.free(buf)
+			if body.pooled != nil {
+				b.bufs.Put(body.pooled)
+				body.pooled = nil
+			}
 			buf = nb
 		}
 		if timeout > 0 {
@@ -251,23 +259,24 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx) (buf []byte, held int, err e
 				// itself before it reads again (ctx's would cost a call
 				// more, to clear it after the handler).
 				if err := ctx.Conn().SetReadDeadline(d); err != nil {
-					return buf, held, err
+					return err
 				}
 				set = now
 			}
 		}
 		k, rerr := stream.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+k]
+		body.buf = buf
 		if len(buf) > b.maxBody {
-			return buf, held, fasthttp.ErrBodyTooLarge
+			return fasthttp.ErrBodyTooLarge
 		}
 		switch {
 		case rerr == io.EOF:
-			return buf, held, nil
+			return nil
 		case rerr != nil && isTimeout(rerr) && timeout > 0 && (whole.IsZero() || time.Now().Before(whole)):
-			return buf, held, &bodyTimeoutError{timeout}
+			return &bodyTimeoutError{timeout}
 		case rerr != nil:
-			return buf, held, rerr
+			return rerr
 		}
 	}
 }
@@ -275,20 +284,23 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx) (buf []byte, held int, err e
 // first returns an empty buffer of cap firstBuf for a body's first
 // bytes, from the pool: a small body is read into one (and holds its
 // length of the budget) without an allocation of its own.
-func (b *bodyBudget) first() []byte {
+func (b *bodyBudget) first() *[]byte {
 	if p, ok := b.bufs.Get().(*[]byte); ok {
-		return (*p)[:0]
+		*p = (*p)[:0]
+		return p
 	}
-	return make([]byte, 0, firstBuf)
+	buf := make([]byte, 0, firstBuf)
+	return &buf
 }
 
-// free takes back a buffer of first's: to the pool when it is of the
-// pool's size.
-func (b *bodyBudget) free(buf []byte) {
-	if cap(buf) == firstBuf {
-		buf = buf[:0]
-		b.bufs.Put(&buf)
+// free gives back what body claimed, and its buffer to the pool when it
+// is the pool's.
+func (b *bodyBudget) free(body *heldBody) {
+	b.release(body.held)
+	if body.pooled != nil {
+		b.bufs.Put(body.pooled)
 	}
+	*body = heldBody{}
 }
 
 // fits reports whether n bytes are free now.
