@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,4 +233,42 @@ func TestRouterCutsAStalledBodyAtItsRoutesTimeout(t *testing.T) {
 		t.Errorf("a body paused for %v on a route of the default timeout: %d %s", 2*short, resp.StatusCode, body)
 	}
 	testkit.WaitFor(t, "the bodies given back", func() bool { return rt.bodies.inFlight() == 0 })
+}
+
+// A request pipelined behind a run whose stream is handed over in place,
+// its head sent with the run and its body not yet: the server, which
+// reads the body's first byte itself, finds the connection taken, and the
+// request is lost. The connection is then not kept: the run's answer says
+// Connection: close, and nothing more is read as a request (the late body
+// would be read as one).
+func TestRequestPipelinedWithItsBodyLateClosesTheConnection(t *testing.T) {
+	var asked atomic.Int32
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		echoRunProducer(w, r)
+	}, nil)
+	c := testkit.DialConsumer(t, strings.TrimPrefix(h.url, "http://"))
+	br := bufio.NewReader(c)
+	// A first run, so that the next one's stream is handed over in place.
+	first := paddedRun("first", 200)
+	io.WriteString(c, runHead("Content-Length: "+strconv.Itoa(len(first))+"\r\n")+first) //nolint:errcheck
+	if resp, b := readOne(t, c, br); resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("the first run: %d close=%v %.200q", resp.StatusCode, resp.Close, b)
+	}
+	h.report()
+	second, late := paddedRun("second", 200), paddedRun("late", 200)
+	io.WriteString(c, runHead("Content-Length: "+strconv.Itoa(len(second))+"\r\n")+second+ //nolint:errcheck
+		runHead("Content-Length: "+strconv.Itoa(len(late))+"\r\n"))
+	resp, b := readOne(t, c, br)
+	if resp.StatusCode != 200 || !strings.Contains(b, `"runId":"second"`) || !resp.Close {
+		t.Errorf("the run before the pipelined request: %d close=%v %.200q", resp.StatusCode, resp.Close, b)
+	}
+	h.report()
+	io.WriteString(c, late) //nolint:errcheck
+	if rest, err := io.ReadAll(br); len(rest) != 0 || err != nil {
+		t.Errorf("after the run's answer: %.200q %v, want the connection closed", rest, err)
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("the producer was asked %d times, want the two runs", n)
+	}
 }
