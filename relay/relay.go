@@ -298,9 +298,10 @@ func (r *Relay) maxBody() int {
 }
 
 // Server returns a fasthttp server for the relay, configured for streaming:
-// request body limit MaxBody, 16 KiB read buffer (large Authorization
-// headers), TCP keep-alive, no compression, and problem+json answers to
-// requests it cannot parse. The write timeout applies to ordinary answers;
+// request body limit MaxBody, request bodies read as they arrive within
+// MaxBodiesInFlight and BodyTimeout (see bodyBudget), 16 KiB read buffer
+// (large Authorization headers), TCP keep-alive, no compression, and
+// problem+json answers to requests it cannot parse. The write timeout applies to ordinary answers;
 // event streams are answered on connections the relay takes over (see
 // hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
 func (r *Relay) Server() *fasthttp.Server {
