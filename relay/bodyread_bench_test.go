@@ -78,8 +78,8 @@ func BenchmarkBodiesHeldMemory(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if status := upload(addr, "upload-"+strconv.Itoa(i), pad, size/len(pad)); status != 200 {
-						b.Errorf("upload %d: %d", i, status)
+					if status, _, err := upload(addr, "upload-"+strconv.Itoa(i), pad, size/len(pad)); status != 200 {
+						b.Errorf("upload %d: %d %v", i, status, err)
 					}
 				}()
 			}
@@ -99,14 +99,15 @@ func refused(c net.Conn) bool {
 	return n > 0 || err == io.EOF
 }
 
-// upload sends a run whose body is chunked, pads chunks of pad long, and
-// returns the response's status (0 when there is none).
-func upload(addr, id string, pad []byte, pads int) int {
+// upload sends a run of runId id whose body is chunked, pads chunks of
+// pad around it, and returns the response's status and body.
+func upload(addr, id string, pad []byte, pads int) (status int, body string, err error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
-		return 0
+		return 0, "", err
 	}
 	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * testkit.Liveness)) //nolint:errcheck
 	go func() {
 		w := bufio.NewWriterSize(c, 64<<10)
 		io.WriteString(w, runHead("Transfer-Encoding: chunked\r\nConnection: close\r\n")+chunk(`{"threadId":"t","runId":"`+id+`","protocolVersion":"1.0","messages":[],"forwardedProps":{"pad":"`)) //nolint:errcheck
@@ -120,10 +121,10 @@ func upload(addr, id string, pad []byte, pads int) int {
 	}()
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		return 0
+		return 0, "", err
 	}
-	io.Copy(io.Discard, resp.Body) //nolint:errcheck
-	return resp.StatusCode
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
 }
 
 // measure runs scenario b.N times and reports the largest peak growth of
