@@ -321,10 +321,14 @@ func (r *Relay) Server() *fasthttp.Server {
 		TCPKeepalive:                 true,
 		CloseOnShutdown:              true,
 		KeepHijackedConns:            true, // streams close their own; see respond
-		// The request's read buffer goes back to the server's pool once the
-		// request is read, instead of going with each hijacked connection
-		// to the garbage collector. It costs a 1-byte read at the start of
-		// each request.
+		// A new connection takes a read buffer only once its first byte
+		// came (a 1-byte read), and the write buffer goes back to the
+		// server's pool after each answer. The read buffer, once taken,
+		// stays with the connection while the server serves it: request
+		// bodies are streamed (bodyBudget), and fasthttp cannot tell when
+		// one was read whole. It goes back when the server's loop ends (a
+		// stream handed over in place), or with a hijacked connection to
+		// the garbage collector.
 		ReduceMemoryUsage:     true,
 		MaxIdleWorkerDuration: time.Second,
 		Logger:                zapPrintf{r.log},
