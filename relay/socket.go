@@ -48,8 +48,9 @@ type socketConn struct {
 	// inPlace is set while the server finishes a request whose stream was
 	// handed over without a hijack (handOver): its writes are dropped, its
 	// next read ends its loop (idleRead records that it was the wait for
-	// a request's first byte, fasthttp's one-byte read, made only when it
-	// has nothing buffered: no pipelined request is lost), the request
+	// a request's first byte, fasthttp's one-byte read or its reader's
+	// fill of its whole buffer, made only when it has nothing buffered: no
+	// pipelined request is lost), the request
 	// handlers answer nothing more (servedInPlace), and its close is
 	// skipped. Set and cleared on the goroutine that serves the connection.
 	inPlace atomic.Bool
