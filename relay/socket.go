@@ -50,9 +50,9 @@ type socketConn struct {
 	// next read ends its loop (idleRead records that it was the wait for
 	// a request's first byte, fasthttp's one-byte read or its reader's
 	// fill of its whole buffer, made only when it has nothing buffered: no
-	// pipelined request is lost), the request
-	// handlers answer nothing more (servedInPlace), and its close is
-	// skipped. Set and cleared on the goroutine that serves the connection.
+	// pipelined request is lost), the request handlers answer nothing
+	// more (servedInPlace), and its close is skipped. Set and cleared on
+	// the goroutine that serves the connection.
 	inPlace atomic.Bool
 }
 
