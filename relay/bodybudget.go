@@ -1,7 +1,9 @@
 package relay
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -10,175 +12,323 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The server reads a request's body whole before the handler runs, and
-// --max-body bounds one body only: bodies read at once could together take
-// any amount of memory (issue #31: eight 60 MB bodies, 739 MiB). A
-// bodyBudget bounds their sum. Each body claims its bytes once its head is
-// read (the server's HeaderReceived), before any of it is: a claim that
-// does not fit is refused with 503 and Retry-After, without reading the
-// body, and the connection is closed. A body of known length claims its
-// Content-Length (the server allocates that much at once). A chunked one
-// may grow to what the budget has free when its head arrives, up to
-// --max-body: it claims that cap while it is read, is refused with 503
-// when it outgrows a cap below --max-body (413 above, as any body), and
-// keeps only its length once read. The claim is given back when the
-// handler returns (the body was forwarded, or refused), or when the
-// server could not read the body (its ErrorHandler).
+// --max-body bounds one request body; a bodyBudget bounds the bytes of
+// the bodies the server holds at once, all connections together (issue
+// #31: eight 60 MB bodies, 739 MiB).
 //
-// The server's hooks see a request's header, not its connection: claims
-// are kept by the header, which is the request's for as long as it is
-// served. A read that failed without the server's ErrorHandler (the
-// client closed the connection at a chunk's start, the server closed it)
-// leaves its claim behind: such a claim is dropped when its header serves
-// another request, or, once the budget is short, when it is older than the
-// server's read timeout, by which any read of a body has ended.
+// The budget holds what the bodies received take, not what their heads
+// announce (issue #39: four heads with a chunked body, or a Content-Length
+// of 64 MiB and one byte, held the whole budget and denied every run). The
+// server streams request bodies (StreamRequestBody) and the budget's
+// handler reads each one before the relay's handler runs: into a buffer
+// that grows with what arrived, by half again (16 KiB at first), each
+// growth claimed before it is made. A growth that does not fit is refused
+// with 503 and Retry-After, and the connection closed; so is, from its
+// head alone, a body whose Content-Length is over what is free (it could
+// not be read whole now), before 100 Continue when it waits for one. The
+// claim is given back when the handler returns.
+//
+// A body that stops arriving is cut: no byte of it for the route's
+// BodyTimeout (within an eighth) answers 408 and closes the connection, as
+// nginx's client_body_timeout does (between two reads, not for the whole
+// body). The server's ReadTimeout still bounds the whole request, head and
+// body, from its start.
 
-// bodyBudget bounds the bytes of request bodies a server holds at once.
+// bodyBudget bounds the bytes of request bodies a server holds at once,
+// and reads them.
 type bodyBudget struct {
 	limit   int // bytes of bodies held at once
-	maxBody int // the server's limit of one body (MaxRequestBodySize)
+	maxBody int // the server's limit of one body
 	srv     *fasthttp.Server
+	// timeout is the body timeout of a request by its head (the route's);
+	// at most zero: none but the server's ReadTimeout.
+	timeout func(*fasthttp.RequestHeader) time.Duration
 
-	count atomic.Int32 // len(claims), read without mu where no claim of the request's own can be missed
+	bufs sync.Pool // *[]byte of cap firstBuf: the first buffer of a body
 
-	mu        sync.Mutex
-	held      int
-	claims    map[*fasthttp.RequestHeader]bodyClaim
-	lastSweep time.Time // sweepLocked walks every claim: once a second at most
+	mu   sync.Mutex
+	held int
+	// refused holds the requests refused from their heads (headerReceived)
+	// until their handler answers them; count is len(refused), read
+	// without mu where no entry of the request's own can be missed (it
+	// was made on this goroutine). An entry whose handler never ran (the
+	// server failed the request first) goes when its header serves the
+	// next request.
+	refused map[*fasthttp.RequestHeader]error
+	count   atomic.Int32
 }
 
-// bodyClaim is what one request's body holds of the budget.
-type bodyClaim struct {
-	n       int       // bytes held
-	capped  bool      // a chunked body whose cap, n, is below maxBody: outgrowing it is the budget's refusal
-	refused bool      // the claim did not fit: the request is answered 503 unread
-	seen    bool      // a handler serves the request: it releases the claim
-	at      time.Time // when the claim was made
-}
+// firstBuf is the buffer a body is first read into, claimed before any of
+// it arrived; it grows by half from there: a body takes at most half
+// again what came (a doubling would take twice, and leave 100 uploads of
+// just over 1 MiB 200 MiB of the default 256 MiB budget).
+const firstBuf = 16 << 10
 
 // newBodyBudget returns the budget of srv, whose body limit is maxBody:
-// limit bytes, four times maxBody when zero.
-func newBodyBudget(limit, maxBody int, srv *fasthttp.Server) *bodyBudget {
+// limit bytes, four times maxBody when zero. timeout gives a request's body
+// timeout (nil: DefaultBodyTimeout).
+func newBodyBudget(limit, maxBody int, srv *fasthttp.Server, timeout func(*fasthttp.RequestHeader) time.Duration) *bodyBudget {
 	if limit <= 0 {
 		limit = 4 * maxBody
 	}
-	return &bodyBudget{limit: max(limit, maxBody), maxBody: maxBody, srv: srv, claims: map[*fasthttp.RequestHeader]bodyClaim{}}
+	if timeout == nil {
+		timeout = func(*fasthttp.RequestHeader) time.Duration { return DefaultBodyTimeout }
+	}
+	return &bodyBudget{limit: max(limit, maxBody), maxBody: maxBody, srv: srv, timeout: timeout, refused: map[*fasthttp.RequestHeader]error{}}
 }
 
-// install hooks the budget into srv: its HeaderReceived claims, its
-// Handler releases once it returns. The server's ErrorHandler must ask
-// refusal first, and its ExpectHandler refusedBeforeContinue, and release
-// the claim of a body it refuses (the handler is not called then).
+// install hooks the budget into srv: the server streams request bodies,
+// and its Handler is called once the budget's handler has read the body
+// whole (Request.Body). A body that cannot be read (too large, over the
+// budget, stalled, malformed) goes to the server's ErrorHandler, whose
+// refusal must be asked first.
 func (b *bodyBudget) install(s *fasthttp.Server) {
+	s.StreamRequestBody = true
 	s.HeaderReceived = b.headerReceived
 	next := s.Handler
 	s.Handler = func(ctx *fasthttp.RequestCtx) {
-		if b.count.Load() == 0 { // this request's claim, if any, was counted on this goroutine
+		if servedInPlace(ctx) || refuseTransferCoding(ctx) {
+			return
+		}
+		err := b.refusedHead(&ctx.Request.Header)
+		if err == nil && !ctx.Request.IsBodyStream() {
 			next(ctx)
 			return
 		}
-		h := &ctx.Request.Header
-		b.serving(h, len(ctx.Request.Body()))
+		var body heldBody
+		if err == nil {
+			err = b.read(ctx, &body)
+		}
+		if err != nil {
+			b.free(&body)
+			ctx.Request.SetBodyRaw(nil)
+			s.ErrorHandler(ctx, err)
+			ctx.SetConnectionClose() // the rest of the body is not read
+			return
+		}
+		ctx.Request.SetBodyRaw(body.buf)
 		next(ctx)
-		b.release(h)
+		ctx.Request.SetBodyRaw(nil) // the handler's borrow ends as it returns
+		b.free(&body)
 	}
 }
 
-// headerReceived claims the body of the request whose head is h, before
-// the server reads it (fasthttp's HeaderReceived).
+// heldBody is a request body being read, or read, by the budget.
+type heldBody struct {
+	buf    []byte
+	pooled *[]byte // the pool's buffer buf is, nil once it grew out of it
+	held   int     // bytes claimed
+}
+
+// headerReceived sets how the body of the request whose head is h is read
+// before the handler runs (fasthttp's HeaderReceived): one byte of it, so
+// that the rest is read, and claimed, by the budget's handler; its first
+// byte within the body timeout.
+//
+// A body whose Content-Length is over the limit, or over what is free, is
+// refused from the head: none of it is read (its length is set to 0 for
+// the server, the refusal kept for the handler), unless the request waits
+// for 100 Continue (the ExpectHandler refuses it then).
 func (b *bodyBudget) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if b.count.Load() > 0 {
+		b.refusedHead(h) // left by the header's last request, whose handler never ran
+	}
 	n := h.ContentLength()
-	chunked := n == -1
-	if b.count.Load() == 0 && (n <= 0 && !chunked || n > b.maxBody) {
-		return fasthttp.RequestConfig{} // no body, or one the server refuses with 413 unread
+	if n == 0 || n == -2 {
+		return fasthttp.RequestConfig{} // no body
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.dropLocked(h) // left by the header's last request, whose read failed unseen
-	if n <= 0 && !chunked || n > b.maxBody {
-		return fasthttp.RequestConfig{}
-	}
-	now := time.Now()
-	if b.limit-b.held < n || chunked && b.limit-b.held < b.maxBody {
-		b.sweepLocked(now)
-	}
-	c := bodyClaim{n: n, at: now}
-	if chunked {
-		c.n = min(b.maxBody, b.limit-b.held)
-		c.capped = c.n < b.maxBody
-	}
-	if c.n <= 0 || b.limit-b.held < c.n {
-		// Refused unread: a length over the server's limit makes it answer
-		// at once (ErrBodyTooLarge, or the ExpectHandler for a request that
-		// waits for 100 Continue), and close the connection; refusal and
-		// refusedBeforeContinue answer 503 instead.
-		b.claims[h] = bodyClaim{refused: true, at: now}
-		b.count.Add(1)
-		h.SetContentLength(b.maxBody + 1)
-		return fasthttp.RequestConfig{}
-	}
-	b.held += c.n
-	b.claims[h] = c
-	b.count.Add(1)
-	if chunked {
-		return fasthttp.RequestConfig{MaxRequestBodySize: c.n}
-	}
-	return fasthttp.RequestConfig{}
-}
-
-// serving notes that a handler serves the request of h, whose body of
-// length n was read: a chunked body's claim shrinks to n.
-func (b *bodyBudget) serving(h *fasthttp.RequestHeader, n int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c, ok := b.claims[h]
-	if !ok {
-		return
-	}
-	if n < c.n {
-		b.held -= c.n - n
-		c.n = n
-	}
-	c.seen = true
-	b.claims[h] = c
-}
-
-// release gives back the claim of the request of h, if it has one.
-func (b *bodyBudget) release(h *fasthttp.RequestHeader) (bodyClaim, bool) {
-	if b == nil || b.count.Load() == 0 {
-		return bodyClaim{}, false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.dropLocked(h)
-}
-
-func (b *bodyBudget) dropLocked(h *fasthttp.RequestHeader) (bodyClaim, bool) {
-	c, ok := b.claims[h]
-	if ok {
-		delete(b.claims, h)
-		b.count.Add(-1)
-		b.held -= c.n
-	}
-	return c, ok
-}
-
-// sweepLocked drops the claims whose read failed without a word to the
-// relay: no handler saw them, and the server's read timeout, which bounds
-// the read of a request from its start, is past. A claim goes stale after
-// that timeout (minutes): a sweep a second is soon enough, and keeps a
-// budget short under load from walking every claim per request.
-func (b *bodyBudget) sweepLocked(now time.Time) {
-	timeout := b.srv.ReadTimeout
-	if timeout <= 0 || now.Sub(b.lastSweep) < time.Second {
-		return
-	}
-	b.lastSweep = now
-	for h, c := range b.claims {
-		if !c.seen && now.Sub(c.at) > timeout {
-			b.dropLocked(h)
+	if n > 0 && !b.mayContinue(h) {
+		var err error
+		if n > b.maxBody {
+			err = fasthttp.ErrBodyTooLarge
+		} else if !b.fits(n) {
+			err = errBodiesInFlight
+		}
+		if err != nil {
+			b.mu.Lock()
+			b.refused[h] = err
+			b.count.Add(1)
+			b.mu.Unlock()
+			h.SetContentLength(0)
+			return fasthttp.RequestConfig{}
 		}
 	}
+	c := fasthttp.RequestConfig{MaxRequestBodySize: 1}
+	if t := b.timeout(h); t > 0 {
+		c.ReadTimeout = t
+		if b.srv.ReadTimeout > 0 {
+			c.ReadTimeout = min(t, b.srv.ReadTimeout)
+		}
+	}
+	return c
+}
+
+// mayContinue reports whether the request of h waits for 100 Continue
+// before it sends its body (fasthttp's Request.MayContinue).
+func (b *bodyBudget) mayContinue(h *fasthttp.RequestHeader) bool {
+	return h.IsHTTP11() && bytes.EqualFold(h.Peek(fasthttp.HeaderExpect), []byte("100-continue"))
+}
+
+// refusedHead returns, and forgets, the refusal headerReceived made of
+// the request of h; nil when it made none.
+func (b *bodyBudget) refusedHead(h *fasthttp.RequestHeader) error {
+	if b.count.Load() == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err, ok := b.refused[h]
+	if ok {
+		delete(b.refused, h)
+		b.count.Add(-1)
+	}
+	return err
+}
+
+// errBodiesInFlight is a body refused because the bodies held at once
+// would be over the budget.
+var errBodiesInFlight = errors.New("relay: the request bodies held at once are at the budget")
+
+// bodyTimeoutError is a body of which no byte came for the body timeout.
+type bodyTimeoutError struct{ limit time.Duration }
+
+func (e *bodyTimeoutError) Error() string {
+	return "no byte of the request body came for " + e.limit.String()
+}
+
+// read reads the body of ctx's request into body, claiming its buffer as
+// it grows; free gives body back, whether or not read failed.
+func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
+	h := &ctx.Request.Header
+	n := h.ContentLength() // -1: chunked
+	if n == 0 {
+		return nil
+	}
+	if n > b.maxBody {
+		return fasthttp.ErrBodyTooLarge
+	}
+	if n > 0 && !b.fits(n) {
+		return errBodiesInFlight
+	}
+	want := b.maxBody + 1 // a chunked body: one byte over the limit tells it is over
+	if n >= 0 {
+		want = n
+	}
+	if !b.claim(min(want, firstBuf)) {
+		return errBodiesInFlight
+	}
+	body.held = min(want, firstBuf)
+	body.pooled = b.first()
+	buf := *body.pooled
+
+	timeout := b.timeout(h)
+	var whole time.Time // the server's bound on the request, from its start
+	if rt := b.srv.ReadTimeout; rt > 0 {
+		whole = ctx.Time().Add(rt)
+	}
+	var set time.Time // when the read deadline was last moved
+	stream := ctx.RequestBodyStream()
+	for {
+		body.buf = buf
+		if len(buf) == want {
+			return nil // read whole: the stream is at its end
+		}
+		if len(buf) == cap(buf) {
+			grow := min(cap(buf)+cap(buf)/2, want)
+			if !b.claim(grow - body.held) {
+				return errBodiesInFlight
+			}
+			body.held = grow
+			nb := make([]byte, len(buf), grow)
+			copy(nb, buf)
+			if body.pooled != nil {
+				b.bufs.Put(body.pooled)
+				body.pooled = nil
+			}
+			buf = nb
+		}
+		if timeout > 0 {
+			// Moved once an eighth of the limit passed, not on every read:
+			// a stall is cut between 7/8 of the limit and the limit.
+			if now := time.Now(); now.Sub(set) > timeout/8 {
+				d := now.Add(timeout)
+				if !whole.IsZero() && whole.Before(d) {
+					d = whole
+				}
+				// The connection's own: the server sets its next deadline
+				// itself before it reads again (ctx's would cost a call
+				// more, to clear it after the handler).
+				if err := ctx.Conn().SetReadDeadline(d); err != nil {
+					return err
+				}
+				set = now
+			}
+		}
+		k, rerr := stream.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		body.buf = buf
+		if len(buf) > b.maxBody {
+			return fasthttp.ErrBodyTooLarge
+		}
+		switch {
+		case rerr == io.EOF:
+			return nil
+		case rerr != nil && isTimeout(rerr) && timeout > 0 && (whole.IsZero() || time.Now().Before(whole)):
+			return &bodyTimeoutError{timeout}
+		case rerr != nil:
+			return rerr
+		}
+	}
+}
+
+// first returns an empty buffer of cap firstBuf for a body's first
+// bytes, from the pool: a small body is read into one (and holds its
+// length of the budget) without an allocation of its own.
+func (b *bodyBudget) first() *[]byte {
+	if p, ok := b.bufs.Get().(*[]byte); ok {
+		*p = (*p)[:0]
+		return p
+	}
+	buf := make([]byte, 0, firstBuf)
+	return &buf
+}
+
+// free gives back what body claimed, and its buffer to the pool when it
+// is the pool's.
+func (b *bodyBudget) free(body *heldBody) {
+	b.release(body.held)
+	if body.pooled != nil {
+		b.bufs.Put(body.pooled)
+	}
+	*body = heldBody{}
+}
+
+// fits reports whether n bytes are free now.
+func (b *bodyBudget) fits(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held+n <= b.limit
+}
+
+// claim takes n bytes of the budget, and reports whether they were free.
+func (b *bodyBudget) claim(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held+n > b.limit {
+		return false
+	}
+	b.held += n
+	return true
+}
+
+// release gives back n bytes claimed.
+func (b *bodyBudget) release(n int) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.held -= n
+	b.mu.Unlock()
 }
 
 // inFlight returns the bytes claimed now.
@@ -188,35 +338,32 @@ func (b *bodyBudget) inFlight() int {
 	return b.held
 }
 
-// refusal gives back the claim of a request the server could not read
-// (err, its ErrorHandler) and returns the budget's 503 when the budget
-// refused it, nil otherwise.
+// refusal returns the budget's 503 when err, the server's or the budget
+// handler's failure to read the request of ctx, is the budget's refusal;
+// nil otherwise. A refusal from the request's head that no handler
+// answered (the server failed the request first) is forgotten.
 func (b *bodyBudget) refusal(ctx *fasthttp.RequestCtx, err error) *Problem {
 	if b == nil {
 		return nil
 	}
-	c, ok := b.release(&ctx.Request.Header)
-	if ok && (c.refused || c.capped && errors.Is(err, fasthttp.ErrBodyTooLarge)) {
+	b.refusedHead(&ctx.Request.Header)
+	if errors.Is(err, errBodiesInFlight) {
 		return b.problem()
 	}
 	return nil
 }
 
 // refusedBeforeContinue returns the budget's 503 for a request that waits
-// for 100 Continue and whose body the budget refused (its claim given
-// back: the body is never read), nil otherwise.
+// for 100 Continue and whose Content-Length is over what is free now (the
+// body is never read), nil otherwise.
 func (b *bodyBudget) refusedBeforeContinue(ctx *fasthttp.RequestCtx) *Problem {
-	if b == nil || b.count.Load() == 0 {
+	if b == nil {
 		return nil
 	}
-	h := &ctx.Request.Header
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if c, ok := b.claims[h]; !ok || !c.refused {
-		return nil
+	if n := ctx.Request.Header.ContentLength(); n > 0 && n <= b.maxBody && !b.fits(n) {
+		return b.problem()
 	}
-	b.dropLocked(h)
-	return b.problem()
+	return nil
 }
 
 // retryAfter is the Retry-After of the budget's 503, in seconds: bodies

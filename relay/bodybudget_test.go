@@ -8,9 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
@@ -160,65 +158,6 @@ func TestRouterBoundsBodiesInFlight(t *testing.T) {
 	}
 	if n := rt.bodies.inFlight(); n != 0 {
 		t.Errorf("%d bytes held after a body refused before 100 Continue", n)
-	}
-}
-
-// A body whose read fails without the server telling the relay (the client
-// closes at a chunk's start: the server takes it for a closed connection)
-// leaves its claim behind; it is dropped when its header serves the next
-// request (the server's request contexts are pooled), or once it is older
-// than the server's read timeout and the budget is short.
-func TestBodiesInFlightLeftByASilentFailureAreDropped(t *testing.T) {
-	h, _ := recordingProducer(t, func(r *Relay) {
-		r.MaxBody = 8 << 10
-		r.MaxBodiesInFlight = 8 << 10
-	})
-	addr := strings.TrimPrefix(h.url, "http://")
-	bodies := h.relay.bodies
-	c := testkit.DialConsumer(t, addr)
-	io.WriteString(c, runHead("Transfer-Encoding: chunked\r\n")+chunk("{"))
-	c.Close()
-	testkit.WaitFor(t, "the chunked body claimed", func() bool { return bodies.inFlight() == 8<<10 })
-	ageClaims(bodies)
-	if got := rawExchange(t, addr, runHead("Content-Length: 8000\r\nConnection: close\r\n")+runOfLen(t, 8000)); statusOf(got) != 200 {
-		t.Errorf("the claim left behind was not dropped: %.200q", got)
-	}
-	if n := bodies.inFlight(); n != 0 {
-		t.Errorf("%d bytes held at the end", n)
-	}
-}
-
-// ageClaims makes every claim of b older than its server's read timeout.
-func ageClaims(b *bodyBudget) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for k, cl := range b.claims {
-		cl.at = cl.at.Add(-b.srv.ReadTimeout - time.Second)
-		b.claims[k] = cl
-	}
-	b.lastSweep = time.Time{}
-}
-
-// The sweep alone: a claim no handler saw, older than the read timeout,
-// gives way to a body that would not fit otherwise; a younger one does not.
-func TestBodyBudgetSweepsOnlyStaleClaims(t *testing.T) {
-	b := newBodyBudget(8<<10, 8<<10, &fasthttp.Server{ReadTimeout: time.Minute})
-	claim := func(n int) *fasthttp.RequestHeader {
-		h := &fasthttp.RequestHeader{}
-		h.SetContentLength(n)
-		b.headerReceived(h)
-		return h
-	}
-	claim(8000)
-	if h := claim(8000); h.ContentLength() != 8<<10+1 || b.inFlight() != 8000 {
-		t.Fatalf("a second body over the budget: length %d, %d held", h.ContentLength(), b.inFlight())
-	}
-	ageClaims(b)
-	if h := claim(8000); h.ContentLength() != 8000 || b.inFlight() != 8000 {
-		t.Fatalf("after the first claim went stale: length %d, %d held", h.ContentLength(), b.inFlight())
-	}
-	if h := claim(1000); h.ContentLength() != 8<<10+1 || b.inFlight() != 8000 {
-		t.Errorf("a body over the budget held by a young claim: length %d, %d held", h.ContentLength(), b.inFlight())
 	}
 }
 

@@ -304,7 +304,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 func TestServerDefaults(t *testing.T) {
 	srv := (&Relay{Upstream: "http://127.0.0.1:1"}).Server()
 	if srv.ReadTimeout != 2*time.Minute || srv.WriteTimeout != 2*time.Minute || srv.IdleTimeout != 2*time.Minute ||
-		srv.ReadBufferSize != 16<<10 || srv.MaxRequestBodySize != 64<<20 || !srv.TCPKeepalive || srv.StreamRequestBody ||
+		srv.ReadBufferSize != 16<<10 || srv.MaxRequestBodySize != 64<<20 || !srv.TCPKeepalive || !srv.StreamRequestBody ||
 		srv.MaxIdleWorkerDuration != time.Second {
 		t.Errorf("server %+v", srv)
 	}

@@ -87,11 +87,21 @@ type Relay struct {
 	// 413. Zero means 64 MiB.
 	MaxBody int
 	// MaxBodiesInFlight bounds the bytes of request bodies the relay's
-	// Server holds at once, all requests together (see bodyBudget): a body
-	// that would take them over is refused with 503 and Retry-After before
-	// it is read. Zero means four times MaxBody; it is never below MaxBody.
-	// (A Router's server has the Router's.)
+	// Server holds at once, all requests together (see bodyBudget): each
+	// holds what it received, and a body that would take them over is
+	// refused with 503 and Retry-After, from its Content-Length before it
+	// is read when that is over what is free. Zero means four times
+	// MaxBody; it is never below MaxBody. (A Router's server has the
+	// Router's.)
 	MaxBodiesInFlight int
+	// BodyTimeout cuts a request whose body stops arriving: no byte of it
+	// for this long (within an eighth) answers 408 and closes the
+	// connection, as nginx's client_body_timeout does. Zero means
+	// DefaultBodyTimeout; negative means none (the server's read timeout,
+	// two minutes for the whole request, still bounds it). It applies on
+	// the Relay's Server, or a Router's to the requests of the Relay's
+	// route.
+	BodyTimeout time.Duration
 	// MaxFrame is the largest event frame accepted from the producer; a
 	// larger one ends the run with a RUN_ERROR. Zero means 10 MiB.
 	MaxFrame int
@@ -201,6 +211,20 @@ type Relay struct {
 // producer's connection for nothing.
 const DefaultConsumerStallTimeout = time.Minute
 
+// DefaultBodyTimeout is the BodyTimeout of a Relay that sets none: nginx's
+// client_body_timeout. A client that sends no byte of its body for a
+// minute is not uploading; the connection and what the body holds of
+// --max-bodies-in-flight go back to the others.
+const DefaultBodyTimeout = time.Minute
+
+// bodyTimeout is BodyTimeout with its default; at most zero: none.
+func (r *Relay) bodyTimeout() time.Duration {
+	if r.BodyTimeout == 0 {
+		return DefaultBodyTimeout
+	}
+	return r.BodyTimeout
+}
+
 // RunReport describes one relayed run, for the log and for metrics.
 type RunReport struct {
 	// Route and RoutePrefix are the Relay's.
@@ -290,9 +314,10 @@ func (r *Relay) maxBody() int {
 }
 
 // Server returns a fasthttp server for the relay, configured for streaming:
-// request body limit MaxBody, 16 KiB read buffer (large Authorization
-// headers), TCP keep-alive, no compression, and problem+json answers to
-// requests it cannot parse. The write timeout applies to ordinary answers;
+// request body limit MaxBody, request bodies read as they arrive within
+// MaxBodiesInFlight and BodyTimeout (see bodyBudget), 16 KiB read buffer
+// (large Authorization headers), TCP keep-alive, no compression, and
+// problem+json answers to requests it cannot parse. The write timeout applies to ordinary answers;
 // event streams are answered on connections the relay takes over (see
 // hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
 func (r *Relay) Server() *fasthttp.Server {
@@ -307,24 +332,32 @@ func (r *Relay) Server() *fasthttp.Server {
 		ReadTimeout:                  2 * time.Minute,
 		WriteTimeout:                 2 * time.Minute,
 		IdleTimeout:                  2 * time.Minute,
-		ReadBufferSize:               16 << 10,
+		ReadBufferSize:               readBufferSize,
 		MaxRequestBodySize:           r.maxBody(),
 		TCPKeepalive:                 true,
 		CloseOnShutdown:              true,
 		KeepHijackedConns:            true, // streams close their own; see respond
-		// The request's read buffer goes back to the server's pool once the
-		// request is read, instead of going with each hijacked connection
-		// to the garbage collector. It costs a 1-byte read at the start of
-		// each request.
+		// A new connection takes a read buffer only once its first byte
+		// came (a 1-byte read), and the write buffer goes back to the
+		// server's pool after each answer. The read buffer, once taken,
+		// stays with the connection while the server serves it: request
+		// bodies are streamed (bodyBudget), and fasthttp cannot tell when
+		// one was read whole. It goes back when the server's loop ends (a
+		// stream handed over in place), or with a hijacked connection to
+		// the garbage collector.
 		ReduceMemoryUsage:     true,
 		MaxIdleWorkerDuration: time.Second,
 		Logger:                zapPrintf{r.log},
 	}
-	r.bodies = newBodyBudget(r.MaxBodiesInFlight, r.maxBody(), s)
+	r.bodies = newBodyBudget(r.MaxBodiesInFlight, r.maxBody(), s, func(*fasthttp.RequestHeader) time.Duration { return r.bodyTimeout() })
 	r.bodies.install(s)
 	r.serveNextWith(s)
 	return s
 }
+
+// readBufferSize is the server's read buffer: the largest request head
+// (large Authorization headers).
+const readBufferSize = 16 << 10
 
 // serveNextWith sets the server that takes a consumer's connection back
 // after a stream, to serve its next request (keep-alive): the one Server
@@ -342,7 +375,6 @@ func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
 	if p == nil {
 		return fasthttp.StatusContinue
 	}
-	r.bodies.release(&ctx.Request.Header) // the body is never read, the handler never called
 	r.refuseUnread(ctx, p)
 	return p.Status
 }
@@ -361,6 +393,9 @@ func expectProblem(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) *Pro
 
 // serverError answers a request the server could not read.
 func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
+	if servedInPlace(ctx) {
+		return
+	}
 	p := r.bodies.refusal(ctx, err)
 	if p == nil {
 		p = serverProblem(err, r.maxBody())
@@ -388,7 +423,11 @@ func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 // serverProblem is the problem answered to a request the server could not
 // read, whose body limit is maxBody.
 func serverProblem(err error, maxBody int) *Problem {
+	var stalled *bodyTimeoutError
 	switch {
+	case errors.As(err, &stalled):
+		return &Problem{Type: "urn:agui-relay:request-timeout", Title: "The request was not received in time", Status: fasthttp.StatusRequestTimeout,
+			Detail: "no byte of the request body came for " + stalled.limit.String() + " (--body-timeout)"}
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		return problemTooLarge(maxBody)
 	case errors.As(err, new(*fasthttp.ErrSmallBuffer)):

@@ -1,12 +1,14 @@
 package relay
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -294,11 +296,24 @@ func (rt *Router) Server() *fasthttp.Server {
 	s.ExpectHandler = rt.expect
 	s.MaxRequestBodySize = rt.maxBody
 	s.Logger = zapPrintf{rt.log}
-	rt.bodies = newBodyBudget(rt.MaxBodiesInFlight, rt.maxBody, s)
+	rt.bodies = newBodyBudget(rt.MaxBodiesInFlight, rt.maxBody, s, rt.bodyTimeout)
 	rt.bodies.install(s)
 	rt.srv.Store(s)
 	t.serveWith(s)
 	return s
+}
+
+// bodyTimeout is the BodyTimeout of the route the request of h is for
+// (DefaultBodyTimeout when none is).
+func (rt *Router) bodyTimeout(h *fasthttp.RequestHeader) time.Duration {
+	path := h.RequestURI()
+	if i := bytes.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if r := rt.Table().Match(path); r != nil {
+		return r.Relay.bodyTimeout()
+	}
+	return DefaultBodyTimeout
 }
 
 // serveWith tells every relay of t which server takes a consumer's
@@ -312,14 +327,6 @@ func (t *Table) serveWith(s *fasthttp.Server) {
 // expect is Relay.expect with the limit and the CORS policy of the route
 // the path matches (the router's limit, and no CORS, when none does).
 func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
-	code := rt.expectRoute(ctx)
-	if code != fasthttp.StatusContinue {
-		rt.bodies.release(&ctx.Request.Header) // the body is never read, the handler never called
-	}
-	return code
-}
-
-func (rt *Router) expectRoute(ctx *fasthttp.RequestCtx) int {
 	r := rt.Table().Match(ctx.URI().PathOriginal())
 	if r == nil {
 		if p := expectProblem(ctx, rt.bodies, rt.maxBody); p != nil {
@@ -339,6 +346,9 @@ func (rt *Router) expectRoute(ctx *fasthttp.RequestCtx) int {
 // route is refused by its Relay (refuseUnread: its CORS headers, and its
 // report when it is a run), any other with the problem alone.
 func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
+	if servedInPlace(ctx) {
+		return
+	}
 	p := rt.bodies.refusal(ctx, err)
 	if p == nil {
 		p = serverProblem(err, rt.maxBody)

@@ -48,10 +48,11 @@ type socketConn struct {
 	// inPlace is set while the server finishes a request whose stream was
 	// handed over without a hijack (handOver): its writes are dropped, its
 	// next read ends its loop (idleRead records that it was the wait for
-	// a request's first byte, fasthttp's one-byte read, made only when it
-	// has nothing buffered: no pipelined request is lost), the request
-	// handlers answer nothing more (servedInPlace), and its close is
-	// skipped. Set and cleared on the goroutine that serves the connection.
+	// a request's first byte, fasthttp's one-byte read or its reader's
+	// fill of its whole buffer, made only when it has nothing buffered: no
+	// pipelined request is lost), the request handlers answer nothing
+	// more (servedInPlace), and its close is skipped. Set and cleared on
+	// the goroutine that serves the connection.
 	inPlace atomic.Bool
 }
 
@@ -62,6 +63,7 @@ type socketConn struct {
 func servedInPlace(ctx *fasthttp.RequestCtx) bool {
 	sc, ok := ctx.Conn().(*socketConn)
 	if ok && sc.inPlace.Load() {
+		sc.idleRead = false // the request was read: the connection is not kept
 		ctx.SetConnectionClose()
 		return true
 	}
@@ -121,7 +123,12 @@ func (s *socketConn) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	if s.inPlace.Load() {
-		s.idleRead = len(p) == 1
+		// The server's wait for a request's first byte: its one-byte read,
+		// or its reader's fill with nothing buffered (a read of its whole
+		// buffer). A pipelined request whose body's first byte is read so
+		// fails on its way to the ErrorHandler, which says so
+		// (servedInPlace).
+		s.idleRead = len(p) == 1 || len(p) == readBufferSize
 		return 0, errInPlace
 	}
 	if s.noWait {

@@ -47,6 +47,7 @@ type serveConfig struct {
 	connectTimeout, firstByteTimeout time.Duration
 	idleTimeout, runTimeout          time.Duration
 	consumerStallTimeout             time.Duration
+	bodyTimeout                      time.Duration
 	keepAlive                        time.Duration
 	maxConns                         int
 	upstreamReuse                    string // --upstream-reuse: always or never
@@ -134,8 +135,9 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Var(&c.maxBody, "max-body", "largest RunAgentInput accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
-	fs.Var(&c.maxBodiesInFlight, "max-bodies-in-flight", "most bytes of request bodies held at once, every route and connection together; a body that would take them over\n"+
-		"is refused with 503 and Retry-After before it is read. At least the largest --max-body (0: four times it)")
+	fs.Var(&c.maxBodiesInFlight, "max-bodies-in-flight", "most bytes of request bodies held at once, every route and connection together. A body holds what it received,\n"+
+		"not what its head announces; one that would take them over is refused with 503 and Retry-After (before it is read\n"+
+		"when its Content-Length is over what is free). At least the largest --max-body (0: four times it)")
 	fs.Var(&c.maxFrame, "max-frame", "largest single event accepted from the producer; a larger one ends the run with a RUN_ERROR")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long runs in flight may continue before they are ended with a RUN_ERROR")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long opening a connection to the producer may take (0: no limit)")
@@ -148,6 +150,9 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 		"starts the limit again, so a consumer reading a large event slowly but steadily is not cut. The producer waits\n"+
 		"behind such a consumer, and the wait is not counted as its silence (--idle-timeout). A consumer that reads takes\n"+
 		"bytes within milliseconds; one that took nothing for a minute is frozen, asleep or gone without a reset (0: no limit)")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", relay.DefaultBodyTimeout, "how long a request body may send nothing before it is cut: 408, the connection closed, and what it held of\n"+
+		"--max-bodies-in-flight given back (nginx's client_body_timeout, 60s by default there too). Counted between two\n"+
+		"bytes, not for the whole body; the whole request still has the server's 2-minute read timeout (0: no limit but that)")
 	fs.DurationVar(&c.keepAlive, "keepalive", 15*time.Second, "while the producer is silent mid-stream, how long the consumer may be sent nothing before the relay writes it an SSE\n"+
 		"comment (\": keep-alive\"), and again each interval while the silence lasts, between frames (0: none). Proxies cut silent\n"+
 		"connections (nginx's proxy_read_timeout and AWS ALB's idle timeout: 60s by default); 15s stays well under them, and under\n"+

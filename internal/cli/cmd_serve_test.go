@@ -31,6 +31,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 		"AGUI_RELAY_IDLE_TIMEOUT":               "90s",
 		"AGUI_RELAY_CONSUMER_STALL_TIMEOUT":     "20s",
 		"AGUI_RELAY_KEEPALIVE":                  "5s",
+		"AGUI_RELAY_BODY_TIMEOUT":               "7s",
 		"AGUI_RELAY_LOG_FORMAT":                 "console",
 	}
 	c, err := parseServe([]string{"--listen", "127.0.0.1:2222"}, func(k string) string { return env[k] }, io.Discard)
@@ -42,7 +43,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 	}
 	if c.upstream != "http://agent.internal:8000/api" || c.producerVersion.String() != "0.0.45" || c.consumerVersion.String() != "1.0" ||
 		!c.quietWarnings || c.maxBody != 1<<20 || c.maxBodiesInFlight != 3<<20 || c.maxFrame != 2048 || c.idleTimeout != 90*time.Second || c.logFormat != "console" ||
-		c.consumerStallTimeout != 20*time.Second || c.keepAlive != 5*time.Second {
+		c.consumerStallTimeout != 20*time.Second || c.keepAlive != 5*time.Second || c.bodyTimeout != 7*time.Second {
 		t.Errorf("config %+v", c)
 	}
 	// Defaults, per the contract.
@@ -52,7 +53,7 @@ func TestServeFlagsReadTheEnvironment(t *testing.T) {
 	}
 	if c.listen != "127.0.0.1:8080" || c.adminListen != "127.0.0.1:9090" || c.upstream != "" || c.maxBody != 64<<20 || c.maxBodiesInFlight != 256<<20 ||
 		c.maxFrame != 10<<20 || c.shutdownGrace != 30*time.Second || c.logFormat != "json" || c.logLevel != "info" ||
-		c.consumerStallTimeout != time.Minute || c.keepAlive != 15*time.Second {
+		c.consumerStallTimeout != time.Minute || c.keepAlive != 15*time.Second || c.bodyTimeout != time.Minute {
 		t.Errorf("defaults %+v", c)
 	}
 	for _, bad := range [][]string{{"--upstream", "agent:8000"}, {"--producer-version", "1.0.0"}, {"--max-body", "-1"}, {"--log-format", "xml"},
@@ -282,6 +283,26 @@ func TestServeBoundsBodiesInFlight(t *testing.T) {
 	resp := testkit.Await(t, refused, "neither body refused")
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// A request body that stops arriving is cut at --body-timeout: 408, the
+// problem naming the flag, and the connection closed.
+func TestServeCutsAStalledBodyAtBodyTimeout(t *testing.T) {
+	at, _, _ := startServe(t, func(c *serveConfig) { c.bodyTimeout = 200 * time.Millisecond })
+	c := testkit.DialConsumer(t, at.relay)
+	io.WriteString(c, "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 408 || !strings.Contains(string(b), "200ms (--body-timeout)") {
+		t.Errorf("%d %s", resp.StatusCode, b)
+	}
+	if n, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("the connection was kept (%q, %v)", n, err)
 	}
 }
 

@@ -30,6 +30,7 @@ type routeConfig struct {
 	connectTimeout, firstByteTimeout time.Duration
 	idleTimeout, runTimeout          time.Duration
 	consumerStallTimeout             time.Duration
+	bodyTimeout                      time.Duration
 	keepAlive                        time.Duration
 	maxBody, maxFrame, maxConns      int
 	cors                             relay.CORSOptions // off without AllowOrigins
@@ -47,6 +48,7 @@ func defaultRoute(c *serveConfig, upstream string) routeConfig {
 		connectTimeout: c.connectTimeout, firstByteTimeout: c.firstByteTimeout,
 		idleTimeout: c.idleTimeout, runTimeout: c.runTimeout,
 		consumerStallTimeout: c.consumerStallTimeout,
+		bodyTimeout:          c.bodyTimeout,
 		keepAlive:            c.keepAlive,
 		maxBody:              int(c.maxBody), maxFrame: int(c.maxFrame), maxConns: c.maxConns,
 		cors:    c.cors,
@@ -78,6 +80,9 @@ type routeFile struct {
 		// ConsumerStall is --consumer-stall-timeout's: how long the
 		// consumer may take none of the stream.
 		ConsumerStall json.RawMessage `json:"consumerStall"`
+		// Body is --body-timeout's: how long a request body may send
+		// nothing.
+		Body json.RawMessage `json:"body"`
 	} `json:"timeouts"`
 	// KeepAlive is --keepalive's: the keep-alive interval.
 	KeepAlive json.RawMessage `json:"keepAlive"`
@@ -238,6 +243,7 @@ func resolveRoute(rf *routeFile, c *serveConfig) (routeConfig, error) {
 		{"timeouts.idle", rf.Timeouts.Idle, &rc.idleTimeout},
 		{"timeouts.run", rf.Timeouts.Run, &rc.runTimeout},
 		{"timeouts.consumerStall", rf.Timeouts.ConsumerStall, &rc.consumerStallTimeout},
+		{"timeouts.body", rf.Timeouts.Body, &rc.bodyTimeout},
 		{"keepAlive", rf.KeepAlive, &rc.keepAlive},
 	} {
 		if *d.dst, err = durationField(d.raw, *d.dst); err != nil {
@@ -462,6 +468,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			KeepAlive:       rc.keepAlive,
 			// The flag's 0 is no limit, the Relay's the default.
 			ConsumerStallTimeout: negativeIfZero(rc.consumerStallTimeout),
+			BodyTimeout:          negativeIfZero(rc.bodyTimeout),
 			Log:                  rlog,
 			Tap:                  sh.tap,
 			RequestTap:           sh.requestTap,

@@ -38,7 +38,7 @@ routes:
     stripPrefix: true
     producerVersion: 0.0.40
     consumerVersion: "1.0"
-    timeouts: {connect: 2s, firstByte: 1m, idle: "0", run: 30m, consumerStall: 15s}
+    timeouts: {connect: 2s, firstByte: 1m, idle: "0", run: 30m, consumerStall: 15s, body: 20s}
     keepAlive: 10s
     maxBody: 1MiB
     maxFrame: 65536
@@ -49,9 +49,9 @@ routes:
 	jsonFile := `{"routes":[
 	  {"name":"legacy","prefix":"/agents/legacy","upstream":"http://127.0.0.1:8001/api","stripPrefix":true,
 	   "producerVersion":"0.0.40","consumerVersion":"1.0",
-	   "timeouts":{"connect":"2s","firstByte":"1m","idle":0,"run":"30m","consumerStall":"15s"},"keepAlive":"10s","maxBody":"1MiB","maxFrame":65536,"maxConns":64},
+	   "timeouts":{"connect":"2s","firstByte":"1m","idle":0,"run":"30m","consumerStall":"15s","body":"20s"},"keepAlive":"10s","maxBody":"1MiB","maxFrame":65536,"maxConns":64},
 	  {"name":"new","prefix":"/"}]}`
-	c := flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--consumer-version", "0.0.45", "--idle-timeout", "90s", "--max-frame", "2MiB", "--consumer-stall-timeout", "2m", "--keepalive", "0")
+	c := flagDefaults(t, "--upstream", "http://127.0.0.1:8002", "--consumer-version", "0.0.45", "--idle-timeout", "90s", "--max-frame", "2MiB", "--consumer-stall-timeout", "2m", "--keepalive", "0", "--body-timeout", "45s")
 	for name, file := range map[string]string{"yaml": yamlFile, "json": jsonFile} {
 		routes, err := parseRoutes([]byte(file), c)
 		if err != nil {
@@ -61,15 +61,15 @@ routes:
 			name: "legacy", prefix: "/agents/legacy", upstream: "http://127.0.0.1:8001/api", stripPrefix: true,
 			producerVersion: negotiate.MustParse("0.0.40"), consumerVersion: negotiate.MustParse("1.0"),
 			connectTimeout: 2 * time.Second, firstByteTimeout: time.Minute, idleTimeout: 0, runTimeout: 30 * time.Minute,
-			consumerStallTimeout: 15 * time.Second, keepAlive: 10 * time.Second,
+			consumerStallTimeout: 15 * time.Second, bodyTimeout: 20 * time.Second, keepAlive: 10 * time.Second,
 			maxBody: 1 << 20, maxFrame: 65536, maxConns: 64, cors: c.cors,
 		}, {
 			// Everything left out comes from the flags.
 			name: "new", prefix: "/", upstream: "http://127.0.0.1:8002",
 			consumerVersion: negotiate.MustParse("0.0.45"),
 			connectTimeout:  10 * time.Second, firstByteTimeout: 5 * time.Minute, idleTimeout: 90 * time.Second, runTimeout: time.Hour,
-			consumerStallTimeout: 2 * time.Minute,
-			maxBody:              64 << 20, maxFrame: 2 << 20, maxConns: 4096, cors: c.cors,
+			consumerStallTimeout: 2 * time.Minute, bodyTimeout: 45 * time.Second,
+			maxBody: 64 << 20, maxFrame: 2 << 20, maxConns: 4096, cors: c.cors,
 		}}
 		if fmt.Sprint(routes) != fmt.Sprint(want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", name, routes, want)
