@@ -72,21 +72,10 @@ func (r *Relay) carrier() Carrier {
 
 // A kept connection's runs are carried by one goroutine (wire.Handover):
 // when a stream ends with the connection kept, the goroutine that ran it
-// serves the consumer's next request itself (nextStream), and when that
+// serves the consumer's next request itself (relayedStream.serve,
+// nextStream), and when that
 // request is answered with a stream, ReuseGoroutines hands the stream over
 // to it in place (handOver): no hijack, and no goroutine started for it.
-
-// serveConnection runs the stream, then, while it ends with the connection
-// kept and the Carrier gives this goroutine the next stream (next), that
-// one.
-func (st eventStream) serveConnection() {
-	for st.run() {
-		var ok bool
-		if st, ok = st.r.carrier().next(st.w.conn, st.w.srv); !ok {
-			return
-		}
-	}
-}
 
 // nextStream serves conn's next requests until one is answered with a
 // stream handed over in place, and returns that stream; ok=false when the

@@ -126,7 +126,7 @@ func (st streamStart) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 			st.run()
 			return
 		}
-		go st.serveConnection()
+		go st.run()
 	})
 }
 

@@ -47,20 +47,11 @@ type eventStream struct {
 	rep  *RunReport
 }
 
-// run is the life of one stream, on the goroutine its Carrier gave it; it
-// reports whether the connection is kept for the consumer's next request
-// (see serveConnection): false too when the stream parked (the goroutine
-// that takes it up serves the connection on).
-func (st eventStream) run() (kept bool) {
-	// 1. The head.
-	p := st.begin()
-	// 2. The loop, until the stream ends or parks.
-	if !p.relay() {
-		p.leave()
-		return false // parked: a new goroutine takes the stream up (wake)
-	}
-	// 3. The finish.
-	return p.finish()
+// run is the life of one stream, on the goroutine its Carrier gave it:
+// phase 1, then serve (phase 2, phase 3, and the connection's next
+// streams while it is kept and the Carrier gives them this goroutine).
+func (st eventStream) run() {
+	st.begin().serve()
 }
 
 // relayedStream is one run's stream from the producer to the consumer. It
@@ -414,25 +405,48 @@ func (p *relayedStream) wake() {
 	}
 }
 
-// resume takes a parked stream up at phase 2 of run, then serves the
-// connection on when the stream ends with it kept.
+// resume takes a parked stream up at phase 2 of run.
 func (p *relayedStream) resume() {
+	p.unpark()
+	p.serve()
+}
+
+// unpark counts a parked stream's return to a goroutine (wake, or its
+// keep-alive timer) and ends its registration with the poller.
+func (p *relayedStream) unpark() {
 	p.enter()
 	p.poller.Remove(p.sb.RawConn(), p.token)
-	if !p.relay() {
-		p.leave()
-		return // parked again
-	}
-	if p.finish() {
-		if st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv); ok {
-			st.serveConnection()
+}
+
+// serve runs the stream from phase 2 (from its start, a wake or its
+// keep-alive timer) to its end, phase 3, then, while the connection is
+// kept and the Carrier gives this goroutine the connection's next stream
+// (Carrier.next), that stream from phase 1. It returns when a stream parks
+// or the connection is done with here. Every goroutine a stream runs on
+// ends here; the count of streams on goroutines (enter, leave) is kept
+// by begin, unpark and serve alone.
+func (p *relayedStream) serve() {
+	for {
+		if !p.relay() {
+			p.leave()
+			return // parked: a wake or the keep-alive timer takes it up
 		}
+		kept := p.finish()
+		p.leave()
+		if !kept {
+			return
+		}
+		st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv)
+		if !ok {
+			return
+		}
+		p = st.begin()
 	}
 }
 
 // finish is phase 3 of run: the terminal RUN_ERROR when the relay cut it, the
 // last flush, the end of the body, the report. It reports whether the
-// connection is kept: the caller then serves it on (serveConnection).
+// connection is kept: the caller then serves it on (serve).
 func (p *relayedStream) finish() (kept bool) {
 	r, ub, st, rep := p.r, p.ub, p.st, p.rep
 	werr, rerr := p.werr, p.rerr
@@ -516,7 +530,6 @@ func (p *relayedStream) finish() (kept bool) {
 	}
 	r.report(rep)
 	r.releaseCounts(rep)
-	p.leave()
 	return keep
 }
 
