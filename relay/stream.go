@@ -81,7 +81,7 @@ type relayedStream struct {
 
 	parkAfter time.Duration
 	poller    streamPoller // nil: the stream does not park, and is not counted
-	now       time.Time    // the clock at the last read (noteRead): a wait that follows starts then
+	now       time.Time    // the clock at the last read (NoteRead): a wait that follows starts then
 	clock     time.Time    // the stream's start, from which now is read on the monotonic clock alone
 	deadline  time.Time    // the read deadline that ends a wait by parking
 	parked    atomic.Bool  // waiting in the poller with no goroutine
@@ -223,71 +223,42 @@ func (p *relayedStream) relay() (over bool) {
 	}
 }
 
-// loop is the stream's loop: read → scan → frame → flush. It relays
-// every frame the scanner holds (Stream.Frame), flushes them to the
-// consumer in one write when none is left, and reads the producer again
-// (Scanner.Fill, through Read). It reports false when the producer has
-// nothing more for now (wait for it, then call loop again), true when the
-// stream is over: rerr (io.EOF at the answer's end) or werr says why.
+// loop is the stream's loop, read → scan → frame → flush, event.Stream's
+// Pump: it relays every frame the scanner holds (Stream.Frame), flushes
+// them to the consumer in one write when none is left, and reads the
+// producer again (Scanner.Fill, through Read, each read noted first:
+// NoteRead). Between runs it decides the stream's end (checkEnd). It
+// reports false when the producer has nothing more for now (wait for it,
+// then call loop again), true when the stream is over: rerr (io.EOF at the
+// answer's end) or werr says why.
 func (p *relayedStream) loop() (over bool) {
-	var f event.Frame // on the stack: Scan writes the frame into it
-	st, sc := p.st, p.sc
 	for {
-		// Scan → frame: every whole frame buffered.
-		ok, err := sc.Scan(&f)
-		if err != nil {
-			p.rerr = err
-			return true
-		}
-		if ok {
-			open := st.Terminal == ""
-			if err := st.Frame(&f); err != nil {
-				p.werr = err
-				return true
-			}
-			if open && st.Terminal != "" && !p.ended {
-				p.checkEnd() // a run ended: the stream may end within the grace
-			}
-			continue
-		}
-		// Flush: what the frames wrote goes out in one write (a raw writev
-		// of the head, the chunks and the frames where they lie), before
-		// the read that could wait and that moves the scanner's bytes.
-		if err := p.cw.Flush(); err != nil {
-			p.werr = err
-			return true
-		}
-		if p.tap != nil {
-			p.tap.Flushed(st.Events)
-		}
-		// Read, and show what came to the tap.
-		p.noteRead()
-		err = sc.Fill(p)
-		if p.tap != nil {
-			if b := sc.Filled(); len(b) > 0 {
-				p.tap.Read(b)
-			}
-		}
+		rerr, werr := p.st.Pump(p.sc, p)
 		switch {
-		case err == syscall.EAGAIN:
+		case werr != nil:
+			p.werr = werr
+			return true
+		case rerr == syscall.EAGAIN:
 			if !p.endedAt.IsZero() {
 				p.armGrace()
 			}
 			return !p.armParking()
-		case err != nil:
-			p.rerr = err
+		case rerr != nil:
+			p.rerr = rerr
 			return true
+		case !p.ended:
+			p.checkEnd() // a run ended: the stream may end within the grace
 		}
 	}
 }
 
-// noteRead notes the read that follows for the idle timeout (touch). The
-// clock is read on the monotonic clock alone (one reading where time.Now
-// makes two), and not for the read that a polled body answers without
-// asking the kernel (Drained): it follows the last one in the same wake,
-// whose time stands for it, unless a write to the consumer that the idle
-// timer found in flight came between (touchAfterWrite).
-func (p *relayedStream) noteRead() {
+// NoteRead notes the read that follows (Pump's) for the idle timeout
+// (touch). The clock is read on the monotonic clock alone (one reading
+// where time.Now makes two), and not for the read that a polled body
+// answers without asking the kernel (Drained): it follows the last one in
+// the same wake, whose time stands for it, unless a write to the consumer
+// that the idle timer found in flight came between (touchAfterWrite).
+func (p *relayedStream) NoteRead() {
 	if p.sb == nil || !p.sb.Drained() || p.ub.touchAfterWrite() {
 		p.now = p.clock.Add(time.Since(p.clock))
 		p.ub.touch(p.now)
