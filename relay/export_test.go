@@ -2,9 +2,6 @@ package relay
 
 import (
 	"time"
-
-	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/translate"
 )
 
 // What the tests change of a Relay's streams (streamTuning), and the tap
@@ -21,19 +18,18 @@ func endingWithin(r *Relay, d time.Duration) { r.tuning.endGrace = d }
 // parkingWith makes r's streams park and be counted with p, not r.Poller.
 func parkingWith(r *Relay, p streamPoller) { r.tuning.poller = p }
 
-// endTap is a RunTap told only each run's end, as the tests' report
-// channels are fed.
-type endTap func(*RunReport)
+// endTap is a RunTap told only each run's end (nil end: nothing), as the
+// tests' report channels are fed.
+type endTap struct {
+	NopTap
+	end func(*RunReport)
+}
 
-func (endTap) Received([]byte)                                                          {}
-func (endTap) Forwarded(negotiate.InputPlan, []byte)                                    {}
-func (endTap) Streaming(negotiate.Version, negotiate.Version)                           {}
-func (endTap) Read([]byte)                                                              {}
-func (endTap) Wrote([]byte)                                                             {}
-func (endTap) Flushed(int)                                                              {}
-func (endTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
-func (endTap) Warned(translate.Warning)                                                 {}
-func (t endTap) End(rep *RunReport)                                                     { t(rep) }
+func (t endTap) End(rep *RunReport) {
+	if t.end != nil {
+		t.end(rep)
+	}
+}
 
 // onEnd is a Relay.Tap that calls end (nil: none) with each run's report,
 // after what tap (nil: none) returns for the run.
@@ -41,7 +37,7 @@ func onEnd(tap func(*RunReport) RunTap, end func(*RunReport)) func(*RunReport) R
 	if end == nil {
 		return tap
 	}
-	et := endTap(end)
+	et := endTap{end: end}
 	if tap == nil {
 		return func(*RunReport) RunTap { return et }
 	}

@@ -91,7 +91,7 @@ func (w *writtenTap) End(rep *RunReport) {
 		}
 	}
 	w.mu.Unlock()
-	w.endTap(rep)
+	w.endTap.End(rep)
 }
 
 // While the producer is silent mid-stream, the consumer is written a
@@ -110,7 +110,7 @@ func TestKeepAlivesWhileTheProducerIsSilent(t *testing.T) {
 				r.KeepAlive = 20 * time.Millisecond
 				mode.configure(r)
 			})
-			tap.endTap = endTap(reportsTo(h.reports))
+			tap.endTap = endTap{end: reportsTo(h.reports)}
 			h.relay.Tap = func(*RunReport) RunTap { return tap }
 			resp := h.post("/agent", testkit.MinimalInput)
 			defer resp.Body.Close()
