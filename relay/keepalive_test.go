@@ -36,17 +36,8 @@ var keepAliveModes = []struct {
 // the request's end) and sends after; gzip-encoded when gz.
 func silentProducer(before, after string, resume <-chan struct{}, gz bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		var out io.Writer = w
-		flush := func() { w.(http.Flusher).Flush() }
-		if gz {
-			w.Header().Set("Content-Encoding", "gzip")
-			zw := gzip.NewWriter(w)
-			defer zw.Close()
-			out = zw
-			flush = func() { zw.Flush(); w.(http.Flusher).Flush() } //nolint:errcheck
-		}
-		w.WriteHeader(http.StatusOK)
+		out, flush, end := eventStreamWriter(w, gz)
+		defer end()
 		io.WriteString(out, before) //nolint:errcheck
 		flush()
 		select {
@@ -56,6 +47,21 @@ func silentProducer(before, after string, resume <-chan struct{}, gz bool) http.
 		}
 		io.WriteString(out, after) //nolint:errcheck
 	}
+}
+
+// eventStreamWriter answers w with an event stream, gzip-encoded when gz:
+// what to write the events to, its flush, and its end (the gzip stream's).
+func eventStreamWriter(w http.ResponseWriter, gz bool) (out io.Writer, flush, end func()) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	out, flush, end = w, func() { w.(http.Flusher).Flush() }, func() {}
+	if gz {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		out, end = zw, func() { zw.Close() }                    //nolint:errcheck
+		flush = func() { zw.Flush(); w.(http.Flusher).Flush() } //nolint:errcheck
+	}
+	w.WriteHeader(http.StatusOK)
+	return out, flush, end
 }
 
 // frames splits an event stream into its frames, each with its blank line.
@@ -195,6 +201,48 @@ func TestKeepAlivesDoNotHoldOffTheIdleTimeout(t *testing.T) {
 			if rep := h.report(); rep.Abort != CodeUpstreamIdleTimeout {
 				t.Errorf("report %+v", rep)
 			}
+		})
+	}
+}
+
+// A keep-alive is owed to the consumer's silence, not the producer's: a
+// producer that sends an event every few milliseconds, for several
+// intervals in all, has its consumer written no keep-alive, whichever way
+// the stream waits (each write to the consumer starts its silence again:
+// noteQuiet).
+func TestNoKeepAlivesWhileTheConsumerIsWritten(t *testing.T) {
+	const interval, gap, events = 300 * time.Millisecond, 5 * time.Millisecond, 200 // a second in all
+	for _, mode := range keepAliveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+				out, flush, end := eventStreamWriter(w, mode.gzip)
+				defer end()
+				io.WriteString(out, testkit.RunStarted) //nolint:errcheck
+				flush()
+				tick := time.NewTicker(gap)
+				defer tick.Stop()
+				for range events {
+					select {
+					case <-tick.C:
+					case <-r.Context().Done():
+						return
+					}
+					io.WriteString(out, testkit.ContentEvent) //nolint:errcheck
+					flush()
+				}
+				io.WriteString(out, testkit.RunFinished) //nolint:errcheck
+			}, func(r *Relay) {
+				r.KeepAlive = interval
+				mode.configure(r)
+			})
+			body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
+			if n := strings.Count(body, event.KeepAliveFrame); n != 0 {
+				t.Errorf("%d keep-alives written between events %v apart, the interval %v", n, gap, interval)
+			}
+			if got := strings.Count(body, testkit.ContentEvent); got != events {
+				t.Errorf("%d events relayed, want %d", got, events)
+			}
+			h.report()
 		})
 	}
 }
