@@ -184,7 +184,7 @@ func (p *relayedStream) quietStep() bool {
 	switch err := p.sc.Fill(p); {
 	case err == syscall.EAGAIN:
 		p.now = now
-		return !p.armParking()
+		return p.awaitProducer()
 	case err != nil:
 		p.rerr = err
 		return true

@@ -239,10 +239,7 @@ func (p *relayedStream) loop() (over bool) {
 			p.werr = werr
 			return true
 		case rerr == syscall.EAGAIN:
-			if !p.endedAt.IsZero() {
-				p.armGrace()
-			}
-			return !p.armParking()
+			return p.awaitProducer()
 		case rerr != nil:
 			p.rerr = rerr
 			return true
@@ -250,6 +247,17 @@ func (p *relayedStream) loop() (over bool) {
 			p.checkEnd() // a run ended: the stream may end within the grace
 		}
 	}
+}
+
+// awaitProducer readies the wait that follows a read that found nothing
+// (syscall.EAGAIN): the grace armed when a run ended (armGrace), the read
+// deadline moved (armParking). It returns the step's result: false, wait;
+// true when the body was closed meanwhile (the stream must not wait).
+func (p *relayedStream) awaitProducer() (over bool) {
+	if !p.endedAt.IsZero() {
+		p.armGrace()
+	}
+	return !p.armParking()
 }
 
 // NoteRead notes the read that follows (Pump's) for the idle timeout
