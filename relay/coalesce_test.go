@@ -48,11 +48,11 @@ func coalescingRelay(t *testing.T, upstream string) (addr string, ln *capturingL
 func rawRelay(t *testing.T, upstream string, onRun func(*RunReport), configure ...func(*Relay)) (addr string, ln *capturingListener) {
 	t.Helper()
 	r := &Relay{
-		Upstream: upstream,
-		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
-		Log:      zap.NewNop(),
-		Poller:   testPoller(t),
-		Carrier:  carrierOf(),
+		Upstream:        upstream,
+		Client:          NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
+		Log:             zap.NewNop(),
+		Poller:          testPoller(t),
+		ReuseGoroutines: reusing(),
 	}
 	for _, c := range configure {
 		c(r)

@@ -18,7 +18,7 @@ import (
 // keepAliveModes are the ways a stream waits for a silent producer, each
 // of which a keep-alive must find: parked (no goroutine: a timer takes it
 // up), in its goroutine on a polled body (the read deadline), with no
-// Poller, under the nil Carrier (a goroutine per stream, never parked),
+// Poller, without ReuseGoroutines (a goroutine per stream, never parked),
 // and in a blocking read of a body that cannot be polled (gzip: the gate).
 var keepAliveModes = []struct {
 	name      string
@@ -28,7 +28,7 @@ var keepAliveModes = []struct {
 	{"parked", false, func(*Relay) {}},
 	{"in its goroutine", false, func(r *Relay) { parkingAfter(r, time.Hour) }},
 	{"no poller", false, func(r *Relay) { r.Poller = nil }},
-	{"goroutine per stream", false, func(r *Relay) { r.Carrier = nil }},
+	{"goroutine per stream", false, func(r *Relay) { r.ReuseGoroutines = false }},
 	{"blocking read", true, func(*Relay) {}},
 }
 

@@ -151,13 +151,14 @@ type Relay struct {
 	// watches the consumer, which then cannot keep its connection for a
 	// next request.
 	Poller *wire.Poller
-	// Carrier gives each event stream its goroutine. nil: a goroutine per
-	// stream, the one the server starts for the connection the stream
-	// takes over, kept to the stream's end. ReuseGoroutines (what serve
-	// sets) runs a kept connection's next stream on the goroutine that
-	// served its request, and parks a stream whose producer is silent
-	// (with Poller).
-	Carrier Carrier
+	// ReuseGoroutines has the Relay start as few goroutines as it can (the
+	// serve command sets it): a kept connection's next stream runs on the
+	// goroutine that served its request, and a stream whose producer is
+	// silent for a second parks (with Poller), taken up by a new goroutine
+	// when bytes arrive. false: each stream runs on a goroutine of its own,
+	// the one the server starts for the connection the stream takes over,
+	// to the stream's end (as net/http's hijacked connections do).
+	ReuseGoroutines bool
 	// Tap, when set, is called when a run starts and returns what watches
 	// the run as it passes (metrics, recordings; see RunTap), or nil. It is
 	// the one way to watch a Relay's runs: a tap's End is given the report

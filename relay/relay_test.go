@@ -47,12 +47,12 @@ func newHarness(t *testing.T, producer http.HandlerFunc, configure func(*Relay))
 	core, logs := observer.New(zapcore.DebugLevel)
 	h.logs = logs
 	h.relay = &Relay{
-		Upstream: h.producer.URL,
-		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
-		Log:      zap.New(core),
-		Poller:   testPoller(t),
-		Carrier:  carrierOf(),
-		Tap:      onEnd(nil, reportsTo(h.reports)),
+		Upstream:        h.producer.URL,
+		Client:          NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
+		Log:             zap.New(core),
+		Poller:          testPoller(t),
+		ReuseGoroutines: reusing(),
+		Tap:             onEnd(nil, reportsTo(h.reports)),
 	}
 	// Every pause of a producer over a millisecond parks its stream, so
 	// that the tests below exercise parked streams too (see stream.go).

@@ -117,7 +117,7 @@ func benchShortRuns(b *testing.B, tapped bool, conns int, consumer negotiate.Ver
 		ConsumerVersion: consumer,
 		Log:             zap.NewNop(),
 		Poller:          poller,
-		Carrier:         relay.ReuseGoroutines{},
+		ReuseGoroutines: true,
 	}
 	if tapped {
 		rl.Tap = metrics.New(metrics.Options{}).Tap

@@ -31,10 +31,10 @@ import (
 //     consumer is owed one, the last flush, the release of both
 //     connections and the run's report.
 //
-// How the stream gets its goroutine is the Relay's Carrier's (carrier.go):
+// How the stream gets its goroutine is the Relay's carrier's (carrier.go):
 // run starts on it.
 
-// eventStream is a run's event stream to its consumer, as its Carrier
+// eventStream is a run's event stream to its consumer, as its carrier
 // starts it (run): the answer's head and writer, and the producer's
 // answer. It is the same whether the connection was hijacked, handed over
 // in place or is served on from a kept connection.
@@ -47,9 +47,9 @@ type eventStream struct {
 	rep  *RunReport
 }
 
-// run is the life of one stream, on the goroutine its Carrier gave it:
+// run is the life of one stream, on the goroutine its carrier gave it:
 // phase 1, then serve (phase 2, phase 3, and the connection's next
-// streams while it is kept and the Carrier gives them this goroutine).
+// streams while it is kept and the carrier gives them this goroutine).
 func (st eventStream) run() {
 	st.begin().serve()
 }
@@ -399,8 +399,8 @@ func (p *relayedStream) unpark() {
 
 // serve runs the stream from phase 2 (from its start, a wake or its
 // keep-alive timer) to its end, phase 3, then, while the connection is
-// kept and the Carrier gives this goroutine the connection's next stream
-// (Carrier.next), that stream from phase 1. It returns when a stream parks
+// kept and the carrier gives this goroutine the connection's next stream
+// (carrier.next), that stream from phase 1. It returns when a stream parks
 // or the connection is done with here. Every goroutine a stream runs on
 // ends here; the count of streams on goroutines (enter, leave) is kept
 // by begin, unpark and serve alone.

@@ -412,7 +412,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			Log:                  rlog,
 			Tap:                  sh.tap,
 			Poller:               sh.poller,
-			Carrier:              relay.ReuseGoroutines{},
+			ReuseGoroutines:      true,
 		}
 		r.QuietTranslationWarnings = sh.quiet
 		if rc.stripPrefix && rc.prefix != "/" {

@@ -65,11 +65,11 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 	poller := wire.NewPoller() // as serve gives every Relay
 	t.Cleanup(func() { poller.Close() })
 	h.Relay = &relay.Relay{
-		Upstream: h.Producer.URL,
-		Client:   relay.NewClient(relay.ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
-		Log:      zap.NewNop(),
-		Poller:   poller,
-		Carrier:  relay.ReuseGoroutines{},
+		Upstream:        h.Producer.URL,
+		Client:          relay.NewClient(relay.ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
+		Log:             zap.NewNop(),
+		Poller:          poller,
+		ReuseGoroutines: true,
 	}
 	if configure != nil {
 		configure(h.Relay)
