@@ -20,7 +20,6 @@ import (
 
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/redact"
-	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
@@ -146,11 +145,11 @@ type Relay struct {
 	// nothing for a second gives its goroutine up until the producer's
 	// next bytes. One Poller serves every Relay of a process (the serve
 	// command makes one; its Close comes after the runs ended); it counts
-	// their streams for its release of memory (wire.Poller.ReleaseMemory).
+	// their streams for its release of memory (Poller.ReleaseMemory).
 	// nil: each stream keeps its goroutine, and a goroutine of its own
 	// watches the consumer, which then cannot keep its connection for a
 	// next request.
-	Poller *wire.Poller
+	Poller *Poller
 	// ReuseGoroutines has the Relay start as few goroutines as it can (the
 	// serve command sets it): a kept connection's next stream runs on the
 	// goroutine that served its request, and a stream whose producer is

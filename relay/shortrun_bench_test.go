@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
-	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
@@ -109,7 +108,7 @@ func readRequest(br *bufio.Reader) error {
 func benchShortRuns(b *testing.B, tapped bool, conns int, consumer negotiate.Version) {
 	answer := shortRunAnswer()
 	upstream := shortRunProducer(b, answer)
-	poller := wire.NewPoller()
+	poller := relay.NewPoller()
 	b.Cleanup(func() { poller.Close() })
 	rl := &relay.Relay{
 		Upstream:        "http://" + upstream,

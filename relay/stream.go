@@ -126,8 +126,8 @@ type streamPoller interface {
 func (st eventStream) begin() *relayedStream {
 	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
 	head := st.head
-	if tok, ok := watchHangup(r.Poller, cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
-		cw.watcher, cw.hangup, cw.watched = r.Poller, tok, true
+	if tok, ok := watchHangup(r.poller(), cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
+		cw.watcher, cw.hangup, cw.watched = r.poller(), tok, true
 	} else {
 		// The watching goroutine reads the connection: it would take the
 		// consumer's next request, so the connection is not kept.
@@ -145,7 +145,7 @@ func (st eventStream) begin() *relayedStream {
 		p.parkAfter = r.tuning.parkAfter
 	}
 	if p.poller == nil && r.Poller != nil {
-		p.poller = r.Poller
+		p.poller = r.Poller.w
 	}
 	p.noPark = cw.holds || p.poller == nil || !r.carrier().parks()
 	if r.IdleTimeout > 0 {

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
-	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/relay"
 )
 
@@ -62,7 +61,7 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 	}
 	h.Producer = httptest.NewServer(producer)
 	t.Cleanup(func() { h.Producer.CloseClientConnections(); h.Producer.Close() })
-	poller := wire.NewPoller() // as serve gives every Relay
+	poller := relay.NewPoller() // as serve gives every Relay
 	t.Cleanup(func() { poller.Close() })
 	h.Relay = &relay.Relay{
 		Upstream:        h.Producer.URL,
