@@ -26,6 +26,7 @@ type capturingListener struct {
 func (l *capturingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if sc, ok := c.(*socketConn); ok {
+		sc.CountWrites()
 		l.mu.Lock()
 		l.conns = append(l.conns, sc)
 		l.mu.Unlock()

@@ -9,14 +9,22 @@ import (
 
 // parkingAfter makes r's polled streams park after d without bytes
 // from the producer, where production waits parkAfter.
-func parkingAfter(r *Relay, d time.Duration) { r.tuning.parkAfter = d }
+func parkingAfter(r *Relay, d time.Duration) { tuned(r).parkAfter = d }
 
 // endingWithin gives r's producers d to end their answer after the
 // requested run's end, where production gives runEndGrace.
-func endingWithin(r *Relay, d time.Duration) { r.tuning.endGrace = d }
+func endingWithin(r *Relay, d time.Duration) { tuned(r).endGrace = d }
 
 // parkingWith makes r's streams park and be counted with p, not r.Poller.
-func parkingWith(r *Relay, p streamPoller) { r.tuning.poller = p }
+func parkingWith(r *Relay, p streamPoller) { tuned(r).poller = p }
+
+// tuned returns r's tuning, made at the first change.
+func tuned(r *Relay) *streamTuning {
+	if r.tuning == nil {
+		r.tuning = &streamTuning{}
+	}
+	return r.tuning
+}
 
 // endTap is a RunTap told only each run's end (nil end: nothing), as the
 // tests' report channels are fed.

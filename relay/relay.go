@@ -166,7 +166,7 @@ type Relay struct {
 	Tap func(*RunReport) RunTap
 
 	once       sync.Once
-	tuning     streamTuning                    // what a test changes of the streams (export_test.go); zero in production
+	tuning     *streamTuning                   // what a test changes of the streams (export_test.go); nil in production
 	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); see serveNextWith
 	bodies     *bodyBudget                     // the budget of Server's bodies; set by Server
 	lastURL    atomic.Pointer[string]          // the URL a run was last sent to (upstreamURL)

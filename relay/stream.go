@@ -98,11 +98,21 @@ type relayedStream struct {
 const parkAfter = time.Second
 
 // streamTuning is what a test changes of a Relay's streams, through the
-// helpers of export_test.go; the zero value is production's.
+// helpers of export_test.go; production's Relays have none (nil).
 type streamTuning struct {
 	parkAfter time.Duration // 0: the constant parkAfter; a test parks its streams sooner
 	endGrace  time.Duration // 0: runEndGrace (relayedStream.checkEnd)
 	poller    streamPoller  // nil: Relay.Poller; a test's may refuse to park, or tell when a stream parked
+}
+
+// tune applies a test's tuning to the stream begin makes.
+func (p *relayedStream) tune(t *streamTuning) {
+	if t.parkAfter != 0 {
+		p.parkAfter = t.parkAfter
+	}
+	if t.poller != nil {
+		p.poller = t.poller
+	}
 }
 
 // streamPoller is what a stream asks of the Relay's Poller: parking
@@ -140,12 +150,12 @@ func (st eventStream) begin() *relayedStream {
 	// first events when they came with the producer's head.
 	cw.SetHead(head)
 
-	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter, poller: r.tuning.poller}
-	if r.tuning.parkAfter != 0 {
-		p.parkAfter = r.tuning.parkAfter
-	}
-	if p.poller == nil && r.Poller != nil {
+	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
+	if r.Poller != nil {
 		p.poller = r.Poller.w
+	}
+	if t := r.tuning; t != nil {
+		p.tune(t)
 	}
 	p.noPark = cw.holds || p.poller == nil || !r.carrier().parks()
 	if r.IdleTimeout > 0 {
@@ -326,8 +336,8 @@ func (p *relayedStream) armGrace() {
 // grace is how long the producer has to end its answer after the
 // requested run's end: runEndGrace, unless a test tuned it.
 func (p *relayedStream) grace() time.Duration {
-	if p.r.tuning.endGrace > 0 {
-		return p.r.tuning.endGrace
+	if t := p.r.tuning; t != nil && t.endGrace > 0 {
+		return t.endGrace
 	}
 	return runEndGrace
 }

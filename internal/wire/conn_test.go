@@ -38,7 +38,8 @@ func connPair(t *testing.T) (a, b *Conn) {
 func waitedForRoom(s *Conn) <-chan struct{} {
 	full := make(chan struct{})
 	var once sync.Once
-	s.waited = func() { once.Do(func() { close(full) }) }
+	s.CountWrites()
+	s.probe.waited = func() { once.Do(func() { close(full) }) }
 	return full
 }
 
