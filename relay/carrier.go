@@ -17,7 +17,7 @@ type carrier interface {
 	// handler; sc is ctx's connection when the relay's Listener served it.
 	carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart)
 	// parks reports whether a stream that waits for its producer gives its
-	// goroutine up (relayedStream.park), to be taken up by a new one
+	// goroutine up (relayedStream.park), to be run on by a new one
 	// (wake).
 	parks() bool
 	// next serves conn's next requests with srv once a stream on it ended
@@ -46,7 +46,7 @@ func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (eventStream
 // few goroutines as it can: a kept connection's next stream is run by the
 // goroutine that served its request (in place, see handOver), else by the
 // hijack's; and a stream whose producer is silent for a second parks with
-// the Relay's Poller (no Poller: it does not), taken up by a new goroutine
+// the Relay's Poller (no Poller: it does not), run on by a new goroutine
 // when bytes arrive.
 type reuseGoroutines struct{}
 

@@ -20,13 +20,13 @@ import (
 
 // A stream's life, read top to bottom (run):
 //
-//  1. The head: the consumer's hangup watched, the answer's head set to go
+//  1. The header: the consumer's hangup watched, the response header set to go
 //     out with the first flush, the Stream that shapes the events made.
 //  2. The loop (loop): read → scan → frame → flush, until the producer's
-//     answer ends, the run ends or fails, or the consumer is gone. A body
+//     response ends, the run ends or fails, or the consumer is gone. A body
 //     read by descriptor is read inside wire.Body.Poll; a stream whose
 //     producer is silent for parkAfter parks (park), and a new goroutine
-//     takes it up at phase 2 when bytes arrive (wake).
+//     runs it on from phase 2 when bytes arrive (wake).
 //  3. The finish (finish): the terminal event, a RUN_ERROR when the
 //     consumer is owed one, the last flush, the release of both
 //     connections and the run's report.
@@ -35,8 +35,8 @@ import (
 // run starts on it.
 
 // eventStream is a run's event stream to its consumer, as its carrier
-// starts it (run): the answer's head and writer, and the producer's
-// answer. It is the same whether the connection was hijacked, handed over
+// starts it (run): the response header and writer, and the producer's
+// response. It is the same whether the connection was hijacked, handed over
 // in place or is served on from a kept connection.
 type eventStream struct {
 	r    *Relay
@@ -131,8 +131,8 @@ type streamPoller interface {
 	Leave()
 }
 
-// begin is phase 1 of run, the head: the consumer's hangup watched, the
-// answer's head set, the stream made.
+// begin is phase 1 of run, the header: the consumer's hangup watched, the
+// response header set, the stream made.
 func (st eventStream) begin() *relayedStream {
 	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
 	head := st.head
@@ -146,8 +146,8 @@ func (st eventStream) begin() *relayedStream {
 		}
 		go watchConsumer(cw.conn, ub)
 	}
-	// The head goes out with the first flush, in the same write as the
-	// first events when they came with the producer's head.
+	// The header goes out with the first flush, in the same write as the
+	// first events when they came with the producer's header.
 	cw.SetHead(head)
 
 	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
@@ -181,8 +181,8 @@ func (st eventStream) begin() *relayedStream {
 	if sb, ok := ub.body.(*wire.Body); ok && sb.Polled() {
 		p.sb = sb
 		p.sc.Polled = true
-		// The events the producer sent with its head are buffered already:
-		// the answer's head waits for them, to go out in the same write.
+		// The events the producer sent with its header are buffered already:
+		// the response header waits for them, to go out in the same write.
 		if sb.Buffered() {
 			cw.HoldHead()
 		}
@@ -240,7 +240,7 @@ func (p *relayedStream) relay() (over bool) {
 // NoteRead). Between runs it decides the stream's end (checkEnd). It
 // reports false when the producer has nothing more for now (wait for it,
 // then call loop again), true when the stream is over: rerr (io.EOF at the
-// answer's end) or werr says why.
+// response's end) or werr says why.
 func (p *relayedStream) loop() (over bool) {
 	for {
 		rerr, werr := p.st.Pump(p.sc, p)
@@ -297,7 +297,7 @@ func (p *relayedStream) Read(b []byte) (n int, err error) {
 }
 
 // runEndGrace is how long the producer has, after the terminal event of
-// the run the input asked for, to end its answer itself (and so keep its
+// the run the input asked for, to end its response itself (and so keep its
 // connection for the next run) before the relay ends it.
 const runEndGrace = 100 * time.Millisecond
 
@@ -305,7 +305,7 @@ const runEndGrace = 100 * time.Millisecond
 // terminal event, or the stream failed before any run started: that run is
 // the exchange's last (spec 003), and many agents keep the connection open
 // after it. The consumer has every event already (they are flushed before
-// the next read); its answer ends with the producer's or at the grace's
+// the next read); its response ends with the producer's or at the grace's
 // end. Runs replayed before it, which carry their own runIds, end nothing.
 func (p *relayedStream) checkEnd() {
 	st := p.st
@@ -321,7 +321,7 @@ func (p *relayedStream) checkEnd() {
 		return
 	}
 	// Polled: the grace is armed at the stream's first wait (armGrace),
-	// counted from now. An answer whose end came with the run's, as most
+	// counted from now. A response whose end came with the run's, as most
 	// do, ends before it waits, and a run costs no timer.
 	p.endedAt = p.now
 }
@@ -333,7 +333,7 @@ func (p *relayedStream) armGrace() {
 	p.endedAt = time.Time{}
 }
 
-// grace is how long the producer has to end its answer after the
+// grace is how long the producer has to end its response after the
 // requested run's end: runEndGrace, unless a test tuned it.
 func (p *relayedStream) grace() time.Duration {
 	if t := p.r.tuning; t != nil && t.endGrace > 0 {
@@ -493,7 +493,7 @@ func (p *relayedStream) finish() (kept bool) {
 	}
 	ub.finish(rerr)
 	// After ub.finish the watcher's cancel is a no-op: the connection can
-	// go (back to the server when the answer is whole).
+	// go (back to the server when the response is whole).
 	keep := false
 	if werr == nil && !gone {
 		keep = p.cw.handBack()
