@@ -120,6 +120,9 @@ func TestKeepAlivesWhileTheProducerIsSilent(t *testing.T) {
 			h.relay.Tap = func(*RunReport) RunTap { return tap }
 			resp := h.post("/agent", testkit.MinimalInput)
 			defer resp.Body.Close()
+			// No keep-alive ever coming fails the test within Liveness: the
+			// close ends the reads.
+			defer time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() }).Stop()
 			br := bufio.NewReader(resp.Body)
 			var got strings.Builder
 			keepAlives := 0
