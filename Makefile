@@ -1,5 +1,6 @@
 # make test checks the formatting and go vet, runs every test of the
-# module, then the conformance suite against the published @ag-ui/client
+# module (go test ./...), then the suites behind the integration build tag,
+# which need more than Go: the conformance suite against the published @ag-ui/client
 # releases (its Node packages are installed from
 # conformance/package-lock.json on first use), then the browser test in
 # headless Chromium (browser/setup.sh installs Debian's chromium, as root,
@@ -16,10 +17,11 @@ test: lint unit conformance browser
 lint:
 	@out=$$($$($(GO) env GOROOT)/bin/gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags integration ./conformance/ ./browser/
 	GOOS=windows $(GO) vet $$($(GO) list ./... | grep -v /bench)
 
 unit:
-	$(GO) test $$($(GO) list ./... | grep -v -e /conformance -e /browser)
+	$(GO) test ./...
 
 conformance: conformance-deps
 	./conformance/run.sh
@@ -31,7 +33,7 @@ conformance-deps:
 # test's log names the file).
 browser: browser-deps
 	@mkdir -p browser/out
-	$(GO) test -count=1 -v -artifacts -outputdir $(CURDIR)/browser/out ./browser/
+	$(GO) test -tags integration -count=1 -v -artifacts -outputdir $(CURDIR)/browser/out ./browser/
 
 browser-deps:
 	./browser/setup.sh

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package browser tests the relay with a real browser as its consumer:
 // Debian's Chromium, headless, loads a page bundled from the published
 // @ag-ui/client releases (1.0.0 and 0.0.59) whose HttpAgent calls the relay

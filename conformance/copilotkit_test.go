@@ -1,3 +1,5 @@
+//go:build integration
+
 package conformance
 
 // CopilotKit 1.75 as its users run it, through a relay started with no

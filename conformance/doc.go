@@ -6,7 +6,8 @@
 // core, as an app runs them) reads producers written on the published
 // @ag-ui/encoder releases through a relay started with no version flag.
 //
-// Everything lives in the tests (go test ./conformance); this file only names
+// Everything lives in the tests, behind the integration build tag (go test
+// -tags integration ./conformance, or run.sh); this file only names
 // the package. The Node side is in js/ and package.json (npm ci from the lock
 // file: see setup.sh). README.md lists the matrix and the pairs the relay
 // cannot serve faithfully.

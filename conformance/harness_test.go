@@ -1,3 +1,5 @@
+//go:build integration
+
 package conformance
 
 // The harness: the relay binary (built once), a test producer serving

@@ -1,3 +1,5 @@
+//go:build integration
+
 package conformance
 
 // The expectation model. Each producer stream testdata/streams/<name>.sse has

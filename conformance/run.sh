@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 ./setup.sh || exit 1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-go test -count=1 -v "$@" . >"$log" 2>&1
+go test -tags integration -count=1 -v "$@" . >"$log" 2>&1
 status=$?
 grep -E '^(PASS consumer|FAIL consumer|NOT-SERVED|REFUSED-IN-PART|corpus:|[0-9]+ (passed|pairs)|panic|FAIL	|ok	|\s+[a-z_]+_test\.go:[0-9]+: conformance suite cannot run)' "$log"
 if [ "$status" -ne 0 ] && ! grep -qE '^FAIL consumer' "$log"; then

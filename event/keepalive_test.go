@@ -55,6 +55,7 @@ func TestKeepAliveIsACommentBetweenFrames(t *testing.T) {
 type wroteTap func(p []byte)
 
 func (f wroteTap) Wrote(p []byte)                                                         { f(p) }
+func (wroteTap) Read([]byte)                                                              {}
 func (wroteTap) Flushed(int)                                                              {}
 func (wroteTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
 func (wroteTap) Warned(translate.Warning)                                                 {}

@@ -198,6 +198,7 @@ func TestPumpTellsTheSinksErrorFromTheSources(t *testing.T) {
 // flushTap is a Tap that records what Flushed was told.
 type flushTap struct{ flushed []int }
 
+func (*flushTap) Read([]byte)                                                              {}
 func (*flushTap) Wrote([]byte)                                                             {}
 func (*flushTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
 func (*flushTap) Warned(translate.Warning)                                                 {}
@@ -215,5 +216,37 @@ func TestPumpTellsTheTapOfEachFlush(t *testing.T) {
 	}
 	if fmt.Sprint(tap.flushed) != "[0 2 3]" {
 		t.Errorf("Flushed with %v, want [0 2 3]", tap.flushed)
+	}
+}
+
+// notingLog is an opLog that is also a ReadNoter ("n") and a Tap that logs
+// what it is shown read ("t" and the bytes).
+type notingLog struct{ opLog }
+
+func (l *notingLog) NoteRead()                                                                { l.ops.WriteString("n") }
+func (l *notingLog) Wrote([]byte)                                                             {}
+func (l *notingLog) Flushed(int)                                                              {}
+func (l *notingLog) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
+func (l *notingLog) Warned(translate.Warning)                                                 {}
+func (l *notingLog) tapRead(p []byte)                                                         { fmt.Fprintf(&l.ops, "t%q", p) }
+
+// notingTap shows the tap's reads to the log.
+type notingTap struct{ *notingLog }
+
+func (t notingTap) Read(p []byte) { t.tapRead(p) }
+
+// Pump tells a source that is a ReadNoter of each read just before it
+// (the relay's idle timer), and shows the tap what each read brought, as
+// the relay's loop, which is Pump, needs.
+func TestPumpNotesEachReadAndTapsWhatCame(t *testing.T) {
+	l := &notingLog{opLog{chunks: []string{"data: 1\n\n", "data: 2\n\n"}}}
+	st := (&Translator{}).NewStream(negotiate.Current, negotiate.Version{}, &l.opLog)
+	st.Tap = notingTap{l}
+	if rerr, werr := st.Pump(NewScanner(nil, 0), l); rerr != io.EOF || werr != nil {
+		t.Fatalf("Pump returned %v, %v; want io.EOF, nil", rerr, werr)
+	}
+	want := `fnrt"data: 1\n\n"wfnrt"data: 2\n\n"wfnr`
+	if got := l.ops.String(); got != want {
+		t.Errorf("operations %s, want %s", got, want)
 	}
 }

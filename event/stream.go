@@ -213,7 +213,10 @@ type flusher interface {
 // that is whenever the stream could wait: events that arrived together go
 // out together, none waits for a later one, and the frames the sink took
 // borrowed go out before the read moves the scanner's bytes. A flush that
-// blocks on a slow consumer slows the reading of the producer too.
+// blocks on a slow consumer slows the reading of the producer too. It is
+// the relay's loop (relay's relayedStream.loop calls it): a src that is a
+// ReadNoter is told of each read before it, and the Tap is shown what each
+// read brought (Read).
 //
 // Pump returns what stopped it: readErr is src's (syscall.EAGAIN when a
 // polled src has nothing for now: call Pump again once it has; io.EOF at
@@ -222,6 +225,7 @@ type flusher interface {
 // caller may decide the stream's end, and call Pump again to go on.
 func (s *Stream) Pump(sc *Scanner, src io.Reader) (readErr, writeErr error) {
 	var f Frame // on the stack: Scan writes the frame into it
+	noter, _ := src.(ReadNoter)
 	for {
 		ok, err := sc.Scan(&f)
 		if err != nil {
@@ -245,10 +249,25 @@ func (s *Stream) Pump(sc *Scanner, src io.Reader) (readErr, writeErr error) {
 				s.Tap.Flushed(s.Events)
 			}
 		}
-		if err := sc.Fill(src); err != nil {
+		if noter != nil {
+			noter.NoteRead()
+		}
+		err = sc.Fill(src)
+		if s.Tap != nil {
+			if b := sc.Filled(); len(b) > 0 {
+				s.Tap.Read(b)
+			}
+		}
+		if err != nil {
 			return err, nil
 		}
 	}
+}
+
+// A ReadNoter is a source Pump tells of each read it is about to make
+// (Scanner.Fill): the relay notes the time for its idle timer there.
+type ReadNoter interface {
+	NoteRead()
 }
 
 // Plan returns the decision for the current run.

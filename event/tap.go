@@ -11,6 +11,8 @@ import (
 // call; its methods are called one at a time, on the stream's path, and
 // must be quick.
 type Tap interface {
+	// Read is called with each chunk Pump read from the producer's stream.
+	Read(p []byte)
 	// Wrote is called with each chunk written to the sink.
 	Wrote(p []byte)
 	// Flushed says Pump flushed the sink; events is how many events were

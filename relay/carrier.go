@@ -7,17 +7,17 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// A Carrier gives a Relay's event streams their goroutines (Relay.Carrier):
-// it starts each stream once the handler that answered its request returns,
-// and says whether a stream that waits for its producer may give its
-// goroutine up. Its methods are the relay's own: the Carriers are the nil
-// default, a goroutine per stream, and ReuseGoroutines.
-type Carrier interface {
+// A carrier gives a Relay's event streams their goroutines: it starts each
+// stream once the handler that answered its request returns, and says
+// whether a stream that waits for its producer may give its goroutine up.
+// There are two, chosen by Relay.ReuseGoroutines: goroutinePerStream and
+// reuseGoroutines.
+type carrier interface {
 	// carry runs st, the stream answering the request on ctx, from the
 	// handler; sc is ctx's connection when the relay's Listener served it.
 	carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart)
 	// parks reports whether a stream that waits for its producer gives its
-	// goroutine up (relayedStream.park), to be taken up by a new one
+	// goroutine up (relayedStream.park), to be run on by a new one
 	// (wake).
 	parks() bool
 	// next serves conn's next requests with srv once a stream on it ended
@@ -26,7 +26,7 @@ type Carrier interface {
 	next(conn net.Conn, srv *fasthttp.Server) (st eventStream, ok bool)
 }
 
-// goroutinePerStream is the nil Carrier: each stream is hijacked (hijack)
+// goroutinePerStream is the carrier without Relay.ReuseGoroutines: each stream is hijacked (hijack)
 // and runs on a goroutine of its own to its end; the consumer's next
 // request on a kept connection goes back to the server.
 type goroutinePerStream struct{}
@@ -42,51 +42,40 @@ func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (eventStream
 	return eventStream{}, false
 }
 
-// ReuseGoroutines is the Carrier that starts as few goroutines as it can:
-// a kept connection's next stream is run by the goroutine that served its
-// request (in place, see handOver), else by the hijack's; and a stream
-// whose producer is silent for a second parks with the Relay's Poller (no
-// Poller: it does not), taken up by a new goroutine when bytes arrive.
-// The serve command's Relays use it.
-type ReuseGoroutines struct{}
+// reuseGoroutines is the carrier of Relay.ReuseGoroutines, which starts as
+// few goroutines as it can: a kept connection's next stream is run by the
+// goroutine that served its request (in place, see handOver), else by the
+// hijack's; and a stream whose producer is silent for a second parks with
+// the Relay's Poller (no Poller: it does not), run on by a new goroutine
+// when bytes arrive.
+type reuseGoroutines struct{}
 
-func (ReuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart) {
+func (reuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart) {
 	if sc == nil || !st.handOver(ctx, sc) {
 		st.hijack(ctx, sc)
 	}
 }
 
-func (ReuseGoroutines) parks() bool { return true }
+func (reuseGoroutines) parks() bool { return true }
 
-func (ReuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (eventStream, bool) {
+func (reuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (eventStream, bool) {
 	return nextStream(conn, srv)
 }
 
-// carrier returns r's Carrier: goroutinePerStream when it sets none.
-func (r *Relay) carrier() Carrier {
-	if r.Carrier == nil {
-		return goroutinePerStream{}
+// carrier returns r's carrier.
+func (r *Relay) carrier() carrier {
+	if r.ReuseGoroutines {
+		return reuseGoroutines{}
 	}
-	return r.Carrier
+	return goroutinePerStream{}
 }
 
 // A kept connection's runs are carried by one goroutine (wire.Handover):
 // when a stream ends with the connection kept, the goroutine that ran it
-// serves the consumer's next request itself (nextStream), and when that
-// request is answered with a stream, ReuseGoroutines hands the stream over
+// serves the consumer's next request itself (relayedStream.serve,
+// nextStream), and when that
+// request is answered with a stream, reuseGoroutines hands the stream over
 // to it in place (handOver): no hijack, and no goroutine started for it.
-
-// serveConnection runs the stream, then, while it ends with the connection
-// kept and the Carrier gives this goroutine the next stream (next), that
-// one.
-func (st eventStream) serveConnection() {
-	for st.run() {
-		var ok bool
-		if st, ok = st.r.carrier().next(st.w.conn, st.w.srv); !ok {
-			return
-		}
-	}
-}
 
 // nextStream serves conn's next requests until one is answered with a
 // stream handed over in place, and returns that stream; ok=false when the

@@ -5,21 +5,18 @@ import (
 	"testing"
 )
 
-// carrierOf returns the Carrier the harness's relay runs its streams
-// with: ReuseGoroutines, as serve's relays, unless the test runs under
-// TestStreamsUnderEitherCarrier's default (a goroutine per stream).
-func carrierOf() Carrier {
-	if os.Getenv(carrierVar) == "default" {
-		return nil
-	}
-	return ReuseGoroutines{}
+// reusing returns the harness's relay's ReuseGoroutines: true, as serve's
+// relays, unless the test runs under TestStreamsUnderEitherCarrier's
+// default (a goroutine per stream).
+func reusing() bool {
+	return os.Getenv(carrierVar) != "default"
 }
 
 // carrierVar names the environment variable TestStreamsUnderEitherCarrier
 // sets for the tests it runs (t.Setenv: restored after them).
 const carrierVar = "RELAY_TEST_CARRIER"
 
-// The relay's stream tests, run under each Carrier: the nil default (a
+// The relay's stream tests, run under each carrier: the default (a
 // goroutine per stream, no parking, no hand-over in place) and
 // ReuseGoroutines (in place, hijacked, woken), which every other test of
 // the harness uses.

@@ -13,7 +13,7 @@ import (
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
-// Under the nil Carrier each stream runs on a goroutine of its own, the
+// Without ReuseGoroutines each stream runs on a goroutine of its own, the
 // kept connection's next runs too (each hijacked), where ReuseGoroutines
 // runs them on one (TestKeptConnectionRunsOnOneGoroutine).
 func TestDefaultCarrierGivesEachStreamAGoroutine(t *testing.T) {
@@ -21,7 +21,7 @@ func TestDefaultCarrierGivesEachStreamAGoroutine(t *testing.T) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
 	})
 	ran := make(chan int, 8)
-	addr, _ := rawRelay(t, upstream, func(*RunReport) { ran <- goroutineID() }, func(r *Relay) { r.Carrier = nil })
+	addr, _ := rawRelay(t, upstream, func(*RunReport) { ran <- goroutineID() }, func(r *Relay) { r.ReuseGoroutines = false })
 	c := testkit.DialConsumer(t, addr)
 	br := bufio.NewReader(c)
 	seen := map[int]bool{}

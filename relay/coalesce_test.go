@@ -26,6 +26,7 @@ type capturingListener struct {
 func (l *capturingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if sc, ok := c.(*socketConn); ok {
+		sc.CountWrites()
 		l.mu.Lock()
 		l.conns = append(l.conns, sc)
 		l.mu.Unlock()
@@ -48,11 +49,11 @@ func coalescingRelay(t *testing.T, upstream string) (addr string, ln *capturingL
 func rawRelay(t *testing.T, upstream string, onRun func(*RunReport), configure ...func(*Relay)) (addr string, ln *capturingListener) {
 	t.Helper()
 	r := &Relay{
-		Upstream: upstream,
-		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
-		Log:      zap.NewNop(),
-		Poller:   testPoller(t),
-		Carrier:  carrierOf(),
+		Upstream:        upstream,
+		Client:          NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
+		Log:             zap.NewNop(),
+		Poller:          testPoller(t),
+		ReuseGoroutines: reusing(),
 	}
 	for _, c := range configure {
 		c(r)

@@ -2,9 +2,6 @@ package relay
 
 import (
 	"time"
-
-	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/translate"
 )
 
 // What the tests change of a Relay's streams (streamTuning), and the tap
@@ -12,28 +9,35 @@ import (
 
 // parkingAfter makes r's polled streams park after d without bytes
 // from the producer, where production waits parkAfter.
-func parkingAfter(r *Relay, d time.Duration) { r.tuning.parkAfter = d }
+func parkingAfter(r *Relay, d time.Duration) { tuned(r).parkAfter = d }
 
 // endingWithin gives r's producers d to end their answer after the
 // requested run's end, where production gives runEndGrace.
-func endingWithin(r *Relay, d time.Duration) { r.tuning.endGrace = d }
+func endingWithin(r *Relay, d time.Duration) { tuned(r).endGrace = d }
 
 // parkingWith makes r's streams park and be counted with p, not r.Poller.
-func parkingWith(r *Relay, p streamPoller) { r.tuning.poller = p }
+func parkingWith(r *Relay, p streamPoller) { tuned(r).poller = p }
 
-// endTap is a RunTap told only each run's end, as the tests' report
-// channels are fed.
-type endTap func(*RunReport)
+// tuned returns r's tuning, made at the first change.
+func tuned(r *Relay) *streamTuning {
+	if r.tuning == nil {
+		r.tuning = &streamTuning{}
+	}
+	return r.tuning
+}
 
-func (endTap) Received([]byte)                                                          {}
-func (endTap) Forwarded(negotiate.InputPlan, []byte)                                    {}
-func (endTap) Streaming(negotiate.Version, negotiate.Version)                           {}
-func (endTap) Read([]byte)                                                              {}
-func (endTap) Wrote([]byte)                                                             {}
-func (endTap) Flushed(int)                                                              {}
-func (endTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
-func (endTap) Warned(translate.Warning)                                                 {}
-func (t endTap) End(rep *RunReport)                                                     { t(rep) }
+// endTap is a RunTap told only each run's end (nil end: nothing), as the
+// tests' report channels are fed.
+type endTap struct {
+	NopTap
+	end func(*RunReport)
+}
+
+func (t endTap) End(rep *RunReport) {
+	if t.end != nil {
+		t.end(rep)
+	}
+}
 
 // onEnd is a Relay.Tap that calls end (nil: none) with each run's report,
 // after what tap (nil: none) returns for the run.
@@ -41,7 +45,7 @@ func onEnd(tap func(*RunReport) RunTap, end func(*RunReport)) func(*RunReport) R
 	if end == nil {
 		return tap
 	}
-	et := endTap(end)
+	et := endTap{end: end}
 	if tap == nil {
 		return func(*RunReport) RunTap { return et }
 	}

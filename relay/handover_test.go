@@ -77,7 +77,7 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 // A stream that parks between events is taken up by a new goroutine, which
 // then carries the connection's next runs.
 func TestParkedStreamCarriesTheNextRun(t *testing.T) {
-	pk := signalParker{testPoller(t), make(chan struct{}, 16)}
+	pk := signalParker{wirePoller(t), make(chan struct{}, 16)}
 	upstream := testkit.RawProducer(t, func(c net.Conn) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents[:len(shortRunEvents)/2])) //nolint:errcheck
 		select {

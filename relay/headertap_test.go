@@ -33,7 +33,7 @@ func TestHeaderTapCarriesContext(t *testing.T) {
 		testkit.StreamHeaders(w)
 		testkit.SSE(w, testkit.RunStarted+testkit.RunFinished)
 	}, func(r *Relay) {
-		r.Tap = onEnd(func(*RunReport) RunTap { return contextTap{endTap: func(*RunReport) {}, seen: seen} }, reportsTo(reports))
+		r.Tap = onEnd(func(*RunReport) RunTap { return contextTap{seen: seen} }, reportsTo(reports))
 	})
 	testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput, "X-Context", "c1"))
 	if s := testkit.Await(t, seen, "no consumer headers"); s != "c1" {

@@ -136,14 +136,14 @@ func (h *headWait) detach() (gone bool) {
 func (r *Relay) do(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response) (gone bool, err error) {
 	conn := ctx.Conn()
 	hw := headWaitFor(conn)
-	token, watched := watchHangup(r.Poller, conn, hw.onHangup)
+	token, watched := watchHangup(r.poller(), conn, hw.onHangup)
 	if watched {
 		req.SetUserValue(headWaitKey{}, hw)
 	}
 	err = r.client.Do(req, resp)
 	gone = hw.detach()
 	if watched {
-		unwatchHangup(r.Poller, conn, token)
+		unwatchHangup(r.poller(), conn, token)
 	}
 	return gone, err
 }

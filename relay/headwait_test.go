@@ -16,7 +16,6 @@ import (
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/translate"
 )
 
 // thinkingProducer never answers a run whose input names runId "think":
@@ -128,7 +127,7 @@ func (c *countingTaps) Tap(*RunReport) RunTap {
 	c.mu.Lock()
 	c.started++
 	c.mu.Unlock()
-	return countingTap{c}
+	return countingTap{c: c}
 }
 
 func (c *countingTaps) counts() (started, ended, streamed int) {
@@ -137,20 +136,16 @@ func (c *countingTaps) counts() (started, ended, streamed int) {
 	return c.started, c.ended, c.streamed
 }
 
-type countingTap struct{ c *countingTaps }
+type countingTap struct {
+	NopTap
+	c *countingTaps
+}
 
-func (countingTap) Received([]byte)                       {}
-func (countingTap) Forwarded(negotiate.InputPlan, []byte) {}
 func (t countingTap) Streaming(negotiate.Version, negotiate.Version) {
 	t.c.mu.Lock()
 	t.c.streamed++
 	t.c.mu.Unlock()
 }
-func (countingTap) Read([]byte)                                                              {}
-func (countingTap) Wrote([]byte)                                                             {}
-func (countingTap) Flushed(int)                                                              {}
-func (countingTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
-func (countingTap) Warned(translate.Warning)                                                 {}
 func (t countingTap) End(*RunReport) {
 	t.c.mu.Lock()
 	t.c.ended++

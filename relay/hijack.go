@@ -27,7 +27,7 @@ import (
 
 // respond answers the consumer with the event stream of a run: the headers
 // set on ctx.Response now, then what the stream writes (run), on the
-// goroutine the Relay's Carrier gives it. ctx must not be used after the
+// goroutine the Relay's carrier gives it. ctx must not be used after the
 // handler returns; resp and ub belong to the stream from here.
 //
 // Keep-alive: when the consumer can take another request on the connection
@@ -62,7 +62,7 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 }
 
 // streamStart is a stream answered by respond, before it has a goroutine
-// (Carrier.carry) and so a writer: how its answer is written (chunked,
+// (carrier.carry) and so a writer: how its answer is written (chunked,
 // timeout) and whether its connection may be kept, with the server (srv)
 // and the shutdown signal (done) for that.
 type streamStart struct {
@@ -127,7 +127,7 @@ func (st streamStart) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 			st.run()
 			return
 		}
-		go st.serveConnection()
+		go st.run()
 	})
 }
 

@@ -61,7 +61,7 @@ func benchIdleStreams(b *testing.B, consumer negotiate.Version) {
 			(<-held).Close()
 		}
 	}()
-	r := &Relay{Upstream: "http://" + ln.Addr().String(), Client: NewClient(ClientOptions{MaxConns: 1 << 20}), Log: zap.NewNop(), ConsumerVersion: consumer, Poller: testPoller(b), Carrier: ReuseGoroutines{}}
+	r := &Relay{Upstream: "http://" + ln.Addr().String(), Client: NewClient(ClientOptions{MaxConns: 1 << 20}), Log: zap.NewNop(), ConsumerVersion: consumer, Poller: testPoller(b), ReuseGoroutines: true}
 	parkingAfter(r, 10*time.Millisecond)
 	rl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // The Poller cancels the stream of a consumer that hangs up, and a watch
 // that has ended cancels nothing.
 func TestHangupWatcherCancels(t *testing.T) {
-	pl := testPoller(t)
+	pl := wirePoller(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func (*fakeBody) CloseWithError(error) error { return nil }
 // (the same registration, no system call), a hangup between runs cancels
 // the next run at once, and closing the connection ends the registration.
 func TestHangupWatchKeptAcrossRuns(t *testing.T) {
-	pl := testPoller(t)
+	pl := wirePoller(t)
 	x, y := testkit.TCPPair(t)
 	sc, ok := newSocketConn(x).(*socketConn)
 	if !ok {
@@ -119,7 +119,7 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 // A kept connection closed between runs, without a hangup, leaves no
 // registration behind either.
 func TestHangupWatchEndsWithTheConnection(t *testing.T) {
-	pl := testPoller(t)
+	pl := wirePoller(t)
 	x, _ := testkit.TCPPair(t)
 	sc := newSocketConn(x).(*socketConn)
 	tok, ok := watchUpstream(pl, sc, newUpstreamBody(&fakeBody{}))

@@ -184,7 +184,7 @@ func (p *relayedStream) quietStep() bool {
 	switch err := p.sc.Fill(p); {
 	case err == syscall.EAGAIN:
 		p.now = now
-		return !p.armParking()
+		return p.awaitProducer()
 	case err != nil:
 		p.rerr = err
 		return true
@@ -218,39 +218,19 @@ func (p *relayedStream) armParkedKeepAlive(wait time.Duration) {
 }
 
 // keepAliveParked runs on a parked stream's keep-alive timer: it takes the
-// stream as wake does, writes the keep-alive when it is due, and parks the
-// stream again with no goroutine started. When the write fails the stream
-// ends here (the consumer is gone); when it cannot park again, it runs on
-// here as resume would.
+// stream as wake does and runs it on here (serve) with its read deadline
+// passed, so that relay's first Poll returns at once and relay writes the
+// keep-alive when it is due and parks the stream again (sendKeepAlive,
+// park), with no goroutine started. When the write fails the stream ends
+// here (the consumer is gone); when it cannot park again, it runs on here.
 func (p *relayedStream) keepAliveParked() {
 	if !p.parked.CompareAndSwap(true, false) {
 		return // woken already, or ended
 	}
-	p.enter()
-	p.poller.Remove(p.sb.RawConn(), p.token)
-	var err error
-	if p.keepAliveNow(time.Now()) {
-		err = p.writeKeepAlive()
-	}
-	switch {
-	case err != nil:
-		p.werr = err
-	case p.park():
-		p.leave()
-		return
-	default:
-		p.noPark = true // no poller here: wait on in this goroutine
-		p.ka.waited.quiet = true
-		if !p.relay() {
-			p.leave()
-			return
-		}
-	}
-	if p.finish() {
-		if st, ok := nextStream(p.cw.conn, p.cw.srv); ok {
-			st.serveConnection()
-		}
-	}
+	p.unpark()
+	p.deadline = interruptNow
+	p.sb.SetReadDeadline(interruptNow) //nolint:errcheck // no deadline: the Poll waits for the producer, as after a wake
+	p.serve()
 }
 
 // keepAliveTick runs on a gated stream's keep-alive timer. When the stream

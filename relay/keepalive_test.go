@@ -18,7 +18,7 @@ import (
 // keepAliveModes are the ways a stream waits for a silent producer, each
 // of which a keep-alive must find: parked (no goroutine: a timer takes it
 // up), in its goroutine on a polled body (the read deadline), with no
-// Poller, under the nil Carrier (a goroutine per stream, never parked),
+// Poller, without ReuseGoroutines (a goroutine per stream, never parked),
 // and in a blocking read of a body that cannot be polled (gzip: the gate).
 var keepAliveModes = []struct {
 	name      string
@@ -28,7 +28,7 @@ var keepAliveModes = []struct {
 	{"parked", false, func(*Relay) {}},
 	{"in its goroutine", false, func(r *Relay) { parkingAfter(r, time.Hour) }},
 	{"no poller", false, func(r *Relay) { r.Poller = nil }},
-	{"goroutine per stream", false, func(r *Relay) { r.Carrier = nil }},
+	{"goroutine per stream", false, func(r *Relay) { r.ReuseGoroutines = false }},
 	{"blocking read", true, func(*Relay) {}},
 }
 
@@ -36,17 +36,8 @@ var keepAliveModes = []struct {
 // the request's end) and sends after; gzip-encoded when gz.
 func silentProducer(before, after string, resume <-chan struct{}, gz bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		var out io.Writer = w
-		flush := func() { w.(http.Flusher).Flush() }
-		if gz {
-			w.Header().Set("Content-Encoding", "gzip")
-			zw := gzip.NewWriter(w)
-			defer zw.Close()
-			out = zw
-			flush = func() { zw.Flush(); w.(http.Flusher).Flush() } //nolint:errcheck
-		}
-		w.WriteHeader(http.StatusOK)
+		out, flush, end := eventStreamWriter(w, gz)
+		defer end()
 		io.WriteString(out, before) //nolint:errcheck
 		flush()
 		select {
@@ -56,6 +47,21 @@ func silentProducer(before, after string, resume <-chan struct{}, gz bool) http.
 		}
 		io.WriteString(out, after) //nolint:errcheck
 	}
+}
+
+// eventStreamWriter answers w with an event stream, gzip-encoded when gz:
+// what to write the events to, its flush, and its end (the gzip stream's).
+func eventStreamWriter(w http.ResponseWriter, gz bool) (out io.Writer, flush, end func()) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	out, flush, end = w, func() { w.(http.Flusher).Flush() }, func() {}
+	if gz {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		out, end = zw, func() { zw.Close() }                    //nolint:errcheck
+		flush = func() { zw.Flush(); w.(http.Flusher).Flush() } //nolint:errcheck
+	}
+	w.WriteHeader(http.StatusOK)
+	return out, flush, end
 }
 
 // frames splits an event stream into its frames, each with its blank line.
@@ -91,7 +97,7 @@ func (w *writtenTap) End(rep *RunReport) {
 		}
 	}
 	w.mu.Unlock()
-	w.endTap(rep)
+	w.endTap.End(rep)
 }
 
 // While the producer is silent mid-stream, the consumer is written a
@@ -110,10 +116,13 @@ func TestKeepAlivesWhileTheProducerIsSilent(t *testing.T) {
 				r.KeepAlive = 20 * time.Millisecond
 				mode.configure(r)
 			})
-			tap.endTap = endTap(reportsTo(h.reports))
+			tap.endTap = endTap{end: reportsTo(h.reports)}
 			h.relay.Tap = func(*RunReport) RunTap { return tap }
 			resp := h.post("/agent", testkit.MinimalInput)
 			defer resp.Body.Close()
+			// No keep-alive ever coming fails the test within Liveness: the
+			// close ends the reads.
+			defer time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() }).Stop()
 			br := bufio.NewReader(resp.Body)
 			var got strings.Builder
 			keepAlives := 0
@@ -195,6 +204,48 @@ func TestKeepAlivesDoNotHoldOffTheIdleTimeout(t *testing.T) {
 			if rep := h.report(); rep.Abort != CodeUpstreamIdleTimeout {
 				t.Errorf("report %+v", rep)
 			}
+		})
+	}
+}
+
+// A keep-alive is owed to the consumer's silence, not the producer's: a
+// producer that sends an event every few milliseconds, for several
+// intervals in all, has its consumer written no keep-alive, whichever way
+// the stream waits (each write to the consumer starts its silence again:
+// noteQuiet).
+func TestNoKeepAlivesWhileTheConsumerIsWritten(t *testing.T) {
+	const interval, gap, events = 300 * time.Millisecond, 5 * time.Millisecond, 200 // a second in all
+	for _, mode := range keepAliveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+				out, flush, end := eventStreamWriter(w, mode.gzip)
+				defer end()
+				io.WriteString(out, testkit.RunStarted) //nolint:errcheck
+				flush()
+				tick := time.NewTicker(gap)
+				defer tick.Stop()
+				for range events {
+					select {
+					case <-tick.C:
+					case <-r.Context().Done():
+						return
+					}
+					io.WriteString(out, testkit.ContentEvent) //nolint:errcheck
+					flush()
+				}
+				io.WriteString(out, testkit.RunFinished) //nolint:errcheck
+			}, func(r *Relay) {
+				r.KeepAlive = interval
+				mode.configure(r)
+			})
+			body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
+			if n := strings.Count(body, event.KeepAliveFrame); n != 0 {
+				t.Errorf("%d keep-alives written between events %v apart, the interval %v", n, gap, interval)
+			}
+			if got := strings.Count(body, testkit.ContentEvent); got != events {
+				t.Errorf("%d events relayed, want %d", got, events)
+			}
+			h.report()
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
 	"syscall"
 
 	"github.com/valyala/fasthttp"
@@ -37,7 +36,7 @@ func (e *malformedAnswerError) Error() string {
 // answerErrorKinds maps what fasthttp's errors reading a response head say
 // (lower case, before any quoted bytes) to the kind the relay reports,
 // first match first.
-var answerErrorKinds = [...]struct{ has, kind string }{
+var answerErrorKinds = [...]faultWords{
 	{"status code", "invalid status code"},
 	{"whitespace in the first line", "malformed status line"},
 	{"duplicate content-length", "more than one Content-Length"},
@@ -65,21 +64,7 @@ func malformedAnswer(err error, br *bufio.Reader) error {
 		errors.As(err, &op) || errors.As(err, &errno) {
 		return err
 	}
-	msg := err.Error()
-	if i := strings.IndexAny(msg, "\"\\"); i >= 0 {
-		msg = msg[:i]
-	}
-	if i := strings.Index(msg, "buffer size="); i >= 0 {
-		msg = msg[:i]
-	}
-	msg = strings.ToLower(msg)
-	kind := "malformed head"
-	for _, k := range answerErrorKinds {
-		if strings.Contains(msg, k.has) {
-			kind = k.kind
-			break
-		}
-	}
+	kind := faultKind(err, answerErrorKinds[:], "malformed head")
 	var head []byte
 	if br != nil {
 		head, _ = br.Peek(min(br.Buffered(), excerptLen+1))

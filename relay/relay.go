@@ -20,7 +20,6 @@ import (
 
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/redact"
-	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/rules"
 	"github.com/agui-relay/agui-relay/translate"
@@ -161,18 +160,19 @@ type Relay struct {
 	// nothing for a second gives its goroutine up until the producer's
 	// next bytes. One Poller serves every Relay of a process (the serve
 	// command makes one; its Close comes after the runs ended); it counts
-	// their streams for its release of memory (wire.Poller.ReleaseMemory).
+	// their streams for its release of memory (Poller.ReleaseMemory).
 	// nil: each stream keeps its goroutine, and a goroutine of its own
 	// watches the consumer, which then cannot keep its connection for a
 	// next request.
-	Poller *wire.Poller
-	// Carrier gives each event stream its goroutine. nil: a goroutine per
-	// stream, the one the server starts for the connection the stream
-	// takes over, kept to the stream's end. ReuseGoroutines (what serve
-	// sets) runs a kept connection's next stream on the goroutine that
-	// served its request, and parks a stream whose producer is silent
-	// (with Poller).
-	Carrier Carrier
+	Poller *Poller
+	// ReuseGoroutines has the Relay start as few goroutines as it can (the
+	// serve command sets it): a kept connection's next stream runs on the
+	// goroutine that served its request, and a stream whose producer is
+	// silent for a second parks (with Poller), taken up by a new goroutine
+	// when bytes arrive. false: each stream runs on a goroutine of its own,
+	// the one the server starts for the connection the stream takes over,
+	// to the stream's end (as net/http's hijacked connections do).
+	ReuseGoroutines bool
 	// Tap, when set, is called when a run starts and returns what watches
 	// the run as it passes (metrics, recordings; see RunTap), or nil. It is
 	// the one way to watch a Relay's runs: a tap's End is given the report
@@ -184,7 +184,7 @@ type Relay struct {
 	RequestTap func(*RunReport) RequestTap
 
 	once       sync.Once
-	tuning     streamTuning                    // what a test changes of the streams (export_test.go); zero in production
+	tuning     *streamTuning                   // what a test changes of the streams (export_test.go); nil in production
 	srv        atomic.Pointer[fasthttp.Server] // serves a consumer's next request after a stream (keep-alive); see serveNextWith
 	bodies     *bodyBudget                     // the budget of Server's bodies; set by Server
 	lastURL    atomic.Pointer[string]          // the URL a run was last sent to (upstreamURL)

@@ -54,12 +54,12 @@ func newHarnessOn(t *testing.T, producer http.HandlerFunc, configure func(*Relay
 	core, logs := observer.New(zapcore.DebugLevel)
 	h.logs = logs
 	h.relay = &Relay{
-		Upstream: h.producer.URL,
-		Client:   NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
-		Log:      zap.New(core),
-		Poller:   testPoller(t),
-		Carrier:  carrierOf(),
-		Tap:      onEnd(nil, reportsTo(h.reports)),
+		Upstream:        h.producer.URL,
+		Client:          NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
+		Log:             zap.New(core),
+		Poller:          testPoller(t),
+		ReuseGoroutines: reusing(),
+		Tap:             onEnd(nil, reportsTo(h.reports)),
 	}
 	// Every pause of a producer over a millisecond parks its stream, so
 	// that the tests below exercise parked streams too (see stream.go).
@@ -879,11 +879,15 @@ func TestRunTimeoutWithoutIdleTimeout(t *testing.T) {
 
 // testPoller returns a Poller, as serve gives every Relay, closed when the
 // test ends (after the servers that use it: cleanups run last first).
-func testPoller(tb testing.TB) *wire.Poller {
-	p := wire.NewPoller()
+func testPoller(tb testing.TB) *Poller {
+	p := NewPoller()
 	tb.Cleanup(func() { p.Close() })
 	return p
 }
+
+// wirePoller is testPoller's wire.Poller, for the tests of what the relay
+// asks of it.
+func wirePoller(tb testing.TB) *wire.Poller { return testPoller(tb).w }
 
 // A version declared in-band that is newer than the relay's (or that it
 // cannot interpret) is served as newer, and warned about once per run on

@@ -19,7 +19,7 @@ import (
 // requestErrorKinds maps what fasthttp's parse errors say (lower case) to
 // the kind the relay reports, first match first. The error's text is only
 // searched: what is reported is one of these fixed strings.
-var requestErrorKinds = [...]struct{ has, kind string }{
+var requestErrorKinds = [...]faultWords{
 	{"invalid request uri", "invalid byte in the request target"},
 	{"invalid uri", "invalid byte in the request target"},
 	{"requesturi cannot be empty", "empty request target"},
@@ -63,8 +63,18 @@ func requestErrorKind(err error) string {
 		// The connection's own failure: addresses and the system's words.
 		return op.Error()
 	}
-	// Only the words before the first quoted or dumped request bytes: what
-	// the request says must not choose the kind either.
+	return faultKind(err, requestErrorKinds[:], "malformed request")
+}
+
+// faultWords is a kind of fault (kind, a fixed phrase) and the words of
+// fasthttp's parse errors (has, lower case) that say it.
+type faultWords struct{ has, kind string }
+
+// faultKind returns the kind of the first of kinds whose words err's text
+// says, else otherwise. Only the words before the first quoted or dumped
+// bytes of the request or response are searched: what a peer sent must
+// not choose the kind, and is never returned.
+func faultKind(err error, kinds []faultWords, otherwise string) string {
 	msg := err.Error()
 	if i := strings.IndexAny(msg, "\"\\"); i >= 0 {
 		msg = msg[:i]
@@ -73,12 +83,12 @@ func requestErrorKind(err error) string {
 		msg = msg[:i]
 	}
 	msg = strings.ToLower(msg)
-	for _, k := range requestErrorKinds {
+	for _, k := range kinds {
 		if strings.Contains(msg, k.has) {
 			return k.kind
 		}
 	}
-	return "malformed request"
+	return otherwise
 }
 
 // zapPrintf adapts a zap logger to fasthttp's Logger. An error among the

@@ -21,7 +21,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
-	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
@@ -170,7 +169,7 @@ func readRequest(br *bufio.Reader) error {
 func benchShortRuns(b *testing.B, taps shortRunTaps, conns int, consumer negotiate.Version, configure ...func(*relay.Relay)) {
 	answer := shortRunAnswer()
 	upstream := shortRunProducer(b, answer)
-	poller := wire.NewPoller()
+	poller := relay.NewPoller()
 	b.Cleanup(func() { poller.Close() })
 	rl := &relay.Relay{
 		Upstream:        "http://" + upstream,
@@ -178,7 +177,7 @@ func benchShortRuns(b *testing.B, taps shortRunTaps, conns int, consumer negotia
 		ConsumerVersion: consumer,
 		Log:             zap.NewNop(),
 		Poller:          poller,
-		Carrier:         relay.ReuseGoroutines{},
+		ReuseGoroutines: true,
 	}
 	switch taps {
 	case tapped:

@@ -112,11 +112,11 @@ func runSoak(t *testing.T, c soakConfig) soakResult {
 		Upstream: "http://" + pln.Addr().String(),
 		// Idle producer connections close soon, so that the goroutines
 		// reading them are gone when the baseline is checked.
-		Client:  NewClient(ClientOptions{MaxConns: 2 * c.concurrent, MaxIdleConnDuration: 500 * time.Millisecond}),
-		Log:     zap.NewNop(),
-		Tap:     onEnd(nil, func(*RunReport) { reported.Add(1) }),
-		Poller:  testPoller(t),
-		Carrier: ReuseGoroutines{},
+		Client:          NewClient(ClientOptions{MaxConns: 2 * c.concurrent, MaxIdleConnDuration: 500 * time.Millisecond}),
+		Log:             zap.NewNop(),
+		Tap:             onEnd(nil, func(*RunReport) { reported.Add(1) }),
+		Poller:          testPoller(t),
+		ReuseGoroutines: true,
 	}
 	srv := r.Server()
 	// Idle fasthttp workers otherwise linger 10s before the goroutine

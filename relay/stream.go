@@ -20,23 +20,23 @@ import (
 
 // A stream's life, read top to bottom (run):
 //
-//  1. The head: the consumer's hangup watched, the answer's head set to go
+//  1. The header: the consumer's hangup watched, the response header set to go
 //     out with the first flush, the Stream that shapes the events made.
 //  2. The loop (loop): read → scan → frame → flush, until the producer's
-//     answer ends, the run ends or fails, or the consumer is gone. A body
+//     response ends, the run ends or fails, or the consumer is gone. A body
 //     read by descriptor is read inside wire.Body.Poll; a stream whose
 //     producer is silent for parkAfter parks (park), and a new goroutine
-//     takes it up at phase 2 when bytes arrive (wake).
+//     runs it on from phase 2 when bytes arrive (wake).
 //  3. The finish (finish): the terminal event, a RUN_ERROR when the
 //     consumer is owed one, the last flush, the release of both
 //     connections and the run's report.
 //
-// How the stream gets its goroutine is the Relay's Carrier's (carrier.go):
+// How the stream gets its goroutine is the Relay's carrier's (carrier.go):
 // run starts on it.
 
-// eventStream is a run's event stream to its consumer, as its Carrier
-// starts it (run): the answer's head and writer, and the producer's
-// answer. It is the same whether the connection was hijacked, handed over
+// eventStream is a run's event stream to its consumer, as its carrier
+// starts it (run): the response header and writer, and the producer's
+// response. It is the same whether the connection was hijacked, handed over
 // in place or is served on from a kept connection.
 type eventStream struct {
 	r    *Relay
@@ -47,20 +47,11 @@ type eventStream struct {
 	rep  *RunReport
 }
 
-// run is the life of one stream, on the goroutine its Carrier gave it; it
-// reports whether the connection is kept for the consumer's next request
-// (see serveConnection): false too when the stream parked (the goroutine
-// that takes it up serves the connection on).
-func (st eventStream) run() (kept bool) {
-	// 1. The head.
-	p := st.begin()
-	// 2. The loop, until the stream ends or parks.
-	if !p.relay() {
-		p.leave()
-		return false // parked: a new goroutine takes the stream up (wake)
-	}
-	// 3. The finish.
-	return p.finish()
+// run is the life of one stream, on the goroutine its carrier gave it:
+// phase 1, then serve (phase 2, phase 3, and the connection's next
+// streams while it is kept and the carrier gives them this goroutine).
+func (st eventStream) run() {
+	st.begin().serve()
 }
 
 // relayedStream is one run's stream from the producer to the consumer. It
@@ -90,7 +81,7 @@ type relayedStream struct {
 
 	parkAfter time.Duration
 	poller    streamPoller // nil: the stream does not park, and is not counted
-	now       time.Time    // the clock at the last read (noteRead): a wait that follows starts then
+	now       time.Time    // the clock at the last read (NoteRead): a wait that follows starts then
 	clock     time.Time    // the stream's start, from which now is read on the monotonic clock alone
 	deadline  time.Time    // the read deadline that ends a wait by parking
 	parked    atomic.Bool  // waiting in the poller with no goroutine
@@ -107,11 +98,21 @@ type relayedStream struct {
 const parkAfter = time.Second
 
 // streamTuning is what a test changes of a Relay's streams, through the
-// helpers of export_test.go; the zero value is production's.
+// helpers of export_test.go; production's Relays have none (nil).
 type streamTuning struct {
 	parkAfter time.Duration // 0: the constant parkAfter; a test parks its streams sooner
 	endGrace  time.Duration // 0: runEndGrace (relayedStream.checkEnd)
 	poller    streamPoller  // nil: Relay.Poller; a test's may refuse to park, or tell when a stream parked
+}
+
+// tune applies a test's tuning to the stream begin makes.
+func (p *relayedStream) tune(t *streamTuning) {
+	if t.parkAfter != 0 {
+		p.parkAfter = t.parkAfter
+	}
+	if t.poller != nil {
+		p.poller = t.poller
+	}
 }
 
 // streamPoller is what a stream asks of the Relay's Poller: parking
@@ -130,13 +131,13 @@ type streamPoller interface {
 	Leave()
 }
 
-// begin is phase 1 of run, the head: the consumer's hangup watched, the
-// answer's head set, the stream made.
+// begin is phase 1 of run, the header: the consumer's hangup watched, the
+// response header set, the stream made.
 func (st eventStream) begin() *relayedStream {
 	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
 	head := st.head
-	if tok, ok := watchHangup(r.Poller, cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
-		cw.watcher, cw.hangup, cw.watched = r.Poller, tok, true
+	if tok, ok := watchHangup(r.poller(), cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
+		cw.watcher, cw.hangup, cw.watched = r.poller(), tok, true
 	} else {
 		// The watching goroutine reads the connection: it would take the
 		// consumer's next request, so the connection is not kept.
@@ -145,16 +146,16 @@ func (st eventStream) begin() *relayedStream {
 		}
 		go watchConsumer(cw.conn, ub)
 	}
-	// The head goes out with the first flush, in the same write as the
-	// first events when they came with the producer's head.
+	// The header goes out with the first flush, in the same write as the
+	// first events when they came with the producer's header.
 	cw.SetHead(head)
 
-	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter, poller: r.tuning.poller}
-	if r.tuning.parkAfter != 0 {
-		p.parkAfter = r.tuning.parkAfter
+	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
+	if r.Poller != nil {
+		p.poller = r.Poller.w
 	}
-	if p.poller == nil && r.Poller != nil {
-		p.poller = r.Poller
+	if t := r.tuning; t != nil {
+		p.tune(t)
 	}
 	p.noPark = cw.holds || p.poller == nil || !r.carrier().parks()
 	if r.IdleTimeout > 0 {
@@ -180,8 +181,8 @@ func (st eventStream) begin() *relayedStream {
 	if sb, ok := ub.body.(*wire.Body); ok && sb.Polled() {
 		p.sb = sb
 		p.sc.Polled = true
-		// The events the producer sent with its head are buffered already:
-		// the answer's head waits for them, to go out in the same write.
+		// The events the producer sent with its header are buffered already:
+		// the response header waits for them, to go out in the same write.
 		if sb.Buffered() {
 			cw.HoldHead()
 		}
@@ -232,71 +233,50 @@ func (p *relayedStream) relay() (over bool) {
 	}
 }
 
-// loop is the stream's loop: read → scan → frame → flush. It relays
-// every frame the scanner holds (Stream.Frame), flushes them to the
-// consumer in one write when none is left, and reads the producer again
-// (Scanner.Fill, through Read). It reports false when the producer has
-// nothing more for now (wait for it, then call loop again), true when the
-// stream is over: rerr (io.EOF at the answer's end) or werr says why.
+// loop is the stream's loop, read → scan → frame → flush, event.Stream's
+// Pump: it relays every frame the scanner holds (Stream.Frame), flushes
+// them to the consumer in one write when none is left, and reads the
+// producer again (Scanner.Fill, through Read, each read noted first:
+// NoteRead). Between runs it decides the stream's end (checkEnd). It
+// reports false when the producer has nothing more for now (wait for it,
+// then call loop again), true when the stream is over: rerr (io.EOF at the
+// response's end) or werr says why.
 func (p *relayedStream) loop() (over bool) {
-	var f event.Frame // on the stack: Scan writes the frame into it
-	st, sc := p.st, p.sc
 	for {
-		// Scan → frame: every whole frame buffered.
-		ok, err := sc.Scan(&f)
-		if err != nil {
-			p.rerr = err
-			return true
-		}
-		if ok {
-			open := st.Terminal == ""
-			if err := st.Frame(&f); err != nil {
-				p.werr = err
-				return true
-			}
-			if open && st.Terminal != "" && !p.ended {
-				p.checkEnd() // a run ended: the stream may end within the grace
-			}
-			continue
-		}
-		// Flush: what the frames wrote goes out in one write (a raw writev
-		// of the head, the chunks and the frames where they lie), before
-		// the read that could wait and that moves the scanner's bytes.
-		if err := p.cw.Flush(); err != nil {
-			p.werr = err
-			return true
-		}
-		if p.tap != nil {
-			p.tap.Flushed(st.Events)
-		}
-		// Read, and show what came to the tap.
-		p.noteRead()
-		err = sc.Fill(p)
-		if p.tap != nil {
-			if b := sc.Filled(); len(b) > 0 {
-				p.tap.Read(b)
-			}
-		}
+		rerr, werr := p.st.Pump(p.sc, p)
 		switch {
-		case err == syscall.EAGAIN:
-			if !p.endedAt.IsZero() {
-				p.armGrace()
-			}
-			return !p.armParking()
-		case err != nil:
-			p.rerr = err
+		case werr != nil:
+			p.werr = werr
 			return true
+		case rerr == syscall.EAGAIN:
+			return p.awaitProducer()
+		case rerr != nil:
+			p.rerr = rerr
+			return true
+		case !p.ended:
+			p.checkEnd() // a run ended: the stream may end within the grace
 		}
 	}
 }
 
-// noteRead notes the read that follows for the idle timeout (touch). The
-// clock is read on the monotonic clock alone (one reading where time.Now
-// makes two), and not for the read that a polled body answers without
-// asking the kernel (Drained): it follows the last one in the same wake,
-// whose time stands for it, unless a write to the consumer that the idle
-// timer found in flight came between (touchAfterWrite).
-func (p *relayedStream) noteRead() {
+// awaitProducer readies the wait that follows a read that found nothing
+// (syscall.EAGAIN): the grace armed when a run ended (armGrace), the read
+// deadline moved (armParking). It returns the step's result: false, wait;
+// true when the body was closed meanwhile (the stream must not wait).
+func (p *relayedStream) awaitProducer() (over bool) {
+	if !p.endedAt.IsZero() {
+		p.armGrace()
+	}
+	return !p.armParking()
+}
+
+// NoteRead notes the read that follows (Pump's) for the idle timeout
+// (touch). The clock is read on the monotonic clock alone (one reading
+// where time.Now makes two), and not for the read that a polled body
+// answers without asking the kernel (Drained): it follows the last one in
+// the same wake, whose time stands for it, unless a write to the consumer
+// that the idle timer found in flight came between (touchAfterWrite).
+func (p *relayedStream) NoteRead() {
 	if p.sb == nil || !p.sb.Drained() || p.ub.touchAfterWrite() {
 		p.now = p.clock.Add(time.Since(p.clock))
 		p.ub.touch(p.now)
@@ -317,7 +297,7 @@ func (p *relayedStream) Read(b []byte) (n int, err error) {
 }
 
 // runEndGrace is how long the producer has, after the terminal event of
-// the run the input asked for, to end its answer itself (and so keep its
+// the run the input asked for, to end its response itself (and so keep its
 // connection for the next run) before the relay ends it.
 const runEndGrace = 100 * time.Millisecond
 
@@ -325,7 +305,7 @@ const runEndGrace = 100 * time.Millisecond
 // terminal event, or the stream failed before any run started: that run is
 // the exchange's last (spec 003), and many agents keep the connection open
 // after it. The consumer has every event already (they are flushed before
-// the next read); its answer ends with the producer's or at the grace's
+// the next read); its response ends with the producer's or at the grace's
 // end. Runs replayed before it, which carry their own runIds, end nothing.
 func (p *relayedStream) checkEnd() {
 	st := p.st
@@ -341,7 +321,7 @@ func (p *relayedStream) checkEnd() {
 		return
 	}
 	// Polled: the grace is armed at the stream's first wait (armGrace),
-	// counted from now. An answer whose end came with the run's, as most
+	// counted from now. A response whose end came with the run's, as most
 	// do, ends before it waits, and a run costs no timer.
 	p.endedAt = p.now
 }
@@ -353,11 +333,11 @@ func (p *relayedStream) armGrace() {
 	p.endedAt = time.Time{}
 }
 
-// grace is how long the producer has to end its answer after the
+// grace is how long the producer has to end its response after the
 // requested run's end: runEndGrace, unless a test tuned it.
 func (p *relayedStream) grace() time.Duration {
-	if p.r.tuning.endGrace > 0 {
-		return p.r.tuning.endGrace
+	if t := p.r.tuning; t != nil && t.endGrace > 0 {
+		return t.endGrace
 	}
 	return runEndGrace
 }
@@ -414,25 +394,48 @@ func (p *relayedStream) wake() {
 	}
 }
 
-// resume takes a parked stream up at phase 2 of run, then serves the
-// connection on when the stream ends with it kept.
+// resume takes a parked stream up at phase 2 of run.
 func (p *relayedStream) resume() {
+	p.unpark()
+	p.serve()
+}
+
+// unpark counts a parked stream's return to a goroutine (wake, or its
+// keep-alive timer) and ends its registration with the poller.
+func (p *relayedStream) unpark() {
 	p.enter()
 	p.poller.Remove(p.sb.RawConn(), p.token)
-	if !p.relay() {
-		p.leave()
-		return // parked again
-	}
-	if p.finish() {
-		if st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv); ok {
-			st.serveConnection()
+}
+
+// serve runs the stream from phase 2 (from its start, a wake or its
+// keep-alive timer) to its end, phase 3, then, while the connection is
+// kept and the carrier gives this goroutine the connection's next stream
+// (carrier.next), that stream from phase 1. It returns when a stream parks
+// or the connection is done with here. Every goroutine a stream runs on
+// ends here; the count of streams on goroutines (enter, leave) is kept
+// by begin, unpark and serve alone.
+func (p *relayedStream) serve() {
+	for {
+		if !p.relay() {
+			p.leave()
+			return // parked: a wake or the keep-alive timer takes it up
 		}
+		kept := p.finish()
+		p.leave()
+		if !kept {
+			return
+		}
+		st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv)
+		if !ok {
+			return
+		}
+		p = st.begin()
 	}
 }
 
 // finish is phase 3 of run: the terminal RUN_ERROR when the relay cut it, the
 // last flush, the end of the body, the report. It reports whether the
-// connection is kept: the caller then serves it on (serveConnection).
+// connection is kept: the caller then serves it on (serve).
 func (p *relayedStream) finish() (kept bool) {
 	r, ub, st, rep := p.r, p.ub, p.st, p.rep
 	werr, rerr := p.werr, p.rerr
@@ -490,7 +493,7 @@ func (p *relayedStream) finish() (kept bool) {
 	}
 	ub.finish(rerr)
 	// After ub.finish the watcher's cancel is a no-op: the connection can
-	// go (back to the server when the answer is whole).
+	// go (back to the server when the response is whole).
 	keep := false
 	if werr == nil && !gone {
 		keep = p.cw.handBack()
@@ -516,7 +519,6 @@ func (p *relayedStream) finish() (kept bool) {
 	}
 	r.report(rep)
 	r.releaseCounts(rep)
-	p.leave()
 	return keep
 }
 

@@ -17,7 +17,7 @@ import (
 // so once every stream is parked or ended. The count is zero with the only
 // stream parked, one once it wakes, and zero again after it ended.
 func TestParkedStreamIsNotCountedRunning(t *testing.T) {
-	pk := signalParker{testPoller(t), make(chan struct{}, 16)}
+	pk := signalParker{wirePoller(t), make(chan struct{}, 16)}
 	count := &streamCount{signalParker: pk}
 	h, br, release := heldStream(t, func(r *Relay) { parkingWith(r, count) },
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")

@@ -44,6 +44,24 @@ type RunTap interface {
 	End(rep *RunReport)
 }
 
+// NopTap is a RunTap that does nothing. A tap that watches part of a run
+// embeds it and defines the methods it needs, as a type embeds
+// http.ResponseWriter's implementation to override one method: it goes on
+// compiling when RunTap gains a method.
+type NopTap struct{}
+
+var _ RunTap = NopTap{}
+
+func (NopTap) Received([]byte)                                                          {}
+func (NopTap) Forwarded(negotiate.InputPlan, []byte)                                    {}
+func (NopTap) Streaming(negotiate.Version, negotiate.Version)                           {}
+func (NopTap) Read([]byte)                                                              {}
+func (NopTap) Wrote([]byte)                                                             {}
+func (NopTap) Flushed(int)                                                              {}
+func (NopTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
+func (NopTap) Warned(translate.Warning)                                                 {}
+func (NopTap) End(*RunReport)                                                           {}
+
 // HeaderTap is what a RunTap also implements to carry a context across the
 // relay in the run's request headers (a trace's: W3C traceparent). The
 // relay calls it on a tap that implements it, and on no other: a tap

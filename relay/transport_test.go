@@ -142,13 +142,16 @@ func heldStream(t *testing.T, configure func(*Relay), rest ...string) (h *harnes
 	held := make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(held) }) }
-	t.Cleanup(release) // a failed test must not leave the producer waiting
 	h = newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		testkit.StreamHeaders(w)
 		testkit.SSE(w, `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}`+"\n\n")
 		<-held
 		testkit.SSE(w, rest...)
 	}, configure)
+	// A failed test must not leave the producer waiting: released before
+	// the harness's cleanup closes the producer, which waits for its
+	// handlers (cleanups run last registered first).
+	t.Cleanup(release)
 	resp := h.post("/agent", testkit.MinimalInput)
 	t.Cleanup(func() { resp.Body.Close() })
 	br = bufio.NewReader(resp.Body)

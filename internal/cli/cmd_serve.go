@@ -26,7 +26,6 @@ import (
 
 	"github.com/agui-relay/agui-relay/internal/demo"
 	"github.com/agui-relay/agui-relay/internal/redact"
-	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/metrics"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/record"
@@ -376,7 +375,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 		tap = func(rep *relay.RunReport) relay.RunTap { return relay.JoinTaps(mets.Tap(rep), tracer.Tap(rep)) }
 	}
 	// One poller for every route's relay, closed once their runs ended.
-	poller := wire.NewPoller()
+	poller := relay.NewPoller()
 	defer poller.Close()
 	poller.ReleaseMemory()
 	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, onStray: mets.OnStray, named: c.config != "", poller: poller}

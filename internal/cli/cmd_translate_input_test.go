@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 func TestTranslateInputCommand(t *testing.T) {
@@ -74,14 +76,23 @@ func TestTranslateInputCommandErrors(t *testing.T) {
 	}
 }
 
-// A document nested deeper than any validator should recurse into is a
-// clear error, not a crash of the process (gjson's validity check alone
-// recurses once per level and would overflow the stack).
+// A document nested deeper than rules.MaxNesting is a clear error, not a
+// crash of the process (gjson's validity check alone recurses once per
+// level and would overflow the stack on a deep enough one); one nested
+// exactly that deep is translated. Both are objects, so that the depth
+// alone refuses the first.
 func TestTranslateInputRefusesDeepNesting(t *testing.T) {
-	deep := strings.Repeat("[", 1<<24)
+	nested := func(depth int) string { // an object holding depth-1 arrays
+		return `{"a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + "}"
+	}
 	var out, errb bytes.Buffer
-	code := run([]string{"translate", "--input", "--to", "0.0.45"}, strings.NewReader(deep), &out, &errb)
-	if code == 0 || out.Len() != 0 || errb.Len() == 0 {
-		t.Fatalf("exit %d, stdout %d bytes, stderr %q", code, out.Len(), errb.String())
+	code := run([]string{"translate", "--input", "--to", "0.0.45"}, strings.NewReader(nested(rules.MaxNesting+1)), &out, &errb)
+	if code == 0 || out.Len() != 0 || !strings.Contains(errb.String(), "not a JSON object") {
+		t.Fatalf("nested %d deep: exit %d, stdout %d bytes, stderr %q", rules.MaxNesting+1, code, out.Len(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"translate", "--input", "--to", "0.0.45"}, strings.NewReader(nested(rules.MaxNesting)), &out, &errb); code != 0 || out.Len() == 0 {
+		t.Fatalf("nested %d deep: exit %d, stdout %d bytes, stderr %q", rules.MaxNesting, code, out.Len(), errb.String())
 	}
 }

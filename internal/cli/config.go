@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 	"sigs.k8s.io/yaml"
 
-	"github.com/agui-relay/agui-relay/internal/wire"
 	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
 )
@@ -431,7 +430,7 @@ type relayShared struct {
 	named      bool // log lines carry the route's name (with --config)
 	// poller watches every route's consumers and parked streams, and
 	// releases memory when they are all quiet: one for the process.
-	poller *wire.Poller
+	poller *relay.Poller
 	// onStray counts the producer connections of a route discarded for
 	// bytes outside any answer (relay.ClientOptions.OnStray); may be nil.
 	onStray func(route string) func(addr string, n int)
@@ -473,7 +472,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			Tap:                  sh.tap,
 			RequestTap:           sh.requestTap,
 			Poller:               sh.poller,
-			Carrier:              relay.ReuseGoroutines{},
+			ReuseGoroutines:      true,
 		}
 		r.QuietTranslationWarnings = sh.quiet
 		if rc.stripPrefix && rc.prefix != "/" {

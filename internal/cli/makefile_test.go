@@ -81,3 +81,54 @@ func TestMakeBuildBuildsTheBinary(t *testing.T) {
 		t.Errorf(".gitignore does not ignore /agui-relay: %v", err)
 	}
 }
+
+// The suites that need more than Go (Node, Chromium) are behind the
+// integration build tag, so go test ./... passes on a clone with Go alone;
+// make test still runs them, with the tag, through conformance/run.sh and
+// the browser target.
+func TestIntegrationSuitesAreTagged(t *testing.T) {
+	for _, dir := range []string{"conformance", "browser"} {
+		tests, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil || len(tests) == 0 {
+			t.Fatalf("%s: no test files (%v)", dir, err)
+		}
+		for _, f := range tests {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(src), "//go:build integration\n") {
+				t.Errorf("%s does not begin with //go:build integration: go test ./... would run it", f)
+			}
+		}
+	}
+	makefile, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := os.ReadFile("conformance/run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ where, text, want string }{
+		{"the Makefile's browser target", recipe(string(makefile), "browser: browser-deps"), "$(GO) test -tags integration "},
+		{"the Makefile's conformance target", recipe(string(makefile), "conformance: conformance-deps"), "./conformance/run.sh"},
+		{"conformance/run.sh", string(run), "go test -tags integration "},
+		{"the Makefile's test target", string(makefile), "\ntest: lint unit conformance browser\n"},
+	} {
+		if !strings.Contains(c.text, c.want) {
+			t.Errorf("%s does not run %q:\n%s", c.where, c.want, c.text)
+		}
+	}
+}
+
+// recipe returns the Makefile's rule that begins with the line head, up to
+// the blank line after it ("" when there is none).
+func recipe(makefile, head string) string {
+	_, r, ok := strings.Cut(makefile, "\n"+head+"\n")
+	if !ok {
+		return ""
+	}
+	r, _, _ = strings.Cut(r, "\n\n")
+	return head + "\n" + r
+}

@@ -13,10 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
-	"github.com/agui-relay/agui-relay/internal/wire"
-	"github.com/agui-relay/agui-relay/negotiate"
 	"github.com/agui-relay/agui-relay/relay"
-	"github.com/agui-relay/agui-relay/translate"
 )
 
 // ThinkingStream is a run as a 0.0.40 producer streams it: no
@@ -64,20 +61,20 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 	}
 	h.Producer = httptest.NewServer(producer)
 	t.Cleanup(func() { h.Producer.CloseClientConnections(); h.Producer.Close() })
-	poller := wire.NewPoller() // as serve gives every Relay
+	poller := relay.NewPoller() // as serve gives every Relay
 	t.Cleanup(func() { poller.Close() })
 	h.Relay = &relay.Relay{
-		Upstream: h.Producer.URL,
-		Client:   relay.NewClient(relay.ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
-		Log:      zap.NewNop(),
-		Poller:   poller,
-		Carrier:  relay.ReuseGoroutines{},
+		Upstream:        h.Producer.URL,
+		Client:          relay.NewClient(relay.ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond}),
+		Log:             zap.NewNop(),
+		Poller:          poller,
+		ReuseGoroutines: true,
 	}
 	if configure != nil {
 		configure(h.Relay)
 	}
 	// The reports are taken at each run's end, after the taps configure set.
-	tap, reports := h.Relay.Tap, reportTap(h.reports)
+	tap, reports := h.Relay.Tap, reportTap{reports: h.reports}
 	h.Relay.Tap = func(rep *relay.RunReport) relay.RunTap {
 		if tap == nil {
 			return reports
@@ -92,21 +89,15 @@ func New(t *testing.T, producer http.HandlerFunc, configure func(*relay.Relay)) 
 
 // reportTap sends a copy of each run's report, its Counts left out, to a
 // Harness's reports at the run's end; it watches nothing else.
-type reportTap chan<- *relay.RunReport
-
-func (reportTap) Received([]byte)                                                          {}
-func (reportTap) Forwarded(negotiate.InputPlan, []byte)                                    {}
-func (reportTap) Streaming(negotiate.Version, negotiate.Version)                           {}
-func (reportTap) Read([]byte)                                                              {}
-func (reportTap) Wrote([]byte)                                                             {}
-func (reportTap) Flushed(int)                                                              {}
-func (reportTap) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
-func (reportTap) Warned(translate.Warning)                                                 {}
+type reportTap struct {
+	relay.NopTap
+	reports chan<- *relay.RunReport
+}
 
 func (t reportTap) End(rep *relay.RunReport) {
 	c := *rep
 	c.Counts = nil
-	t <- &c
+	t.reports <- &c
 }
 
 // Post sends body to the relay as a run's JSON, with the extra header

@@ -80,7 +80,8 @@ func SSE(w http.ResponseWriter, frames ...string) {
 }
 
 // Post sends body to url with c as a run's JSON, with the extra header
-// name/value pairs, and returns the answer.
+// name/value pairs, and returns the response, failing the test when its
+// header does not come within Liveness.
 func Post(t testing.TB, c *http.Client, url, body string, header ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest("POST", url, strings.NewReader(body))
@@ -92,7 +93,14 @@ func Post(t testing.TB, c *http.Client, url, body string, header ...string) *htt
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
 	}
-	resp, err := c.Do(req)
+	// The wait for the response's header is bounded: a relay that never
+	// answers fails the test within Liveness, not at go test's timeout.
+	ctx, cancel := context.WithCancel(req.Context())
+	headerWait := time.AfterFunc(Liveness, cancel)
+	resp, err := c.Do(req.WithContext(ctx))
+	if !headerWait.Stop() {
+		t.Fatalf("no response header within %v (%v)", Liveness, err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

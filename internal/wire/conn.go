@@ -35,10 +35,15 @@ type Conn struct {
 	wvec            [4][]byte // WriteVec's pieces, held here so that they do not escape
 	wn              int
 	werr            error
-	armer           writeArmer // writeVecArmed's, for the call
-	wwait           int        // wn at the call's last wait for room
-	writes          int        // write system calls made (under wmu)
-	waited          func()     // when set (tests), called each time a write waits for room
+	armer           writeArmer  // writeVecArmed's, for the call
+	wwait           int         // wn at the call's last wait for room
+	probe           *writeProbe // a test's watch of the writes (CountWrites); nil otherwise
+}
+
+// writeProbe is what a test watches of a Conn's writes, under wmu.
+type writeProbe struct {
+	writes int    // write system calls made
+	waited func() // when set, called each time a write waits for room
 }
 
 // ErrNoRawConn is a connection that cannot be read and written raw: not
@@ -65,13 +70,26 @@ func (c *Conn) Init(tc *net.TCPConn) error {
 // another per call).
 func (c *Conn) RawConn() syscall.RawConn { return c.rc }
 
-// Writes reports the write system calls made so far: how many pieces an
-// answer went out in. It is for tests, the relay's among them, which an
-// export_test.go of wire's cannot serve.
+// CountWrites has c count its write system calls from now on (Writes).
+// It is for tests, the relay's among them, which an export_test.go of
+// wire's cannot serve: a Conn that no test watches counts nothing.
+func (c *Conn) CountWrites() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.probe == nil {
+		c.probe = &writeProbe{}
+	}
+}
+
+// Writes reports the write system calls made since CountWrites: how many
+// pieces a response went out in.
 func (c *Conn) Writes() int {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.writes
+	if c.probe == nil {
+		return 0
+	}
+	return c.probe.writes
 }
 
 // Read reads as net.Conn's Read does: it waits for input and honours the
@@ -198,10 +216,12 @@ func (c *Conn) writeSome(fd uintptr) bool {
 	total := len(c.wvec[0]) + len(c.wvec[1]) + len(c.wvec[2]) + len(c.wvec[3])
 	for c.wn < total {
 		n, err := WritevFD(int(fd), &c.wvec, c.wn)
-		c.writes++
+		if c.probe != nil {
+			c.probe.writes++
+		}
 		if err == syscall.EAGAIN {
-			if c.waited != nil {
-				c.waited()
+			if c.probe != nil && c.probe.waited != nil {
+				c.probe.waited()
 			}
 			if c.armer != nil && c.wn > c.wwait {
 				// The deadline moves before the wait: the runtime's poller

@@ -5,6 +5,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -37,7 +38,8 @@ func connPair(t *testing.T) (a, b *Conn) {
 func waitedForRoom(s *Conn) <-chan struct{} {
 	full := make(chan struct{})
 	var once sync.Once
-	s.waited = func() { once.Do(func() { close(full) }) }
+	s.CountWrites()
+	s.probe.waited = func() { once.Do(func() { close(full) }) }
 	return full
 }
 
@@ -59,13 +61,36 @@ func TestConnCarriesEverything(t *testing.T) {
 	a.SetWriteBuffer(32 << 10) //nolint:errcheck
 	b.SetReadBuffer(32 << 10)  //nolint:errcheck
 	want := bytes.Repeat([]byte("data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"delta\":\"x\"}\n\n"), 40000)
+	got := readSlowly(t, a, b, len(want))
+	var err error
+	for rest := want; len(rest) > 0 && err == nil; {
+		n := min(len(rest), 5000)
+		var w int
+		if w, err = a.Write(rest[:n]); err == nil && w != n {
+			err = fmt.Errorf("wrote %d of %d", w, n)
+		}
+		rest = rest[n:]
+	}
+	a.CloseWrite() //nolint:errcheck // the reader's EOF
+	if g := <-got; err != nil || !bytes.Equal(g, want) {
+		t.Fatalf("read %d bytes, want %d (write: %v)", len(g), len(want), err)
+	}
+}
+
+// readSlowly reads b, once a write on a has waited for room, until EOF or
+// more than want bytes, and sends what it read. Both ends' deadlines are
+// Liveness away, and the reader closes b when it has read too much, so a
+// writer that loses its place fails the test instead of writing on.
+func readSlowly(t *testing.T, a, b *Conn, want int) <-chan []byte {
+	a.SetDeadline(time.Now().Add(testkit.Liveness)) //nolint:errcheck
+	b.SetDeadline(time.Now().Add(testkit.Liveness)) //nolint:errcheck
 	full := waitedForRoom(a)
 	got := make(chan []byte, 1)
 	go func() {
 		awaitFull(t, full) // the buffers fill first
 		var buf bytes.Buffer
 		p := make([]byte, 777)
-		for {
+		for buf.Len() <= want {
 			n, err := b.Read(p)
 			buf.Write(p[:n])
 			if err != nil {
@@ -75,19 +100,12 @@ func TestConnCarriesEverything(t *testing.T) {
 				break
 			}
 		}
+		if buf.Len() > want {
+			b.Close() // the writer's next write fails
+		}
 		got <- buf.Bytes()
 	}()
-	for rest := want; len(rest) > 0; {
-		n := min(len(rest), 5000)
-		if w, err := a.Write(rest[:n]); err != nil || w != n {
-			t.Fatalf("wrote %d of %d: %v", w, n, err)
-		}
-		rest = rest[n:]
-	}
-	a.CloseWrite() //nolint:errcheck // the reader's EOF
-	if g := <-got; !bytes.Equal(g, want) {
-		t.Fatalf("read %d bytes, want %d", len(g), len(want))
-	}
+	return got
 }
 
 // WriteVec writes its four pieces whole and in order, also when the
@@ -98,25 +116,18 @@ func TestConnWriteVecResumes(t *testing.T) {
 	a.SetWriteBuffer(32 << 10) //nolint:errcheck
 	b.SetReadBuffer(32 << 10)  //nolint:errcheck
 	answer, head, body, tail := []byte("HTTP/1.1 200 OK\r\n\r\n"), []byte("5dc0\r\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16), []byte("\r\n")
-	full := waitedForRoom(a)
-	got := make(chan []byte, 1)
-	go func() {
-		awaitFull(t, full) // the buffers fill first
-		all, err := io.ReadAll(b)
-		if err != nil {
-			t.Errorf("read: %v", err)
-		}
-		got <- all
-	}()
-	for range 3 {
-		if n, err := a.WriteVec(answer, head, body, tail); err != nil || n != len(answer)+len(head)+len(body)+len(tail) {
-			t.Fatalf("wrote %d: %v", n, err)
+	want := bytes.Repeat(append(append(append(append([]byte{}, answer...), head...), body...), tail...), 3)
+	got := readSlowly(t, a, b, len(want))
+	var err error
+	for i := 0; i < 3 && err == nil; i++ {
+		var n int
+		if n, err = a.WriteVec(answer, head, body, tail); err == nil && n != len(answer)+len(head)+len(body)+len(tail) {
+			err = fmt.Errorf("wrote %d", n)
 		}
 	}
 	a.CloseWrite() //nolint:errcheck // the reader's EOF
-	want := bytes.Repeat(append(append(append(append([]byte{}, answer...), head...), body...), tail...), 3)
-	if g := <-got; !bytes.Equal(g, want) {
-		t.Fatalf("read %d bytes, want %d", len(g), len(want))
+	if g := <-got; err != nil || !bytes.Equal(g, want) {
+		t.Fatalf("read %d bytes, want %d (write: %v)", len(g), len(want), err)
 	}
 }
 
