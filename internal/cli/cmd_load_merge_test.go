@@ -213,6 +213,7 @@ func TestLoadReportRefusesMismatchedInputs(t *testing.T) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 		}
 	}
+	aResults, _ := os.ReadFile(filepath.Join(a, "results.json"))
 	noHDR := filepath.Join(base, "old")
 	os.Mkdir(noHDR, 0o755)
 	js, _ := os.ReadFile(filepath.Join(a, "results.json"))
@@ -224,6 +225,17 @@ func TestLoadReportRefusesMismatchedInputs(t *testing.T) {
 	js, _ = json.Marshal(doc)
 	os.WriteFile(filepath.Join(noHDR, "results.json"), js, 0o644)
 	os.WriteFile(filepath.Join(noHDR, "runs.jsonl"), nil, 0o644)
+	// a spelt otherwise: through a symbolic link, and relative to the
+	// working directory.
+	alias := filepath.Join(base, "alias")
+	if err := os.Symlink(a, alias); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, a)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		args []string
@@ -232,10 +244,14 @@ func TestLoadReportRefusesMismatchedInputs(t *testing.T) {
 	}{
 		{[]string{a, empty}, 1, "agui-relay load report: " + empty + ": no results.json: not the --out directory of a load that ended\n"},
 		{[]string{a, filepath.Join(base, "missing")}, 1, "no such file or directory"},
-		{[]string{a, c2}, 1, "ran -c 1,2, " + a + " ran -c 1: the levels differ in number"},
+		{[]string{a, c2}, 1, "agui-relay load report: " + c2 + " ran -c 1,2, " + a + " ran -c 1: the levels differ in number"},
 		{[]string{a, noHDR}, 1, noHDR + ": results.json, 1 concurrent: no histograms to add up (written by an agui-relay before load report: run the load again)\n"},
 		{[]string{a, a + "/"}, 2, "agui-relay load report: " + a + "/ given twice: its runs would count twice\n"},
 		{[]string{"--out", a, a, c2}, 2, "--out " + a + " is one of the loads: the report would overwrite it\n"},
+		{[]string{"--out", alias + "/", a, c2}, 2, "--out " + alias + "/ is one of the loads: the report would overwrite it\n"},
+		{[]string{"--out", rel, a, c2}, 2, "--out " + rel + " is one of the loads: the report would overwrite it\n"},
+		{[]string{a, alias}, 2, "agui-relay load report: " + alias + " given twice: its runs would count twice\n"},
+		{[]string{rel, a}, 2, "agui-relay load report: " + a + " given twice: its runs would count twice\n"},
 		{nil, 2, "agui-relay load report: want the --out directory of at least one load\n"},
 	} {
 		var out, errb bytes.Buffer
@@ -247,5 +263,8 @@ func TestLoadReportRefusesMismatchedInputs(t *testing.T) {
 	// What was refused wrote nothing.
 	if _, err := os.Stat(filepath.Join(a, "report.md")); err != nil {
 		t.Errorf("the load's own report: %v", err)
+	}
+	if js, _ := os.ReadFile(filepath.Join(a, "results.json")); !bytes.Equal(js, aResults) {
+		t.Errorf("%s/results.json was overwritten:\n%s", a, js)
 	}
 }
