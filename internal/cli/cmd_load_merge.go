@@ -277,7 +277,14 @@ func (r *loadReport) sourcesTable() *table {
 		fe, run := "–", "–"
 		if len(r.Levels) == 1 && len(r.Targets) == 1 && r.Levels[0].rounds[0][k] != nil {
 			res := r.Levels[0].rounds[0][k]
-			fe, run = dur(res.Summary(load.FirstEvent).P99), dur(res.Summary(load.Whole).P99)
+			// A time no run had (every run refused, say) is "–", as in
+			// the timings table, not 0.
+			if s := res.Summary(load.FirstEvent); s.N > 0 {
+				fe = dur(s.P99)
+			}
+			if s := res.Summary(load.Whole); s.N > 0 {
+				run = dur(s.P99)
+			}
 		}
 		t.add(s.Dir, s.Started.UTC().Format(time.RFC3339), fmt.Sprintf("%.1f", s.Seconds), fmt.Sprint(s.Runs), fmt.Sprint(s.Failed), fe, run)
 	}

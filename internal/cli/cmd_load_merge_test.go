@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // mergeRecord is a line of runs.jsonl, as load report reads it back: a time
@@ -266,5 +270,31 @@ func TestLoadReportRefusesMismatchedInputs(t *testing.T) {
 	}
 	if js, _ := os.ReadFile(filepath.Join(a, "results.json")); !bytes.Equal(js, aResults) {
 		t.Errorf("%s/results.json was overwritten:\n%s", a, js)
+	}
+}
+
+// A source none of whose runs had a first event or an end (an agent that
+// never responds) shows "–" for those times in the table by source, as the
+// timings table does, not 0 ms; one source is "1 load".
+func TestLoadReportSourceWithoutTimes(t *testing.T) {
+	addr := testkit.AcceptEach(t, func(c net.Conn) { io.Copy(io.Discard, c) }) //nolint:errcheck
+	dir := filepath.Join(t.TempDir(), "silent")
+	if code, out, errs := loadCmd(t, context.Background(), "-c", "2", "-d", "100ms", "--drain", "100ms", "--progress", "none", "--out", dir, "http://"+addr+"/agent"); code != 1 {
+		t.Fatalf("load: exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"load", "report", dir}, nil, &stdout, &stderr); code != 1 {
+		t.Fatalf("load report: exit %d, want 1\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	wantContains(t, out, "1 load added up, ")
+	row := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, dir+" ") {
+			row = l
+		}
+	}
+	if f := strings.Fields(row); len(f) != 7 || f[3] != "2" || f[4] != "2" || f[5] != "–" || f[6] != "–" {
+		t.Errorf("the source's row %q: want 2 runs, 2 failed and no p99s (–)\n%s", row, out)
 	}
 }
