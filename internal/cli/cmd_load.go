@@ -127,7 +127,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	fs.Int64Var(&o.runs, "n", 0, "runs per level (with --compare: per target); 0: by -d")
 	durationVar(fs, &o.duration, "d", 0, "`duration` per level (with --compare: per target), with its unit (5s); no run starts after it (default 10s when -n is not given)")
 	durationVar(fs, &o.ramp, "ramp", 0, "spread the start of the concurrent runs over this `duration`")
-	fs.Func("rate", "at most this many new runs per second, a `number` or number/s as vegeta takes it (20 or 20/s; 0: the next run as soon as one ends)", func(s string) (err error) {
+	fs.Func("rate", "at most this many new runs per second, a `number`, or runs/period as vegeta takes it (20, 20/s, 20/1s, 1200/1m; 0: the next run as soon as one ends)", func(s string) (err error) {
 		o.rate, err = parseRate(s)
 		return err
 	})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -42,11 +43,26 @@ func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Dur
 	fs.Var(durationFlag{p}, name, usage)
 }
 
-// parseRate reads --rate: a number of runs a second, or vegeta's N/s.
+// parseRate reads --rate: a number of runs a second, or vegeta's
+// N/PERIOD, PERIOD a Go duration whose bare unit is one of it (20/s,
+// 20/1s, 100/1m, 1/500ms).
 func parseRate(s string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "/s"), 64)
+	num, per, slash := strings.Cut(strings.TrimSpace(s), "/")
+	v, err := strconv.ParseFloat(num, 64)
+	if err == nil && slash {
+		var d time.Duration
+		if per != "" && (per[0] < '0' || per[0] > '9') && per[0] != '.' {
+			per = "1" + per
+		}
+		if d, err = time.ParseDuration(per); err == nil && d <= 0 {
+			err = errors.New("not a positive period")
+		}
+		if err == nil {
+			v /= d.Seconds()
+		}
+	}
 	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("%q is not a number of runs a second of at least 0 (20 or 20/s)", s)
+		return 0, fmt.Errorf("%q is not a number of runs a second of at least 0 (20, or as vegeta takes it 20/s, 20/1s, 1200/1m)", s)
 	}
 	return v, nil
 }

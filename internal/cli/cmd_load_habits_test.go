@@ -90,13 +90,16 @@ func TestThresholdsTakeP95AndGoDurations(t *testing.T) {
 	}
 }
 
-// --rate takes vegeta's N/s; a duration without a unit says so.
+// --rate takes vegeta's N/PERIOD (20/s, 20/1s, 1200/1m); a duration
+// without a unit says so.
 func TestLoadRateAndDurationHabits(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want float64
 		ok   bool
-	}{{"20", 20, true}, {"20/s", 20, true}, {"0.5/s", 0.5, true}, {"-1", 0, false}, {"20/m", 0, false}, {"NaN", 0, false}} {
+	}{{"20", 20, true}, {"20/s", 20, true}, {"0.5/s", 0.5, true}, {"20/1s", 20, true}, {"1200/1m", 20, true}, {"1200/m", 20, true},
+		{"1/500ms", 2, true}, {"5/0.5s", 10, true}, {"0/s", 0, true},
+		{"-1", 0, false}, {"20/", 0, false}, {"20/0s", 0, false}, {"20/-1s", 0, false}, {"20/x", 0, false}, {"20/5", 0, false}, {"NaN", 0, false}, {"NaN/s", 0, false}} {
 		got, err := parseRate(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseRate(%q) = %v, %v", tc.in, got, err)
