@@ -173,6 +173,9 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		fmt.Fprint(fs.Output(), loadUsage)
 		fs.PrintDefaults()
 	}
+	if err := habitFlag(fs, args); err != nil {
+		return usageError(fs, err)
+	}
 	urls, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code

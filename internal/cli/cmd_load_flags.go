@@ -66,3 +66,69 @@ func parseRate(s string) (float64, error) {
 	}
 	return v, nil
 }
+
+// habitHint is what load takes instead of name, another load generator's
+// flag that load does not define; "" for any other. "flag provided but not
+// defined" alone leaves a k6, vegeta or hey user to search the help.
+func habitHint(name string) string {
+	switch name {
+	case "vus":
+		return "k6's --vus is -c here (concurrent runs)"
+	case "u":
+		return "k6's -u (--vus) is -c here (concurrent runs)"
+	case "iterations":
+		return "k6's --iterations is -n here (runs)"
+	case "i":
+		return "k6's -i (--iterations) is -n here (runs)"
+	case "duration":
+		return "k6's and vegeta's --duration is -d here (-d 30s)"
+	case "z":
+		return "hey's -z is -d here (-d 30s)"
+	case "workers":
+		return "vegeta's -workers is -c here (concurrent runs)"
+	case "q":
+		return "hey's -q, a rate per worker, is --rate here, for the whole load"
+	case "timeout":
+		return "vegeta's -timeout is --run-timeout here, beside --connect-timeout, --headers-timeout and --idle-timeout"
+	case "t":
+		return "hey's -t is --run-timeout here, a duration (-t 20 is --run-timeout 20s)"
+	case "output":
+		return "vegeta's -output is --out DIR here (report.md, results.json, runs.jsonl)"
+	case "o":
+		return "hey's -o is --out DIR here (report.md, results.json, runs.jsonl)"
+	case "body":
+		return "vegeta's -body is --input FILE here, a RunAgentInput"
+	case "D":
+		return "hey's -D is --input FILE here, a RunAgentInput"
+	case "m":
+		return "load always POSTs a RunAgentInput (--input FILE)"
+	}
+	return ""
+}
+
+// habitFlag reports the first flag of args that fs does not define and
+// another load generator does, saying what fs takes instead; nil when
+// there is none, and the flag package then reports any other.
+func habitFlag(fs *flag.FlagSet, args []string) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			if hint := habitHint(name); hint != "" {
+				return fmt.Errorf("flag provided but not defined: -%s (%s)", name, hint)
+			}
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && !(ok && b.IsBoolFlag()) {
+			i++ // the flag's value, which may begin with "-"
+		}
+	}
+	return nil
+}

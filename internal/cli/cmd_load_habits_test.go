@@ -186,3 +186,33 @@ func TestLoadAndCheckHelpExamples(t *testing.T) {
 		}
 	}
 }
+
+// A flag of k6, vegeta or hey that load does not define is named with what
+// load takes instead; a defined flag's value that begins with "-" is a
+// value, not a flag.
+func TestLoadNamesOtherToolsFlags(t *testing.T) {
+	url := authAgent(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--vus", "2", url}, "flag provided but not defined: -vus (k6's --vus is -c here (concurrent runs))"},
+		{[]string{url, "-z", "5s"}, "flag provided but not defined: -z (hey's -z is -d here (-d 30s))"},
+		{[]string{"--insecure", "--duration=5s", url}, "flag provided but not defined: -duration (k6's and vegeta's --duration is -d here (-d 30s))"},
+		{[]string{"-c", "1", "-q", "5", url}, "hey's -q, a rate per worker, is --rate here"},
+		{[]string{"--nosuch", url}, "flag provided but not defined: -nosuch\n"},
+	} {
+		code, out, errs := loadCmd(t, context.Background(), tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+	code, out, errs := loadCmd(t, context.Background(), "--name", "-z", "-n", "1", "-c", "1", "--progress", "none", "-H", "Authorization: Bearer sekret", url)
+	if code != 0 || !strings.Contains(out, "-z: "+url) {
+		t.Errorf("--name -z: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = loadCmd(t, context.Background(), "-n", "1", "--", "-z")
+	if code != 2 || strings.Contains(errs, "hey's") {
+		t.Errorf("-- -z: exit %d, %s: after --, -z is the URL", code, errs)
+	}
+}
