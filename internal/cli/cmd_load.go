@@ -49,7 +49,7 @@ Runs AG-UI runs against URL (a POST of a RunAgentInput answered by an event
 stream), -c at a time, and reports what a user waits for: the time to the
 response headers, to the first event and to the first content event, the
 gaps between events and the whole run, each as min, mean,
-p50/p90/p99/p99.9 and max, with a histogram; the throughput (runs/s,
+p50/p90/p95/p99/p99.9 and max, with a histogram; the throughput (runs/s,
 events/s, bytes/s); errors by kind (refused, HTTP status, timeout,
 RUN_ERROR by code, a stream cut before its terminal event, events out of
 the order a consumer accepts, events the 1.0 rules find malformed) and how

@@ -179,7 +179,8 @@ func TestLoadAndCheckHelpExamples(t *testing.T) {
 		}
 		if args[0] == "load" {
 			wantContains(t, help, "with --threshold the thresholds alone decide: 0\nwhen every one held, 99 when one was crossed", "143 on SIGTERM",
-				"# a CI gate: exit 99 when the p99 time to first event or the share of", "-H header", "-rate number")
+				"# a CI gate: exit 99 when the p99 time to first event or the share of", "-H header", "-rate number",
+				"mean,\np50/p90/p95/p99/p99.9 and max") // the report's columns
 			if strings.Contains(help, "the errors are over") {
 				t.Errorf("load --help: the CI example's exit 1:\n%s", help)
 			}
