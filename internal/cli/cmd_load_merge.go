@@ -263,6 +263,7 @@ func mergeReports(srcs []*loadReport, dirs []string) *loadReport {
 			lv.rounds[i] = parts
 			if ran := slices.DeleteFunc(slices.Clone(parts), func(r *load.Result) bool { return r == nil }); len(ran) > 0 {
 				lv.Results[i] = load.MergeConcurrent(ran)
+				lv.Results[i].URL = rep.Targets[i] // every URL the loads used, as in targets
 			}
 		}
 		rep.Levels = append(rep.Levels, lv)

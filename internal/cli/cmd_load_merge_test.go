@@ -53,6 +53,7 @@ type mergeResults struct {
 	Levels  []struct {
 		Concurrency int
 		Results     []struct {
+			URL         string
 			Concurrency int
 			Runs        int64
 			Complete    int64
@@ -120,8 +121,8 @@ func TestLoadReportAddsUpTwoLoads(t *testing.T) {
 	if m.Seconds < max(x.Seconds, y.Seconds) || math.Abs(m.RunsSec-float64(m.Runs)/m.Seconds) > 1e-9 {
 		t.Errorf("merged %.3fs, %.2f runs/s: want the span of both loads and their runs over it", m.Seconds, m.RunsSec)
 	}
-	if len(rm.Targets) != 1 || rm.Targets[0] != short+", "+long {
-		t.Errorf("merged targets %q", rm.Targets)
+	if len(rm.Targets) != 1 || rm.Targets[0] != short+", "+long || m.URL != rm.Targets[0] {
+		t.Errorf("merged targets %q, the level's result's url %q: want both URLs in each", rm.Targets, m.URL)
 	}
 	if len(rm.Sources) != 2 || rm.Sources[0].Dir != a || rm.Sources[1].Dir != b || rm.Sources[0].Runs != 30 || rm.Sources[1].Runs != 20 {
 		t.Errorf("sources %+v", rm.Sources)
