@@ -124,7 +124,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		}
 		return nil
 	})
-	fs.Int64Var(&o.runs, "n", 0, "runs per level (with --compare: per target); 0: by -d")
+	fs.Int64Var(&o.runs, "n", 0, "runs per level (with --compare: per target); 0: by -d; with -d too, whichever comes first ends the level, as k6's iterations and duration")
 	durationVar(fs, &o.duration, "d", 0, "`duration` per level (with --compare: per target), with its unit (5s); no run starts after it (default 10s when -n is not given)")
 	durationVar(fs, &o.ramp, "ramp", 0, "spread the start of the concurrent runs over this `duration`")
 	fs.Func("rate", "at most this many new runs per second, a `number`, or runs/period as vegeta takes it (20, 20/s, 20/1s, 1200/1m; 0: the next run as soon as one ends)", func(s string) (err error) {
