@@ -194,6 +194,11 @@ func summaryLines(res *load.Result) []string {
 	if res.Interrupted > 0 {
 		lines[1] += fmt.Sprintf("; %d cut (not judged)", res.Interrupted)
 	}
+	if res.Unfinished > 0 && !res.Stopped {
+		// A run longer than the drain is cut as a hung one is: k6 users
+		// know gracefulStop, not that it fails the run here.
+		lines = append(lines, "unfinished: hung, or longer than -d and --drain allow (then raise --drain): how long each had been silent says which")
+	}
 	how := ""
 	switch {
 	case res.JudgeEvery == load.JudgeAuto:
