@@ -194,6 +194,9 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	default:
 		return usageErr("--progress %q: auto, bar, lines or none", o.progress)
 	}
+	if kind, _, ok := strings.Cut(o.out, "="); ok && k6Output(kind) {
+		return usageErr("--out %s: k6's output=FILE; here --out takes a directory, into which load writes results.json, runs.jsonl and report.md", o.out)
+	}
 	if o.runs == 0 && o.duration == 0 {
 		o.duration = 10 * time.Second
 	}

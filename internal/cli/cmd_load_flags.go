@@ -132,3 +132,14 @@ func habitFlag(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// k6Output reports whether kind is one of k6's --out outputs (json=FILE,
+// csv=FILE...), which a k6 user gives --out and load would take for a
+// directory's name.
+func k6Output(kind string) bool {
+	switch kind {
+	case "json", "csv", "influxdb", "statsd", "cloud", "experimental-prometheus-rw", "experimental-opentelemetry", "opentelemetry", "dashboard", "web-dashboard":
+		return true
+	}
+	return false
+}

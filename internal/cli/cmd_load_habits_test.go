@@ -202,6 +202,8 @@ func TestLoadNamesOtherToolsFlags(t *testing.T) {
 		{[]string{"--insecure", "--duration=5s", url}, "flag provided but not defined: -duration (k6's and vegeta's --duration is -d here (-d 30s))"},
 		{[]string{"-c", "1", "-q", "5", url}, "hey's -q, a rate per worker, is --rate here"},
 		{[]string{"--nosuch", url}, "flag provided but not defined: -nosuch\n"},
+		{[]string{"-n", "1", "-c", "1", "--progress", "none", "--out", "json=results.json", url}, "--out json=results.json: k6's output=FILE; here --out takes a directory"},
+		{[]string{"-n", "1", "-c", "1", "--progress", "none", "--out=csv=r.csv", url}, "--out csv=r.csv: k6's output=FILE; here --out takes a directory"},
 	} {
 		code, out, errs := loadCmd(t, context.Background(), tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || out != "" {
