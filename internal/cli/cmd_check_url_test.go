@@ -169,7 +169,7 @@ func TestCheckURLAndLoadAgree(t *testing.T) {
 		name, events, check, load string
 	}{
 		{"no terminal", `{"type":"RUN_STARTED","threadId":"t","runId":"r"}`,
-			"stream: no terminal: the stream ended after 1 events without RUN_FINISHED or RUN_ERROR", "no terminal             1  e.g. the stream ended after 1 events without RUN_FINISHED or RUN_ERROR"},
+			"stream: no terminal: the stream ended after 1 event without RUN_FINISHED or RUN_ERROR", "no terminal             1  e.g. the stream ended after 1 event without RUN_FINISHED or RUN_ERROR"},
 		{"out of order", `{"type":"RUN_STARTED","threadId":"t","runId":"r"}` + "\n\ndata: " +
 			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}` + "\n\ndata: " + `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`,
 			"stream: message-not-started:", "out of order            1  e.g. #1 TEXT_MESSAGE_CONTENT: message-not-started"},
@@ -256,7 +256,7 @@ func TestCheckURLDecodesGzip(t *testing.T) {
 
 	code, out, errs = runCmd(t, "", "check", "--url", srv.URL+"?coding=x-gzip&cut")
 	if code != 1 || !strings.Contains(out, "the stream ended early") ||
-		!strings.Contains(out, "no terminal: the stream ended after 1 events without RUN_FINISHED or RUN_ERROR") {
+		!strings.Contains(out, "no terminal: the stream ended after 1 event without RUN_FINISHED or RUN_ERROR") {
 		t.Errorf("gzip cut off: exit %d, want 1 judging the one event decoded:\n%s%s", code, out, errs)
 	}
 

@@ -49,7 +49,7 @@ Runs AG-UI runs against URL (a POST of a RunAgentInput answered by an event
 stream), -c at a time, and reports what a user waits for: the time to the
 response headers, to the first event and to the first content event, the
 gaps between events and the whole run, each as min, mean,
-p50/p90/p99/p99.9 and max, with a histogram; the throughput (runs/s,
+p50/p90/p95/p99/p99.9 and max, with a histogram; the throughput (runs/s,
 events/s, bytes/s); errors by kind (refused, HTTP status, timeout,
 RUN_ERROR by code, a stream cut before its terminal event, events out of
 the order a consumer accepts, events the 1.0 rules find malformed) and how
@@ -124,10 +124,10 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		}
 		return nil
 	})
-	fs.Int64Var(&o.runs, "n", 0, "runs per level (with --compare: per target); 0: by -d")
+	fs.Int64Var(&o.runs, "n", 0, "runs per level (with --compare: per target); 0: by -d; with -d too, whichever comes first ends the level, as k6's iterations and duration")
 	durationVar(fs, &o.duration, "d", 0, "`duration` per level (with --compare: per target), with its unit (5s); no run starts after it (default 10s when -n is not given)")
 	durationVar(fs, &o.ramp, "ramp", 0, "spread the start of the concurrent runs over this `duration`")
-	fs.Func("rate", "at most this many new runs per second, a `number` or number/s as vegeta takes it (20 or 20/s; 0: the next run as soon as one ends)", func(s string) (err error) {
+	fs.Func("rate", "at most this many new runs per second, a `number`, or runs/period as vegeta takes it (20, 20/s, 20/1s, 1200/1m; 0: the next run as soon as one ends)", func(s string) (err error) {
 		o.rate, err = parseRate(s)
 		return err
 	})
@@ -173,6 +173,9 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		fmt.Fprint(fs.Output(), loadUsage)
 		fs.PrintDefaults()
 	}
+	if err := habitFlag(fs, args); err != nil {
+		return usageError(fs, err)
+	}
 	urls, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
@@ -190,6 +193,9 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	case "auto", "bar", "lines", "none":
 	default:
 		return usageErr("--progress %q: auto, bar, lines or none", o.progress)
+	}
+	if kind, _, ok := strings.Cut(o.out, "="); ok && k6Output(kind) {
+		return usageErr("--out %s: k6's output=FILE; here --out takes a directory, into which load writes results.json, runs.jsonl and report.md", o.out)
 	}
 	if o.runs == 0 && o.duration == 0 {
 		o.duration = 10 * time.Second

@@ -135,3 +135,15 @@ func TestLoadThresholdsDecide(t *testing.T) {
 	}
 	wantLastLine(t, out, "exit 1: 2 of 40 runs failed (without --threshold, any failed run fails the load)")
 }
+
+// A healthy run longer than -d and --drain allow is cut, unfinished, as a
+// hung one is; the report says that --drain may be what to raise.
+func TestLoadUnfinishedPointsAtDrain(t *testing.T) {
+	at, _, _ := startServe(t, nil)
+	code, out, errs := loadCmd(t, context.Background(), "-c", "2", "-d", "50ms", "--drain", "50ms", "--progress", "none",
+		at.demo+"/agent?scenario=synthetic&events=100&rate=10")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	wantContains(t, out, "2 unfinished (in flight at the load's end: failed)\nunfinished: hung, or longer than -d and --drain allow (then raise --drain)")
+}

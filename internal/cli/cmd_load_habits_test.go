@@ -90,13 +90,16 @@ func TestThresholdsTakeP95AndGoDurations(t *testing.T) {
 	}
 }
 
-// --rate takes vegeta's N/s; a duration without a unit says so.
+// --rate takes vegeta's N/PERIOD (20/s, 20/1s, 1200/1m); a duration
+// without a unit says so.
 func TestLoadRateAndDurationHabits(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want float64
 		ok   bool
-	}{{"20", 20, true}, {"20/s", 20, true}, {"0.5/s", 0.5, true}, {"-1", 0, false}, {"20/m", 0, false}, {"NaN", 0, false}} {
+	}{{"20", 20, true}, {"20/s", 20, true}, {"0.5/s", 0.5, true}, {"20/1s", 20, true}, {"1200/1m", 20, true}, {"1200/m", 20, true},
+		{"1/500ms", 2, true}, {"5/0.5s", 10, true}, {"0/s", 0, true},
+		{"-1", 0, false}, {"20/", 0, false}, {"20/0s", 0, false}, {"20/-1s", 0, false}, {"20/x", 0, false}, {"20/5", 0, false}, {"NaN", 0, false}, {"NaN/s", 0, false}} {
 		got, err := parseRate(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseRate(%q) = %v, %v", tc.in, got, err)
@@ -176,10 +179,43 @@ func TestLoadAndCheckHelpExamples(t *testing.T) {
 		}
 		if args[0] == "load" {
 			wantContains(t, help, "with --threshold the thresholds alone decide: 0\nwhen every one held, 99 when one was crossed", "143 on SIGTERM",
-				"# a CI gate: exit 99 when the p99 time to first event or the share of", "-H header", "-rate number")
+				"# a CI gate: exit 99 when the p99 time to first event or the share of", "-H header", "-rate number",
+				"mean,\np50/p90/p95/p99/p99.9 and max") // the report's columns
 			if strings.Contains(help, "the errors are over") {
 				t.Errorf("load --help: the CI example's exit 1:\n%s", help)
 			}
 		}
+	}
+}
+
+// A flag of k6, vegeta or hey that load does not define is named with what
+// load takes instead; a defined flag's value that begins with "-" is a
+// value, not a flag.
+func TestLoadNamesOtherToolsFlags(t *testing.T) {
+	url := authAgent(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--vus", "2", url}, "flag provided but not defined: -vus (k6's --vus is -c here (concurrent runs))"},
+		{[]string{url, "-z", "5s"}, "flag provided but not defined: -z (hey's -z is -d here (-d 30s))"},
+		{[]string{"--insecure", "--duration=5s", url}, "flag provided but not defined: -duration (k6's and vegeta's --duration is -d here (-d 30s))"},
+		{[]string{"-c", "1", "-q", "5", url}, "hey's -q, a rate per worker, is --rate here"},
+		{[]string{"--nosuch", url}, "flag provided but not defined: -nosuch\n"},
+		{[]string{"-n", "1", "-c", "1", "--progress", "none", "--out", "json=results.json", url}, "--out json=results.json: k6's output=FILE; here --out takes a directory"},
+		{[]string{"-n", "1", "-c", "1", "--progress", "none", "--out=csv=r.csv", url}, "--out csv=r.csv: k6's output=FILE; here --out takes a directory"},
+	} {
+		code, out, errs := loadCmd(t, context.Background(), tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+	code, out, errs := loadCmd(t, context.Background(), "--name", "-z", "-n", "1", "-c", "1", "--progress", "none", "-H", "Authorization: Bearer sekret", url)
+	if code != 0 || !strings.Contains(out, "-z: "+url) {
+		t.Errorf("--name -z: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = loadCmd(t, context.Background(), "-n", "1", "--", "-z")
+	if code != 2 || strings.Contains(errs, "hey's") {
+		t.Errorf("-- -z: exit %d, %s: after --, -z is the URL", code, errs)
 	}
 }

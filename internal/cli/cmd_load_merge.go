@@ -81,10 +81,10 @@ func loadReportCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	for i, d := range dirs {
 		dirs[i] = filepath.Clean(d)
-		if slices.Contains(dirs[:i], dirs[i]) {
+		if slices.ContainsFunc(dirs[:i], func(e string) bool { return sameDir(e, dirs[i]) }) {
 			return usageError(fs, fmt.Errorf("%s given twice: its runs would count twice", d))
 		}
-		if *out != "" && filepath.Clean(*out) == dirs[i] {
+		if *out != "" && sameDir(*out, dirs[i]) {
 			return usageError(fs, fmt.Errorf("--out %s is one of the loads: the report would overwrite it", *out))
 		}
 	}
@@ -92,7 +92,7 @@ func loadReportCommand(args []string, stdout, stderr io.Writer) int {
 	for i, d := range dirs {
 		r, err := readLoadDir(d)
 		if err == nil && i > 0 {
-			err = sameLoad(srcs[0], dirs[0], r)
+			err = sameLoad(srcs[0], dirs[0], r, d)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "agui-relay load report: %v\n", err)
@@ -123,6 +123,20 @@ func loadReportCommand(args []string, stdout, stderr io.Writer) int {
 	code, why := sum.exitStatus(nil)
 	fmt.Fprintf(stdout, "\n%s\n", why)
 	return code
+}
+
+// sameDir reports whether the paths a and b name one directory, however
+// spelt: relative or absolute, through a symbolic link (os.SameFile, as
+// cp and rsync refuse a copy onto its source).
+func sameDir(a, b string) bool {
+	if ia, err := os.Stat(a); err == nil {
+		if ib, err := os.Stat(b); err == nil {
+			return os.SameFile(ia, ib)
+		}
+	}
+	aa, erra := filepath.Abs(a)
+	ab, errb := filepath.Abs(b)
+	return erra == nil && errb == nil && aa == ab
 }
 
 // readLoadDir reads the report a load wrote into dir, with its histograms.
@@ -167,11 +181,11 @@ func readLoadDir(dir string) (*loadReport, error) {
 	return &r, nil
 }
 
-// sameLoad reports how r, read from a later DIR, differs from the first
-// load, whose DIR is dir0: the loads must have as many levels, each level
+// sameLoad reports how r, read from the later DIR dir, differs from the
+// first load, whose DIR is dir0: the loads must have as many levels, each level
 // adding up with the same one of the others (-c 10,100 on one machine and
 // -c 20,200 on a larger one: 30, then 300), and the same targets.
-func sameLoad(first *loadReport, dir0 string, r *loadReport) error {
+func sameLoad(first *loadReport, dir0 string, r *loadReport, dir string) error {
 	levels := func(r *loadReport) string {
 		var cs []string
 		for _, lv := range r.Levels {
@@ -188,9 +202,9 @@ func sameLoad(first *loadReport, dir0 string, r *loadReport) error {
 	}
 	switch {
 	case len(r.Levels) != len(first.Levels):
-		return fmt.Errorf("%s ran %s, %s ran %s: the levels differ in number, so its results do not add up with the first's", r.Command, levels(r), dir0, levels(first))
+		return fmt.Errorf("%s ran %s, %s ran %s: the levels differ in number, so its results do not add up with the first's", dir, levels(r), dir0, levels(first))
 	case targets(r) != targets(first):
-		return fmt.Errorf("%s loaded %s, %s loaded %s: the targets differ, so its results do not add up with the first's", r.Command, targets(r), dir0, targets(first))
+		return fmt.Errorf("%s loaded %s, %s loaded %s: the targets differ, so its results do not add up with the first's", dir, targets(r), dir0, targets(first))
 	}
 	return nil
 }
@@ -249,6 +263,7 @@ func mergeReports(srcs []*loadReport, dirs []string) *loadReport {
 			lv.rounds[i] = parts
 			if ran := slices.DeleteFunc(slices.Clone(parts), func(r *load.Result) bool { return r == nil }); len(ran) > 0 {
 				lv.Results[i] = load.MergeConcurrent(ran)
+				lv.Results[i].URL = rep.Targets[i] // every URL the loads used, as in targets
 			}
 		}
 		rep.Levels = append(rep.Levels, lv)
@@ -263,7 +278,14 @@ func (r *loadReport) sourcesTable() *table {
 		fe, run := "–", "–"
 		if len(r.Levels) == 1 && len(r.Targets) == 1 && r.Levels[0].rounds[0][k] != nil {
 			res := r.Levels[0].rounds[0][k]
-			fe, run = dur(res.Summary(load.FirstEvent).P99), dur(res.Summary(load.Whole).P99)
+			// A time no run had (every run refused, say) is "–", as in
+			// the timings table, not 0.
+			if s := res.Summary(load.FirstEvent); s.N > 0 {
+				fe = dur(s.P99)
+			}
+			if s := res.Summary(load.Whole); s.N > 0 {
+				run = dur(s.P99)
+			}
 		}
 		t.add(s.Dir, s.Started.UTC().Format(time.RFC3339), fmt.Sprintf("%.1f", s.Seconds), fmt.Sprint(s.Runs), fmt.Sprint(s.Failed), fe, run)
 	}

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
 // mergeRecord is a line of runs.jsonl, as load report reads it back: a time
@@ -49,6 +53,7 @@ type mergeResults struct {
 	Levels  []struct {
 		Concurrency int
 		Results     []struct {
+			URL         string
 			Concurrency int
 			Runs        int64
 			Complete    int64
@@ -116,8 +121,8 @@ func TestLoadReportAddsUpTwoLoads(t *testing.T) {
 	if m.Seconds < max(x.Seconds, y.Seconds) || math.Abs(m.RunsSec-float64(m.Runs)/m.Seconds) > 1e-9 {
 		t.Errorf("merged %.3fs, %.2f runs/s: want the span of both loads and their runs over it", m.Seconds, m.RunsSec)
 	}
-	if len(rm.Targets) != 1 || rm.Targets[0] != short+", "+long {
-		t.Errorf("merged targets %q", rm.Targets)
+	if len(rm.Targets) != 1 || rm.Targets[0] != short+", "+long || m.URL != rm.Targets[0] {
+		t.Errorf("merged targets %q, the level's result's url %q: want both URLs in each", rm.Targets, m.URL)
 	}
 	if len(rm.Sources) != 2 || rm.Sources[0].Dir != a || rm.Sources[1].Dir != b || rm.Sources[0].Runs != 30 || rm.Sources[1].Runs != 20 {
 		t.Errorf("sources %+v", rm.Sources)
@@ -213,6 +218,7 @@ func TestLoadReportRefusesMismatchedInputs(t *testing.T) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 		}
 	}
+	aResults, _ := os.ReadFile(filepath.Join(a, "results.json"))
 	noHDR := filepath.Join(base, "old")
 	os.Mkdir(noHDR, 0o755)
 	js, _ := os.ReadFile(filepath.Join(a, "results.json"))
@@ -224,6 +230,17 @@ func TestLoadReportRefusesMismatchedInputs(t *testing.T) {
 	js, _ = json.Marshal(doc)
 	os.WriteFile(filepath.Join(noHDR, "results.json"), js, 0o644)
 	os.WriteFile(filepath.Join(noHDR, "runs.jsonl"), nil, 0o644)
+	// a spelt otherwise: through a symbolic link, and relative to the
+	// working directory.
+	alias := filepath.Join(base, "alias")
+	if err := os.Symlink(a, alias); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, a)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		args []string
@@ -232,10 +249,14 @@ func TestLoadReportRefusesMismatchedInputs(t *testing.T) {
 	}{
 		{[]string{a, empty}, 1, "agui-relay load report: " + empty + ": no results.json: not the --out directory of a load that ended\n"},
 		{[]string{a, filepath.Join(base, "missing")}, 1, "no such file or directory"},
-		{[]string{a, c2}, 1, "ran -c 1,2, " + a + " ran -c 1: the levels differ in number"},
+		{[]string{a, c2}, 1, "agui-relay load report: " + c2 + " ran -c 1,2, " + a + " ran -c 1: the levels differ in number"},
 		{[]string{a, noHDR}, 1, noHDR + ": results.json, 1 concurrent: no histograms to add up (written by an agui-relay before load report: run the load again)\n"},
 		{[]string{a, a + "/"}, 2, "agui-relay load report: " + a + "/ given twice: its runs would count twice\n"},
 		{[]string{"--out", a, a, c2}, 2, "--out " + a + " is one of the loads: the report would overwrite it\n"},
+		{[]string{"--out", alias + "/", a, c2}, 2, "--out " + alias + "/ is one of the loads: the report would overwrite it\n"},
+		{[]string{"--out", rel, a, c2}, 2, "--out " + rel + " is one of the loads: the report would overwrite it\n"},
+		{[]string{a, alias}, 2, "agui-relay load report: " + alias + " given twice: its runs would count twice\n"},
+		{[]string{rel, a}, 2, "agui-relay load report: " + a + " given twice: its runs would count twice\n"},
 		{nil, 2, "agui-relay load report: want the --out directory of at least one load\n"},
 	} {
 		var out, errb bytes.Buffer
@@ -247,5 +268,34 @@ func TestLoadReportRefusesMismatchedInputs(t *testing.T) {
 	// What was refused wrote nothing.
 	if _, err := os.Stat(filepath.Join(a, "report.md")); err != nil {
 		t.Errorf("the load's own report: %v", err)
+	}
+	if js, _ := os.ReadFile(filepath.Join(a, "results.json")); !bytes.Equal(js, aResults) {
+		t.Errorf("%s/results.json was overwritten:\n%s", a, js)
+	}
+}
+
+// A source none of whose runs had a first event or an end (an agent that
+// never responds) shows "–" for those times in the table by source, as the
+// timings table does, not 0 ms; one source is "1 load".
+func TestLoadReportSourceWithoutTimes(t *testing.T) {
+	addr := testkit.AcceptEach(t, func(c net.Conn) { io.Copy(io.Discard, c) }) //nolint:errcheck
+	dir := filepath.Join(t.TempDir(), "silent")
+	if code, out, errs := loadCmd(t, context.Background(), "-c", "2", "-d", "100ms", "--drain", "100ms", "--progress", "none", "--out", dir, "http://"+addr+"/agent"); code != 1 {
+		t.Fatalf("load: exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"load", "report", dir}, nil, &stdout, &stderr); code != 1 {
+		t.Fatalf("load report: exit %d, want 1\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	wantContains(t, out, "1 load added up, ")
+	row := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, dir+" ") {
+			row = l
+		}
+	}
+	if f := strings.Fields(row); len(f) != 7 || f[3] != "2" || f[4] != "2" || f[5] != "–" || f[6] != "–" {
+		t.Errorf("the source's row %q: want 2 runs, 2 failed and no p99s (–)\n%s", row, out)
 	}
 }

@@ -194,6 +194,11 @@ func summaryLines(res *load.Result) []string {
 	if res.Interrupted > 0 {
 		lines[1] += fmt.Sprintf("; %d cut (not judged)", res.Interrupted)
 	}
+	if res.Unfinished > 0 && !res.Stopped {
+		// A run longer than the drain is cut as a hung one is: k6 users
+		// know gracefulStop, not that it fails the run here.
+		lines = append(lines, "unfinished: hung, or longer than -d and --drain allow (then raise --drain): how long each had been silent says which")
+	}
 	how := ""
 	switch {
 	case res.JudgeEvery == load.JudgeAuto:
@@ -347,8 +352,12 @@ func (r *loadReport) header() []string {
 		h = append(h, "interrupted: the report covers what ran until then")
 	}
 	if len(r.Sources) > 0 {
-		h = append(h, fmt.Sprintf("%d loads added up, from %s to %s UTC: the rates are their runs over that span, the percentiles those of all their runs",
-			len(r.Sources), r.Started.UTC().Format("15:04:05"), r.Started.Add(time.Duration(r.Seconds*float64(time.Second))).UTC().Format("15:04:05")))
+		loads := "loads"
+		if len(r.Sources) == 1 {
+			loads = "load"
+		}
+		h = append(h, fmt.Sprintf("%d %s added up, from %s to %s UTC: the rates are their runs over that span, the percentiles those of all their runs",
+			len(r.Sources), loads, r.Started.UTC().Format("15:04:05"), r.Started.Add(time.Duration(r.Seconds*float64(time.Second))).UTC().Format("15:04:05")))
 		for _, s := range r.Sources {
 			h = append(h, fmt.Sprintf("source %s: %s", s.Dir, s.Command))
 		}

@@ -360,6 +360,9 @@ func TestLoadInterruptedBeforeAnyRunEnded(t *testing.T) {
 	}
 	wantContains(t, out, "runs: 2 judged, 0 complete (0.0%), 0 with RUN_FINISHED; 2 unfinished (in flight at the load's end: failed)",
 		"unfinished              2  e.g. still in flight when the load was interrupted, silent for ")
+	if strings.Contains(out, "raise --drain") {
+		t.Errorf("an interrupted load points at --drain:\n%s", out)
+	}
 }
 
 // A crossed threshold sets the exit status, 99 as in k6, and is listed.

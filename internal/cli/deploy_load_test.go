@@ -31,7 +31,11 @@ type jobManifest struct {
 		Completions    int      `json:"completions"`
 		Parallelism    int      `json:"parallelism"`
 		BackoffLimit   *int     `json:"backoffLimit"`
-		Template       struct {
+		// BackoffLimitPerIndex: an index that fails ends alone; with
+		// backoffLimit the first failed pod ends the Job and the
+		// controller terminates the pods still running.
+		BackoffLimitPerIndex *int `json:"backoffLimitPerIndex"`
+		Template             struct {
 			Spec struct {
 				RestartPolicy   string `json:"restartPolicy"`
 				SecurityContext struct {
@@ -124,8 +128,16 @@ func TestKubernetesLoadExample(t *testing.T) {
 	// claim is mounted in it.
 	mount := func(name string, j jobManifest) ([]string, string) {
 		spec := j.Spec.Template.Spec
-		if len(spec.Containers) != 1 || spec.RestartPolicy != "Never" || j.Spec.BackoffLimit == nil || *j.Spec.BackoffLimit != 0 || spec.SecurityContext.FSGroup != 65532 {
-			t.Fatalf("%s: want one container, restartPolicy Never, backoffLimit 0, fsGroup 65532 (the image's user): %+v", name, j.Spec)
+		// Each pod runs once. The load's pods are indexes of their own: one
+		// whose load had a failed run (exit 1) must not have the Job
+		// controller terminate the others mid-load, which backoffLimit 0
+		// does; backoffLimitPerIndex 0 fails that index alone.
+		once := j.Spec.BackoffLimit != nil && *j.Spec.BackoffLimit == 0 && j.Spec.BackoffLimitPerIndex == nil
+		if j.Spec.CompletionMode == "Indexed" {
+			once = j.Spec.BackoffLimitPerIndex != nil && *j.Spec.BackoffLimitPerIndex == 0 && j.Spec.BackoffLimit == nil
+		}
+		if len(spec.Containers) != 1 || spec.RestartPolicy != "Never" || !once || spec.SecurityContext.FSGroup != 65532 {
+			t.Fatalf("%s: want one container, restartPolicy Never, backoffLimitPerIndex 0 when Indexed (backoffLimit 0 otherwise), fsGroup 65532 (the image's user): %+v", name, j.Spec)
 		}
 		c := spec.Containers[0]
 		for _, m := range c.VolumeMounts {

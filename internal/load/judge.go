@@ -104,7 +104,7 @@ func (j *RunJudge) Verdict() (kind, msg string) {
 	case j.order != "":
 		return KindOrder, j.order
 	case j.terminal == "" && j.final && j.events > 0:
-		return KindCut, fmt.Sprintf("the stream ended after %d events, the last a %s, not RUN_FINISHED or RUN_ERROR (its order was not checked)", j.events, j.last)
+		return KindCut, fmt.Sprintf("the stream ended after %s, the last a %s, not RUN_FINISHED or RUN_ERROR (its order was not checked)", eventCount(j.events), j.last)
 	case j.terminal == "":
 		return KindCut, NoTerminal(j.events)
 	case j.terminal != "RUN_FINISHED":
@@ -118,5 +118,13 @@ func (j *RunJudge) Verdict() (kind, msg string) {
 
 // NoTerminal says that a stream of n events ended without a terminal event.
 func NoTerminal(n int64) string {
-	return fmt.Sprintf("the stream ended after %d events without RUN_FINISHED or RUN_ERROR", n)
+	return fmt.Sprintf("the stream ended after %s without RUN_FINISHED or RUN_ERROR", eventCount(n))
+}
+
+// eventCount is n events in words: "1 event", "2 events".
+func eventCount(n int64) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return fmt.Sprintf("%d events", n)
 }

@@ -1093,7 +1093,7 @@ func (s *runState) unfinished(tHead, end int64) (silent int64, msg string) {
 		last, since = tHead, "its response's headers, without an event"
 	}
 	if s.now > last {
-		last, since = s.now, fmt.Sprintf("its last read, after %d events", s.events)
+		last, since = s.now, "its last read, after "+eventCount(s.events)
 	}
 	why := "the drain ended"
 	if s.r.ctx.Err() != nil {
