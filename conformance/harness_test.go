@@ -35,7 +35,8 @@ var (
 	corpusDir  string
 	relayBin   string
 	nodeBin    string
-	setupErr   error // why the suite cannot run; every test fails with it
+	setupErr   error // why the suite cannot run; every test that needs Node fails with it
+	relayErr   error // why the relay cannot be built; every test fails with it
 )
 
 // Consumers are the published client releases driven through the relay: one
@@ -49,11 +50,15 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		tmp, err := os.MkdirTemp("", "agui-conformance-")
 		if err != nil {
-			setupErr = err
+			relayErr, setupErr = err, err
 			return m.Run()
 		}
 		defer os.RemoveAll(tmp)
-		setupErr = setup(tmp)
+		relayErr = setupRelay(tmp)
+		setupErr = relayErr
+		if setupErr == nil {
+			setupErr = setup()
+		}
 		code := m.Run()
 		printSummary()
 		return code
@@ -61,13 +66,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func setup(tmp string) error {
+// setupRelay finds the repository the relay is built from, into tmp.
+func setupRelay(tmp string) error {
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
 	}
 	confDir = wd
 	repoRoot = filepath.Dir(wd)
+	relayBin = filepath.Join(tmp, "agui-relay")
+	return nil
+}
+
+// setup checks what the tests that drive the published clients need: the
+// recorded corpus, Node.js and the packages of package-lock.json.
+func setup() error {
+	var err error
 	streamsDir = filepath.Join(repoRoot, "testdata", "streams")
 	corpusDir = filepath.Join(repoRoot, "testdata", "corpus", "agui-benchmark")
 	if p := os.Getenv("AGUI_CORPUS_DIR"); p != "" {
@@ -85,7 +99,6 @@ func setup(tmp string) error {
 			return fmt.Errorf("conformance/node_modules/%s is missing: run `make conformance-deps` (or `conformance/setup.sh`, which runs `npm ci` from conformance/package-lock.json)", dep)
 		}
 	}
-	relayBin = filepath.Join(tmp, "agui-relay")
 	return nil
 }
 
@@ -95,10 +108,13 @@ var (
 )
 
 // requireRelay builds the relay binary once (the first test that needs it
-// pays for it) and fails the test when it does not build.
+// pays for it) and fails the test when it does not build. It needs no
+// Node: the tests against other real peers (nginx, Python) use it alone.
 func requireRelay(t *testing.T) {
 	t.Helper()
-	requireSetup(t)
+	if relayErr != nil {
+		t.Fatalf("conformance suite cannot run: %v", relayErr)
+	}
 	buildOnce.Do(func() {
 		if bin := os.Getenv("AGUI_RELAY_BIN"); bin != "" {
 			relayBin = bin // a prebuilt binary (for bisecting); CI builds from the tree
@@ -285,6 +301,29 @@ func freePorts(t *testing.T, n int) []string {
 		addrs[i] = l.Addr().String()
 	}
 	return addrs
+}
+
+// startProcess starts cmd and, when the test ends, kills it, waits for it
+// and calls ended (nil: nothing). The channel is closed once it has exited
+// (cmd.ProcessState says how).
+func startProcess(t *testing.T, cmd *exec.Cmd, ended func()) <-chan struct{} {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", cmd.Path, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if ended != nil {
+			ended()
+		}
+	})
+	return exited
 }
 
 // startRelay runs `agui-relay serve` in front of upstream with extra flags

@@ -25,14 +25,6 @@ const nginxSilence = 8 * time.Second
 // the test ends.
 func startNginx(t *testing.T, upstreams ...string) (urls []string, errorLog string) {
 	t.Helper()
-	bin := os.Getenv("NGINX")
-	if bin == "" {
-		bin = "/usr/sbin/nginx"
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("nginx is missing (%v): run conformance/setup.sh, which installs Debian's", err)
-	}
-	dir := t.TempDir()
 	ports := freePorts(t, len(upstreams))
 	var servers strings.Builder
 	urls = make([]string, len(upstreams))
@@ -50,13 +42,32 @@ func startNginx(t *testing.T, upstreams ...string) (urls []string, errorLog stri
   }`, ports[i], up)
 		urls[i] = "http://" + ports[i]
 	}
+	dir := runNginx(t, ports, servers.String())
+	return urls, filepath.Join(dir, "error.log")
+}
+
+// runNginx runs Debian's nginx with the http block's server blocks
+// servers, which listen on ports, until the test ends. It returns nginx's
+// directory: error.log, and access.log in the format "$connection
+// $connection_requests $status $request_method $request_uri".
+func runNginx(t *testing.T, ports []string, servers string) (dir string) {
+	t.Helper()
+	bin := os.Getenv("NGINX")
+	if bin == "" {
+		bin = "/usr/sbin/nginx"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("nginx is missing (%v): run conformance/setup.sh, which installs Debian's", err)
+	}
+	dir = t.TempDir()
 	conf := fmt.Sprintf(`master_process off;
 daemon off;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log info;
 events { worker_connections 256; }
 http {
-  access_log %[1]s/access.log;
+  log_format conns '$connection $connection_requests $status $request_method $request_uri';
+  access_log %[1]s/access.log conns;
   client_body_temp_path %[1]s/body;
   proxy_temp_path %[1]s/proxy;
   fastcgi_temp_path %[1]s/fastcgi;
@@ -64,7 +75,7 @@ http {
   scgi_temp_path %[1]s/scgi;
 %[2]s
 }
-`, dir, servers.String())
+`, dir, servers)
 	file := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -72,14 +83,7 @@ http {
 	cmd := exec.Command(bin, "-c", file, "-p", dir)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
+	exited := startProcess(t, cmd, func() {
 		if t.Failed() {
 			t.Logf("nginx's error log:\n%s", readLog(t, filepath.Join(dir, "error.log")))
 		}
@@ -88,9 +92,9 @@ http {
 	for _, p := range ports {
 		for {
 			select {
-			case err := <-exited:
+			case <-exited:
 				log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-				t.Fatalf("nginx exited before it was ready (%v): %s\n%s", err, out.String(), log)
+				t.Fatalf("nginx exited before it was ready (%v): %s\n%s", cmd.ProcessState, out.String(), log)
 			default:
 			}
 			if c, err := net.Dial("tcp", p); err == nil {
@@ -103,7 +107,7 @@ http {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	return urls, filepath.Join(dir, "error.log")
+	return dir
 }
 
 // readLog returns the log file at path.

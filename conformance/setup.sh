@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what the conformance suite needs: Debian's nginx (as root,
 # through apt-get, when it is missing), the real proxy of
-# TestKeepAlivesThroughNginx, which starts its own on loopback ports; and
+# TestKeepAlivesThroughNginx and TestBodyLimitResponsesReachTheConsumer,
+# which start their own on loopback ports; and
 # the Node packages (the published @ag-ui/client and @ag-ui/core releases
 # the suite drives) exactly as package-lock.json pins them, running
 # `npm ci` only when node_modules is missing or older than the lock file.
