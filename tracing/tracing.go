@@ -250,7 +250,7 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("the trace resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp, batchOptions(os.Getenv))), sdktrace.WithResource(res))
 	return newTracer(tp, dest, Sampler(os.Getenv)), nil
 }
 
