@@ -6,13 +6,9 @@ import (
 	"context"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"github.com/agui-relay/agui-relay/negotiate"
-	"github.com/agui-relay/agui-relay/relay"
 )
 
 // endedSpans is a span processor that counts the spans ended, as the
@@ -50,23 +46,7 @@ func TestRunTapAllocations(t *testing.T) {
 	consumer.SetUserAgent("Mozilla/5.0")
 	consumer.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	peer := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 51234}
-	v1 := negotiate.Current
-	run := func() {
-		rep := &relay.RunReport{Route: "default", RoutePrefix: "/", Peer: peer, RunID: "run-0123456789", ThreadID: "thread-0123456789", Start: time.Now()}
-		tap := tr.Tap(rep)
-		ht := tap.(relay.HeaderTap)
-		ht.ConsumerHeaders(&consumer)
-		tap.Received(nil)
-		rep.Consumer, rep.ConsumerLearnt = v1, negotiate.Declared
-		ht.ProducerHeaders(&producer)
-		tap.Streaming(v1, negotiate.Version{})
-		tap.Read(nil)
-		tap.Flushed(1)
-		tap.Flushed(5)
-		rep.URL, rep.Status, rep.Producer, rep.Events, rep.Bytes, rep.Terminal = "http://agent:8000/agent", 200, v1, 5, 480, "RUN_FINISHED"
-		rep.Duration = time.Since(rep.Start)
-		tap.End(rep)
-	}
+	run := func() { tapShortRun(tr, &consumer, &producer, peer, "/") }
 	n := testing.AllocsPerRun(200, run)
 	if ended.n < 2*200 {
 		t.Fatalf("%d spans ended, want 2 a run", ended.n)

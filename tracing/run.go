@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -133,42 +134,44 @@ func (r *runTap) start(parent context.Context, h *fasthttp.RequestHeader) {
 // for one it does not know) on the route of prefix: "{method} {prefix}".
 func (t *Tracer) spanName(method, prefix string) string {
 	k := [2]string{method, prefix}
-	c := &t.cache
-	c.mu.RLock()
-	name, ok := c.names[k]
-	c.mu.RUnlock()
-	if ok {
+	if name, ok := cached(&t.cache.mu, t.cache.names, k); ok {
 		return name
 	}
-	name = method + " " + prefix
-	c.mu.Lock()
-	if len(c.names) < spanCacheSize {
-		c.names[k] = name
-	}
-	c.mu.Unlock()
+	name := method + " " + prefix
+	cache(&t.cache.mu, t.cache.names, k, name)
 	return name
 }
 
 // upstream returns what the producer's URL u gives the spans.
 func (t *Tracer) upstream(u string) *upstream {
-	c := &t.cache
-	c.mu.RLock()
-	up, ok := c.upstreams[u]
-	c.mu.RUnlock()
-	if ok {
+	if up, ok := cached(&t.cache.mu, t.cache.upstreams, u); ok {
 		return up
 	}
-	up = &upstream{redacted: redact.URL(u)}
+	up := &upstream{redacted: redact.URL(u)}
 	if pu, err := url.Parse(u); err == nil && pu.Host != "" {
 		up.full = up.redacted
 		up.addr, up.port = splitHost(pu.Host, pu.Scheme)
 	}
-	c.mu.Lock()
-	if len(c.upstreams) < spanCacheSize {
-		c.upstreams[u] = up
-	}
-	c.mu.Unlock()
+	cache(&t.cache.mu, t.cache.upstreams, u, up)
 	return up
+}
+
+// cached looks k up in m, one of a spanCache's maps, which mu guards.
+func cached[K comparable, V any](mu *sync.RWMutex, m map[K]V, k K) (V, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	v, ok := m[k]
+	return v, ok
+}
+
+// cache sets k to v in m, one of a spanCache's maps, which mu guards,
+// unless m holds spanCacheSize entries already.
+func cache[K comparable, V any](mu *sync.RWMutex, m map[K]V, k K, v V) {
+	mu.Lock()
+	defer mu.Unlock()
+	if len(m) < spanCacheSize {
+		m[k] = v
+	}
 }
 
 // methodAttr returns the http.request.method of method and its name as
