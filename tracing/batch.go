@@ -23,6 +23,9 @@ import (
 type batcher struct {
 	exp  sdktrace.SpanExporter
 	opts sdktrace.BatchSpanProcessorOptions
+	// handle is given the errors of exports, and the count of spans
+	// dropped: otel.Handle, which serve logs as a WARN line.
+	handle func(error)
 
 	mu      sync.Mutex
 	queue   []sdktrace.ReadOnlySpan
@@ -39,7 +42,7 @@ var _ sdktrace.SpanProcessor = (*batcher)(nil)
 
 // newBatcher starts a batcher exporting to exp.
 func newBatcher(exp sdktrace.SpanExporter, opts sdktrace.BatchSpanProcessorOptions) *batcher {
-	b := &batcher{exp: exp, opts: opts,
+	b := &batcher{exp: exp, opts: opts, handle: otel.Handle,
 		queue: make([]sdktrace.ReadOnlySpan, 0, opts.MaxExportBatchSize),
 		ready: make(chan struct{}, 1), flush: make(chan chan error), stop: make(chan struct{}), done: make(chan struct{})}
 	go b.run()
@@ -117,7 +120,7 @@ func (b *batcher) run() {
 
 // export exports the queued spans in batches of MaxExportBatchSize: all
 // of them, or (all false) the full batches only. It returns the last
-// export's error, also given to otel.Handle.
+// export's error, also given to handle.
 func (b *batcher) export(all bool) error {
 	var last error
 	for {
@@ -136,12 +139,12 @@ func (b *batcher) export(all bool) error {
 		b.dropped = 0
 		b.mu.Unlock()
 		if dropped > 0 {
-			otel.Handle(fmt.Errorf("%d spans dropped: the queue of %d (OTEL_BSP_MAX_QUEUE_SIZE) was full", dropped, b.opts.MaxQueueSize))
+			b.handle(fmt.Errorf("%d spans dropped: the queue of %d (OTEL_BSP_MAX_QUEUE_SIZE) was full", dropped, b.opts.MaxQueueSize))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), b.opts.ExportTimeout)
 		last = b.exp.ExportSpans(ctx, batch)
 		if last != nil {
-			otel.Handle(last)
+			b.handle(last)
 		}
 		cancel()
 	}

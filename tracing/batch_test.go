@@ -92,6 +92,13 @@ func TestBatcherExportsFullBatches(t *testing.T) {
 func TestBatcherDropsOverItsQueue(t *testing.T) {
 	exp := &batches{sizes: make(chan int, 10), started: make(chan struct{}, 10), release: make(chan struct{})}
 	b := newBatcher(exp, sdktrace.BatchSpanProcessorOptions{BatchTimeout: time.Hour, ExportTimeout: time.Minute, MaxQueueSize: 6, MaxExportBatchSize: 2})
+	var mu sync.Mutex
+	var errs []string
+	b.handle = func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, err.Error())
+	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	endSpans(tp, 2) // the first batch, whose export waits
 	<-exp.started   // the batch taken from the queue
@@ -112,6 +119,11 @@ func TestBatcherDropsOverItsQueue(t *testing.T) {
 	}
 	if total != 8 {
 		t.Fatalf("%d spans exported, want 8", total)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) != 1 || errs[0] != "4 spans dropped: the queue of 6 (OTEL_BSP_MAX_QUEUE_SIZE) was full" {
+		t.Errorf("errors handled %q, want the 4 spans dropped", errs)
 	}
 }
 
