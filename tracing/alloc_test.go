@@ -59,3 +59,13 @@ func TestRunTapAllocations(t *testing.T) {
 	}
 	t.Logf("%v allocations a run", n)
 }
+
+// A Host header that names no port is read without net.SplitHostPort's
+// error, an allocation.
+func TestSplitHostDoesNotAllocate(t *testing.T) {
+	for _, host := range []string{"relay.example", "relay.example:8080", "[::1]"} {
+		if n := testing.AllocsPerRun(100, func() { splitHost(host, "http") }); n != 0 {
+			t.Errorf("%q: %v allocations", host, n)
+		}
+	}
+}

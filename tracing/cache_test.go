@@ -33,3 +33,25 @@ func TestSpanCacheIsBounded(t *testing.T) {
 		t.Errorf("%d URLs and %d span names held, want %d at most", n, m, spanCacheSize)
 	}
 }
+
+// splitHost reads a Host header as net.SplitHostPort does, the scheme's
+// port where it names none.
+func TestSplitHost(t *testing.T) {
+	for _, c := range []struct {
+		host, scheme, addr string
+		port               int
+	}{
+		{"relay.example:8080", "http", "relay.example", 8080},
+		{"relay.example", "https", "relay.example", 443},
+		{"relay.example", "http", "relay.example", 80},
+		{"[::1]:8080", "http", "::1", 8080},
+		{"[::1]", "https", "::1", 443},
+		{"::1", "http", "::1", 80},
+		{"relay.example:x", "http", "relay.example", 80},
+		{"", "http", "", 0},
+	} {
+		if addr, port := splitHost(c.host, c.scheme); addr != c.addr || port != c.port {
+			t.Errorf("%q: %q %d, want %q %d", c.host, addr, port, c.addr, c.port)
+		}
+	}
+}
