@@ -81,89 +81,100 @@ type HeaderTap interface {
 // JoinTaps returns a tap that calls each non-nil tap in turn, nil when
 // there is none.
 func JoinTaps(taps ...RunTap) RunTap {
-	var ts multiTap
+	n, last := 0, RunTap(nil)
 	for _, t := range taps {
 		if t != nil {
-			ts = append(ts, t)
+			n, last = n+1, t
 		}
 	}
-	switch len(ts) {
+	switch n {
 	case 0:
 		return nil
 	case 1:
-		return ts[0]
+		return last
 	}
-	return ts
+	// One allocation a run for serve's taps (metrics, recordings, traces).
+	m := &multiTap{}
+	m.taps = m.buf[:0]
+	for _, t := range taps {
+		if t != nil {
+			m.taps = append(m.taps, t)
+		}
+	}
+	return m
 }
 
-type multiTap []RunTap
+type multiTap struct {
+	taps []RunTap
+	buf  [3]RunTap
+}
 
-func (m multiTap) Received(b []byte) {
-	for _, t := range m {
+func (m *multiTap) Received(b []byte) {
+	for _, t := range m.taps {
 		t.Received(b)
 	}
 }
 
-func (m multiTap) Forwarded(plan negotiate.InputPlan, b []byte) {
-	for _, t := range m {
+func (m *multiTap) Forwarded(plan negotiate.InputPlan, b []byte) {
+	for _, t := range m.taps {
 		t.Forwarded(plan, b)
 	}
 }
 
-func (m multiTap) Streaming(c, p negotiate.Version) {
-	for _, t := range m {
+func (m *multiTap) Streaming(c, p negotiate.Version) {
+	for _, t := range m.taps {
 		t.Streaming(c, p)
 	}
 }
 
-func (m multiTap) Read(p []byte) {
-	for _, t := range m {
+func (m *multiTap) Read(p []byte) {
+	for _, t := range m.taps {
 		t.Read(p)
 	}
 }
 
-func (m multiTap) Wrote(p []byte) {
-	for _, t := range m {
+func (m *multiTap) Wrote(p []byte) {
+	for _, t := range m.taps {
 		t.Wrote(p)
 	}
 }
 
-func (m multiTap) Flushed(events int) {
-	for _, t := range m {
+func (m *multiTap) Flushed(events int) {
+	for _, t := range m.taps {
 		t.Flushed(events)
 	}
 }
 
-func (m multiTap) Translated(step *translate.Step, shape string, from, to negotiate.Version) {
-	for _, t := range m {
+func (m *multiTap) Translated(step *translate.Step, shape string, from, to negotiate.Version) {
+	for _, t := range m.taps {
 		t.Translated(step, shape, from, to)
 	}
 }
 
-func (m multiTap) Warned(w translate.Warning) {
-	for _, t := range m {
+func (m *multiTap) Warned(w translate.Warning) {
+	for _, t := range m.taps {
 		t.Warned(w)
 	}
 }
 
-func (m multiTap) ConsumerHeaders(h *fasthttp.RequestHeader) {
-	for _, t := range m {
+func (m *multiTap) ConsumerHeaders(h *fasthttp.RequestHeader) {
+	for _, t := range m.taps {
 		if ht, ok := t.(HeaderTap); ok {
 			ht.ConsumerHeaders(h)
 		}
 	}
 }
 
-func (m multiTap) ProducerHeaders(h *fasthttp.RequestHeader) {
-	for _, t := range m {
+func (m *multiTap) ProducerHeaders(h *fasthttp.RequestHeader) {
+	for _, t := range m.taps {
 		if ht, ok := t.(HeaderTap); ok {
 			ht.ProducerHeaders(h)
 		}
 	}
 }
 
-func (m multiTap) End(rep *RunReport) {
-	for _, t := range m {
+func (m *multiTap) End(rep *RunReport) {
+	for _, t := range m.taps {
 		t.End(rep)
 	}
 }

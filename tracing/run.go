@@ -3,12 +3,14 @@ package tracing
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"net"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -71,6 +73,12 @@ type runTap struct {
 	lastEventAt time.Time
 	lastRead    time.Time
 	lossy       []string
+	// attrs holds the attributes of a span as they are made, set on it
+	// once: the SERVER span's (startAttrs those made at its start, the
+	// rest appended at its end), then the CLIENT span's. The SDK copies
+	// what it is given; a run's fit without an allocation of their own.
+	attrs      [32]attribute.KeyValue
+	startAttrs []attribute.KeyValue
 }
 
 var _ relay.HeaderTap = (*runTap)(nil)
@@ -84,7 +92,7 @@ func (r *runTap) ConsumerHeaders(h *fasthttp.RequestHeader) {
 
 func (r *runTap) start(parent context.Context, h *fasthttp.RequestHeader) {
 	r.reqBody = -1
-	attrs := make([]attribute.KeyValue, 0, 12)
+	attrs := r.attrs[:0]
 	name := "HTTP" // semconv's name for a request of no known method
 	if h != nil {
 		var m attribute.KeyValue
@@ -103,12 +111,66 @@ func (r *runTap) start(parent context.Context, h *fasthttp.RequestHeader) {
 	}
 	if p := r.rep.RoutePrefix; p != "" {
 		attrs = append(attrs, semconv.HTTPRoute(p))
-		name += " " + p
+		name = r.t.spanName(name, p)
 	}
-	r.ctx, r.span = r.t.tracer.Start(parent, name, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithTimestamp(r.rep.Start), trace.WithAttributes(attrs...))
+	// The attributes are set at the end, with the rest: set at the start
+	// too, the SDK would copy them twice. The samplers the relay is given
+	// (OTEL_TRACES_SAMPLER) read none.
+	r.startAttrs = attrs
+	r.ctx, r.span = r.t.tracer.Start(parent, name, r.t.serverKind, trace.WithTimestamp(r.rep.Start))
 	if sc := r.span.SpanContext(); sc.IsValid() {
-		r.rep.TraceID, r.rep.SpanID = sc.TraceID().String(), sc.SpanID().String()
+		// One string for both ids (hex, as TraceID.String and
+		// SpanID.String write them).
+		var ids [48]byte
+		tid, sid := sc.TraceID(), sc.SpanID()
+		hex.Encode(ids[:32], tid[:])
+		hex.Encode(ids[32:], sid[:])
+		s := string(ids[:])
+		r.rep.TraceID, r.rep.SpanID = s[:32], s[32:]
+	}
+}
+
+// spanName returns the SERVER span's name of method (semconv's, "HTTP"
+// for one it does not know) on the route of prefix: "{method} {prefix}".
+func (t *Tracer) spanName(method, prefix string) string {
+	k := [2]string{method, prefix}
+	if name, ok := cached(&t.cache.mu, t.cache.names, k); ok {
+		return name
+	}
+	name := method + " " + prefix
+	cache(&t.cache.mu, t.cache.names, k, name)
+	return name
+}
+
+// upstream returns what the producer's URL u gives the spans.
+func (t *Tracer) upstream(u string) *upstream {
+	if up, ok := cached(&t.cache.mu, t.cache.upstreams, u); ok {
+		return up
+	}
+	up := &upstream{redacted: redact.URL(u)}
+	if pu, err := url.Parse(u); err == nil && pu.Host != "" {
+		up.full = up.redacted
+		up.addr, up.port = splitHost(pu.Host, pu.Scheme)
+	}
+	cache(&t.cache.mu, t.cache.upstreams, u, up)
+	return up
+}
+
+// cached looks k up in m, one of a spanCache's maps, which mu guards.
+func cached[K comparable, V any](mu *sync.RWMutex, m map[K]V, k K) (V, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	v, ok := m[k]
+	return v, ok
+}
+
+// cache sets k to v in m, one of a spanCache's maps, which mu guards,
+// unless m holds spanCacheSize entries already.
+func cache[K comparable, V any](mu *sync.RWMutex, m map[K]V, k K, v V) {
+	mu.Lock()
+	defer mu.Unlock()
+	if len(m) < spanCacheSize {
+		m[k] = v
 	}
 }
 
@@ -188,11 +250,15 @@ func splitHost(host, scheme string) (string, int) {
 	if host == "" {
 		return "", 0
 	}
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 1<<16 {
-			return h, n
+	// Only a host that may name a port is split: net.SplitHostPort's
+	// error on one that does not is an allocation.
+	if i := strings.LastIndexByte(host, ':'); i > 0 && (strings.IndexByte(host, ':') == i || host[i-1] == ']') {
+		if h, p, err := net.SplitHostPort(host); err == nil {
+			if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 1<<16 {
+				return h, n
+			}
+			return h, defaultPort(scheme)
 		}
-		return h, defaultPort(scheme)
 	}
 	return strings.Trim(host, "[]"), defaultPort(scheme)
 }
@@ -223,12 +289,38 @@ func (r *runTap) ProducerHeaders(h *fasthttp.RequestHeader) {
 	if name == "_OTHER" || name == "" {
 		name = "HTTP"
 	}
-	var ctx context.Context
-	ctx, r.client = r.t.tracer.Start(r.ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	_, r.client = r.t.tracer.Start(r.ctx, name, r.t.clientKind)
 	// The consumer's tracestate belongs to its traceparent: the span's
 	// (inherited from it when the span continues it) is set instead.
 	h.Del("Tracestate")
-	r.t.prop.Inject(ctx, producerCarrier{h})
+	setTraceContext(h, r.client.SpanContext())
+}
+
+// setTraceContext sets sc as the traceparent (and tracestate) of h, as
+// propagation.TraceContext's Inject does, written into h directly rather
+// than through a carrier's strings: every line of each replaced (a
+// consumer may have sent several, and fasthttp's Set replaces the first).
+func setTraceContext(h *fasthttp.RequestHeader, sc trace.SpanContext) {
+	if !sc.IsValid() {
+		return
+	}
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		h.Del("Tracestate")
+		h.Set("Tracestate", ts.String())
+	}
+	// version "-" trace id "-" parent id "-" flags (W3C Trace Context
+	// §3.2), the flags those it defines: sampled and random.
+	var tp [55]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	flags := [1]byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))}
+	copy(tp[:], "00-")
+	hex.Encode(tp[3:35], tid[:])
+	tp[35] = '-'
+	hex.Encode(tp[36:52], sid[:])
+	tp[52] = '-'
+	hex.Encode(tp[53:], flags[:])
+	h.Del("Traceparent")
+	h.SetBytesV("Traceparent", tp[:])
 }
 
 func (r *runTap) Received(body []byte) { r.reqBody = len(body) }
@@ -252,10 +344,12 @@ func (r *runTap) Flushed(events int) {
 	if events <= r.events || r.span == nil {
 		return
 	}
-	r.lastEventAt = time.Now()
 	if r.events == 0 {
-		r.span.AddEvent(EventFirstEvent, trace.WithTimestamp(r.lastEventAt))
+		// Timed by the SDK (a timestamp option is an allocation), before
+		// lastEventAt: the terminal event is never before it.
+		r.span.AddEvent(EventFirstEvent)
 	}
+	r.lastEventAt = time.Now()
 	r.events = events
 }
 
@@ -280,12 +374,11 @@ func (r *runTap) End(rep *relay.RunReport) {
 	if rep.Duration <= 0 {
 		end = time.Now()
 	}
-	var upstream string // the producer's URL, redacted
+	var up *upstream
 	if rep.URL != "" {
-		upstream = redact.URL(rep.URL)
+		up = r.t.upstream(rep.URL)
 	}
-	r.endClient(rep, upstream, end)
-	attrs := make([]attribute.KeyValue, 0, 20)
+	attrs := r.startAttrs
 	if rep.Route != "" {
 		attrs = append(attrs, attribute.String(AttrRoute, rep.Route))
 	}
@@ -295,8 +388,8 @@ func (r *runTap) End(rep *relay.RunReport) {
 	if r.reqBody >= 0 {
 		attrs = append(attrs, semconv.HTTPRequestBodySize(r.reqBody))
 	}
-	if upstream != "" {
-		attrs = append(attrs, attribute.String(AttrUpstream, upstream))
+	if up != nil {
+		attrs = append(attrs, attribute.String(AttrUpstream, up.redacted))
 	}
 	if !r.proxied {
 		attrs = r.runAttrs(attrs, rep)
@@ -322,6 +415,7 @@ func (r *runTap) End(rep *relay.RunReport) {
 		s.SetStatus(codes.Error, "")
 	}
 	s.SetAttributes(attrs...)
+	r.endClient(rep, up, end)
 	s.End(trace.WithTimestamp(end))
 }
 
@@ -358,7 +452,8 @@ func (r *runTap) runAttrs(attrs []attribute.KeyValue, rep *relay.RunReport) []at
 	if rep.Terminal != "" {
 		attrs = append(attrs, attribute.String(AttrTerminal, rep.Terminal))
 		if !r.lastEventAt.IsZero() {
-			r.span.AddEvent(EventTerminalEvent, trace.WithTimestamp(r.lastEventAt), trace.WithAttributes(attribute.String("type", rep.Terminal)))
+			// The event names no type: the span's agui.relay.terminal does.
+			r.span.AddEvent(EventTerminalEvent, trace.WithTimestamp(r.lastEventAt))
 		}
 	}
 	if len(r.lossy) > 0 {
@@ -369,24 +464,24 @@ func (r *runTap) runAttrs(attrs []attribute.KeyValue, rep *relay.RunReport) []at
 
 // endClient ends the CLIENT span of the producer's request, when it was
 // made: at the last read of the producer's stream, else at the run's end
-// (a response passed on, a request that failed or was given up). upstream
-// is rep.URL redacted.
-func (r *runTap) endClient(rep *relay.RunReport, upstream string, end time.Time) {
+// (a response passed on, a request that failed or was given up). up is
+// what rep.URL gives, nil when there is none.
+func (r *runTap) endClient(rep *relay.RunReport, up *upstream, end time.Time) {
 	c := r.client
 	if c == nil {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs := r.attrs[:0]
 	if r.method == "_OTHER" {
 		attrs = append(attrs, semconv.HTTPRequestMethodOther)
 	} else if r.method != "" {
 		attrs = append(attrs, semconv.HTTPRequestMethodKey.String(r.method))
 	}
-	if u, err := url.Parse(rep.URL); err == nil && u.Host != "" {
-		if addr, port := splitHost(u.Host, u.Scheme); addr != "" {
-			attrs = append(attrs, semconv.ServerAddress(addr), semconv.ServerPort(port))
+	if up != nil && up.full != "" {
+		if up.addr != "" {
+			attrs = append(attrs, semconv.ServerAddress(up.addr), semconv.ServerPort(up.port))
 		}
-		attrs = append(attrs, semconv.URLFull(upstream))
+		attrs = append(attrs, semconv.URLFull(up.full))
 	}
 	// The producer's status is the one passed on, on a response that was
 	// not refused (a refusal's is the relay's own).
@@ -425,17 +520,3 @@ type consumerCarrier struct{ h *fasthttp.RequestHeader }
 func (c consumerCarrier) Get(key string) string { return string(c.h.Peek(key)) }
 func (consumerCarrier) Set(string, string)      {}
 func (consumerCarrier) Keys() []string          { return nil }
-
-// producerCarrier sets the trace context of the producer's request.
-type producerCarrier struct{ h *fasthttp.RequestHeader }
-
-func (producerCarrier) Get(string) string { return "" }
-
-// Set replaces every line of key (a consumer may have sent several, and
-// fasthttp's Set replaces the first).
-func (c producerCarrier) Set(key, value string) {
-	c.h.Del(key)
-	c.h.Set(key, value)
-}
-
-func (producerCarrier) Keys() []string { return nil }

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -46,6 +47,31 @@ type Tracer struct {
 	prop     propagation.TraceContext
 	dest     Destination
 	sampler  string
+	// serverKind and clientKind are the spans' kinds as options, made
+	// once: an option made per span is an allocation.
+	serverKind, clientKind trace.SpanStartOption
+	cache                  spanCache
+}
+
+// spanCache holds what the spans of a route's runs share, made once rather
+// than per run: the SERVER span's names (by method and route prefix) and
+// what a producer's URL gives (redacted, its host and port). Each map
+// holds spanCacheSize entries at most, for a relay whose consumers send
+// many paths or queries; past that, what is missing is made per run.
+type spanCache struct {
+	mu        sync.RWMutex
+	names     map[[2]string]string
+	upstreams map[string]*upstream
+}
+
+const spanCacheSize = 256
+
+// upstream is what a producer's URL gives its spans.
+type upstream struct {
+	redacted string // its credentials and query redacted (redact.URL)
+	full     string // url.full: redacted, "" when the URL has no host
+	addr     string // server.address, "" when it has none
+	port     int
 }
 
 // ServiceName is the service.name of the relay's spans unless
@@ -224,9 +250,16 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("the trace resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp, batchOptions(os.Getenv))), sdktrace.WithResource(res))
+	return newTracer(tp, dest, Sampler(os.Getenv)), nil
+}
+
+// newTracer returns a Tracer making its spans with tp.
+func newTracer(tp *sdktrace.TracerProvider, dest Destination, sampler string) *Tracer {
 	return &Tracer{provider: tp, tracer: tp.Tracer("github.com/agui-relay/agui-relay/tracing"),
-		dest: dest, sampler: Sampler(os.Getenv)}, nil
+		dest: dest, sampler: sampler,
+		serverKind: trace.WithSpanKind(trace.SpanKindServer), clientKind: trace.WithSpanKind(trace.SpanKindClient),
+		cache: spanCache{names: map[[2]string]string{}, upstreams: map[string]*upstream{}}}
 }
 
 // Destination is where the spans go.

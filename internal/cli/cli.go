@@ -101,17 +101,17 @@ type cmdOutput struct{ stdout, stderr io.Writer }
 
 func (o *cmdOutput) Write(p []byte) (int, error) { return o.stderr.Write(p) }
 
-// parseFlags runs parse, which parses fs, with the flag package's own
-// reporting turned off: --help prints the usage (parse then returns
+// parseFlags parses args into fs with the flag package's own reporting
+// turned off: --help prints the usage (parseFlags then returns
 // flag.ErrHelp), and any other error is the caller's to report with
-// usageError.
-func parseFlags(fs *flag.FlagSet, parse func() error) error {
+// usageError. A negative duration is an error (negativeDuration).
+func parseFlags(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
-	err := parse()
+	err := fs.Parse(args)
 	if err == nil {
-		err = negativeDuration(fs)
+		err = negativeDuration(fs, args)
 	}
 	fs.Usage = usage
 	fs.SetOutput(out)
@@ -143,7 +143,7 @@ func usageError(fs *flag.FlagSet, err error) int {
 // reported).
 func parseInterspersed(fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
 	for rest := args; ; {
-		if err := parseFlags(fs, func() error { return fs.Parse(rest) }); err != nil {
+		if err := parseFlags(fs, rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, 0, false
 			}
@@ -161,7 +161,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) (positional []string, co
 // line the value of its environment variable AGUI_RELAY_<FLAG> (upper case,
 // "-" becomes "_"), so that a flag given on the command line wins.
 func parseWithEnv(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if err := parseFlags(fs, func() error { return fs.Parse(args) }); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -175,12 +175,12 @@ func parseWithEnv(fs *flag.FlagSet, args []string, getenv func(string) string) e
 		if v := getenv(key); v != "" {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = fmt.Errorf("%s=%q: %v", key, v, e)
+			} else if isNegativeDuration(f) {
+				// Named as the user set it: the variable, its value as written.
+				err = fmt.Errorf("%s=%v", key, badDuration(v, durationZero(f)))
 			}
 		}
 	})
-	if err == nil {
-		err = negativeDuration(fs)
-	}
 	return err
 }
 

@@ -151,7 +151,7 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 		"bytes within milliseconds; one that took nothing for a minute is frozen, asleep or gone without a reset (0: no limit)")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", relay.DefaultBodyTimeout, "how long a request body may send nothing before it is cut: 408, the connection closed, and what it held of\n"+
 		"--max-bodies-in-flight given back (nginx's client_body_timeout, 60s by default there too). Counted between two\n"+
-		"bytes, not for the whole body; the whole request still has the server's 2-minute read timeout (0: no limit but that)")
+		"bytes, not for the whole body; the whole request still has the server's 2-minute read timeout (0: only that limit)")
 	fs.DurationVar(&c.keepAlive, "keepalive", 15*time.Second, "while the producer is silent mid-stream, how long the consumer may be sent nothing before the relay writes it an SSE\n"+
 		"comment (\": keep-alive\"), and again each interval while the silence lasts, between frames (0: none). Proxies cut silent\n"+
 		"connections (nginx's proxy_read_timeout and AWS ALB's idle timeout: 60s by default); 15s stays well under them, and under\n"+

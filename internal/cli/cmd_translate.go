@@ -54,7 +54,7 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fmt.Fprint(fs.Output(), translateUsage)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, func() error { return fs.Parse(args) }); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0 // --help asked for the usage; it is no usage error
 		}

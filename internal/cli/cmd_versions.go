@@ -37,7 +37,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, func() error { return fs.Parse(args) }); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}

@@ -236,16 +236,17 @@ func resolveRoute(rf *routeFile, c *serveConfig) (routeConfig, error) {
 		name string
 		raw  json.RawMessage
 		dst  *time.Duration
+		zero string // what 0 means
 	}{
-		{"timeouts.connect", rf.Timeouts.Connect, &rc.connectTimeout},
-		{"timeouts.firstByte", rf.Timeouts.FirstByte, &rc.firstByteTimeout},
-		{"timeouts.idle", rf.Timeouts.Idle, &rc.idleTimeout},
-		{"timeouts.run", rf.Timeouts.Run, &rc.runTimeout},
-		{"timeouts.consumerStall", rf.Timeouts.ConsumerStall, &rc.consumerStallTimeout},
-		{"timeouts.body", rf.Timeouts.Body, &rc.bodyTimeout},
-		{"keepAlive", rf.KeepAlive, &rc.keepAlive},
+		{"timeouts.connect", rf.Timeouts.Connect, &rc.connectTimeout, "no limit"},
+		{"timeouts.firstByte", rf.Timeouts.FirstByte, &rc.firstByteTimeout, "no limit"},
+		{"timeouts.idle", rf.Timeouts.Idle, &rc.idleTimeout, "no limit"},
+		{"timeouts.run", rf.Timeouts.Run, &rc.runTimeout, "no limit"},
+		{"timeouts.consumerStall", rf.Timeouts.ConsumerStall, &rc.consumerStallTimeout, "no limit"},
+		{"timeouts.body", rf.Timeouts.Body, &rc.bodyTimeout, "no limit"},
+		{"keepAlive", rf.KeepAlive, &rc.keepAlive, "none"},
 	} {
-		if *d.dst, err = durationField(d.raw, *d.dst); err != nil {
+		if *d.dst, err = durationField(d.raw, *d.dst, d.zero); err != nil {
 			return rc, fmt.Errorf("%s: %v", d.name, err)
 		}
 	}
@@ -345,8 +346,8 @@ func parseProducer(s string) (v negotiate.Version, py negotiate.PyRelease, named
 }
 
 // durationField reads a duration written as a string ("30s", "5m"; "0"
-// disables), or the number 0.
-func durationField(raw json.RawMessage, def time.Duration) (time.Duration, error) {
+// disables), or the number 0; zero says what 0 means (see badDuration).
+func durationField(raw json.RawMessage, def time.Duration, zero string) (time.Duration, error) {
 	if absent(raw) {
 		return def, nil
 	}
@@ -355,34 +356,92 @@ func durationField(raw json.RawMessage, def time.Duration) (time.Duration, error
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return def, fmt.Errorf("%s: want a duration string such as \"30s\" or \"5m\" (\"0\": no limit)", raw)
+		return def, fmt.Errorf("%s: want a duration string such as \"30s\" or \"5m\"%s", raw, zeroMeans(zero))
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return def, badDuration(s)
+		return def, badDuration(s, zero)
 	}
 	return d, nil
 }
 
-// badDuration is the error of a duration that is none, or negative, in
-// the routes file and the flags alike: a negative one would turn its
-// limit off as silently as 0 does.
-func badDuration(s string) error {
-	return fmt.Errorf("%q: want a duration such as \"30s\" or \"5m\" (\"0\": no limit)", s)
+// badDuration is the error of a duration s, as the user wrote it, that is
+// none, or negative, in the routes file and the flags alike: a negative
+// one would turn its limit off as silently as 0 does. zero is what 0
+// means for it ("no limit", "none"), "" where 0 is no special value.
+func badDuration(s, zero string) error {
+	return fmt.Errorf("%q: want a duration such as \"30s\" or \"5m\"%s", s, zeroMeans(zero))
 }
 
-// negativeDuration refuses a duration flag of fs set below zero
-// (badDuration).
-func negativeDuration(fs *flag.FlagSet) error {
+func zeroMeans(zero string) string {
+	if zero == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (\"0\": %s)", zero)
+}
+
+// zeroUsage finds what 0 means in a flag's usage: "(0: no limit)".
+var zeroUsage = regexp.MustCompile(`\(0: ([^)]+)\)`)
+
+// negativeDuration refuses a duration flag of fs that args set below zero
+// (badDuration), named and its value given as args have them (-d, --ramp).
+func negativeDuration(fs *flag.FlagSet, args []string) error {
 	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if g, ok := f.Value.(flag.Getter); ok && err == nil {
-			if d, ok := g.Get().(time.Duration); ok && d < 0 {
-				err = fmt.Errorf("--%s %v", f.Name, badDuration(f.Value.String()))
+	fs.Visit(func(f *flag.Flag) {
+		if err == nil && isNegativeDuration(f) {
+			spelled, text, ok := flagText(args, f.Name)
+			if !ok {
+				spelled, text = "--"+f.Name, f.Value.String()
 			}
+			err = fmt.Errorf("%s %v", spelled, badDuration(text, durationZero(f)))
 		}
 	})
 	return err
+}
+
+func isNegativeDuration(f *flag.Flag) bool {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	d, ok := g.Get().(time.Duration)
+	return ok && d < 0
+}
+
+// durationZero is what 0 means for the duration flag f, as its usage says
+// ("(0: no limit)"); "" when it says nothing.
+func durationZero(f *flag.Flag) string {
+	if m := zeroUsage.FindStringSubmatch(f.Usage); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// flagText returns the value args give the flag name (-name v, --name v,
+// -name=v, --name=v), the last one, which the flag package keeps, and the
+// flag as spelled there (-name or --name).
+func flagText(args []string, name string) (spelled, text string, found bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		dashes := "-"
+		if a[1] == '-' {
+			dashes = "--"
+		}
+		a = a[len(dashes):]
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			spelled, text, found = dashes+name, v, true
+		} else if a == name && i+1 < len(args) {
+			spelled, text, found = dashes+name, args[i+1], true
+			i++
+		}
+	}
+	return spelled, text, found
 }
 
 // sizeField reads a size in bytes written as a positive number or a string

@@ -327,9 +327,25 @@ routes:
 
 // A negative duration is refused by every duration flag, on the command
 // line and from the environment, with the routes file's words: it would
-// turn its limit off as silently as 0 does.
+// turn its limit off as silently as 0 does. The error names the flag or
+// the variable the user set, with the value as written, and says what 0
+// means for it where 0 means something.
 func TestNegativeDurationsRefused(t *testing.T) {
-	const want = `"-1s": want a duration such as "30s" or "5m" ("0": no limit)`
+	const want = `"-1m": want a duration such as "30s" or "5m"`
+	// What 0 means for each duration flag of serve, "" where it is no
+	// special value.
+	zero := map[string]string{
+		"connect-timeout": "no limit", "first-byte-timeout": "no limit", "idle-timeout": "no limit",
+		"consumer-stall-timeout": "no limit", "run-timeout": "no limit", "body-timeout": "only that limit",
+		"keepalive": "none", "cors-max-age": "not sent",
+		"shutdown-grace": "", "demo-pace": "",
+	}
+	wantOf := func(name string) string {
+		if z := zero[name]; z != "" {
+			return want + ` ("0": ` + z + `)`
+		}
+		return want
+	}
 	var names []string
 	serveFlags(&serveConfig{}, io.Discard).VisitAll(func(f *flag.Flag) {
 		if g, ok := f.Value.(flag.Getter); ok {
@@ -338,34 +354,57 @@ func TestNegativeDurationsRefused(t *testing.T) {
 			}
 		}
 	})
-	if len(names) < 8 {
-		t.Fatalf("serve's duration flags: %q", names)
+	if len(names) != len(zero) {
+		t.Fatalf("serve's duration flags %q, want those of %v", names, zero)
 	}
 	for _, name := range names {
-		_, err := parseServe([]string{"--" + name, "-1s"}, func(string) string { return "" }, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), "--"+name+" "+want) {
-			t.Errorf("--%s -1s: %v, want %s", name, err, want)
+		if _, ok := zero[name]; !ok {
+			t.Fatalf("--%s: what does 0 mean?", name)
 		}
-		env := map[string]string{EnvName(name): "-1s"}
-		if _, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s=-1s: %v", EnvName(name), err)
+		for _, c := range []struct {
+			args    []string
+			spelled string // the flag as the error names it
+		}{
+			{[]string{"--" + name, "-1m"}, "--" + name},
+			{[]string{"--" + name + "=-1m"}, "--" + name},
+			{[]string{"--" + name, "-2s", "-" + name, "-1m"}, "-" + name}, // the last one is kept
+		} {
+			_, err := parseServe(c.args, func(string) string { return "" }, io.Discard)
+			if err == nil || err.Error() != c.spelled+" "+wantOf(name) {
+				t.Errorf("%q: %v, want %s %s", c.args, err, c.spelled, wantOf(name))
+			}
+		}
+		env := map[string]string{EnvName(name): "-1m"}
+		_, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard)
+		if err == nil || err.Error() != EnvName(name)+"="+wantOf(name) {
+			t.Errorf("%s=-1m: %v, want %s=%s", EnvName(name), err, EnvName(name), wantOf(name))
 		}
 		if _, err := parseServe([]string{"--" + name, "0s"}, func(string) string { return "" }, io.Discard); err != nil {
 			t.Errorf("--%s 0s: %v", name, err)
 		}
 	}
-	// The routes file says the same of its durations.
+	// The routes file says the same of its durations, and what 0 means.
 	dir := t.TempDir()
 	path := filepath.Join(dir, "routes.yaml")
-	if err := os.WriteFile(path, []byte("routes:\n  - name: a\n    prefix: /\n    upstream: http://a\n    keepAlive: -1s\n"), 0o600); err != nil {
-		t.Fatal(err)
+	for field, z := range map[string]string{"keepAlive: -1m": "none", "timeouts: {idle: -1m}": "no limit"} {
+		if err := os.WriteFile(path, []byte("routes:\n  - name: a\n    prefix: /\n    upstream: http://a\n    "+field+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w := want + ` ("0": ` + z + `)`
+		if _, err := parseServe([]string{"--config", path}, func(string) string { return "" }, io.Discard); err == nil || !strings.HasSuffix(err.Error(), w) {
+			t.Errorf("%s in the routes file: %v, want %s", field, err, w)
+		}
 	}
-	if _, err := parseServe([]string{"--config", path}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("keepAlive -1s in the routes file: %v, want %s", err, want)
-	}
-	// Another command's flags too.
-	var stderr strings.Builder
-	if code := Run([]string{"load", "--ramp", "-1s", "http://127.0.0.1:1/agent"}, strings.NewReader(""), io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "--ramp "+want) {
-		t.Errorf("load --ramp -1s: exit %d, %q", code, stderr.String())
+	// Another command's flags too: load's -d and --ramp, whose 0 is no
+	// limit of any kind, and its timeouts, whose 0 is none.
+	for _, c := range []struct{ flag, want string }{
+		{"-d", "load: -d " + want + "\n"},
+		{"--ramp", "load: --ramp " + want + "\n"},
+		{"--idle-timeout", "load: --idle-timeout " + want + ` ("0": none)` + "\n"},
+	} {
+		var stderr strings.Builder
+		if code := Run([]string{"load", c.flag, "-1m", "http://127.0.0.1:1/agent"}, strings.NewReader(""), io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("load %s -1m: exit %d, %q, want %q", c.flag, code, stderr.String(), c.want)
+		}
 	}
 }

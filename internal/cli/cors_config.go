@@ -109,7 +109,7 @@ func corsField(raw json.RawMessage, def relay.CORSOptions) (relay.CORSOptions, e
 		o.AllowCredentials = *f.AllowCredentials
 	}
 	var err error
-	if o.MaxAge, err = durationField(f.MaxAge, o.MaxAge); err != nil {
+	if o.MaxAge, err = durationField(f.MaxAge, o.MaxAge, "not sent"); err != nil {
 		return o, fmt.Errorf("maxAge: %v", err)
 	}
 	if err := checkCORS(o); err != nil {
