@@ -2,6 +2,7 @@ package relay
 
 import (
 	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 	"syscall"
@@ -70,14 +71,10 @@ func servedInPlace(ctx *fasthttp.RequestCtx) bool {
 	return false
 }
 
-// errInPlace ends the server's loop on a connection whose stream was
-// handed over in place (inPlace).
-var errInPlace = errors.New("relay: the connection's stream runs in place")
-
 // Write is wire.Conn's, but for the server's answer to a request whose
 // stream was handed over in place (inPlace): dropped. fasthttp has no way
 // to end its loop on a connection without writing an answer or closing
-// it; this and the read that answers errInPlace are that way.
+// it; this and the read that answers io.EOF are that way.
 func (s *socketConn) Write(p []byte) (int, error) {
 	if s.inPlace.Load() {
 		return len(p), nil
@@ -128,8 +125,11 @@ func (s *socketConn) Read(p []byte) (int, error) {
 		// buffer). A pipelined request whose body's first byte is read so
 		// fails on its way to the ErrorHandler, which says so
 		// (servedInPlace).
+		// io.EOF, the end of a connection between requests, ends the
+		// server's loop silently and without an allocation (any other
+		// error it boxes into an ErrNothingRead).
 		s.idleRead = len(p) == 1 || len(p) == readBufferSize
-		return 0, errInPlace
+		return 0, io.EOF
 	}
 	if s.noWait {
 		return 0, errNoWait
