@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -28,6 +29,11 @@ type socketConn struct {
 	noWait bool
 	// idleRead: see inPlace.
 	idleRead bool
+	// bodyDeadline, when set, is the read deadline of the request body
+	// being read (bodyBudget.read), set on the connection by the next read
+	// that goes to the socket: a body that came whole with its header moves
+	// none. Set and cleared by the goroutine that serves the connection.
+	bodyDeadline time.Time
 	// hangup is the connection's registration with watcher, the Relay's
 	// Poller (watchHangup), kept from its first run to its close; 0 when
 	// none.
@@ -136,6 +142,12 @@ func (s *socketConn) Read(p []byte) (int, error) {
 	}
 	if s.reqHead.bad {
 		return 0, errBareLF
+	}
+	if !s.bodyDeadline.IsZero() {
+		if err := s.Conn.SetReadDeadline(s.bodyDeadline); err != nil {
+			return 0, err
+		}
+		s.bodyDeadline = time.Time{}
 	}
 	n, err := s.Conn.Read(p)
 	if err != nil {
