@@ -119,8 +119,9 @@ func (s *socketConn) Close() error {
 }
 
 // Read is wire.Conn's, but for a read told not to wait (noWait), the
-// request head's bare LF (reqHead) and the server's read after a stream
-// was handed over in place (inPlace).
+// request head's bare LF (reqHead), the server's read after a stream was
+// handed over in place (inPlace) and a request body's deadline, set before
+// the read (bodyDeadline).
 func (s *socketConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
