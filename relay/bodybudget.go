@@ -227,6 +227,10 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
 		whole = ctx.Time().Add(rt)
 	}
 	var set time.Time // when the read deadline was last moved
+	sc, _ := ctx.Conn().(*socketConn)
+	if sc != nil {
+		defer func() { sc.bodyDeadline = time.Time{} }() // not set: the body is read
+	}
 	stream := ctx.RequestBodyStream()
 	for {
 		body.buf = buf
@@ -257,8 +261,11 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
 				}
 				// The connection's own: the server sets its next deadline
 				// itself before it reads again (ctx's would cost a call
-				// more, to clear it after the handler).
-				if err := ctx.Conn().SetReadDeadline(d); err != nil {
+				// more, to clear it after the handler). A socketConn sets
+				// it only when a read goes to the socket.
+				if sc != nil {
+					sc.bodyDeadline = d
+				} else if err := ctx.Conn().SetReadDeadline(d); err != nil {
 					return err
 				}
 				set = now

@@ -2,9 +2,11 @@ package relay
 
 import (
 	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -27,6 +29,11 @@ type socketConn struct {
 	noWait bool
 	// idleRead: see inPlace.
 	idleRead bool
+	// bodyDeadline, when set, is the read deadline of the request body
+	// being read (bodyBudget.read), set on the connection by the next read
+	// that goes to the socket: a body that came whole with its header moves
+	// none. Set and cleared by the goroutine that serves the connection.
+	bodyDeadline time.Time
 	// hangup is the connection's registration with watcher, the Relay's
 	// Poller (watchHangup), kept from its first run to its close; 0 when
 	// none.
@@ -70,14 +77,10 @@ func servedInPlace(ctx *fasthttp.RequestCtx) bool {
 	return false
 }
 
-// errInPlace ends the server's loop on a connection whose stream was
-// handed over in place (inPlace).
-var errInPlace = errors.New("relay: the connection's stream runs in place")
-
 // Write is wire.Conn's, but for the server's answer to a request whose
 // stream was handed over in place (inPlace): dropped. fasthttp has no way
 // to end its loop on a connection without writing an answer or closing
-// it; this and the read that answers errInPlace are that way.
+// it; this and the read that answers io.EOF are that way.
 func (s *socketConn) Write(p []byte) (int, error) {
 	if s.inPlace.Load() {
 		return len(p), nil
@@ -116,8 +119,9 @@ func (s *socketConn) Close() error {
 }
 
 // Read is wire.Conn's, but for a read told not to wait (noWait), the
-// request head's bare LF (reqHead) and the server's read after a stream
-// was handed over in place (inPlace).
+// request head's bare LF (reqHead), the server's read after a stream was
+// handed over in place (inPlace) and a request body's deadline, set before
+// the read (bodyDeadline).
 func (s *socketConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -128,14 +132,23 @@ func (s *socketConn) Read(p []byte) (int, error) {
 		// buffer). A pipelined request whose body's first byte is read so
 		// fails on its way to the ErrorHandler, which says so
 		// (servedInPlace).
+		// io.EOF, the end of a connection between requests, ends the
+		// server's loop silently and without an allocation (any other
+		// error it boxes into an ErrNothingRead).
 		s.idleRead = len(p) == 1 || len(p) == readBufferSize
-		return 0, errInPlace
+		return 0, io.EOF
 	}
 	if s.noWait {
 		return 0, errNoWait
 	}
 	if s.reqHead.bad {
 		return 0, errBareLF
+	}
+	if !s.bodyDeadline.IsZero() {
+		if err := s.Conn.SetReadDeadline(s.bodyDeadline); err != nil {
+			return 0, err
+		}
+		s.bodyDeadline = time.Time{}
 	}
 	n, err := s.Conn.Read(p)
 	if err != nil {
