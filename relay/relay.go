@@ -613,28 +613,16 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	if tap != nil {
 		rep.URL = uri
 	}
-	if gone {
-		releaseAbandoned(resp, err)
-		hangUp(ctx)
-		if tap != nil {
-			rep.Abort = errConsumerGone.Code
+	if p, ok := producerResponse(ctx, resp, gone, err); !ok {
+		if p == nil {
+			if tap != nil {
+				rep.Abort = errConsumerGone.Code
+			}
+			endRequest(tap, rep, 0, "", nil)
+			return
 		}
-		endRequest(tap, rep, 0, "", nil)
-		return
-	}
-	if err != nil {
-		fasthttp.ReleaseResponse(resp)
-		p := upstreamProblem(err)
-		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.Error(err))
+		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.String("problem", p.Type), zap.Error(err))
 		endRequest(tap, rep, p.Status, p.Type, err)
-		p.Write(ctx)
-		return
-	}
-	if resp.StatusCode() == fasthttp.StatusSwitchingProtocols {
-		fasthttp.ReleaseResponse(resp)
-		p := problemUpgrade()
-		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.String("problem", p.Type))
-		endRequest(tap, rep, p.Status, p.Type, nil)
 		p.Write(ctx)
 		return
 	}
@@ -785,27 +773,15 @@ func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate
 	gone, err := r.do(ctx, req, resp)
 	rep.URL = r.upstreamURL(req.URI())
 	fasthttp.ReleaseRequest(req)
-	if gone {
-		// The consumer left while the producer thought: the request was
-		// cancelled, its connection closed (see headWait).
-		releaseAbandoned(resp, err)
-		hangUp(ctx)
-		rep.Abort = errConsumerGone.Code
-		rep.Duration = time.Since(rep.Start)
-		r.report(rep)
-		return nil, false
-	}
-	if err != nil {
-		fasthttp.ReleaseResponse(resp)
+	if p, ok := producerResponse(ctx, resp, gone, err); !ok {
+		if p == nil {
+			rep.Abort = errConsumerGone.Code
+			rep.Duration = time.Since(rep.Start)
+			r.report(rep)
+			return nil, false
+		}
 		rep.Err = err
-		r.refuse(ctx, rep, upstreamProblem(err))
-		return nil, false
-	}
-	if resp.StatusCode() == fasthttp.StatusSwitchingProtocols {
-		// The producer's connection is not HTTP any more (the transport
-		// closed it): nothing of it can be relayed as a run.
-		fasthttp.ReleaseResponse(resp)
-		r.refuse(ctx, rep, problemUpgrade())
+		r.refuse(ctx, rep, p)
 		return nil, false
 	}
 	return resp, true
@@ -856,6 +832,28 @@ func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.
 	r.track(ub)
 	r.CORS.apply(ctx)             // before respond renders the head
 	r.respond(ctx, ub, resp, rep) // on the hijacked connection, see hijack.go
+}
+
+// producerResponse judges the producer's response to r.do, for a run and
+// for a request that is not one alike. It reports ok when resp is to be
+// relayed; else resp is released and p is the problem to answer with, or
+// nil when the consumer left meanwhile (gone: its connection is closed,
+// see headWait). A 101 is refused: the producer's connection is not HTTP
+// any more (the transport closed it), and the relay does not tunnel.
+func producerResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, gone bool, err error) (p *Problem, ok bool) {
+	switch {
+	case gone:
+		releaseAbandoned(resp, err)
+		hangUp(ctx)
+		return nil, false
+	case err != nil:
+		fasthttp.ReleaseResponse(resp)
+		return upstreamProblem(err), false
+	case resp.StatusCode() == fasthttp.StatusSwitchingProtocols:
+		fasthttp.ReleaseResponse(resp)
+		return problemUpgrade(), false
+	}
+	return nil, true
 }
 
 // releaseAbandoned releases the producer's answer to a consumer that went
