@@ -80,7 +80,7 @@ type relayedStream struct {
 	step       func() bool // p.loop, made once (it escapes into wire.Body.Poll)
 
 	parkAfter time.Duration
-	poller    streamPoller // nil: the stream does not park, and is not counted
+	poller    *wire.Poller // nil: the stream does not park, and is not counted
 	now       time.Time    // the clock at the last read (NoteRead): a wait that follows starts then
 	clock     time.Time    // the stream's start, from which now is read on the monotonic clock alone
 	deadline  time.Time    // the read deadline that ends a wait by parking
@@ -102,7 +102,9 @@ const parkAfter = time.Second
 type streamTuning struct {
 	parkAfter time.Duration // 0: the constant parkAfter; a test parks its streams sooner
 	endGrace  time.Duration // 0: runEndGrace (relayedStream.checkEnd)
-	poller    streamPoller  // nil: Relay.Poller; a test's may refuse to park, or tell when a stream parked
+	// armRead, when set, arms a parking stream in place of pl.ArmRead: a
+	// test's may refuse (false), or tell when a stream parked.
+	armRead func(pl *wire.Poller, rc syscall.RawConn, token int32) bool
 }
 
 // tune applies a test's tuning to the stream begin makes.
@@ -110,25 +112,6 @@ func (p *relayedStream) tune(t *streamTuning) {
 	if t.parkAfter != 0 {
 		p.parkAfter = t.parkAfter
 	}
-	if t.poller != nil {
-		p.poller = t.poller
-	}
-}
-
-// streamPoller is what a stream asks of the Relay's Poller: parking
-// (Reserve, ArmRead, Remove) and the count of the streams that hold a
-// goroutine, for its release of memory (Enter, Leave). In tests it may be
-// one that cannot park, or that tells when a stream parked.
-type streamPoller interface {
-	// Reserve returns a token whose event will call wake.
-	Reserve(wake func()) int32
-	// ArmRead arms token to fire once rc has input; false when it cannot.
-	ArmRead(rc syscall.RawConn, token int32) bool
-	// Remove ends the registration of token, fired or not.
-	Remove(rc syscall.RawConn, token int32)
-	// Enter and Leave count a stream taking and giving up a goroutine.
-	Enter()
-	Leave()
 }
 
 // begin is phase 1 of run, the header: the consumer's hangup watched, the
@@ -151,9 +134,7 @@ func (st eventStream) begin() *relayedStream {
 	cw.SetHead(head)
 
 	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
-	if r.Poller != nil {
-		p.poller = r.Poller.w
-	}
+	p.poller = r.poller()
 	if t := r.tuning; t != nil {
 		p.tune(t)
 	}
@@ -372,7 +353,7 @@ func (p *relayedStream) park() bool {
 	p.token = p.poller.Reserve(p.wake)
 	keepAlive := p.parkedKeepAlive()
 	p.parked.Store(true)
-	if !p.poller.ArmRead(p.sb.RawConn(), p.token) {
+	if !p.armRead() {
 		if !p.parked.CompareAndSwap(true, false) {
 			return true // a close woke the stream already
 		}
@@ -384,6 +365,14 @@ func (p *relayedStream) park() bool {
 		p.wake() // closed while parking: its wake may have come too early
 	}
 	return true
+}
+
+// armRead arms the parked stream's wake when its connection has input.
+func (p *relayedStream) armRead() bool {
+	if t := p.r.tuning; t != nil && t.armRead != nil {
+		return t.armRead(p.poller, p.sb.RawConn(), p.token)
+	}
+	return p.poller.ArmRead(p.sb.RawConn(), p.token)
 }
 
 // wake takes a parked stream up in a new goroutine: bytes arrived, or the
