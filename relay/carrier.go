@@ -15,7 +15,7 @@ import (
 type carrier interface {
 	// carry runs st, the stream answering the request on ctx, from the
 	// handler; sc is ctx's connection when the relay's Listener served it.
-	carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart)
+	carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse)
 	// parks reports whether a stream that waits for its producer gives its
 	// goroutine up (relayedStream.park), to be run on by a new one
 	// (wake).
@@ -23,7 +23,7 @@ type carrier interface {
 	// next serves conn's next requests with srv once a stream on it ended
 	// with the connection kept, and returns the stream this goroutine is
 	// to run next, ok=false when none.
-	next(conn net.Conn, srv *fasthttp.Server) (st eventStream, ok bool)
+	next(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool)
 }
 
 // goroutinePerStream is the carrier without Relay.ReuseGoroutines: each stream is hijacked (hijack)
@@ -31,15 +31,15 @@ type carrier interface {
 // request on a kept connection goes back to the server.
 type goroutinePerStream struct{}
 
-func (goroutinePerStream) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart) {
+func (goroutinePerStream) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
 	st.hijack(ctx, sc)
 }
 
 func (goroutinePerStream) parks() bool { return false }
 
-func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (eventStream, bool) {
+func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (streamResponse, bool) {
 	srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
-	return eventStream{}, false
+	return streamResponse{}, false
 }
 
 // reuseGoroutines is the carrier of Relay.ReuseGoroutines, which starts as
@@ -50,7 +50,7 @@ func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (eventStream
 // when bytes arrive.
 type reuseGoroutines struct{}
 
-func (reuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart) {
+func (reuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
 	if sc == nil || !st.handOver(ctx, sc) {
 		st.hijack(ctx, sc)
 	}
@@ -58,7 +58,7 @@ func (reuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st stream
 
 func (reuseGoroutines) parks() bool { return true }
 
-func (reuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (eventStream, bool) {
+func (reuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (streamResponse, bool) {
 	return nextStream(conn, srv)
 }
 
@@ -81,7 +81,7 @@ func (r *Relay) carrier() carrier {
 // stream handed over in place, and returns that stream; ok=false when the
 // connection ended first, or its stream runs elsewhere, or conn is not a
 // socketConn (its streams start goroutines of their own).
-func nextStream(conn net.Conn, srv *fasthttp.Server) (st eventStream, ok bool) {
+func nextStream(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool) {
 	sc, _ := conn.(*socketConn)
 	if sc == nil {
 		srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
@@ -98,10 +98,10 @@ func nextStream(conn net.Conn, srv *fasthttp.Server) (st eventStream, ok bool) {
 // returned: the connection is kept only when the server's next read was
 // its wait for a request's first byte, so nothing it had buffered (a
 // pipelined request) is lost, and the deadlines the server set are undone.
-func (st *eventStream) inPlace(sc *socketConn) {
+func (st *streamResponse) inPlace(sc *socketConn) {
 	sc.inPlace.Store(false)
 	if !sc.idleRead && st.w.srv != nil {
-		st.w.srv, st.head = nil, withClose(st.head)
+		st.w.srv, st.header = nil, withClose(st.header)
 	}
 	if sc.SetDeadline(time.Time{}) != nil {
 		st.w.srv = nil // the stream ends with the connection closed

@@ -17,7 +17,7 @@ import (
 // The consumer's hangup is noticed by the Relay's Poller (hangup.go).
 //
 // What the server no longer does for such a connection, the relay does: it
-// renders the head (respondHead), bounds the time a write takes no byte by
+// renders the head (responseHeader), bounds the time a write takes no byte by
 // ConsumerStallTimeout (a consumer that takes nothing for that long is cut,
 // consumer_stalled; one that reads steadily is not, however long the write),
 // closes the connection at the stream's end or hands it back (handBack),
@@ -47,26 +47,34 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	sc, _ := ctx.Conn().(*socketConn)
 	var dst []byte
 	if sc != nil {
-		dst = sc.head[:0]
+		dst = sc.header[:0]
 	}
-	head := respondHead(&ctx.Response.Header, chunked, keep, dst)
+	head := responseHeader(&ctx.Response.Header, chunked, keep, dst)
 	if sc != nil {
-		sc.head = head
+		sc.header = head
 	}
 	timeout := r.ConsumerStallTimeout
 	if timeout == 0 {
 		timeout = DefaultConsumerStallTimeout
 	}
-	st := streamStart{eventStream{r: r, head: head, ub: ub, resp: resp, rep: rep}, chunked, keep, timeout, srv, ctx.Done()}
+	st := streamResponse{r: r, header: head, ub: ub, resp: resp, rep: rep, chunked: chunked, keep: keep, timeout: timeout, srv: srv, done: ctx.Done()}
 	r.carrier().carry(ctx, sc, st)
 }
 
-// streamStart is a stream answered by respond, before it has a goroutine
-// (carrier.carry) and so a writer: how its answer is written (chunked,
-// timeout) and whether its connection may be kept, with the server (srv)
-// and the shutdown signal (done) for that.
-type streamStart struct {
-	eventStream
+// streamResponse is the consumer's event-stream response as respond made
+// it, before it runs (run): its header, the producer's response it
+// relays, how it is written (chunked, timeout) and whether its connection
+// may be kept, with the server (srv) and the shutdown signal (done) for
+// that. Its writer (w) is made once the carrier gave it the connection
+// (handOver, hijack).
+type streamResponse struct {
+	r      *Relay
+	w      *consumerWriter
+	header []byte
+	ub     *upstreamBody
+	resp   *fasthttp.Response
+	rep    *RunReport
+
 	chunked, keep bool
 	timeout       time.Duration
 	srv           *fasthttp.Server
@@ -78,7 +86,7 @@ type streamStart struct {
 // answer to the request dropped and its loop ended (socketConn's inPlace),
 // so that no goroutine is started for the stream and none waits for
 // another.
-func (st streamStart) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
+func (st streamResponse) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
 	if !sc.handover.Take() {
 		return false
 	}
@@ -86,7 +94,7 @@ func (st streamStart) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
 	if st.keep {
 		st.w.srv, st.w.shutdown = st.srv, st.done
 	}
-	sc.handover.Give(st.eventStream) // taken once the server returns (nextStream)
+	sc.handover.Give(st) // taken once the server returns (nextStream)
 	sc.idleRead = false
 	sc.inPlace.Store(true)
 	ctx.Response.Reset() // what the server writes is dropped: the least to render
@@ -97,14 +105,14 @@ func (st streamStart) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
 // returns (fasthttp's Hijack, with no response of the server's) and runs
 // the stream on the goroutine the server starts for that; sc is the
 // connection under ctx's when the relay's Listener served it (else nil).
-func (st streamStart) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
+func (st streamResponse) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		// A copy, changed here: st itself, captured and changed, would be
 		// moved to the heap on every run, the in-place ones too.
 		st := st
 		if st.keep && sentMore(c, sc) {
-			st.keep, st.head = false, withClose(st.head)
+			st.keep, st.header = false, withClose(st.header)
 		}
 		// The server's buffered reader of the connection is left behind
 		// with c (Server.KeepHijackedConns): nothing reads the request any
@@ -114,7 +122,7 @@ func (st streamStart) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 			c = u.UnsafeConn()
 		}
 		w := newConsumerWriter(c, st.chunked, st.timeout)
-		w.holds = st.srv == nil
+		w.onHijackHandler = st.srv == nil
 		if st.keep {
 			w.srv, w.shutdown = st.srv, st.done
 		}
@@ -122,7 +130,7 @@ func (st streamStart) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 		if st.srv == nil {
 			// A server not made by Server: it may close the connection
 			// once this handler returns (KeepHijackedConns unset), so the
-			// stream runs here to its end (holds: it does not park), and
+			// stream runs here to its end (onHijackHandler: it does not park), and
 			// the connection is not kept.
 			st.run()
 			return
@@ -152,7 +160,7 @@ func sentMore(c net.Conn, sc *socketConn) bool {
 	return n > 0 || c.SetReadDeadline(time.Time{}) != nil
 }
 
-// withClose returns a head rendered for keep-alive as respondHead renders
+// withClose returns a head rendered for keep-alive as responseHeader renders
 // it without: Connection: close is the last header line fasthttp writes.
 // Rare (a pipelined request, no epoll watcher), so not rendered up front.
 func withClose(head []byte) []byte {
@@ -160,12 +168,12 @@ func withClose(head []byte) []byte {
 	return append(append(head[:end:end], "Connection: close\r\n"...), "\r\n"...)
 }
 
-// respondHead renders the response header of an event stream: the status
+// responseHeader renders the response header of an event stream: the status
 // line and headers of h, the framing (chunked for HTTP/1.1; delimited by the
 // connection's end for an HTTP/1.0 consumer, which cannot read chunks) and,
 // unless keep, Connection: close; rendered into dst's array (fasthttp's
 // AppendBytes starts at dst[:0]).
-func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []byte {
+func responseHeader(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []byte {
 	h.SetConnectionClose()
 	if keep {
 		h.ResetConnectionClose()
@@ -196,7 +204,7 @@ type consumerWriter struct {
 	// holds keeps the stream on the goroutine that runs it to its end, not
 	// parked: the goroutine is the server's hijack handler, on a server
 	// that may close the connection when it returns.
-	holds bool
+	onHijackHandler bool
 
 	// srv, when set, takes the connection back after a stream that ended
 	// well (keep-alive, see respond), unless shutdown is closed by then.
@@ -234,7 +242,7 @@ func (w *consumerWriter) handBack() bool {
 		return false
 	}
 	if sc, ok := w.conn.(*socketConn); ok {
-		sc.reqHead.arm() // nothing was sent after the request (sentMore): a head comes next
+		sc.reqHeader.arm() // nothing was sent after the request (sentMore): a head comes next
 	}
 	return true
 }

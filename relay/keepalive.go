@@ -27,7 +27,7 @@ import (
 //     keep-alive when it can take the gate (keepAliveTick).
 //
 // A keep-alive is not the producer's: the read that follows it does not
-// count for the idle timeout (quietStep).
+// count for the idle timeout (stepAfterDeadline).
 
 // keepAlive is a stream's keep-alive state; the stream's goroutine, or
 // whoever holds the stream (parked: its taker; gated: the gate's holder),
@@ -49,19 +49,19 @@ type keepAlive struct {
 // keep-alive's deadline, parked, or waits in blocking reads (gated).
 type keepAliveWaited struct {
 	// quiet makes the next Poll's first read not count for the idle
-	// timeout (quietStep): it follows a keep-alive's deadline, not bytes.
-	quiet bool
-	gated bool
-	step  func() bool // quietStep
+	// timeout (stepAfterDeadline): it follows a keep-alive's deadline, not bytes.
+	afterDeadline bool
+	blocking      bool
+	step          func() bool // stepAfterDeadline
 
-	timer *time.Timer // parked or gated streams: the next keep-alive's
-	gate  sync.Mutex  // gated streams: held by the stream but while it reads
+	timer    *time.Timer // parked or gated streams: the next keep-alive's
+	writerMu sync.Mutex  // gated streams: held by the stream but while it reads
 }
 
 // waited returns the stream's keepAliveWaited, made at the first call.
 func (p *relayedStream) waited() *keepAliveWaited {
 	if p.ka.waited == nil {
-		p.ka.waited = &keepAliveWaited{step: p.quietStep}
+		p.ka.waited = &keepAliveWaited{step: p.stepAfterDeadline}
 	}
 	return p.ka.waited
 }
@@ -78,16 +78,16 @@ func (p *relayedStream) startKeepAlive() {
 	p.ka.since = time.Since(p.clock)
 	if p.sb == nil {
 		w := p.waited()
-		w.gated = true
-		w.gate.Lock()
+		w.blocking = true
+		w.writerMu.Lock()
 		w.timer = time.AfterFunc(p.ka.every, p.keepAliveTick)
 	}
 }
 
-// noteQuiet notes the start of the consumer's silence when it was written
+// noteConsumerSilence notes the start of the consumer's silence when it was written
 // since the last note: at the read that followed (p.now), the stream's
 // last before it waits.
-func (p *relayedStream) noteQuiet() {
+func (p *relayedStream) noteConsumerSilence() {
 	if seq := p.cw.WriteSeq(); seq != p.ka.seq {
 		p.ka.seq, p.ka.since = seq, p.now.Sub(p.clock)
 	}
@@ -126,7 +126,7 @@ func (p *relayedStream) writeKeepAlive() error {
 // comes early costs a wait that resumes (relay), not a timer update per
 // wait.
 func (p *relayedStream) armKeepAlive() bool {
-	p.noteQuiet()
+	p.noteConsumerSilence()
 	target := p.keepAliveDue()
 	if park := p.now.Add(p.parkAfter); !p.noPark && park.Before(target) {
 		target = park
@@ -142,13 +142,13 @@ func (p *relayedStream) armKeepAlive() bool {
 // writes a keep-alive when one is due, moves the deadline of a stream that
 // waits on, which has passed, to the next (a Poll whose deadline passed
 // returns at once, without a read), and has the Poll that follows not count its first read
-// for the idle timeout (quietStep). It reports false when the consumer
+// for the idle timeout (stepAfterDeadline). It reports false when the consumer
 // could not be written (werr).
 func (p *relayedStream) sendKeepAlive() bool {
 	if p.ka.every == 0 {
 		return true
 	}
-	p.waited().quiet = true
+	p.waited().afterDeadline = true
 	if p.keepAliveNow(time.Now()) {
 		if err := p.writeKeepAlive(); err != nil {
 			p.werr = err
@@ -162,26 +162,26 @@ func (p *relayedStream) sendKeepAlive() bool {
 	return true
 }
 
-// pollStep is the step of relay's next Poll: quietStep after a deadline,
+// pollStep is the step of relay's next Poll: stepAfterDeadline after a deadline,
 // else loop.
 func (p *relayedStream) pollStep() func() bool {
-	if w := p.ka.waited; w != nil && w.quiet {
+	if w := p.ka.waited; w != nil && w.afterDeadline {
 		return w.step
 	}
 	return p.step
 }
 
-// quietStep is loop, but for the Poll's first read after a deadline: made
+// stepAfterDeadline is loop, but for the Poll's first read after a deadline: made
 // before loop's (nothing is left to scan or flush then), it is noted for
 // the idle timeout (touch) only when it brings bytes. The producer's
 // silence goes on through the relay's keep-alives.
-func (p *relayedStream) quietStep() bool {
-	if !p.ka.waited.quiet {
+func (p *relayedStream) stepAfterDeadline() bool {
+	if !p.ka.waited.afterDeadline {
 		return p.loop()
 	}
-	p.ka.waited.quiet = false
+	p.ka.waited.afterDeadline = false
 	now := p.clock.Add(time.Since(p.clock))
-	switch err := p.sc.Fill(p); {
+	switch err := p.sc.Fill(p.body()); {
 	case err == syscall.EAGAIN:
 		p.now = now
 		return p.awaitProducer()
@@ -241,14 +241,14 @@ func (p *relayedStream) keepAliveParked() {
 // the gate is taken: the timer is armed again unless the stream is over.
 func (p *relayedStream) keepAliveTick() {
 	w := p.ka.waited // made before the timer, never changed
-	if !w.gate.TryLock() {
+	if !w.writerMu.TryLock() {
 		if !p.ub.finished() {
 			w.timer.Reset(p.ka.every)
 		}
 		return
 	}
-	defer w.gate.Unlock()
-	p.noteQuiet()
+	defer w.writerMu.Unlock()
+	p.noteConsumerSilence()
 	if now := time.Now(); !p.keepAliveNow(now) {
 		w.timer.Reset(p.keepAliveDue().Sub(now))
 		return

@@ -838,7 +838,7 @@ func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.
 // for a request that is not one alike. It reports ok when resp is to be
 // relayed; else resp is released and p is the problem to answer with, or
 // nil when the consumer left meanwhile (gone: its connection is closed,
-// see headWait). A 101 is refused: the producer's connection is not HTTP
+// see headerWait). A 101 is refused: the producer's connection is not HTTP
 // any more (the transport closed it), and the relay does not tunnel.
 func producerResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, gone bool, err error) (p *Problem, ok bool) {
 	switch {

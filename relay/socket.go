@@ -33,17 +33,17 @@ type socketConn struct {
 	hangup atomic.Int32
 	// head is the buffer the answers' heads are rendered into (respond),
 	// one run at a time.
-	head []byte
-	// reqHead follows the head of the consumer's request being read, for a
+	header []byte
+	// reqHeader follows the head of the consumer's request being read, for a
 	// bare LF (headscan.go); on only for accepted connections.
-	reqHead headScan
-	watcher *wire.Poller // the Poller of hangup
-	// headWait serves the connection's requests one after another (Relay.do).
-	headWait *headWait
+	reqHeader headScan
+	watcher   *wire.Poller // the Poller of hangup
+	// headerWait serves the connection's requests one after another (Relay.do).
+	headerWait *headerWait
 
 	// handover hands a kept connection's next stream from the request's
 	// handler to the goroutine that serves the connection (carrier.go).
-	handover wire.Handover[eventStream]
+	handover wire.Handover[streamResponse]
 
 	// inPlace is set while the server finishes a request whose stream was
 	// handed over without a hijack (handOver): its writes are dropped, its
@@ -116,7 +116,7 @@ func (s *socketConn) Close() error {
 }
 
 // Read is wire.Conn's, but for a read told not to wait (noWait), the
-// request head's bare LF (reqHead) and the server's read after a stream
+// request head's bare LF (reqHeader) and the server's read after a stream
 // was handed over in place (inPlace).
 func (s *socketConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -134,14 +134,14 @@ func (s *socketConn) Read(p []byte) (int, error) {
 	if s.noWait {
 		return 0, errNoWait
 	}
-	if s.reqHead.bad {
+	if s.reqHeader.bad {
 		return 0, errBareLF
 	}
 	n, err := s.Conn.Read(p)
 	if err != nil {
 		return 0, err
 	}
-	if s.reqHead.on && s.reqHead.scan(p[:n]) {
+	if s.reqHeader.on && s.reqHeader.scan(p[:n]) {
 		return 0, errBareLF // the request is refused: its bytes go unread
 	}
 	return n, nil
@@ -174,7 +174,7 @@ func (l socketListener) Accept() (net.Conn, error) {
 	}
 	nc := newSocketConn(c)
 	if sc, ok := nc.(*socketConn); ok {
-		sc.reqHead.arm() // the first request's head comes first
+		sc.reqHeader.arm() // the first request's head comes first
 	}
 	return nc, nil
 }

@@ -34,23 +34,10 @@ import (
 // How the stream gets its goroutine is the Relay's carrier's (carrier.go):
 // run starts on it.
 
-// eventStream is a run's event stream to its consumer, as its carrier
-// starts it (run): the response header and writer, and the producer's
-// response. It is the same whether the connection was hijacked, handed over
-// in place or is served on from a kept connection.
-type eventStream struct {
-	r    *Relay
-	w    *consumerWriter
-	head []byte
-	ub   *upstreamBody
-	resp *fasthttp.Response
-	rep  *RunReport
-}
-
 // run is the life of one stream, on the goroutine its carrier gave it:
 // phase 1, then serve (phase 2, phase 3, and the connection's next
 // streams while it is kept and the carrier gives them this goroutine).
-func (st eventStream) run() {
+func (st streamResponse) run() {
 	st.begin().serve()
 }
 
@@ -116,9 +103,9 @@ func (p *relayedStream) tune(t *streamTuning) {
 
 // begin is phase 1 of run, the header: the consumer's hangup watched, the
 // response header set, the stream made.
-func (st eventStream) begin() *relayedStream {
+func (st streamResponse) begin() *relayedStream {
 	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
-	head := st.head
+	head := st.header
 	if tok, ok := watchHangup(r.poller(), cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
 		cw.watcher, cw.hangup, cw.watched = r.poller(), tok, true
 	} else {
@@ -131,14 +118,14 @@ func (st eventStream) begin() *relayedStream {
 	}
 	// The header goes out with the first flush, in the same write as the
 	// first events when they came with the producer's header.
-	cw.SetHead(head)
+	cw.SetHeader(head)
 
 	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
 	p.poller = r.poller()
 	if t := r.tuning; t != nil {
 		p.tune(t)
 	}
-	p.noPark = cw.holds || p.poller == nil || !r.carrier().parks()
+	p.noPark = cw.onHijackHandler || p.poller == nil || !r.carrier().parks()
 	if r.IdleTimeout > 0 {
 		ub.watchWrites(&cw.ChunkWriter)
 	}
@@ -165,7 +152,7 @@ func (st eventStream) begin() *relayedStream {
 		// The events the producer sent with its header are buffered already:
 		// the response header waits for them, to go out in the same write.
 		if sb.Buffered() {
-			cw.HoldHead()
+			cw.HoldHeader()
 		}
 		sb.OnClose(p.wake)
 	}
@@ -224,7 +211,7 @@ func (p *relayedStream) relay() (over bool) {
 // response's end) or werr says why.
 func (p *relayedStream) loop() (over bool) {
 	for {
-		rerr, werr := p.st.Pump(p.sc, p)
+		rerr, werr := p.st.Pump(p.sc, p.body())
 		switch {
 		case werr != nil:
 			p.werr = werr
@@ -251,27 +238,35 @@ func (p *relayedStream) awaitProducer() (over bool) {
 	return !p.armParking()
 }
 
-// NoteRead notes the read that follows (Pump's) for the idle timeout
-// (touch). The clock is read on the monotonic clock alone (one reading
-// where time.Now makes two), and not for the read that a polled body
-// answers without asking the kernel (Drained): it follows the last one in
-// the same wake, whose time stands for it, unless a write to the consumer
-// that the idle timer found in flight came between (touchAfterWrite).
-func (p *relayedStream) NoteRead() {
+// producerBody is the stream seen as the producer's response body, which
+// Pump reads (Read) and tells of each read first (NoteRead). A conversion
+// of the stream's pointer, it costs no allocation.
+type producerBody relayedStream
+
+// body returns the stream's producerBody.
+func (p *relayedStream) body() *producerBody { return (*producerBody)(p) }
+
+// NoteRead notes the read that follows for the idle timeout (touch). The
+// clock is read on the monotonic clock alone (one reading where time.Now
+// makes two), and not for a read that a polled body serves from its
+// buffer (Drained): the last read's time stands for it, unless a write to
+// the consumer that the idle timer found in flight came between
+// (touchAfterWrite).
+func (p *producerBody) NoteRead() {
 	if p.sb == nil || !p.sb.Drained() || p.ub.touchAfterWrite() {
 		p.now = p.clock.Add(time.Since(p.clock))
 		p.ub.touch(p.now)
 	}
 }
 
-// Read is what the scanner reads (Fill): the producer's body. A gated
-// stream (a body that cannot be polled: keepalive.go) lets its keep-alive
-// timer have the consumer's writer while it waits in the read.
-func (p *relayedStream) Read(b []byte) (n int, err error) {
-	if w := p.ka.waited; w != nil && w.gated {
-		w.gate.Unlock()
+// Read reads the producer's body. A body that cannot be polled blocks
+// here: the stream lets its keep-alive timer have the consumer's writer
+// meanwhile (keepalive.go).
+func (p *producerBody) Read(b []byte) (n int, err error) {
+	if w := p.ka.waited; w != nil && w.blocking {
+		w.writerMu.Unlock()
 		n, err = p.ub.body.Read(b)
-		w.gate.Lock()
+		w.writerMu.Lock()
 		return n, err
 	}
 	return p.ub.body.Read(b)
@@ -409,9 +404,9 @@ func (p *relayedStream) serve() {
 			p.leave()
 			return // parked: a wake or the keep-alive timer takes it up
 		}
-		kept := p.finish()
+		reusable := p.finish()
 		p.leave()
-		if !kept {
+		if !reusable {
 			return
 		}
 		st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv)
@@ -425,7 +420,7 @@ func (p *relayedStream) serve() {
 // finish is phase 3 of run: the terminal RUN_ERROR when the relay cut it, the
 // last flush, the end of the body, the report. It reports whether the
 // connection is kept: the caller then serves it on (serve).
-func (p *relayedStream) finish() (kept bool) {
+func (p *relayedStream) finish() (reusable bool) {
 	r, ub, st, rep := p.r, p.ub, p.st, p.rep
 	werr, rerr := p.werr, p.rerr
 	abort := ub.why()

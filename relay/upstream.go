@@ -125,7 +125,7 @@ func (d *dialer) dial(addr string) (net.Conn, error) {
 
 // stray reports a connection to the producer at addr discarded for the n
 // bytes it carried outside any answer, found when (ClientOptions.OnStray).
-func (d *dialer) stray(addr string, n int, when string) {
+func (d *dialer) reportUnsolicited(addr string, n int, when string) {
 	d.log.Warn("discarded a connection to the producer: it sent bytes outside any answer",
 		zap.String("producer", addr), zap.Int("bytes", n), zap.String("found", when))
 	if d.onStray != nil {
@@ -147,7 +147,7 @@ func (e *dialError) Unwrap() error { return e.err }
 // each answer, from the goroutine that then reads, so armed needs no lock.
 //
 // It also keeps a connection from carrying a request while it holds
-// bytes of no answer (fit).
+// bytes of no answer (reusable).
 type firstByteConn struct {
 	net.Conn
 	armed bool
@@ -162,10 +162,10 @@ type firstByteConn struct {
 	addr string // the producer's host:port
 }
 
-// errStrayConn is the write of a request on a connection that held bytes
-// of no answer (fit): it is closed and the request, not sent, is retried
+// errUnsolicitedBytes is the write of a request on a connection that held bytes
+// of no answer (reusable): it is closed and the request, not sent, is retried
 // on another by the client when it may be.
-var errStrayConn = errors.New("the producer's connection held bytes outside any answer")
+var errUnsolicitedBytes = errors.New("the producer's connection held bytes outside any answer")
 
 // fit reports whether the connection may carry the next request: nothing
 // may be readable on a connection taken from the pool, since nothing is
@@ -176,7 +176,7 @@ var errStrayConn = errors.New("the producer's connection held bytes outside any 
 // one found fit already, is not looked at again: the check is one read
 // that finds nothing, on each reuse. Called by the goroutine that holds
 // the connection, before it writes.
-func (c *firstByteConn) fit() bool {
+func (c *firstByteConn) reusable() bool {
 	if !c.served {
 		return true
 	}
@@ -187,14 +187,14 @@ func (c *firstByteConn) fit() bool {
 	}
 	n, err := sc.Stray()
 	if n > 0 {
-		c.d.stray(c.addr, n, "idle")
+		c.d.reportUnsolicited(c.addr, n, "idle")
 	}
 	return n == 0 && err == nil
 }
 
-// afterAnswer reports the n bytes that followed a complete answer on the
+// afterResponse reports the n bytes that followed a complete answer on the
 // connection (wire.BodyOptions.Stray).
-func (c *firstByteConn) afterAnswer(n int) { c.d.stray(c.addr, n, "after an answer") }
+func (c *firstByteConn) afterResponse(n int) { c.d.reportUnsolicited(c.addr, n, "after an answer") }
 
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 	c.armed = !t.IsZero()
@@ -202,12 +202,12 @@ func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 }
 
 // Write writes, unless the connection is not fit to carry a request
-// (fit): streamTransport asks before it writes, fasthttp's own transport
+// (reusable): streamTransport asks before it writes, fasthttp's own transport
 // (an answer asked not to be streamed, or skipped) does not, and retries
 // an idempotent request on another connection after this error.
 func (c *firstByteConn) Write(p []byte) (int, error) {
-	if c.served && !c.fit() {
-		return 0, errStrayConn
+	if c.served && !c.reusable() {
+		return 0, errUnsolicitedBytes
 	}
 	return c.Conn.Write(p)
 }
@@ -256,7 +256,7 @@ func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
 }
 
 // Read reads the producer's answer (a proxied one's: a stream reads
-// body itself, relayedStream.Read).
+// body itself, producerBody.Read).
 func (u *upstreamBody) Read(p []byte) (int, error) { return u.body.Read(p) }
 
 // cancel stops the stream for cause: a read in flight returns an error and

@@ -374,7 +374,7 @@ type ChunkWriter struct {
 
 	// head is the answer's status line and headers until they are written,
 	// by the first flush (or write); the caller leaves it unchanged.
-	head []byte
+	header []byte
 
 	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
 	err error
@@ -392,7 +392,7 @@ type ChunkWriter struct {
 
 	chunked bool
 	// holdHead makes the first flush with only the head pending write
-	// nothing (HoldHead).
+	// nothing (HoldHeader).
 	holdHead bool
 }
 
@@ -429,15 +429,15 @@ func (w *ChunkWriter) Init(conn net.Conn, chunked bool, timeout time.Duration) {
 	copy(w.end[:], "\r\n0\r\n\r\n")
 }
 
-// SetHead has the answer's head (status line and headers) written with the
+// SetHeader has the answer's head (status line and headers) written with the
 // first flush, in the same write as the first events when they are there.
 // head is borrowed until then.
-func (w *ChunkWriter) SetHead(head []byte) { w.head = head }
+func (w *ChunkWriter) SetHeader(head []byte) { w.header = head }
 
-// HoldHead makes the first flush with only the head pending write nothing:
+// HoldHeader makes the first flush with only the head pending write nothing:
 // the producer's first events are buffered already (they came with its
 // head), and the head goes out with them.
-func (w *ChunkWriter) HoldHead() { w.holdHead = true }
+func (w *ChunkWriter) HoldHeader() { w.holdHead = true }
 
 // Conn returns the connection the answer is written to.
 func (w *ChunkWriter) Conn() net.Conn { return w.conn }
@@ -517,11 +517,11 @@ func (w *ChunkWriter) adopt() {
 	w.span = nil
 }
 
-// Flush writes what is pending, as one chunk (see HoldHead).
+// Flush writes what is pending, as one chunk (see HoldHeader).
 func (w *ChunkWriter) Flush() error {
 	if w.holdHead {
 		w.holdHead = false
-		if w.head != nil && w.buf == nil && w.span == nil && w.err == nil {
+		if w.header != nil && w.buf == nil && w.span == nil && w.err == nil {
 			return nil
 		}
 	}
@@ -548,7 +548,7 @@ func (w *ChunkWriter) flush(last bool) error {
 		switch {
 		case last && w.chunked:
 			return w.emit(w.end[2:], nil, nil) // the last chunk alone
-		case w.head != nil:
+		case w.header != nil:
 			return w.emit(nil, nil, nil)
 		}
 		return nil
@@ -606,8 +606,8 @@ func (w *ChunkWriter) emit(a, b, c []byte) error {
 	if err := w.arm(); err != nil {
 		return err
 	}
-	head := w.head
-	w.head = nil
+	head := w.header
+	w.header = nil
 	w.writeSeq.Add(1)
 	defer w.writeSeq.Add(1)
 	switch {
