@@ -13,23 +13,23 @@ import (
 var interruptNow = time.Unix(1, 0)
 
 // headerWait cancels a request to the producer whose consumer hangs up before
-// the producer's answer has a head: the agent may think for minutes
+// the producer's response has a header: the agent may think for minutes
 // (--first-byte-timeout) before it answers, and the connection it holds
 // meanwhile counts against --upstream-max-conns. The consumer's connection
 // is watched for the hangup from the moment the request is forwarded
 // (Relay.do); the relay's transport (streamTransport) attaches the
-// producer's connection once it has one and detaches it once the head is
+// producer's connection once it has one and detaches it once the header is
 // read, after which the stream's own watch (upstreamBody.cancel) takes over.
 //
 // A hangup interrupts the producer's connection (deadlines in the past):
-// the write of the request or the read of the head fails, and the
+// the write of the request or the read of the header fails, and the
 // transport closes the connection instead of pooling it. Deadlines the
 // transport sets are set under mu, so that none undoes the interruption.
 type headerWait struct {
 	mu   sync.Mutex
-	conn net.Conn // the producer's connection while its head is awaited
+	conn net.Conn // the producer's connection while its header is awaited
 	gone bool     // the consumer hung up
-	done bool     // the wait is over (the head arrived or the request failed)
+	done bool     // the wait is over (the header arrived or the request failed)
 	// onHangup is hangup as a func, made once with the headerWait.
 	onHangup func()
 }
@@ -65,7 +65,7 @@ func newHeadWait() *headerWait {
 type headerWaitKey struct{}
 
 // errHeadWaitGone is the transport's error for a request whose consumer hung
-// up before the producer's head arrived.
+// up before the producer's header arrived.
 var errHeadWaitGone = errors.New("the consumer went away before the producer answered")
 
 func headerWaitOf(req *fasthttp.Request) *headerWait {
@@ -116,7 +116,7 @@ func (h *headerWait) setDeadline(set func(time.Time) error, t time.Time) error {
 	return set(t)
 }
 
-// detach ends the wait: the head was read, or the request failed. It
+// detach ends the wait: the header was read, or the request failed. It
 // reports whether the consumer hung up before.
 func (h *headerWait) detach() (gone bool) {
 	if h == nil {
@@ -128,11 +128,11 @@ func (h *headerWait) detach() (gone bool) {
 	return h.gone
 }
 
-// do sends req to the producer and waits for the head of its answer,
+// do sends req to the producer and waits for the header of its response,
 // cancelling both when the consumer hangs up meanwhile (see headerWait); gone
 // reports that it did. Without a watcher for the consumer's connection
 // (no Poller, not Linux, a connection with no descriptor) or with a Doer other than
-// NewClient's, the wait goes on until the head or the first-byte timeout.
+// NewClient's, the wait goes on until the header or the first-byte timeout.
 func (r *Relay) do(ctx *fasthttp.RequestCtx, req *fasthttp.Request, resp *fasthttp.Response) (gone bool, err error) {
 	conn := ctx.Conn()
 	hw := headerWaitFor(conn)

@@ -10,22 +10,19 @@ import (
 	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
-// An event stream is answered on the consumer's connection itself, taken
+// An event stream is written on the consumer's connection itself, taken
 // from the server once the run's handler returns (a hijack, or a hand-over
-// in place: see carrier.go). The stream's goroutine writes the head and the
-// chunked body to the socket, with no pipe to a server goroutine between.
-// The consumer's hangup is noticed by the Relay's Poller (hangup.go).
+// in place: carrier.go): the header and the chunked body go to the socket
+// with no pipe to a server goroutine between.
 //
 // What the server no longer does for such a connection, the relay does: it
-// renders the head (responseHeader), bounds the time a write takes no byte by
-// ConsumerStallTimeout (a consumer that takes nothing for that long is cut,
-// consumer_stalled; one that reads steadily is not, however long the write),
-// closes the connection at the stream's end or hands it back (handBack),
-// and keeps its own registry of the runs in flight (track, Active,
-// EndRuns), since the server's Shutdown does not count them: call
-// AwaitRuns after it.
+// renders the header (responseHeader), bounds a write that makes no
+// progress by ConsumerStallTimeout (consumer_stalled; a slow but steady
+// reader is not cut), closes the connection or hands it back (handBack),
+// and keeps its own registry of runs in flight (track, Active, EndRuns),
+// which the server's Shutdown does not count: call AwaitRuns after it.
 
-// respond answers the consumer with the event stream of a run: the headers
+// respond responds to the consumer with the event stream of a run: the headers
 // set on ctx.Response now, then what the stream writes (run), on the
 // goroutine the Relay's carrier gives it. ctx must not be used after the
 // handler returns; resp and ub belong to the stream from here.
@@ -34,15 +31,15 @@ import (
 // (HTTP/1.1, no Connection: close, nothing sent after its request), the
 // stream ends with the chunked body's end and the connection goes back to
 // the server (ServeConn) for the consumer's next request, as any keep-alive
-// answer would; otherwise the answer says Connection: close and the stream
+// response would; otherwise the response says Connection: close and the stream
 // closes the connection.
 func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
 	chunked := ctx.Request.Header.IsHTTP11()
 	srv := r.srv.Load()
 	keep := chunked && srv != nil && !ctx.Request.Header.ConnectionClose()
 	// sc is the consumer's connection when the relay's Listener served it
-	// (nil otherwise). It renders each answer's head into the same buffer:
-	// its runs come one after the other, and a head is written before the
+	// (nil otherwise). It renders each response header into the same buffer:
+	// its runs come one after the other, and a header is written before the
 	// run's stream ends.
 	sc, _ := ctx.Conn().(*socketConn)
 	var dst []byte
@@ -83,7 +80,7 @@ type streamResponse struct {
 
 // handOver hands the stream to the goroutine that serves sc, when one
 // does (nextStream), and reports whether it did: no hijack, the server's
-// answer to the request dropped and its loop ended (socketConn's inPlace),
+// response to the request dropped and its loop ended (socketConn's inPlace),
 // so that no goroutine is started for the stream and none waits for
 // another.
 func (st streamResponse) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
@@ -128,10 +125,9 @@ func (st streamResponse) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 		}
 		st.w = w
 		if st.srv == nil {
-			// A server not made by Server: it may close the connection
-			// once this handler returns (KeepHijackedConns unset), so the
-			// stream runs here to its end (onHijackHandler: it does not park), and
-			// the connection is not kept.
+			// A server not made by Server may close the connection once
+			// this handler returns (KeepHijackedConns unset): the stream
+			// runs here to its end, and the connection is not reused.
 			st.run()
 			return
 		}
@@ -160,7 +156,7 @@ func sentMore(c net.Conn, sc *socketConn) bool {
 	return n > 0 || c.SetReadDeadline(time.Time{}) != nil
 }
 
-// withClose returns a head rendered for keep-alive as responseHeader renders
+// withClose returns a header rendered for keep-alive as responseHeader renders
 // it without: Connection: close is the last header line fasthttp writes.
 // Rare (a pipelined request, no epoll watcher), so not rendered up front.
 func withClose(head []byte) []byte {
@@ -186,12 +182,12 @@ func responseHeader(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) 
 	return h.AppendBytes(dst)
 }
 
-// consumerWriter writes a stream's answer to the consumer's connection
-// (wire.ChunkWriter: the head, then the chunks) and holds what the relay
+// consumerWriter writes a stream's response to the consumer's connection
+// (wire.ChunkWriter: the header, then the chunks) and holds what the relay
 // keeps of that connection: its hangup watch and its hand-back to the
 // server for the consumer's next request. It is used by one goroutine.
 type consumerWriter struct {
-	// The answer is written (ChunkWriter.Conn) to a socketConn over conn
+	// The response is written (ChunkWriter.Conn) to a socketConn over conn
 	// for TCP (raw system calls, a chunk written from where its bytes lie
 	// in one writev), else to conn itself.
 	wire.ChunkWriter
@@ -201,9 +197,9 @@ type consumerWriter struct {
 	hangup  int32        // the registration with watcher, when watched
 	watched bool
 
-	// holds keeps the stream on the goroutine that runs it to its end, not
-	// parked: the goroutine is the server's hijack handler, on a server
-	// that may close the connection when it returns.
+	// onHijackHandler: the stream runs to its end on the server's hijack
+	// handler, which must not return before (the server may close the
+	// connection then), so it does not park.
 	onHijackHandler bool
 
 	// srv, when set, takes the connection back after a stream that ended
@@ -212,7 +208,7 @@ type consumerWriter struct {
 	shutdown <-chan struct{}
 }
 
-// newConsumerWriter returns the writer of a stream's answer to conn.
+// newConsumerWriter returns the writer of a stream's response to conn.
 func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
 	w := &consumerWriter{conn: conn}
 	w.Init(newSocketConn(conn), chunked, timeout)
@@ -223,7 +219,7 @@ func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *cons
 // serve the consumer's next request on it, and reports whether it did;
 // when it cannot (no server for it, a shutdown, the watch or the deadlines
 // cannot be undone) it closes the connection instead. Call it only once
-// the whole answer is written.
+// the whole response is written.
 func (w *consumerWriter) handBack() bool {
 	w.Release()
 	select {
@@ -242,7 +238,7 @@ func (w *consumerWriter) handBack() bool {
 		return false
 	}
 	if sc, ok := w.conn.(*socketConn); ok {
-		sc.reqHeader.arm() // nothing was sent after the request (sentMore): a head comes next
+		sc.reqHeader.arm() // nothing was sent after the request (sentMore): a header comes next
 	}
 	return true
 }
@@ -260,7 +256,7 @@ func (w *consumerWriter) Close() error {
 
 // AwaitRuns waits until active (Relay.Active or Router.Active) reports no
 // run in flight, or ctx ends (then it returns ctx's error). The server's
-// Shutdown does not wait for event streams, which are answered on hijacked
+// Shutdown does not wait for event streams, which are responded to on hijacked
 // connections: call it once Shutdown has returned, so that every run has
 // either ended or been tracked.
 func AwaitRuns(ctx context.Context, active func() int) error {

@@ -155,7 +155,7 @@ func setForwarded(dst *fasthttp.RequestHeader, ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// passBody is a producer's answer passed to the consumer unchanged (a
+// passBody is a producer's response passed to the consumer unchanged (a
 // proxied request, an error status, a body that is not an event stream).
 // The server reads it and closes it when the response is written or the
 // consumer goes away; closing it releases the producer's response.
@@ -193,7 +193,7 @@ func (r *Relay) passThrough(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, d
 	n := resp.Header.ContentLength()
 	if n < 0 {
 		n = -1
-		// An answer of unknown length may be a long stream: no deadline
+		// A response of unknown length may be a long stream: no deadline
 		// on writing the whole of it.
 		ctx.SetWriteDeadline(zeroTime) //nolint:errcheck // only fails without a connection
 	}

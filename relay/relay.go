@@ -32,9 +32,9 @@ import (
 // flushed whenever the relay would otherwise wait for the producer, so that
 // no event waits behind a later one. Any other request is proxied unchanged.
 //
-// Errors come in two regimes. Before the first byte of the answer, a failure
+// Errors come in two regimes. Before the first byte of the response, a failure
 // is an HTTP error with an application/problem+json body (400, 413, 502,
-// 503, 504); a non-2xx answer of the producer is passed on as it is. Once the
+// 503, 504); a non-2xx response of the producer is passed on as it is. Once the
 // stream has started, the relay can only end it: when the producer's stream
 // breaks while the consumer is owed a terminal event (see Stream.Owed), it
 // writes a RUN_ERROR of its own first, and it logs.
@@ -44,7 +44,7 @@ import (
 // RUN_ERROR, because every consumer fails the run on it with its own parse
 // error (which names the producer's bytes better than the relay could). On
 // a run it translates, the relay logs such events with a count; events it
-// passes through byte for byte it does not parse. A producer answer the
+// passes through byte for byte it does not parse. A producer response the
 // relay cannot read as events (not text/event-stream, or compressed other
 // than gzip, which it decodes) is passed on as it is.
 //
@@ -116,7 +116,7 @@ type Relay struct {
 	// connection that stays silent (nginx's proxy_read_timeout and AWS
 	// ALB's idle timeout are 60 s by default), and a consumer that left is
 	// noticed at the write. It is written only between frames; zero means
-	// none. Nothing is sent before the producer's answer's head: the relay
+	// none. Nothing is sent before the producer's response header: the relay
 	// has no status to send yet.
 	KeepAlive time.Duration
 	// RunTimeout ends a run that lasts longer, counted from the request;
@@ -152,7 +152,7 @@ type Relay struct {
 	// (--quiet-translation-warnings); the taps still see them (Warned).
 	QuietTranslationWarnings bool
 	// CORS, when set, is the route's cross-origin policy: the relay answers
-	// preflights and puts the CORS headers on every answer (see CORS). nil:
+	// preflights and puts the CORS headers on every response (see CORS). nil:
 	// no CORS of the relay's; the producer's headers pass through.
 	CORS *CORS
 	// Poller, when set, watches the consumers' connections for a hangup
@@ -166,9 +166,9 @@ type Relay struct {
 	// next request.
 	Poller *Poller
 	// ReuseGoroutines has the Relay start as few goroutines as it can (the
-	// serve command sets it): a kept connection's next stream runs on the
+	// serve command sets it): a persistent connection's next stream runs on the
 	// goroutine that served its request, and a stream whose producer is
-	// silent for a second parks (with Poller), taken up by a new goroutine
+	// silent for a second parks (with Poller), run on by a new goroutine
 	// when bytes arrive. false: each stream runs on a goroutine of its own,
 	// the one the server starts for the connection the stream takes over,
 	// to the stream's end (as net/http's hijacked connections do).
@@ -241,7 +241,7 @@ type RunReport struct {
 	RunID, ThreadID string
 	// URL is where the run was sent.
 	URL string
-	// Status is the HTTP status answered to the consumer.
+	// Status is the HTTP status sent to the consumer.
 	Status int
 	// Consumer is the version the stream was shaped for; Producer the
 	// version the producer spoke on the last run of the stream (zero when it
@@ -256,7 +256,7 @@ type RunReport struct {
 	ConsumerLearnt negotiate.Learnt
 	// Translated reports that the last run of the stream was translated.
 	Translated bool
-	// Untranslated says why a successful answer was passed on as the
+	// Untranslated says why a successful response was passed on as the
 	// producer sent it, unread (UntranslatedProtobuf, UntranslatedOther,
 	// UntranslatedEncoding); "" when it was streamed, or not a success.
 	Untranslated string
@@ -275,8 +275,8 @@ type RunReport struct {
 	// away. It is nil when Abort is the whole story (a timeout, a hangup
 	// seen before any write failed, a shutdown).
 	Err error
-	// Problem is the type of the problem+json the relay answered with
-	// before the stream started, "" when it answered none.
+	// Problem is the type of the problem+json the relay responded with
+	// before the stream started, "" when there was none.
 	Problem string
 	// Counts are the events and bytes by type and direction, kept when the
 	// run is tapped and streamed; nil otherwise. They are borrowed as the
@@ -287,7 +287,7 @@ type RunReport struct {
 	Duration time.Duration
 
 	tap     RunTap
-	refused *Problem // the answer of a run refused (refuse), for its log line
+	refused *Problem // the response of a run refused (refuse), for its log line
 }
 
 var zeroTime time.Time
@@ -318,7 +318,7 @@ func (r *Relay) maxBody() int {
 // MaxBodiesInFlight and BodyTimeout (see bodyBudget), 16 KiB read buffer
 // (large Authorization headers), TCP keep-alive, no compression, and
 // problem+json answers to requests it cannot parse. The write timeout applies to ordinary answers;
-// event streams are answered on connections the relay takes over (see
+// event streams are responded to on connections the relay takes over (see
 // hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
 func (r *Relay) Server() *fasthttp.Server {
 	r.once.Do(r.init)
@@ -339,7 +339,7 @@ func (r *Relay) Server() *fasthttp.Server {
 		KeepHijackedConns:            true, // streams close their own; see respond
 		// A new connection takes a read buffer only once its first byte
 		// came (a 1-byte read), and the write buffer goes back to the
-		// server's pool after each answer. The read buffer, once taken,
+		// server's pool after each response. The read buffer, once taken,
 		// stays with the connection while the server serves it: request
 		// bodies are streamed (bodyBudget), and fasthttp cannot tell when
 		// one was read whole. It goes back when the server's loop ends (a
@@ -355,7 +355,7 @@ func (r *Relay) Server() *fasthttp.Server {
 	return s
 }
 
-// readBufferSize is the server's read buffer: the largest request head
+// readBufferSize is the server's read buffer: the largest request header
 // (large Authorization headers).
 const readBufferSize = 16 << 10
 
@@ -405,7 +405,7 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 
 // refuseUnread answers p to a request refused before its body was read
 // (by the server's limits or the bodies' budget), with the CORS headers.
-// When the request is a run by its head (isRunHead), the refusal is
+// When the request is a run by its header (isRunHead), the refusal is
 // reported as a run's is (report: its log line, its tap), though the
 // relay never read its input.
 func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
@@ -420,7 +420,7 @@ func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 	r.CORS.apply(ctx)
 }
 
-// serverProblem is the problem answered to a request the server could not
+// serverProblem is the problem sent to a request the server could not
 // read, whose body limit is maxBody.
 func serverProblem(err error, maxBody int) *Problem {
 	var stalled *bodyTimeoutError
@@ -469,7 +469,7 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 }
 
 // Handle serves one request: a run, or anything else proxied unchanged
-// (with a CORS policy, a preflight is answered instead). It works on any
+// (with a CORS policy, a preflight is responded to instead). It works on any
 // fasthttp.Server. On the one Server returns, with a Poller, a stream's
 // connection is kept for the consumer's next request, and with
 // ReuseGoroutines a quiet stream gives its goroutine up (parks); on any
@@ -501,7 +501,7 @@ func (r *Relay) serve(ctx *fasthttp.RequestCtx) {
 	default:
 		r.proxy(ctx)
 	}
-	// A stream's head went out with the CORS headers already (run).
+	// A stream's header went out with the CORS headers already (run).
 	if !ctx.Hijacked() {
 		r.CORS.apply(ctx)
 	}
@@ -525,7 +525,7 @@ func isRun(ctx *fasthttp.RequestCtx) bool {
 }
 
 // isRunHead reports whether a request whose body was not read is a run
-// by its head: a POST with a JSON content type, or with none and a body
+// by its header: a POST with a JSON content type, or with none and a body
 // (isRun).
 func isRunHead(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
@@ -575,7 +575,7 @@ func (r *Relay) upstreamURL(uri *fasthttp.URI) string {
 	return s
 }
 
-// upstreamProblem maps a failure to get the producer's answer to the
+// upstreamProblem maps a failure to get the producer's response to the
 // problem the consumer reads.
 func upstreamProblem(err error) *Problem {
 	var m *malformedAnswerError
@@ -590,7 +590,7 @@ func upstreamProblem(err error) *Problem {
 	return problemUnreachable(err)
 }
 
-// proxy passes a request that is not a run to the producer and its answer
+// proxy passes a request that is not a run to the producer and its response
 // back, both unchanged but for the hop-by-hop headers.
 func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	var tap RequestTap
@@ -635,7 +635,7 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 }
 
 // endRequest tells the tap of a request that is not a run, when it has
-// one, that the request is over, answered with status.
+// one, that the request is over, whose response had status.
 func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err error) {
 	if tap != nil {
 		rep.Status, rep.Problem, rep.Err, rep.Duration = status, problem, err, time.Since(rep.Start)
@@ -645,7 +645,7 @@ func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err 
 
 // run relays one run in its three stages: admit (the input judged, the
 // versions decided, the input translated), forward (the producer asked),
-// stream (its answer relayed).
+// stream (its response relayed).
 func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	rep := &RunReport{Route: r.Route, RoutePrefix: r.RoutePrefix, ProducerPython: r.ProducerPython, Start: time.Now()}
 	in, plan, ok := r.admit(ctx, rep)
@@ -680,7 +680,7 @@ func (r *Relay) tapRun(ctx *fasthttp.RequestCtx, rep *RunReport) bool {
 
 // admit reads and judges the consumer's RunAgentInput, decides the
 // versions and translates the input for the producer; it reports false
-// when the run was refused (answered with a problem).
+// when the run was refused (a problem was its response).
 func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan negotiate.InputPlan, ok bool) {
 	body := ctx.Request.Body()
 	if r.tapRun(ctx, rep) {
@@ -745,9 +745,9 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 	return in, plan, true
 }
 
-// forward sends the input to the producer and returns its answer's head,
-// the body still to read; it reports false when there is no answer to
-// relay (the consumer left meanwhile, or the producer failed: answered
+// forward sends the input to the producer and returns its response header,
+// the body still to read; it reports false when there is no response to
+// relay (the consumer left meanwhile, or the producer failed: responded to
 // with a problem).
 func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate.InputPlan, in []byte) (resp *fasthttp.Response, ok bool) {
 	if rep.tap != nil {
@@ -787,16 +787,16 @@ func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate
 	return resp, true
 }
 
-// stream answers the consumer with the producer's event stream, shaped by
-// a Stream on the hijacked connection (respond); an answer that is not an
+// stream responds to the consumer with the producer's event stream, shaped by
+// a Stream on the hijacked connection (respond); a response that is not an
 // event stream the relay can read goes to the consumer as it is.
 func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.Response) {
 	rep.Status = resp.StatusCode()
 	body2, streamed := resp.BodyStream().(fasthttp.ReadCloserWithError)
 	gz, readable := ContentCoding(resp.Header.ContentEncoding())
 	if rep.Status < 200 || rep.Status > 299 || !isEventStream(resp.Header.ContentType()) || !streamed || !readable {
-		// Not an event stream the relay can read: the producer's answer
-		// goes to the consumer as it is (an error status, a JSON answer, a
+		// Not an event stream the relay can read: the producer's response
+		// goes to the consumer as it is (an error status, a JSON response, a
 		// binary transport, a compression the relay does not decode).
 		if rep.Status >= 200 && rep.Status <= 299 {
 			accept := consumerAccept(&ctx.Request.Header)
@@ -830,13 +830,13 @@ func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.
 	}
 	ub.startTimers(r.IdleTimeout, remaining)
 	r.track(ub)
-	r.CORS.apply(ctx)             // before respond renders the head
+	r.CORS.apply(ctx)             // before respond renders the header
 	r.respond(ctx, ub, resp, rep) // on the hijacked connection, see hijack.go
 }
 
 // producerResponse judges the producer's response to r.do, for a run and
 // for a request that is not one alike. It reports ok when resp is to be
-// relayed; else resp is released and p is the problem to answer with, or
+// relayed; else resp is released and p is the problem to respond with, or
 // nil when the consumer left meanwhile (gone: its connection is closed,
 // see headerWait). A 101 is refused: the producer's connection is not HTTP
 // any more (the transport closed it), and the relay does not tunnel.
@@ -856,8 +856,8 @@ func producerResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, gone bo
 	return nil, true
 }
 
-// releaseAbandoned releases the producer's answer to a consumer that went
-// away: a head that came anyway has its body closed, and so its connection.
+// releaseAbandoned releases the producer's response to a consumer that went
+// away: a header that came anyway has its body closed, and so its connection.
 func releaseAbandoned(resp *fasthttp.Response, err error) {
 	if err == nil {
 		if b, ok := resp.BodyStream().(fasthttp.ReadCloserWithError); ok {
@@ -884,7 +884,7 @@ func consumerAccept(h *fasthttp.RequestHeader) []byte {
 	return bytes.Join(all, []byte(","))
 }
 
-// untranslated logs, once for the run, that a successful answer goes to
+// untranslated logs, once for the run, that a successful response goes to
 // the consumer as the producer sent it, unread and unshaped for the
 // consumer's version, and says why in rep.Untranslated (metrics count it).
 func (r *Relay) untranslated(rep *RunReport, resp *fasthttp.Response, accept []byte, readsSSE, readable bool) {
@@ -909,15 +909,15 @@ func (r *Relay) untranslated(rep *RunReport, resp *fasthttp.Response, accept []b
 		zap.Stringer("consumer", rep.Consumer), zap.Stringer("consumer_learnt", rep.ConsumerLearnt))
 }
 
-// Reasons a run's answer passed through untranslated (RunReport.Untranslated).
+// Reasons a run's response passed through untranslated (RunReport.Untranslated).
 const (
 	UntranslatedProtobuf = "protobuf"         // application/vnd.ag-ui.event+proto
 	UntranslatedOther    = "not_event_stream" // another media type (JSON, HTML, none)
 	UntranslatedEncoding = "content_encoding" // compressed other than gzip
 )
 
-// acquireUpstreamResponse returns a response for the producer's answer.
-// An answer without Content-Type is passed on without one: fasthttp would
+// acquireUpstreamResponse returns a response for the producer's response.
+// A response without Content-Type is passed on without one: fasthttp would
 // otherwise report (and the relay copy) its default, text/plain.
 func acquireUpstreamResponse() *fasthttp.Response {
 	resp := fasthttp.AcquireResponse()
@@ -970,7 +970,7 @@ func (r *Relay) report(rep *RunReport) {
 	}
 }
 
-// logRun writes the line of a run that was answered (streamed or passed
+// logRun writes the line of a run that was responded to (streamed or passed
 // on).
 func (r *Relay) logRun(rep *RunReport) {
 	level, msg := zapcore.InfoLevel, "run"

@@ -15,13 +15,13 @@ import (
 // raw (wire.Conn), with what the relay keeps per connection.
 //
 // socketConn makes a run's whole path raw: the producer's connections
-// (dialer; the answer's body is read by descriptor in wire.Body's polled
+// (dialer; the response's body is read by descriptor in wire.Body's polled
 // mode) and the consumers' (Listener, and consumerWriter for a connection
 // served without it).
 type socketConn struct {
 	wire.Conn
 
-	// noWait makes Read answer errNoWait at once, without a system call
+	// noWait makes Read return errNoWait at once, without a system call
 	// or the poller: sentMore's question to the server's reader of the
 	// request, set and cleared by the one goroutine that reads then.
 	noWait bool
@@ -31,17 +31,17 @@ type socketConn struct {
 	// Poller (watchHangup), kept from its first run to its close; 0 when
 	// none.
 	hangup atomic.Int32
-	// head is the buffer the answers' heads are rendered into (respond),
+	// header is the buffer the response headers are rendered into (respond),
 	// one run at a time.
 	header []byte
-	// reqHeader follows the head of the consumer's request being read, for a
+	// reqHeader follows the header of the consumer's request being read, for a
 	// bare LF (headscan.go); on only for accepted connections.
 	reqHeader headScan
 	watcher   *wire.Poller // the Poller of hangup
 	// headerWait serves the connection's requests one after another (Relay.do).
 	headerWait *headerWait
 
-	// handover hands a kept connection's next stream from the request's
+	// handover hands a persistent connection's next stream from the request's
 	// handler to the goroutine that serves the connection (carrier.go).
 	handover wire.Handover[streamResponse]
 
@@ -50,7 +50,7 @@ type socketConn struct {
 	// next read ends its loop (idleRead records that it was the wait for
 	// a request's first byte, fasthttp's one-byte read or its reader's
 	// fill of its whole buffer, made only when it has nothing buffered: no
-	// pipelined request is lost), the request handlers answer nothing
+	// pipelined request is lost), the request handlers write nothing
 	// more (servedInPlace), and its close is skipped. Set and cleared on
 	// the goroutine that serves the connection.
 	inPlace atomic.Bool
@@ -58,7 +58,7 @@ type socketConn struct {
 
 // servedInPlace reports whether ctx is a request the server read after
 // one whose stream was handed over in place (a pipelined request): the
-// handler must answer nothing (its answer is dropped) and do nothing; the
+// handler must write nothing (its response is dropped) and do nothing; the
 // connection is closed once the stream ends.
 func servedInPlace(ctx *fasthttp.RequestCtx) bool {
 	sc, ok := ctx.Conn().(*socketConn)
@@ -74,9 +74,9 @@ func servedInPlace(ctx *fasthttp.RequestCtx) bool {
 // handed over in place (inPlace).
 var errInPlace = errors.New("relay: the connection's stream runs in place")
 
-// Write is wire.Conn's, but for the server's answer to a request whose
+// Write is wire.Conn's, but for the server's response to a request whose
 // stream was handed over in place (inPlace): dropped. fasthttp has no way
-// to end its loop on a connection without writing an answer or closing
+// to end its loop on a connection without writing a response or closing
 // it; this and the read that answers errInPlace are that way.
 func (s *socketConn) Write(p []byte) (int, error) {
 	if s.inPlace.Load() {
@@ -116,7 +116,7 @@ func (s *socketConn) Close() error {
 }
 
 // Read is wire.Conn's, but for a read told not to wait (noWait), the
-// request head's bare LF (reqHeader) and the server's read after a stream
+// request header's bare LF (reqHeader) and the server's read after a stream
 // was handed over in place (inPlace).
 func (s *socketConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -174,7 +174,7 @@ func (l socketListener) Accept() (net.Conn, error) {
 	}
 	nc := newSocketConn(c)
 	if sc, ok := nc.(*socketConn); ok {
-		sc.reqHeader.arm() // the first request's head comes first
+		sc.reqHeader.arm() // the first request's header comes first
 	}
 	return nc, nil
 }

@@ -28,7 +28,7 @@ type ClientOptions struct {
 	// (default 10s).
 	ConnectTimeout time.Duration
 	// FirstByteTimeout bounds the wait, after the request is sent, for the
-	// first byte of the producer's answer (default 5m: an agent may think
+	// first byte of the producer's response (default 5m: an agent may think
 	// before it answers). It also bounds sending the request.
 	FirstByteTimeout time.Duration
 	// MaxConns caps the connections to the producer, that is the runs in
@@ -40,13 +40,13 @@ type ClientOptions struct {
 	// a run is never sent on a connection the producer is closing).
 	MaxIdleConnDuration time.Duration
 	// Log receives a WARN line for each connection to the producer the
-	// client discards because the producer sent bytes outside any answer
+	// client discards because the producer sent bytes outside any response
 	// (see OnStray), with the producer's address and the byte count, never
 	// the bytes; nil discards.
 	Log *zap.Logger
 	// OnStray, when set, is called once for each connection to the
 	// producer discarded because the producer sent bytes outside any
-	// answer: after an answer was complete (with its last bytes, or while
+	// response: after a response was complete (with its last bytes, or while
 	// the connection sat idle in the pool, found before the connection is
 	// reused). addr is the producer's host:port, n the bytes found (up to
 	// 64 KiB are counted); the bytes themselves reach no consumer. It is
@@ -100,15 +100,15 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 		WriteBufferSize:          16 << 10,
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
-		// fasthttp's errors would quote the producer's answer (malformed.go).
+		// fasthttp's errors would quote the producer's response (malformed.go).
 		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
 	}
 }
 
 // dialer opens connections to the producer, wrapped so that the client's
-// read deadline bounds only the wait for the first byte of each answer,
-// and so that a connection is checked for stray bytes before it is reused
-// (firstByteConn.fit).
+// read deadline bounds only the wait for the first byte of each response,
+// and so that a connection is checked for unsolicited bytes before it is
+// reused (firstByteConn.reusable).
 type dialer struct {
 	net     net.Dialer
 	log     *zap.Logger
@@ -123,8 +123,9 @@ func (d *dialer) dial(addr string) (net.Conn, error) {
 	return &firstByteConn{Conn: newSocketConn(c), d: d, addr: addr}, nil
 }
 
-// stray reports a connection to the producer at addr discarded for the n
-// bytes it carried outside any answer, found when (ClientOptions.OnStray).
+// reportUnsolicited reports a connection to the producer at addr discarded
+// for the n bytes it carried outside any response, found when
+// (ClientOptions.OnStray).
 func (d *dialer) reportUnsolicited(addr string, n int, when string) {
 	d.log.Warn("discarded a connection to the producer: it sent bytes outside any answer",
 		zap.String("producer", addr), zap.Int("bytes", n), zap.String("found", when))
@@ -143,19 +144,19 @@ func (e *dialError) Unwrap() error { return e.err }
 // firstByteConn turns the fasthttp client's per-request read deadline, which
 // would otherwise stay armed while the streamed body is read and cap the
 // whole run, into a first-byte timeout: the deadline is cleared as soon as a
-// byte of the answer arrives. The client sets the deadline before reading
-// each answer, from the goroutine that then reads, so armed needs no lock.
+// byte of the response arrives. The client sets the deadline before reading
+// each response, from the goroutine that then reads, so armed needs no lock.
 //
 // It also keeps a connection from carrying a request while it holds
-// bytes of no answer (reusable).
+// bytes of no response (reusable).
 type firstByteConn struct {
 	net.Conn
 	armed bool
-	// served: the connection has been read since it was last found fit,
-	// so it has carried an answer and is to be checked before it carries
+	// served: the connection has been read since it was last found reusable,
+	// so it has carried a response and is to be checked before it carries
 	// the next request.
 	served bool
-	// ret gives the connection back after each answer (connReturn), made
+	// ret gives the connection back after each response (connReturn), made
 	// at its first; set by the goroutine that holds the connection.
 	ret  any
 	d    *dialer
@@ -163,19 +164,16 @@ type firstByteConn struct {
 }
 
 // errUnsolicitedBytes is the write of a request on a connection that held bytes
-// of no answer (reusable): it is closed and the request, not sent, is retried
+// of no response (reusable): it is closed and the request, not sent, is retried
 // on another by the client when it may be.
 var errUnsolicitedBytes = errors.New("the producer's connection held bytes outside any answer")
 
-// fit reports whether the connection may carry the next request: nothing
-// may be readable on a connection taken from the pool, since nothing is
-// owed on it. Bytes there (an answer nobody asked for) would be read as
-// the next request's answer, and that request's as the one after: every
-// later consumer would read another's. Such a connection is reported and
-// is to be closed, as is one the producer closed. A new connection, and
-// one found fit already, is not looked at again: the check is one read
-// that finds nothing, on each reuse. Called by the goroutine that holds
-// the connection, before it writes.
+// reusable reports whether a pooled connection may carry the next request:
+// nothing is owed on it, so any readable byte (a response nobody asked for)
+// would be read as the next request's response, and every later consumer
+// would read another's. Such a connection is reported and closed, as is one
+// the producer closed. The check is one read that finds nothing, once per
+// reuse. Called before a write, by the goroutine that has the connection.
 func (c *firstByteConn) reusable() bool {
 	if !c.served {
 		return true
@@ -192,7 +190,7 @@ func (c *firstByteConn) reusable() bool {
 	return n == 0 && err == nil
 }
 
-// afterResponse reports the n bytes that followed a complete answer on the
+// afterResponse reports the n bytes that followed a complete response on the
 // connection (wire.BodyOptions.Stray).
 func (c *firstByteConn) afterResponse(n int) { c.d.reportUnsolicited(c.addr, n, "after an answer") }
 
@@ -203,7 +201,7 @@ func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 
 // Write writes, unless the connection is not fit to carry a request
 // (reusable): streamTransport asks before it writes, fasthttp's own transport
-// (an answer asked not to be streamed, or skipped) does not, and retries
+// (a response asked not to be streamed, or skipped) does not, and retries
 // an idempotent request on another connection after this error.
 func (c *firstByteConn) Write(p []byte) (int, error) {
 	if c.served && !c.reusable() {
@@ -224,7 +222,7 @@ func (c *firstByteConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// upstreamBody is the producer's streamed answer for one run, with the one
+// upstreamBody is the producer's streamed response for one run, with the one
 // way to stop it early from any goroutine: cancel. The read watcher, the
 // idle and total timers and a shutdown call cancel; the goroutine that reads
 // calls finish when it is done. A mutex orders them so that the response is
@@ -255,7 +253,7 @@ func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
 	return &upstreamBody{body: body}
 }
 
-// Read reads the producer's answer (a proxied one's: a stream reads
+// Read reads the producer's response (a proxied one's: a stream reads
 // body itself, producerBody.Read).
 func (u *upstreamBody) Read(p []byte) (int, error) { return u.body.Read(p) }
 
@@ -463,7 +461,7 @@ const (
 	// RUN_ERROR is written then.
 	CodeConsumerGone = "consumer_gone"
 	// CodeConsumerStalled is RunReport.Abort when the consumer took none
-	// of the answer for Relay.ConsumerStallTimeout and the relay cut it; no
+	// of the response for Relay.ConsumerStallTimeout and the relay cut it; no
 	// RUN_ERROR is written then (it could not be).
 	CodeConsumerStalled = "consumer_stalled"
 )
