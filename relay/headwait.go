@@ -41,10 +41,10 @@ type headerWait struct {
 func headerWaitFor(conn net.Conn) *headerWait {
 	sc, ok := conn.(*socketConn)
 	if !ok {
-		return newHeadWait()
+		return newHeaderWait()
 	}
 	if sc.headerWait == nil {
-		sc.headerWait = newHeadWait()
+		sc.headerWait = newHeaderWait()
 		return sc.headerWait
 	}
 	h := sc.headerWait
@@ -54,7 +54,7 @@ func headerWaitFor(conn net.Conn) *headerWait {
 	return h
 }
 
-func newHeadWait() *headerWait {
+func newHeaderWait() *headerWait {
 	h := &headerWait{}
 	h.onHangup = h.hangup
 	return h

@@ -314,12 +314,11 @@ func (r *Relay) maxBody() int {
 }
 
 // Server returns a fasthttp server for the relay, configured for streaming:
-// request body limit MaxBody, request bodies read as they arrive within
-// MaxBodiesInFlight and BodyTimeout (see bodyBudget), 16 KiB read buffer
-// (large Authorization headers), TCP keep-alive, no compression, and
-// problem+json answers to requests it cannot parse. The write timeout applies to ordinary answers;
-// event streams are responded to on connections the relay takes over (see
-// hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
+// request bodies read as they arrive within MaxBody, MaxBodiesInFlight and
+// BodyTimeout (bodyBudget), a 16 KiB read buffer (large Authorization
+// headers), TCP keep-alive, problem+json responses to requests it cannot
+// parse. Event streams are written on connections the relay takes over
+// (hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
 func (r *Relay) Server() *fasthttp.Server {
 	r.once.Do(r.init)
 	s := &fasthttp.Server{
@@ -337,14 +336,11 @@ func (r *Relay) Server() *fasthttp.Server {
 		TCPKeepalive:                 true,
 		CloseOnShutdown:              true,
 		KeepHijackedConns:            true, // streams close their own; see respond
-		// A new connection takes a read buffer only once its first byte
-		// came (a 1-byte read), and the write buffer goes back to the
-		// server's pool after each response. The read buffer, once taken,
-		// stays with the connection while the server serves it: request
-		// bodies are streamed (bodyBudget), and fasthttp cannot tell when
-		// one was read whole. It goes back when the server's loop ends (a
-		// stream handed over in place), or with a hijacked connection to
-		// the garbage collector.
+		// Buffers are taken at a connection's first byte and the write
+		// buffer is pooled after each response. The read buffer stays
+		// while the server serves the connection: request bodies are
+		// streamed (bodyBudget), and fasthttp cannot tell when one was
+		// read whole.
 		ReduceMemoryUsage:     true,
 		MaxIdleWorkerDuration: time.Second,
 		Logger:                zapPrintf{r.log},
@@ -359,11 +355,9 @@ func (r *Relay) Server() *fasthttp.Server {
 // (large Authorization headers).
 const readBufferSize = 16 << 10
 
-// serveNextWith sets the server that takes a consumer's connection back
-// after a stream, to serve its next request (keep-alive): the one Server
-// made, or the Router's, which serves this Relay among others. Without one
-// (Handle on a server of the caller's) a stream's connection is closed at
-// its end.
+// serveNextWith sets the server that serves a stream's connection's next
+// request: Server's, or the Router's. Without one (Handle on the caller's
+// server) the connection is closed at the stream's end.
 func (r *Relay) serveNextWith(s *fasthttp.Server) { r.srv.Store(s) }
 
 // expect answers a request that waits for 100 Continue (Expect:
@@ -403,11 +397,9 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	r.refuseUnread(ctx, p)
 }
 
-// refuseUnread answers p to a request refused before its body was read
-// (by the server's limits or the bodies' budget), with the CORS headers.
-// When the request is a run by its header (isRunHead), the refusal is
-// reported as a run's is (report: its log line, its tap), though the
-// relay never read its input.
+// refuseUnread responds p, with the CORS headers, to a request refused
+// before its body was read (the server's limits, the bodies' budget). A
+// run by its header (isRunHead) is reported as a run.
 func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 	r.once.Do(r.init) // it may be the Relay's first request
 	if isRunHead(ctx) {
@@ -468,13 +460,12 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 	return out, nil
 }
 
-// Handle serves one request: a run, or anything else proxied unchanged
-// (with a CORS policy, a preflight is responded to instead). It works on any
-// fasthttp.Server. On the one Server returns, with a Poller, a stream's
-// connection is kept for the consumer's next request, and with
-// ReuseGoroutines a quiet stream gives its goroutine up (parks); on any
-// other, a stream keeps the server's hijack goroutine to its end and closes
-// its connection (Connection: close).
+// Handle serves one request: a run, a CORS preflight, or anything else
+// proxied unchanged. It works on any fasthttp.Server. On Server's, with a
+// Poller, a stream's connection serves the consumer's next request, and
+// with ReuseGoroutines a silent stream parks; on any other, a stream runs
+// on the server's hijack goroutine to its end and closes its connection
+// (Connection: close).
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
@@ -745,10 +736,9 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 	return in, plan, true
 }
 
-// forward sends the input to the producer and returns its response header,
-// the body still to read; it reports false when there is no response to
-// relay (the consumer left meanwhile, or the producer failed: responded to
-// with a problem).
+// forward sends the input to the producer and returns its response, the
+// body still to read; ok=false when there is none to relay (the consumer
+// left, or the producer failed: a problem was the response).
 func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate.InputPlan, in []byte) (resp *fasthttp.Response, ok bool) {
 	if rep.tap != nil {
 		rep.tap.Forwarded(plan, in)

@@ -222,11 +222,11 @@ func (c *firstByteConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// upstreamBody is the producer's streamed response for one run, with the one
-// way to stop it early from any goroutine: cancel. The read watcher, the
-// idle and total timers and a shutdown call cancel; the goroutine that reads
-// calls finish when it is done. A mutex orders them so that the response is
-// released only once no closer can touch the stream any more.
+// upstreamBody is the producer's streamed response body for one run (a
+// wire.Body, or fasthttp's), with the one way to stop it early from any
+// goroutine, cancel, and the run's timers. The hangup watch, the timers and
+// a shutdown cancel; the reading goroutine calls finish. A mutex orders
+// them, so the response is released only once no cancel can touch it.
 type upstreamBody struct {
 	body fasthttp.ReadCloserWithError
 
@@ -253,8 +253,8 @@ func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
 	return &upstreamBody{body: body}
 }
 
-// Read reads the producer's response (a proxied one's: a stream reads
-// body itself, producerBody.Read).
+// Read reads the body (passThrough's; a stream reads body itself,
+// producerBody.Read).
 func (u *upstreamBody) Read(p []byte) (int, error) { return u.body.Read(p) }
 
 // cancel stops the stream for cause: a read in flight returns an error and
@@ -281,10 +281,9 @@ func (u *upstreamBody) why() *abortError {
 	return u.cause
 }
 
-// startTimers arms the stream's one timer for the idle timeout (see
-// touch) and the run's remaining time; a zero duration disables either
-// (a negative remaining time ends the run at once). One timer, not one
-// for each: a run's start is a timer made and stopped, not two.
+// startTimers arms the one timer, not two, for the idle timeout (touch) and
+// the run's remaining time; zero disables either, a negative remaining
+// time ends the run at once.
 func (u *upstreamBody) startTimers(idle, remaining time.Duration) {
 	if idle <= 0 && remaining == 0 {
 		return
@@ -332,9 +331,8 @@ func (u *upstreamBody) endWithin(grace time.Duration) {
 	u.timer.Reset(u.untilEnd(elapsed))
 }
 
-// touch notes a read at now; the relay calls it before each. The idle timer
-// is not moved on every read (a timer update per event): when it fires,
-// check arms it again for what is left since the last touch.
+// touch notes a read at now. The idle timer is not moved on every read (a
+// timer update per event): check re-arms it from the last touch.
 func (u *upstreamBody) touch(now time.Time) {
 	if u.idle > 0 {
 		u.touched.Store(int64(now.Sub(u.started)))
@@ -344,13 +342,10 @@ func (u *upstreamBody) touch(now time.Time) {
 	}
 }
 
-// watchWrites has the idle timeout leave out the time the stream spends
-// writing to the consumer (w), which a consumer that reads slowly or not
-// at all stretches (up to Relay.ConsumerStallTimeout): the producer is
-// then waiting behind the relay, not silent. The stream must touch at its
-// first read after a write the timer found in flight (touchAfterWrite),
-// also one it would not touch otherwise. Call it before the stream's
-// first read.
+// watchWrites has the idle timeout leave out the time spent writing to the
+// consumer (w), which a slow consumer stretches up to
+// ConsumerStallTimeout: the producer then waits behind the relay, it is
+// not silent. Call it before the stream's first read.
 func (u *upstreamBody) watchWrites(w *wire.ChunkWriter) {
 	u.mu.Lock()
 	u.writer = w
@@ -358,14 +353,11 @@ func (u *upstreamBody) watchWrites(w *wire.ChunkWriter) {
 }
 
 // touchAfterWrite reports whether the timer found a write to the consumer
-// in flight since the last touch: the next read must touch, the silence
-// counting from the write's end.
+// in flight since the last touch: the next read must touch.
 func (u *upstreamBody) touchAfterWrite() bool { return u.slowWrite.Load() }
 
-// writing reports whether a write to the consumer is in flight: the stream
-// is not waiting for the producer, and its next read touches
-// (touchAfterWrite). A write that ends before slowWrite is set, whose read
-// may not touch, ended now: check counts the silence from now.
+// writing reports whether a write to the consumer is in flight, and if so
+// has the next read touch (touchAfterWrite).
 func (u *upstreamBody) writing() bool {
 	if u.writer == nil || u.writer.WriteSeq()&1 == 0 {
 		return false
@@ -374,11 +366,9 @@ func (u *upstreamBody) writing() bool {
 	return true
 }
 
-// check runs when the timer fires: the stream is cancelled when its run
-// is over or it has not read for the idle timeout while waiting for the
-// producer (see watchWrites), else the timer waits for the nearer of the
-// two. Under the mutex, so that finish (done, then Stop)
-// leaves no timer armed.
+// check runs when the timer fires: it cancels the stream when its run is
+// over or the producer was silent for the idle timeout, else re-arms the
+// timer. Under the mutex, so that finish leaves no timer armed.
 func (u *upstreamBody) check() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -426,12 +416,11 @@ func (u *upstreamBody) finished() bool {
 	return u.done
 }
 
-// watchConsumer reads the consumer's connection until it ends and then
-// cancels the run: without it a consumer that goes away is noticed only
-// when a write fails, which on a silent stream may be never. The connection
-// is the relay's (hijacked, see hijack.go) and the request has been read in
-// full, so nothing else reads it. The goroutine ends when the connection
-// does, which the stream closes once it is over.
+// watchConsumer reads the consumer's connection until it ends, then
+// cancels the run: else a consumer that left is found only at a write,
+// which on a silent stream may never come. It is the fallback when the
+// Poller cannot watch the connection; nothing else reads the connection
+// then, and the stream closes it at its end, which ends the goroutine.
 func watchConsumer(conn net.Conn, u *upstreamBody) {
 	var b [1]byte
 	for {
