@@ -22,25 +22,20 @@ import (
 // and keeps its own registry of runs in flight (track, Active, EndRuns),
 // which the server's Shutdown does not count: call AwaitRuns after it.
 
-// respond responds to the consumer with the event stream of a run: the headers
-// set on ctx.Response now, then what the stream writes (run), on the
-// goroutine the Relay's carrier gives it. ctx must not be used after the
-// handler returns; resp and ub belong to the stream from here.
+// respond writes the run's event stream to the consumer: the header from
+// ctx.Response now, then the stream (run) on the goroutine the carrier
+// gives it. resp and ub belong to the stream from here.
 //
-// Keep-alive: when the consumer can take another request on the connection
-// (HTTP/1.1, no Connection: close, nothing sent after its request), the
-// stream ends with the chunked body's end and the connection goes back to
-// the server (ServeConn) for the consumer's next request, as any keep-alive
-// response would; otherwise the response says Connection: close and the stream
-// closes the connection.
+// When the connection may persist (HTTP/1.1, no Connection: close, nothing
+// sent after the request), the stream ends with the chunked body's end and
+// the connection serves the consumer's next request; otherwise the
+// response says Connection: close and the stream closes the connection.
 func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
 	chunked := ctx.Request.Header.IsHTTP11()
 	srv := r.srv.Load()
 	keep := chunked && srv != nil && !ctx.Request.Header.ConnectionClose()
-	// sc is the consumer's connection when the relay's Listener served it
-	// (nil otherwise). It renders each response header into the same buffer:
-	// its runs come one after the other, and a header is written before the
-	// run's stream ends.
+	// sc (nil unless the relay's Listener served the connection) lends one
+	// buffer to the headers of its runs, which come one after the other.
 	sc, _ := ctx.Conn().(*socketConn)
 	var dst []byte
 	if sc != nil {
@@ -79,10 +74,9 @@ type streamResponse struct {
 }
 
 // handOver hands the stream to the goroutine that serves sc, when one
-// does (nextStream), and reports whether it did: no hijack, the server's
-// response to the request dropped and its loop ended (socketConn's inPlace),
-// so that no goroutine is started for the stream and none waits for
-// another.
+// waits for it (nextStream), and reports whether it did: no hijack and no
+// goroutine started; the server's response is dropped and its loop ends
+// (socketConn.inPlace).
 func (st streamResponse) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
 	if !sc.handover.Take() {
 		return false
@@ -98,10 +92,9 @@ func (st streamResponse) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool
 	return true
 }
 
-// hijack takes the connection over from the server once the handler
-// returns (fasthttp's Hijack, with no response of the server's) and runs
-// the stream on the goroutine the server starts for that; sc is the
-// connection under ctx's when the relay's Listener served it (else nil).
+// hijack takes the connection from the server once the handler returns
+// and runs the stream on the goroutine the server starts for that; sc is
+// ctx's connection when the relay's Listener served it (else nil).
 func (st streamResponse) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
@@ -111,10 +104,8 @@ func (st streamResponse) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 		if st.keep && sentMore(c, sc) {
 			st.keep, st.header = false, withClose(st.header)
 		}
-		// The server's buffered reader of the connection is left behind
-		// with c (Server.KeepHijackedConns): nothing reads the request any
-		// more, so it goes to the garbage collector with the hijacked
-		// connection instead of staying in use for the stream's life.
+		// Leave the server's buffered reader behind, to the garbage
+		// collector, rather than hold it for the stream's life.
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn()
 		}
@@ -183,9 +174,8 @@ func responseHeader(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) 
 }
 
 // consumerWriter writes a stream's response to the consumer's connection
-// (wire.ChunkWriter: the header, then the chunks) and holds what the relay
-// keeps of that connection: its hangup watch and its hand-back to the
-// server for the consumer's next request. It is used by one goroutine.
+// (wire.ChunkWriter) with the connection's hangup watch and its hand-back
+// to the server. It is used by one goroutine.
 type consumerWriter struct {
 	// The response is written (ChunkWriter.Conn) to a socketConn over conn
 	// for TCP (raw system calls, a chunk written from where its bytes lie

@@ -11,13 +11,8 @@ import (
 	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
-// socketConn is a consumer's or producer's connection read and written
-// raw (wire.Conn), with what the relay keeps per connection.
-//
-// socketConn makes a run's whole path raw: the producer's connections
-// (dialer; the response's body is read by descriptor in wire.Body's polled
-// mode) and the consumers' (Listener, and consumerWriter for a connection
-// served without it).
+// socketConn is a consumer's or producer's TCP connection read and written
+// with raw system calls (wire.Conn), with the relay's per-connection state.
 type socketConn struct {
 	wire.Conn
 
@@ -25,11 +20,11 @@ type socketConn struct {
 	// or the poller: sentMore's question to the server's reader of the
 	// request, set and cleared by the one goroutine that reads then.
 	noWait bool
-	// idleRead: see inPlace.
+	// idleRead: the server's read that inPlace ended waited for a
+	// request's first byte, so no pipelined request was buffered.
 	idleRead bool
-	// hangup is the connection's registration with watcher, the Relay's
-	// Poller (watchHangup), kept from its first run to its close; 0 when
-	// none.
+	// hangup is the connection's registration with watcher (watchHangup),
+	// from its first run to its close; 0 when none.
 	hangup atomic.Int32
 	// header is the buffer the response headers are rendered into (respond),
 	// one run at a time.
@@ -46,13 +41,9 @@ type socketConn struct {
 	handover wire.Handover[streamResponse]
 
 	// inPlace is set while the server finishes a request whose stream was
-	// handed over without a hijack (handOver): its writes are dropped, its
-	// next read ends its loop (idleRead records that it was the wait for
-	// a request's first byte, fasthttp's one-byte read or its reader's
-	// fill of its whole buffer, made only when it has nothing buffered: no
-	// pipelined request is lost), the request handlers write nothing
-	// more (servedInPlace), and its close is skipped. Set and cleared on
-	// the goroutine that serves the connection.
+	// handed over (handOver): its writes are dropped, its next read ends
+	// its loop, handlers write nothing (servedInPlace), and its close is
+	// skipped. Set and cleared on the goroutine that serves the connection.
 	inPlace atomic.Bool
 }
 
