@@ -452,7 +452,7 @@ func runOutcome(rep *relay.RunReport, streamed bool) string {
 	case rep.Problem != "":
 		return "upstream_unavailable"
 	case rep.Abort == relay.CodeConsumerGone && !streamed:
-		return rep.Abort // gone before the producer's head (headWait)
+		return rep.Abort // gone before the producer's head (headerWait)
 	case !streamed:
 		return "passed_through"
 	case rep.Abort != "":

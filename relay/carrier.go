@@ -7,50 +7,43 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// A carrier gives a Relay's event streams their goroutines: it starts each
-// stream once the handler that answered its request returns, and says
-// whether a stream that waits for its producer may give its goroutine up.
-// There are two, chosen by Relay.ReuseGoroutines: goroutinePerStream and
-// reuseGoroutines.
+// A carrier gives a Relay's event streams their goroutines, once the
+// request's handler returns, and says whether a stream may park. There are
+// two, chosen by Relay.ReuseGoroutines.
 type carrier interface {
-	// carry runs st, the stream answering the request on ctx, from the
-	// handler; sc is ctx's connection when the relay's Listener served it.
-	carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart)
-	// parks reports whether a stream that waits for its producer gives its
-	// goroutine up (relayedStream.park), to be run on by a new one
-	// (wake).
+	// carry runs st, the response to ctx's request; sc is ctx's connection
+	// when the relay's Listener served it.
+	carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse)
+	// parks reports whether a stream may park (relayedStream.park).
 	parks() bool
-	// next serves conn's next requests with srv once a stream on it ended
-	// with the connection kept, and returns the stream this goroutine is
-	// to run next, ok=false when none.
-	next(conn net.Conn, srv *fasthttp.Server) (st eventStream, ok bool)
+	// next serves conn's next requests with srv after a stream ended with
+	// conn reusable, and returns the stream this goroutine runs next,
+	// ok=false when none.
+	next(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool)
 }
 
-// goroutinePerStream is the carrier without Relay.ReuseGoroutines: each stream is hijacked (hijack)
-// and runs on a goroutine of its own to its end; the consumer's next
-// request on a kept connection goes back to the server.
+// goroutinePerStream hijacks each stream's connection and runs the stream
+// on a goroutine of its own to its end; the connection's next request goes
+// back to the server.
 type goroutinePerStream struct{}
 
-func (goroutinePerStream) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart) {
+func (goroutinePerStream) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
 	st.hijack(ctx, sc)
 }
 
 func (goroutinePerStream) parks() bool { return false }
 
-func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (eventStream, bool) {
+func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (streamResponse, bool) {
 	srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
-	return eventStream{}, false
+	return streamResponse{}, false
 }
 
-// reuseGoroutines is the carrier of Relay.ReuseGoroutines, which starts as
-// few goroutines as it can: a kept connection's next stream is run by the
-// goroutine that served its request (in place, see handOver), else by the
-// hijack's; and a stream whose producer is silent for a second parks with
-// the Relay's Poller (no Poller: it does not), run on by a new goroutine
-// when bytes arrive.
+// reuseGoroutines starts as few goroutines as it can: a connection's next
+// stream runs on the goroutine that served its request (handOver), and a
+// stream whose producer is silent parks with the Relay's Poller.
 type reuseGoroutines struct{}
 
-func (reuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamStart) {
+func (reuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
 	if sc == nil || !st.handOver(ctx, sc) {
 		st.hijack(ctx, sc)
 	}
@@ -58,7 +51,7 @@ func (reuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st stream
 
 func (reuseGoroutines) parks() bool { return true }
 
-func (reuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (eventStream, bool) {
+func (reuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (streamResponse, bool) {
 	return nextStream(conn, srv)
 }
 
@@ -70,18 +63,12 @@ func (r *Relay) carrier() carrier {
 	return goroutinePerStream{}
 }
 
-// A kept connection's runs are carried by one goroutine (wire.Handover):
-// when a stream ends with the connection kept, the goroutine that ran it
-// serves the consumer's next request itself (relayedStream.serve,
-// nextStream), and when that
-// request is answered with a stream, reuseGoroutines hands the stream over
-// to it in place (handOver): no hijack, and no goroutine started for it.
-
-// nextStream serves conn's next requests until one is answered with a
-// stream handed over in place, and returns that stream; ok=false when the
-// connection ended first, or its stream runs elsewhere, or conn is not a
-// socketConn (its streams start goroutines of their own).
-func nextStream(conn net.Conn, srv *fasthttp.Server) (st eventStream, ok bool) {
+// nextStream serves conn's next requests (wire.Handover) until the
+// response to one is a stream handed over in place (handOver), and returns
+// it: the goroutine that ran the last stream runs it, with no hijack and no
+// goroutine started. ok=false when the connection ended first, or conn is
+// not a socketConn (its streams get goroutines of their own).
+func nextStream(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool) {
 	sc, _ := conn.(*socketConn)
 	if sc == nil {
 		srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
@@ -94,16 +81,16 @@ func nextStream(conn net.Conn, srv *fasthttp.Server) (st eventStream, ok bool) {
 	return st, ok
 }
 
-// inPlace readies a stream handed over in place (handOver) once the server
-// returned: the connection is kept only when the server's next read was
-// its wait for a request's first byte, so nothing it had buffered (a
-// pipelined request) is lost, and the deadlines the server set are undone.
-func (st *eventStream) inPlace(sc *socketConn) {
+// inPlace readies a stream handed over in place once the server returned:
+// the connection may serve another request only when the server's last
+// read waited for a request's first byte, so that no pipelined request it
+// buffered is lost; the server's deadlines are undone.
+func (st *streamResponse) inPlace(sc *socketConn) {
 	sc.inPlace.Store(false)
 	if !sc.idleRead && st.w.srv != nil {
-		st.w.srv, st.head = nil, withClose(st.head)
+		st.w.srv, st.header = nil, withClose(st.header)
 	}
 	if sc.SetDeadline(time.Time{}) != nil {
-		st.w.srv = nil // the stream ends with the connection closed
+		st.w.srv = nil // closed at the stream's end
 	}
 }

@@ -1,7 +1,10 @@
 package relay
 
 import (
+	"syscall"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // What the tests change of a Relay's streams (streamTuning), and the tap
@@ -15,8 +18,11 @@ func parkingAfter(r *Relay, d time.Duration) { tuned(r).parkAfter = d }
 // requested run's end, where production gives runEndGrace.
 func endingWithin(r *Relay, d time.Duration) { tuned(r).endGrace = d }
 
-// parkingWith makes r's streams park and be counted with p, not r.Poller.
-func parkingWith(r *Relay, p streamPoller) { tuned(r).poller = p }
+// armingWith makes r's parking streams arm their wake with arm, not
+// r.Poller's ArmRead: a test's may refuse, or tell when a stream parked.
+func armingWith(r *Relay, arm func(pl *wire.Poller, rc syscall.RawConn, token int32) bool) {
+	tuned(r).armRead = arm
+}
 
 // tuned returns r's tuning, made at the first change.
 func tuned(r *Relay) *streamTuning {

@@ -50,12 +50,14 @@ func handleOnServer(t *testing.T, keepHijacked bool) {
 	attempts := noParking{make(chan struct{}, 16)}
 	reports := make(chan *RunReport, 4)
 	rl := &Relay{
-		Upstream: producer.URL,
-		Log:      zap.NewNop(),
-		Tap:      onEnd(nil, reportsTo(reports)),
+		Upstream:        producer.URL,
+		Log:             zap.NewNop(),
+		Tap:             onEnd(nil, reportsTo(reports)),
+		Poller:          testPoller(t),
+		ReuseGoroutines: true,
 	}
 	parkingAfter(rl, time.Millisecond)
-	parkingWith(rl, attempts)
+	armingWith(rl, attempts.arm)
 	srv := &fasthttp.Server{Handler: rl.Handle, KeepHijackedConns: keepHijacked}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

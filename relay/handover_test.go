@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // goroutineID is the running goroutine's number, from its stack's header.
@@ -77,7 +78,7 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 // A stream that parks between events is taken up by a new goroutine, which
 // then carries the connection's next runs.
 func TestParkedStreamCarriesTheNextRun(t *testing.T) {
-	pk := signalParker{wirePoller(t), make(chan struct{}, 16)}
+	pk := signalParker{make(chan struct{}, 16)}
 	upstream := testkit.RawProducer(t, func(c net.Conn) {
 		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents[:len(shortRunEvents)/2])) //nolint:errcheck
 		select {
@@ -89,7 +90,7 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	})
 	parked := make(chan bool, 4)
 	addr, _ := rawRelay(t, upstream, func(*RunReport) { parked <- testkit.GoroutinesIn("relay.(*relayedStream).resume") > 0 },
-		func(r *Relay) { parkingAfter(r, time.Millisecond); parkingWith(r, pk) })
+		func(r *Relay) { parkingAfter(r, time.Millisecond); armingWith(r, pk.arm) })
 	c := testkit.DialConsumer(t, addr)
 	br := bufio.NewReader(c)
 	for range 3 {
@@ -113,15 +114,12 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	}
 }
 
-// signalParker parks as its poller does, and tells parked each time a
-// stream parked.
-type signalParker struct {
-	streamPoller
-	parked chan struct{}
-}
+// signalParker parks as the Relay's Poller does (armingWith), and tells
+// parked each time a stream parked.
+type signalParker struct{ parked chan struct{} }
 
-func (p signalParker) ArmRead(rc syscall.RawConn, token int32) bool {
-	ok := p.streamPoller.ArmRead(rc, token)
+func (p signalParker) arm(pl *wire.Poller, rc syscall.RawConn, token int32) bool {
+	ok := pl.ArmRead(rc, token)
 	if ok {
 		select {
 		case p.parked <- struct{}{}:

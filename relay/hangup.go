@@ -18,7 +18,7 @@ import (
 // watched this way (pl nil included).
 //
 // A socketConn stays registered from its first run to its close: the runs
-// that follow on the kept connection swap the registration's action, with
+// that follow on the persistent connection swap the registration's action, with
 // no system call.
 func watchHangup(pl *wire.Poller, conn net.Conn, cancel func()) (token int32, ok bool) {
 	if pl == nil {
@@ -60,6 +60,6 @@ func unwatchHangup(pl *wire.Poller, conn net.Conn, token int32) {
 	}
 }
 
-// betweenRuns is a kept connection's hangup action while no run is on it:
+// betweenRuns is a persistent connection's hangup action while no run is on it:
 // the server's read of the next request sees the hangup.
 func betweenRuns() {}

@@ -10,63 +10,63 @@ import (
 	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
-// An event stream is answered on the consumer's connection itself, taken
+// An event stream is written on the consumer's connection itself, taken
 // from the server once the run's handler returns (a hijack, or a hand-over
-// in place: see carrier.go). The stream's goroutine writes the head and the
-// chunked body to the socket, with no pipe to a server goroutine between.
-// The consumer's hangup is noticed by the Relay's Poller (hangup.go).
+// in place: carrier.go): the header and the chunked body go to the socket
+// with no pipe to a server goroutine between.
 //
 // What the server no longer does for such a connection, the relay does: it
-// renders the head (respondHead), bounds the time a write takes no byte by
-// ConsumerStallTimeout (a consumer that takes nothing for that long is cut,
-// consumer_stalled; one that reads steadily is not, however long the write),
-// closes the connection at the stream's end or hands it back (handBack),
-// and keeps its own registry of the runs in flight (track, Active,
-// EndRuns), since the server's Shutdown does not count them: call
-// AwaitRuns after it.
+// renders the header (responseHeader), bounds a write that makes no
+// progress by ConsumerStallTimeout (consumer_stalled; a slow but steady
+// reader is not cut), closes the connection or hands it back (handBack),
+// and keeps its own registry of runs in flight (track, Active, EndRuns),
+// which the server's Shutdown does not count: call AwaitRuns after it.
 
-// respond answers the consumer with the event stream of a run: the headers
-// set on ctx.Response now, then what the stream writes (run), on the
-// goroutine the Relay's carrier gives it. ctx must not be used after the
-// handler returns; resp and ub belong to the stream from here.
+// respond writes the run's event stream to the consumer: the header from
+// ctx.Response now, then the stream (run) on the goroutine the carrier
+// gives it. resp and ub belong to the stream from here.
 //
-// Keep-alive: when the consumer can take another request on the connection
-// (HTTP/1.1, no Connection: close, nothing sent after its request), the
-// stream ends with the chunked body's end and the connection goes back to
-// the server (ServeConn) for the consumer's next request, as any keep-alive
-// answer would; otherwise the answer says Connection: close and the stream
-// closes the connection.
+// When the connection may persist (HTTP/1.1, no Connection: close, nothing
+// sent after the request), the stream ends with the chunked body's end and
+// the connection serves the consumer's next request; otherwise the
+// response says Connection: close and the stream closes the connection.
 func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
 	chunked := ctx.Request.Header.IsHTTP11()
 	srv := r.srv.Load()
 	keep := chunked && srv != nil && !ctx.Request.Header.ConnectionClose()
-	// sc is the consumer's connection when the relay's Listener served it
-	// (nil otherwise). It renders each answer's head into the same buffer:
-	// its runs come one after the other, and a head is written before the
-	// run's stream ends.
+	// sc (nil unless the relay's Listener served the connection) lends one
+	// buffer to the headers of its runs, which come one after the other.
 	sc, _ := ctx.Conn().(*socketConn)
 	var dst []byte
 	if sc != nil {
-		dst = sc.head[:0]
+		dst = sc.header[:0]
 	}
-	head := respondHead(&ctx.Response.Header, chunked, keep, dst)
+	head := responseHeader(&ctx.Response.Header, chunked, keep, dst)
 	if sc != nil {
-		sc.head = head
+		sc.header = head
 	}
 	timeout := r.ConsumerStallTimeout
 	if timeout == 0 {
 		timeout = DefaultConsumerStallTimeout
 	}
-	st := streamStart{eventStream{r: r, head: head, ub: ub, resp: resp, rep: rep}, chunked, keep, timeout, srv, ctx.Done()}
+	st := streamResponse{r: r, header: head, ub: ub, resp: resp, rep: rep, chunked: chunked, keep: keep, timeout: timeout, srv: srv, done: ctx.Done()}
 	r.carrier().carry(ctx, sc, st)
 }
 
-// streamStart is a stream answered by respond, before it has a goroutine
-// (carrier.carry) and so a writer: how its answer is written (chunked,
-// timeout) and whether its connection may be kept, with the server (srv)
-// and the shutdown signal (done) for that.
-type streamStart struct {
-	eventStream
+// streamResponse is the consumer's event-stream response as respond made
+// it, before it runs (run): its header, the producer's response it
+// relays, how it is written (chunked, timeout) and whether its connection
+// may be kept, with the server (srv) and the shutdown signal (done) for
+// that. Its writer (w) is made once the carrier gave it the connection
+// (handOver, hijack).
+type streamResponse struct {
+	r      *Relay
+	w      *consumerWriter
+	header []byte
+	ub     *upstreamBody
+	resp   *fasthttp.Response
+	rep    *RunReport
+
 	chunked, keep bool
 	timeout       time.Duration
 	srv           *fasthttp.Server
@@ -74,11 +74,10 @@ type streamStart struct {
 }
 
 // handOver hands the stream to the goroutine that serves sc, when one
-// does (nextStream), and reports whether it did: no hijack, the server's
-// answer to the request dropped and its loop ended (socketConn's inPlace),
-// so that no goroutine is started for the stream and none waits for
-// another.
-func (st streamStart) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
+// waits for it (nextStream), and reports whether it did: no hijack and no
+// goroutine started; the server's response is dropped and its loop ends
+// (socketConn.inPlace).
+func (st streamResponse) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
 	if !sc.handover.Take() {
 		return false
 	}
@@ -86,44 +85,40 @@ func (st streamStart) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
 	if st.keep {
 		st.w.srv, st.w.shutdown = st.srv, st.done
 	}
-	sc.handover.Give(st.eventStream) // taken once the server returns (nextStream)
+	sc.handover.Give(st) // taken once the server returns (nextStream)
 	sc.idleRead = false
 	sc.inPlace.Store(true)
 	ctx.Response.Reset() // what the server writes is dropped: the least to render
 	return true
 }
 
-// hijack takes the connection over from the server once the handler
-// returns (fasthttp's Hijack, with no response of the server's) and runs
-// the stream on the goroutine the server starts for that; sc is the
-// connection under ctx's when the relay's Listener served it (else nil).
-func (st streamStart) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
+// hijack takes the connection from the server once the handler returns
+// and runs the stream on the goroutine the server starts for that; sc is
+// ctx's connection when the relay's Listener served it (else nil).
+func (st streamResponse) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		// A copy, changed here: st itself, captured and changed, would be
 		// moved to the heap on every run, the in-place ones too.
 		st := st
 		if st.keep && sentMore(c, sc) {
-			st.keep, st.head = false, withClose(st.head)
+			st.keep, st.header = false, withClose(st.header)
 		}
-		// The server's buffered reader of the connection is left behind
-		// with c (Server.KeepHijackedConns): nothing reads the request any
-		// more, so it goes to the garbage collector with the hijacked
-		// connection instead of staying in use for the stream's life.
+		// Leave the server's buffered reader behind, to the garbage
+		// collector, rather than hold it for the stream's life.
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn()
 		}
 		w := newConsumerWriter(c, st.chunked, st.timeout)
-		w.holds = st.srv == nil
+		w.onHijackHandler = st.srv == nil
 		if st.keep {
 			w.srv, w.shutdown = st.srv, st.done
 		}
 		st.w = w
 		if st.srv == nil {
-			// A server not made by Server: it may close the connection
-			// once this handler returns (KeepHijackedConns unset), so the
-			// stream runs here to its end (holds: it does not park), and
-			// the connection is not kept.
+			// A server not made by Server may close the connection once
+			// this handler returns (KeepHijackedConns unset): the stream
+			// runs here to its end, and the connection is not reused.
 			st.run()
 			return
 		}
@@ -152,7 +147,7 @@ func sentMore(c net.Conn, sc *socketConn) bool {
 	return n > 0 || c.SetReadDeadline(time.Time{}) != nil
 }
 
-// withClose returns a head rendered for keep-alive as respondHead renders
+// withClose returns a header rendered for keep-alive as responseHeader renders
 // it without: Connection: close is the last header line fasthttp writes.
 // Rare (a pipelined request, no epoll watcher), so not rendered up front.
 func withClose(head []byte) []byte {
@@ -160,12 +155,12 @@ func withClose(head []byte) []byte {
 	return append(append(head[:end:end], "Connection: close\r\n"...), "\r\n"...)
 }
 
-// respondHead renders the response header of an event stream: the status
+// responseHeader renders the response header of an event stream: the status
 // line and headers of h, the framing (chunked for HTTP/1.1; delimited by the
 // connection's end for an HTTP/1.0 consumer, which cannot read chunks) and,
 // unless keep, Connection: close; rendered into dst's array (fasthttp's
 // AppendBytes starts at dst[:0]).
-func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []byte {
+func responseHeader(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []byte {
 	h.SetConnectionClose()
 	if keep {
 		h.ResetConnectionClose()
@@ -178,12 +173,11 @@ func respondHead(h *fasthttp.ResponseHeader, chunked, keep bool, dst []byte) []b
 	return h.AppendBytes(dst)
 }
 
-// consumerWriter writes a stream's answer to the consumer's connection
-// (wire.ChunkWriter: the head, then the chunks) and holds what the relay
-// keeps of that connection: its hangup watch and its hand-back to the
-// server for the consumer's next request. It is used by one goroutine.
+// consumerWriter writes a stream's response to the consumer's connection
+// (wire.ChunkWriter) with the connection's hangup watch and its hand-back
+// to the server. It is used by one goroutine.
 type consumerWriter struct {
-	// The answer is written (ChunkWriter.Conn) to a socketConn over conn
+	// The response is written (ChunkWriter.Conn) to a socketConn over conn
 	// for TCP (raw system calls, a chunk written from where its bytes lie
 	// in one writev), else to conn itself.
 	wire.ChunkWriter
@@ -193,10 +187,10 @@ type consumerWriter struct {
 	hangup  int32        // the registration with watcher, when watched
 	watched bool
 
-	// holds keeps the stream on the goroutine that runs it to its end, not
-	// parked: the goroutine is the server's hijack handler, on a server
-	// that may close the connection when it returns.
-	holds bool
+	// onHijackHandler: the stream runs to its end on the server's hijack
+	// handler, which must not return before (the server may close the
+	// connection then), so it does not park.
+	onHijackHandler bool
 
 	// srv, when set, takes the connection back after a stream that ended
 	// well (keep-alive, see respond), unless shutdown is closed by then.
@@ -204,7 +198,7 @@ type consumerWriter struct {
 	shutdown <-chan struct{}
 }
 
-// newConsumerWriter returns the writer of a stream's answer to conn.
+// newConsumerWriter returns the writer of a stream's response to conn.
 func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *consumerWriter {
 	w := &consumerWriter{conn: conn}
 	w.Init(newSocketConn(conn), chunked, timeout)
@@ -215,7 +209,7 @@ func newConsumerWriter(conn net.Conn, chunked bool, timeout time.Duration) *cons
 // serve the consumer's next request on it, and reports whether it did;
 // when it cannot (no server for it, a shutdown, the watch or the deadlines
 // cannot be undone) it closes the connection instead. Call it only once
-// the whole answer is written.
+// the whole response is written.
 func (w *consumerWriter) handBack() bool {
 	w.Release()
 	select {
@@ -234,7 +228,7 @@ func (w *consumerWriter) handBack() bool {
 		return false
 	}
 	if sc, ok := w.conn.(*socketConn); ok {
-		sc.reqHead.arm() // nothing was sent after the request (sentMore): a head comes next
+		sc.reqHeader.arm() // nothing was sent after the request (sentMore): a header comes next
 	}
 	return true
 }
@@ -252,7 +246,7 @@ func (w *consumerWriter) Close() error {
 
 // AwaitRuns waits until active (Relay.Active or Router.Active) reports no
 // run in flight, or ctx ends (then it returns ctx's error). The server's
-// Shutdown does not wait for event streams, which are answered on hijacked
+// Shutdown does not wait for event streams, which are responded to on hijacked
 // connections: call it once Shutdown has returned, so that every run has
 // either ended or been tracked.
 func AwaitRuns(ctx context.Context, active func() int) error {

@@ -150,8 +150,8 @@ func TestWithCloseMatchesTheRenderedHead(t *testing.T) {
 	h.SetContentType("text/event-stream")
 	h.Set("X-Custom", "v")
 	h.Set(fasthttp.HeaderCacheControl, "no-cache")
-	keep := respondHead(&h, true, true, nil)
-	closed := respondHead(&h, true, false, nil)
+	keep := responseHeader(&h, true, true, nil)
+	closed := responseHeader(&h, true, false, nil)
 	if got := withClose(keep); string(got) != string(closed) || strings.Contains(string(keep), "Connection") {
 		t.Errorf("withClose(%q)\n = %q\nwant %q", keep, got, closed)
 	}

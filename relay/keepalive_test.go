@@ -212,7 +212,7 @@ func TestKeepAlivesDoNotHoldOffTheIdleTimeout(t *testing.T) {
 // producer that sends an event every few milliseconds, for several
 // intervals in all, has its consumer written no keep-alive, whichever way
 // the stream waits (each write to the consumer starts its silence again:
-// noteQuiet).
+// noteConsumerSilence).
 func TestNoKeepAlivesWhileTheConsumerIsWritten(t *testing.T) {
 	const interval, gap, events = 300 * time.Millisecond, 5 * time.Millisecond, 200 // a second in all
 	for _, mode := range keepAliveModes {

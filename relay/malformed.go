@@ -12,28 +12,28 @@ import (
 	"github.com/agui-relay/agui-relay/internal/redact"
 )
 
-// A producer's answer whose head cannot be parsed is told from a producer
+// A producer's response whose header cannot be parsed is told from a producer
 // that cannot be reached: 502 typed upstream-malformed, whose detail names
-// the fault's kind alone. fasthttp's parse errors quote the head they
+// the fault's kind alone. fasthttp's parse errors quote the header they
 // failed on, and what followed it in the buffer (up to the 4 KiB of the
 // client's read buffer): none of that reaches the consumer, and the log
-// keeps a short escaped excerpt of the answer's start.
+// keeps a short escaped excerpt of the response's start.
 
-// excerptLen bounds the bytes of a malformed answer a log line shows: the
+// excerptLen bounds the bytes of a malformed response a log line shows: the
 // status line and a little more.
 const excerptLen = 64
 
-// malformedAnswerError is the producer's answer that could not be parsed.
+// malformedAnswerError is the producer's response that could not be parsed.
 type malformedAnswerError struct {
 	kind    string // what is wrong, a fixed phrase (answerErrorKinds)
-	excerpt string // the answer's first bytes, quoted (redact.Excerpt)
+	excerpt string // the response's first bytes, quoted (redact.Excerpt)
 }
 
 func (e *malformedAnswerError) Error() string {
 	return "the producer's answer cannot be parsed: " + e.kind + "; it begins " + e.excerpt
 }
 
-// answerErrorKinds maps what fasthttp's errors reading a response head say
+// answerErrorKinds maps what fasthttp's errors reading a response header say
 // (lower case, before any quoted bytes) to the kind the relay reports,
 // first match first.
 var answerErrorKinds = [...]faultWords{
@@ -52,8 +52,8 @@ var answerErrorKinds = [...]faultWords{
 	{"interim", "too many interim (1xx) answers"},
 }
 
-// malformedAnswer returns err, an error of reading the producer's answer
-// head from br, as a malformedAnswerError when it says the head cannot be
+// malformedAnswer returns err, an error of reading the producer's response
+// header from br, as a malformedAnswerError when it says the header cannot be
 // parsed; the connection's own failures (a reset, an end, a timeout) are
 // returned as they are.
 func malformedAnswer(err error, br *bufio.Reader) error {
@@ -72,7 +72,7 @@ func malformedAnswer(err error, br *bufio.Reader) error {
 	return &malformedAnswerError{kind: kind, excerpt: redact.Excerpt(head, excerptLen)}
 }
 
-// ProblemMalformed is the problem type of a producer's answer whose head
+// ProblemMalformed is the problem type of a producer's response whose header
 // cannot be parsed.
 const ProblemMalformed = "urn:agui-relay:upstream-malformed"
 

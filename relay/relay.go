@@ -32,9 +32,9 @@ import (
 // flushed whenever the relay would otherwise wait for the producer, so that
 // no event waits behind a later one. Any other request is proxied unchanged.
 //
-// Errors come in two regimes. Before the first byte of the answer, a failure
+// Errors come in two regimes. Before the first byte of the response, a failure
 // is an HTTP error with an application/problem+json body (400, 413, 502,
-// 503, 504); a non-2xx answer of the producer is passed on as it is. Once the
+// 503, 504); a non-2xx response of the producer is passed on as it is. Once the
 // stream has started, the relay can only end it: when the producer's stream
 // breaks while the consumer is owed a terminal event (see Stream.Owed), it
 // writes a RUN_ERROR of its own first, and it logs.
@@ -44,7 +44,7 @@ import (
 // RUN_ERROR, because every consumer fails the run on it with its own parse
 // error (which names the producer's bytes better than the relay could). On
 // a run it translates, the relay logs such events with a count; events it
-// passes through byte for byte it does not parse. A producer answer the
+// passes through byte for byte it does not parse. A producer response the
 // relay cannot read as events (not text/event-stream, or compressed other
 // than gzip, which it decodes) is passed on as it is.
 //
@@ -116,7 +116,7 @@ type Relay struct {
 	// connection that stays silent (nginx's proxy_read_timeout and AWS
 	// ALB's idle timeout are 60 s by default), and a consumer that left is
 	// noticed at the write. It is written only between frames; zero means
-	// none. Nothing is sent before the producer's answer's head: the relay
+	// none. Nothing is sent before the producer's response header: the relay
 	// has no status to send yet.
 	KeepAlive time.Duration
 	// RunTimeout ends a run that lasts longer, counted from the request;
@@ -152,7 +152,7 @@ type Relay struct {
 	// (--quiet-translation-warnings); the taps still see them (Warned).
 	QuietTranslationWarnings bool
 	// CORS, when set, is the route's cross-origin policy: the relay answers
-	// preflights and puts the CORS headers on every answer (see CORS). nil:
+	// preflights and puts the CORS headers on every response (see CORS). nil:
 	// no CORS of the relay's; the producer's headers pass through.
 	CORS *CORS
 	// Poller, when set, watches the consumers' connections for a hangup
@@ -166,9 +166,9 @@ type Relay struct {
 	// next request.
 	Poller *Poller
 	// ReuseGoroutines has the Relay start as few goroutines as it can (the
-	// serve command sets it): a kept connection's next stream runs on the
+	// serve command sets it): a persistent connection's next stream runs on the
 	// goroutine that served its request, and a stream whose producer is
-	// silent for a second parks (with Poller), taken up by a new goroutine
+	// silent for a second parks (with Poller), run on by a new goroutine
 	// when bytes arrive. false: each stream runs on a goroutine of its own,
 	// the one the server starts for the connection the stream takes over,
 	// to the stream's end (as net/http's hijacked connections do).
@@ -241,7 +241,7 @@ type RunReport struct {
 	RunID, ThreadID string
 	// URL is where the run was sent.
 	URL string
-	// Status is the HTTP status answered to the consumer.
+	// Status is the HTTP status sent to the consumer.
 	Status int
 	// Consumer is the version the stream was shaped for; Producer the
 	// version the producer spoke on the last run of the stream (zero when it
@@ -256,7 +256,7 @@ type RunReport struct {
 	ConsumerLearnt negotiate.Learnt
 	// Translated reports that the last run of the stream was translated.
 	Translated bool
-	// Untranslated says why a successful answer was passed on as the
+	// Untranslated says why a successful response was passed on as the
 	// producer sent it, unread (UntranslatedProtobuf, UntranslatedOther,
 	// UntranslatedEncoding); "" when it was streamed, or not a success.
 	Untranslated string
@@ -275,8 +275,8 @@ type RunReport struct {
 	// away. It is nil when Abort is the whole story (a timeout, a hangup
 	// seen before any write failed, a shutdown).
 	Err error
-	// Problem is the type of the problem+json the relay answered with
-	// before the stream started, "" when it answered none.
+	// Problem is the type of the problem+json the relay responded with
+	// before the stream started, "" when there was none.
 	Problem string
 	// Counts are the events and bytes by type and direction, kept when the
 	// run is tapped and streamed; nil otherwise. They are borrowed as the
@@ -287,7 +287,7 @@ type RunReport struct {
 	Duration time.Duration
 
 	tap     RunTap
-	refused *Problem // the answer of a run refused (refuse), for its log line
+	refused *Problem // the response of a run refused (refuse), for its log line
 }
 
 var zeroTime time.Time
@@ -314,12 +314,11 @@ func (r *Relay) maxBody() int {
 }
 
 // Server returns a fasthttp server for the relay, configured for streaming:
-// request body limit MaxBody, request bodies read as they arrive within
-// MaxBodiesInFlight and BodyTimeout (see bodyBudget), 16 KiB read buffer
-// (large Authorization headers), TCP keep-alive, no compression, and
-// problem+json answers to requests it cannot parse. The write timeout applies to ordinary answers;
-// event streams are answered on connections the relay takes over (see
-// hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
+// request bodies read as they arrive within MaxBody, MaxBodiesInFlight and
+// BodyTimeout (bodyBudget), a 16 KiB read buffer (large Authorization
+// headers), TCP keep-alive, problem+json responses to requests it cannot
+// parse. Event streams are written on connections the relay takes over
+// (hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
 func (r *Relay) Server() *fasthttp.Server {
 	r.once.Do(r.init)
 	s := &fasthttp.Server{
@@ -337,14 +336,11 @@ func (r *Relay) Server() *fasthttp.Server {
 		TCPKeepalive:                 true,
 		CloseOnShutdown:              true,
 		KeepHijackedConns:            true, // streams close their own; see respond
-		// A new connection takes a read buffer only once its first byte
-		// came (a 1-byte read), and the write buffer goes back to the
-		// server's pool after each answer. The read buffer, once taken,
-		// stays with the connection while the server serves it: request
-		// bodies are streamed (bodyBudget), and fasthttp cannot tell when
-		// one was read whole. It goes back when the server's loop ends (a
-		// stream handed over in place), or with a hijacked connection to
-		// the garbage collector.
+		// Buffers are taken at a connection's first byte and the write
+		// buffer is pooled after each response. The read buffer stays
+		// while the server serves the connection: request bodies are
+		// streamed (bodyBudget), and fasthttp cannot tell when one was
+		// read whole.
 		ReduceMemoryUsage:     true,
 		MaxIdleWorkerDuration: time.Second,
 		Logger:                zapPrintf{r.log},
@@ -355,15 +351,13 @@ func (r *Relay) Server() *fasthttp.Server {
 	return s
 }
 
-// readBufferSize is the server's read buffer: the largest request head
+// readBufferSize is the server's read buffer: the largest request header
 // (large Authorization headers).
 const readBufferSize = 16 << 10
 
-// serveNextWith sets the server that takes a consumer's connection back
-// after a stream, to serve its next request (keep-alive): the one Server
-// made, or the Router's, which serves this Relay among others. Without one
-// (Handle on a server of the caller's) a stream's connection is closed at
-// its end.
+// serveNextWith sets the server that serves a stream's connection's next
+// request: Server's, or the Router's. Without one (Handle on the caller's
+// server) the connection is closed at the stream's end.
 func (r *Relay) serveNextWith(s *fasthttp.Server) { r.srv.Store(s) }
 
 // expect answers a request that waits for 100 Continue (Expect:
@@ -403,11 +397,9 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	r.refuseUnread(ctx, p)
 }
 
-// refuseUnread answers p to a request refused before its body was read
-// (by the server's limits or the bodies' budget), with the CORS headers.
-// When the request is a run by its head (isRunHead), the refusal is
-// reported as a run's is (report: its log line, its tap), though the
-// relay never read its input.
+// refuseUnread responds p, with the CORS headers, to a request refused
+// before its body was read (the server's limits, the bodies' budget). A
+// run by its header (isRunHead) is reported as a run.
 func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 	r.once.Do(r.init) // it may be the Relay's first request
 	if isRunHead(ctx) {
@@ -420,7 +412,7 @@ func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 	r.CORS.apply(ctx)
 }
 
-// serverProblem is the problem answered to a request the server could not
+// serverProblem is the problem sent to a request the server could not
 // read, whose body limit is maxBody.
 func serverProblem(err error, maxBody int) *Problem {
 	var stalled *bodyTimeoutError
@@ -468,13 +460,12 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 	return out, nil
 }
 
-// Handle serves one request: a run, or anything else proxied unchanged
-// (with a CORS policy, a preflight is answered instead). It works on any
-// fasthttp.Server. On the one Server returns, with a Poller, a stream's
-// connection is kept for the consumer's next request, and with
-// ReuseGoroutines a quiet stream gives its goroutine up (parks); on any
-// other, a stream keeps the server's hijack goroutine to its end and closes
-// its connection (Connection: close).
+// Handle serves one request: a run, a CORS preflight, or anything else
+// proxied unchanged. It works on any fasthttp.Server. On Server's, with a
+// Poller, a stream's connection serves the consumer's next request, and
+// with ReuseGoroutines a silent stream parks; on any other, a stream runs
+// on the server's hijack goroutine to its end and closes its connection
+// (Connection: close).
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
@@ -501,7 +492,7 @@ func (r *Relay) serve(ctx *fasthttp.RequestCtx) {
 	default:
 		r.proxy(ctx)
 	}
-	// A stream's head went out with the CORS headers already (run).
+	// A stream's header went out with the CORS headers already (run).
 	if !ctx.Hijacked() {
 		r.CORS.apply(ctx)
 	}
@@ -525,7 +516,7 @@ func isRun(ctx *fasthttp.RequestCtx) bool {
 }
 
 // isRunHead reports whether a request whose body was not read is a run
-// by its head: a POST with a JSON content type, or with none and a body
+// by its header: a POST with a JSON content type, or with none and a body
 // (isRun).
 func isRunHead(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
@@ -575,7 +566,7 @@ func (r *Relay) upstreamURL(uri *fasthttp.URI) string {
 	return s
 }
 
-// upstreamProblem maps a failure to get the producer's answer to the
+// upstreamProblem maps a failure to get the producer's response to the
 // problem the consumer reads.
 func upstreamProblem(err error) *Problem {
 	var m *malformedAnswerError
@@ -590,7 +581,7 @@ func upstreamProblem(err error) *Problem {
 	return problemUnreachable(err)
 }
 
-// proxy passes a request that is not a run to the producer and its answer
+// proxy passes a request that is not a run to the producer and its response
 // back, both unchanged but for the hop-by-hop headers.
 func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	var tap RequestTap
@@ -613,28 +604,16 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	if tap != nil {
 		rep.URL = uri
 	}
-	if gone {
-		releaseAbandoned(resp, err)
-		hangUp(ctx)
-		if tap != nil {
-			rep.Abort = errConsumerGone.Code
+	if p, ok := producerResponse(ctx, resp, gone, err); !ok {
+		if p == nil {
+			if tap != nil {
+				rep.Abort = errConsumerGone.Code
+			}
+			endRequest(tap, rep, 0, "", nil)
+			return
 		}
-		endRequest(tap, rep, 0, "", nil)
-		return
-	}
-	if err != nil {
-		fasthttp.ReleaseResponse(resp)
-		p := upstreamProblem(err)
-		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.Error(err))
+		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.String("problem", p.Type), zap.Error(err))
 		endRequest(tap, rep, p.Status, p.Type, err)
-		p.Write(ctx)
-		return
-	}
-	if resp.StatusCode() == fasthttp.StatusSwitchingProtocols {
-		fasthttp.ReleaseResponse(resp)
-		p := problemUpgrade()
-		r.log.Error("proxying to the producer", zap.String("url", redact.URL(uri)), zap.ByteString("method", ctx.Method()), zap.Int("status", p.Status), zap.String("problem", p.Type))
-		endRequest(tap, rep, p.Status, p.Type, nil)
 		p.Write(ctx)
 		return
 	}
@@ -647,7 +626,7 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 }
 
 // endRequest tells the tap of a request that is not a run, when it has
-// one, that the request is over, answered with status.
+// one, that the request is over, whose response had status.
 func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err error) {
 	if tap != nil {
 		rep.Status, rep.Problem, rep.Err, rep.Duration = status, problem, err, time.Since(rep.Start)
@@ -657,7 +636,7 @@ func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err 
 
 // run relays one run in its three stages: admit (the input judged, the
 // versions decided, the input translated), forward (the producer asked),
-// stream (its answer relayed).
+// stream (its response relayed).
 func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	rep := &RunReport{Route: r.Route, RoutePrefix: r.RoutePrefix, ProducerPython: r.ProducerPython, Start: time.Now()}
 	in, plan, ok := r.admit(ctx, rep)
@@ -692,7 +671,7 @@ func (r *Relay) tapRun(ctx *fasthttp.RequestCtx, rep *RunReport) bool {
 
 // admit reads and judges the consumer's RunAgentInput, decides the
 // versions and translates the input for the producer; it reports false
-// when the run was refused (answered with a problem).
+// when the run was refused (a problem was its response).
 func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan negotiate.InputPlan, ok bool) {
 	body := ctx.Request.Body()
 	if r.tapRun(ctx, rep) {
@@ -757,10 +736,9 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 	return in, plan, true
 }
 
-// forward sends the input to the producer and returns its answer's head,
-// the body still to read; it reports false when there is no answer to
-// relay (the consumer left meanwhile, or the producer failed: answered
-// with a problem).
+// forward sends the input to the producer and returns its response, the
+// body still to read; ok=false when there is none to relay (the consumer
+// left, or the producer failed: a problem was the response).
 func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate.InputPlan, in []byte) (resp *fasthttp.Response, ok bool) {
 	if rep.tap != nil {
 		rep.tap.Forwarded(plan, in)
@@ -785,42 +763,30 @@ func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate
 	gone, err := r.do(ctx, req, resp)
 	rep.URL = r.upstreamURL(req.URI())
 	fasthttp.ReleaseRequest(req)
-	if gone {
-		// The consumer left while the producer thought: the request was
-		// cancelled, its connection closed (see headWait).
-		releaseAbandoned(resp, err)
-		hangUp(ctx)
-		rep.Abort = errConsumerGone.Code
-		rep.Duration = time.Since(rep.Start)
-		r.report(rep)
-		return nil, false
-	}
-	if err != nil {
-		fasthttp.ReleaseResponse(resp)
+	if p, ok := producerResponse(ctx, resp, gone, err); !ok {
+		if p == nil {
+			rep.Abort = errConsumerGone.Code
+			rep.Duration = time.Since(rep.Start)
+			r.report(rep)
+			return nil, false
+		}
 		rep.Err = err
-		r.refuse(ctx, rep, upstreamProblem(err))
-		return nil, false
-	}
-	if resp.StatusCode() == fasthttp.StatusSwitchingProtocols {
-		// The producer's connection is not HTTP any more (the transport
-		// closed it): nothing of it can be relayed as a run.
-		fasthttp.ReleaseResponse(resp)
-		r.refuse(ctx, rep, problemUpgrade())
+		r.refuse(ctx, rep, p)
 		return nil, false
 	}
 	return resp, true
 }
 
-// stream answers the consumer with the producer's event stream, shaped by
-// a Stream on the hijacked connection (respond); an answer that is not an
+// stream responds to the consumer with the producer's event stream, shaped by
+// a Stream on the hijacked connection (respond); a response that is not an
 // event stream the relay can read goes to the consumer as it is.
 func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.Response) {
 	rep.Status = resp.StatusCode()
 	body2, streamed := resp.BodyStream().(fasthttp.ReadCloserWithError)
 	gz, readable := ContentCoding(resp.Header.ContentEncoding())
 	if rep.Status < 200 || rep.Status > 299 || !isEventStream(resp.Header.ContentType()) || !streamed || !readable {
-		// Not an event stream the relay can read: the producer's answer
-		// goes to the consumer as it is (an error status, a JSON answer, a
+		// Not an event stream the relay can read: the producer's response
+		// goes to the consumer as it is (an error status, a JSON response, a
 		// binary transport, a compression the relay does not decode).
 		if rep.Status >= 200 && rep.Status <= 299 {
 			accept := consumerAccept(&ctx.Request.Header)
@@ -854,12 +820,34 @@ func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.
 	}
 	ub.startTimers(r.IdleTimeout, remaining)
 	r.track(ub)
-	r.CORS.apply(ctx)             // before respond renders the head
+	r.CORS.apply(ctx)             // before respond renders the header
 	r.respond(ctx, ub, resp, rep) // on the hijacked connection, see hijack.go
 }
 
-// releaseAbandoned releases the producer's answer to a consumer that went
-// away: a head that came anyway has its body closed, and so its connection.
+// producerResponse judges the producer's response to r.do, for a run and
+// for a request that is not one alike. It reports ok when resp is to be
+// relayed; else resp is released and p is the problem to respond with, or
+// nil when the consumer left meanwhile (gone: its connection is closed,
+// see headerWait). A 101 is refused: the producer's connection is not HTTP
+// any more (the transport closed it), and the relay does not tunnel.
+func producerResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, gone bool, err error) (p *Problem, ok bool) {
+	switch {
+	case gone:
+		releaseAbandoned(resp, err)
+		hangUp(ctx)
+		return nil, false
+	case err != nil:
+		fasthttp.ReleaseResponse(resp)
+		return upstreamProblem(err), false
+	case resp.StatusCode() == fasthttp.StatusSwitchingProtocols:
+		fasthttp.ReleaseResponse(resp)
+		return problemUpgrade(), false
+	}
+	return nil, true
+}
+
+// releaseAbandoned releases the producer's response to a consumer that went
+// away: a header that came anyway has its body closed, and so its connection.
 func releaseAbandoned(resp *fasthttp.Response, err error) {
 	if err == nil {
 		if b, ok := resp.BodyStream().(fasthttp.ReadCloserWithError); ok {
@@ -886,7 +874,7 @@ func consumerAccept(h *fasthttp.RequestHeader) []byte {
 	return bytes.Join(all, []byte(","))
 }
 
-// untranslated logs, once for the run, that a successful answer goes to
+// untranslated logs, once for the run, that a successful response goes to
 // the consumer as the producer sent it, unread and unshaped for the
 // consumer's version, and says why in rep.Untranslated (metrics count it).
 func (r *Relay) untranslated(rep *RunReport, resp *fasthttp.Response, accept []byte, readsSSE, readable bool) {
@@ -911,15 +899,15 @@ func (r *Relay) untranslated(rep *RunReport, resp *fasthttp.Response, accept []b
 		zap.Stringer("consumer", rep.Consumer), zap.Stringer("consumer_learnt", rep.ConsumerLearnt))
 }
 
-// Reasons a run's answer passed through untranslated (RunReport.Untranslated).
+// Reasons a run's response passed through untranslated (RunReport.Untranslated).
 const (
 	UntranslatedProtobuf = "protobuf"         // application/vnd.ag-ui.event+proto
 	UntranslatedOther    = "not_event_stream" // another media type (JSON, HTML, none)
 	UntranslatedEncoding = "content_encoding" // compressed other than gzip
 )
 
-// acquireUpstreamResponse returns a response for the producer's answer.
-// An answer without Content-Type is passed on without one: fasthttp would
+// acquireUpstreamResponse returns a response for the producer's response.
+// A response without Content-Type is passed on without one: fasthttp would
 // otherwise report (and the relay copy) its default, text/plain.
 func acquireUpstreamResponse() *fasthttp.Response {
 	resp := fasthttp.AcquireResponse()
@@ -972,7 +960,7 @@ func (r *Relay) report(rep *RunReport) {
 	}
 }
 
-// logRun writes the line of a run that was answered (streamed or passed
+// logRun writes the line of a run that was responded to (streamed or passed
 // on).
 func (r *Relay) logRun(rep *RunReport) {
 	level, msg := zapcore.InfoLevel, "run"

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// A request the server cannot parse is answered, and logged, by the kind of
+// A request the server cannot parse is responded to, and logged, by the kind of
 // its fault alone. fasthttp's parse errors quote the request they failed
 // on, its whole header block included: Authorization, Cookie and whatever
 // credentials a proxy in front added. None of that may reach a client (the

@@ -13,59 +13,50 @@ import (
 	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
-// socketConn is a consumer's or producer's connection read and written
-// raw (wire.Conn), with what the relay keeps per connection.
-//
-// socketConn makes a run's whole path raw: the producer's connections
-// (dialer; the answer's body is read by descriptor in wire.Body's polled
-// mode) and the consumers' (Listener, and consumerWriter for a connection
-// served without it).
+// socketConn is a consumer's or producer's TCP connection read and written
+// with raw system calls (wire.Conn), with the relay's per-connection state.
 type socketConn struct {
 	wire.Conn
 
-	// noWait makes Read answer errNoWait at once, without a system call
+	// noWait makes Read return errNoWait at once, without a system call
 	// or the poller: sentMore's question to the server's reader of the
 	// request, set and cleared by the one goroutine that reads then.
 	noWait bool
-	// idleRead: see inPlace.
+	// idleRead: the server's read that inPlace ended waited for a
+	// request's first byte, so no pipelined request was buffered.
 	idleRead bool
 	// bodyDeadline, when set, is the read deadline of the request body
 	// being read (bodyBudget.read), set on the connection by the next read
 	// that goes to the socket: a body that came whole with its header moves
 	// none. Set and cleared by the goroutine that serves the connection.
 	bodyDeadline time.Time
-	// hangup is the connection's registration with watcher, the Relay's
-	// Poller (watchHangup), kept from its first run to its close; 0 when
-	// none.
+	// hangup is the connection's registration with watcher (watchHangup),
+	// from its first run to its close; 0 when none.
 	hangup atomic.Int32
-	// head is the buffer the answers' heads are rendered into (respond),
+	// header is the buffer the response headers are rendered into (respond),
 	// one run at a time.
-	head []byte
-	// reqHead follows the head of the consumer's request being read, for a
+	header []byte
+	// reqHeader follows the header of the consumer's request being read, for a
 	// bare LF (headscan.go); on only for accepted connections.
-	reqHead headScan
-	watcher *wire.Poller // the Poller of hangup
-	// headWait serves the connection's requests one after another (Relay.do).
-	headWait *headWait
+	reqHeader headScan
+	watcher   *wire.Poller // the Poller of hangup
+	// headerWait serves the connection's requests one after another (Relay.do).
+	headerWait *headerWait
 
-	// handover hands a kept connection's next stream from the request's
+	// handover hands a persistent connection's next stream from the request's
 	// handler to the goroutine that serves the connection (carrier.go).
-	handover wire.Handover[eventStream]
+	handover wire.Handover[streamResponse]
 
 	// inPlace is set while the server finishes a request whose stream was
-	// handed over without a hijack (handOver): its writes are dropped, its
-	// next read ends its loop (idleRead records that it was the wait for
-	// a request's first byte, fasthttp's one-byte read or its reader's
-	// fill of its whole buffer, made only when it has nothing buffered: no
-	// pipelined request is lost), the request handlers answer nothing
-	// more (servedInPlace), and its close is skipped. Set and cleared on
-	// the goroutine that serves the connection.
+	// handed over (handOver): its writes are dropped, its next read ends
+	// its loop, handlers write nothing (servedInPlace), and its close is
+	// skipped. Set and cleared on the goroutine that serves the connection.
 	inPlace atomic.Bool
 }
 
 // servedInPlace reports whether ctx is a request the server read after
 // one whose stream was handed over in place (a pipelined request): the
-// handler must answer nothing (its answer is dropped) and do nothing; the
+// handler must write nothing (its response is dropped) and do nothing; the
 // connection is closed once the stream ends.
 func servedInPlace(ctx *fasthttp.RequestCtx) bool {
 	sc, ok := ctx.Conn().(*socketConn)
@@ -77,10 +68,10 @@ func servedInPlace(ctx *fasthttp.RequestCtx) bool {
 	return false
 }
 
-// Write is wire.Conn's, but for the server's answer to a request whose
+// Write is wire.Conn's, but for the server's response to a request whose
 // stream was handed over in place (inPlace): dropped. fasthttp has no way
-// to end its loop on a connection without writing an answer or closing
-// it; this and the read that answers io.EOF are that way.
+// to end its loop on a connection without writing a response or closing
+// it; this and the read that returns io.EOF are that way.
 func (s *socketConn) Write(p []byte) (int, error) {
 	if s.inPlace.Load() {
 		return len(p), nil
@@ -119,9 +110,9 @@ func (s *socketConn) Close() error {
 }
 
 // Read is wire.Conn's, but for a read told not to wait (noWait), the
-// request head's bare LF (reqHead), the server's read after a stream was
-// handed over in place (inPlace) and a request body's deadline, set before
-// the read (bodyDeadline).
+// request header's bare LF (reqHeader), the server's read after a stream
+// was handed over in place (inPlace) and a request body's deadline, set
+// before the read (bodyDeadline).
 func (s *socketConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -141,7 +132,7 @@ func (s *socketConn) Read(p []byte) (int, error) {
 	if s.noWait {
 		return 0, errNoWait
 	}
-	if s.reqHead.bad {
+	if s.reqHeader.bad {
 		return 0, errBareLF
 	}
 	if !s.bodyDeadline.IsZero() {
@@ -154,7 +145,7 @@ func (s *socketConn) Read(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if s.reqHead.on && s.reqHead.scan(p[:n]) {
+	if s.reqHeader.on && s.reqHeader.scan(p[:n]) {
 		return 0, errBareLF // the request is refused: its bytes go unread
 	}
 	return n, nil
@@ -187,7 +178,7 @@ func (l socketListener) Accept() (net.Conn, error) {
 	}
 	nc := newSocketConn(c)
 	if sc, ok := nc.(*socketConn); ok {
-		sc.reqHead.arm() // the first request's head comes first
+		sc.reqHeader.arm() // the first request's header comes first
 	}
 	return nc, nil
 }

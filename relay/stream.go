@@ -18,52 +18,30 @@ import (
 	"github.com/agui-relay/agui-relay/negotiate"
 )
 
-// A stream's life, read top to bottom (run):
+// A stream's life, read top to bottom (run), on the goroutine its carrier
+// gives it (carrier.go):
 //
-//  1. The header: the consumer's hangup watched, the response header set to go
-//     out with the first flush, the Stream that shapes the events made.
-//  2. The loop (loop): read → scan → frame → flush, until the producer's
-//     response ends, the run ends or fails, or the consumer is gone. A body
-//     read by descriptor is read inside wire.Body.Poll; a stream whose
-//     producer is silent for parkAfter parks (park), and a new goroutine
-//     runs it on from phase 2 when bytes arrive (wake).
-//  3. The finish (finish): the terminal event, a RUN_ERROR when the
-//     consumer is owed one, the last flush, the release of both
-//     connections and the run's report.
-//
-// How the stream gets its goroutine is the Relay's carrier's (carrier.go):
-// run starts on it.
+//  1. begin: the consumer's hangup watched, the response header set to go
+//     out with the first flush, the event.Stream made.
+//  2. relay: read → scan → frame → flush (loop), until the producer's
+//     response ends, the run ends or fails, or the consumer is gone. A
+//     stream whose producer is silent for parkAfter parks (park); a new
+//     goroutine runs it on from here when bytes arrive (wake).
+//  3. finish: the terminal event, a RUN_ERROR when one is owed, the last
+//     flush, the release of both connections, the run's report.
 
-// eventStream is a run's event stream to its consumer, as its carrier
-// starts it (run): the response header and writer, and the producer's
-// response. It is the same whether the connection was hijacked, handed over
-// in place or is served on from a kept connection.
-type eventStream struct {
-	r    *Relay
-	w    *consumerWriter
-	head []byte
-	ub   *upstreamBody
-	resp *fasthttp.Response
-	rep  *RunReport
-}
-
-// run is the life of one stream, on the goroutine its carrier gave it:
-// phase 1, then serve (phase 2, phase 3, and the connection's next
-// streams while it is kept and the carrier gives them this goroutine).
-func (st eventStream) run() {
+// run is the life of one stream: phase 1, then serve.
+func (st streamResponse) run() {
 	st.begin().serve()
 }
 
-// relayedStream is one run's stream from the producer to the consumer. It
-// owns resp and the consumer's writer, and closes the consumer's
-// connection when it is done.
+// relayedStream is one run's stream from the producer's response to the
+// consumer's, while it runs. It owns resp and the consumer's writer.
 //
-// Parking: a polled stream (see wire.Body.Poll) on which the producer
-// has sent nothing for parkAfter gives up its goroutine. Its connection is
-// registered with the Relay's Poller and a new goroutine takes the stream
-// up when bytes arrive or the run is cancelled.
-// An agent that thinks for minutes then costs its stream no goroutine
-// stack, which is most of what an idle stream held.
+// A polled stream whose producer is silent for parkAfter parks: it gives
+// up its goroutine, its connection registered with the Relay's Poller,
+// until bytes arrive or the run is cancelled. An agent that thinks for
+// minutes then costs no goroutine stack, most of what an idle stream used.
 type relayedStream struct {
 	r    *Relay
 	cw   *consumerWriter
@@ -77,93 +55,71 @@ type relayedStream struct {
 	sb  *wire.Body // the body, when it can be polled (and so parked)
 
 	werr, rerr error       // what ended the loop: a write to the consumer, a read of the producer
-	step       func() bool // p.loop, made once (it escapes into wire.Body.Poll)
+	step       func() bool // p.loop, made once: it escapes into wire.Body.Poll
 
 	parkAfter time.Duration
-	poller    streamPoller // nil: the stream does not park, and is not counted
-	now       time.Time    // the clock at the last read (NoteRead): a wait that follows starts then
-	clock     time.Time    // the stream's start, from which now is read on the monotonic clock alone
+	poller    *wire.Poller // nil: the stream does not park, and is not counted
+	now       time.Time    // the time of the last read (NoteRead)
+	clock     time.Time    // the stream's start; now is read from it on the monotonic clock alone
 	deadline  time.Time    // the read deadline that ends a wait by parking
 	parked    atomic.Bool  // waiting in the poller with no goroutine
 	noPark    bool         // parking failed (no poller): wait in the goroutine
 	ended     bool         // the requested run ended: the stream ends within the grace (checkEnd)
-	endedAt   time.Time    // when it ended (the read that brought its terminal event), while the grace is not armed
+	endedAt   time.Time    // when it ended, until the grace is armed (armGrace)
 	token     int32        // the poller registration while parked
 
 	ka keepAlive // the consumer's keep-alives (keepalive.go)
 }
 
-// parkAfter is how long a polled stream waits for the producer in its own
-// goroutine before it parks.
+// parkAfter is how long a polled stream waits in its goroutine before it
+// parks.
 const parkAfter = time.Second
 
-// streamTuning is what a test changes of a Relay's streams, through the
-// helpers of export_test.go; production's Relays have none (nil).
+// streamTuning is what a test changes of a Relay's streams (export_test.go);
+// nil in production.
 type streamTuning struct {
 	parkAfter time.Duration // 0: the constant parkAfter; a test parks its streams sooner
 	endGrace  time.Duration // 0: runEndGrace (relayedStream.checkEnd)
-	poller    streamPoller  // nil: Relay.Poller; a test's may refuse to park, or tell when a stream parked
+	// armRead, when set, arms a parking stream in place of pl.ArmRead: a
+	// test's may refuse (false), or tell when a stream parked.
+	armRead func(pl *wire.Poller, rc syscall.RawConn, token int32) bool
 }
 
-// tune applies a test's tuning to the stream begin makes.
 func (p *relayedStream) tune(t *streamTuning) {
 	if t.parkAfter != 0 {
 		p.parkAfter = t.parkAfter
 	}
-	if t.poller != nil {
-		p.poller = t.poller
-	}
-}
-
-// streamPoller is what a stream asks of the Relay's Poller: parking
-// (Reserve, ArmRead, Remove) and the count of the streams that hold a
-// goroutine, for its release of memory (Enter, Leave). In tests it may be
-// one that cannot park, or that tells when a stream parked.
-type streamPoller interface {
-	// Reserve returns a token whose event will call wake.
-	Reserve(wake func()) int32
-	// ArmRead arms token to fire once rc has input; false when it cannot.
-	ArmRead(rc syscall.RawConn, token int32) bool
-	// Remove ends the registration of token, fired or not.
-	Remove(rc syscall.RawConn, token int32)
-	// Enter and Leave count a stream taking and giving up a goroutine.
-	Enter()
-	Leave()
 }
 
 // begin is phase 1 of run, the header: the consumer's hangup watched, the
 // response header set, the stream made.
-func (st eventStream) begin() *relayedStream {
+func (st streamResponse) begin() *relayedStream {
 	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
-	head := st.head
+	head := st.header
 	if tok, ok := watchHangup(r.poller(), cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
 		cw.watcher, cw.hangup, cw.watched = r.poller(), tok, true
 	} else {
-		// The watching goroutine reads the connection: it would take the
-		// consumer's next request, so the connection is not kept.
+		// The watching goroutine reads the connection, and would read the
+		// consumer's next request: the connection is closed at the end.
 		if cw.srv != nil {
 			cw.srv, head = nil, withClose(head)
 		}
 		go watchConsumer(cw.conn, ub)
 	}
-	// The header goes out with the first flush, in the same write as the
-	// first events when they came with the producer's header.
-	cw.SetHead(head)
+	// The header goes out with the first flush, with the first events.
+	cw.SetHeader(head)
 
 	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
-	if r.Poller != nil {
-		p.poller = r.Poller.w
-	}
+	p.poller = r.poller()
 	if t := r.tuning; t != nil {
 		p.tune(t)
 	}
-	p.noPark = cw.holds || p.poller == nil || !r.carrier().parks()
+	p.noPark = cw.onHijackHandler || p.poller == nil || !r.carrier().parks()
 	if r.IdleTimeout > 0 {
 		ub.watchWrites(&cw.ChunkWriter)
 	}
 	p.clock = time.Now()
 	p.enter()
-	// cw buffers what the Stream writes until the flush.
 	p.st = r.translator.NewStream(rep.Consumer, r.ProducerVersion, &cw.ChunkWriter)
 	p.st.ProducerPython = r.ProducerPython
 	p.tap = rep.tap
@@ -181,10 +137,9 @@ func (st eventStream) begin() *relayedStream {
 	if sb, ok := ub.body.(*wire.Body); ok && sb.Polled() {
 		p.sb = sb
 		p.sc.Polled = true
-		// The events the producer sent with its header are buffered already:
-		// the response header waits for them, to go out in the same write.
+		// Events came with the producer's header: one write for both.
 		if sb.Buffered() {
-			cw.HoldHead()
+			cw.HoldHeader()
 		}
 		sb.OnClose(p.wake)
 	}
@@ -192,16 +147,13 @@ func (st eventStream) begin() *relayedStream {
 	return p
 }
 
-// relay is phase 2 of run, from its start or from a wake: it runs the loop
-// until the stream is over (true) or parked (false).
+// relay is phase 2: it runs the loop until the stream is over (true) or
+// parked (false).
 //
-// A body read by descriptor (wire.Body.Poll) runs the loop inside the
-// connection's RawConn read, as its callback: the loop returns false to
-// wait for the producer there, true when the stream is over. It stays
-// inside across waits because a new RawConn read resets the runtime
-// poller's readiness, and so would cost a read(2) that finds nothing
-// before every wait. A wait that outlasts the read deadline (armParking)
-// ends the Poll: the stream parks.
+// A polled body runs the loop inside the connection's RawConn read
+// (wire.Body.Poll), across waits: a new RawConn read resets the runtime
+// poller's readiness, which would cost a read(2) that finds nothing before
+// every wait. The read deadline (armParking) ends the Poll to park.
 func (p *relayedStream) relay() (over bool) {
 	if p.sb == nil {
 		p.loop() // its reads wait for the producer
@@ -233,17 +185,13 @@ func (p *relayedStream) relay() (over bool) {
 	}
 }
 
-// loop is the stream's loop, read → scan → frame → flush, event.Stream's
-// Pump: it relays every frame the scanner holds (Stream.Frame), flushes
-// them to the consumer in one write when none is left, and reads the
-// producer again (Scanner.Fill, through Read, each read noted first:
-// NoteRead). Between runs it decides the stream's end (checkEnd). It
-// reports false when the producer has nothing more for now (wait for it,
-// then call loop again), true when the stream is over: rerr (io.EOF at the
-// response's end) or werr says why.
+// loop is the stream's loop, event.Stream.Pump, with the stream's end
+// decided between runs (checkEnd). It reports false when the producer has
+// nothing more for now (wait, then call loop again), true when the stream
+// is over: rerr (io.EOF at the response's end) or werr says why.
 func (p *relayedStream) loop() (over bool) {
 	for {
-		rerr, werr := p.st.Pump(p.sc, p)
+		rerr, werr := p.st.Pump(p.sc, p.body())
 		switch {
 		case werr != nil:
 			p.werr = werr
@@ -259,10 +207,9 @@ func (p *relayedStream) loop() (over bool) {
 	}
 }
 
-// awaitProducer readies the wait that follows a read that found nothing
-// (syscall.EAGAIN): the grace armed when a run ended (armGrace), the read
-// deadline moved (armParking). It returns the step's result: false, wait;
-// true when the body was closed meanwhile (the stream must not wait).
+// awaitProducer readies the wait after a read that found nothing: the
+// grace armed when a run ended, the read deadline moved. It reports true
+// when the body was closed meanwhile: the stream must not wait.
 func (p *relayedStream) awaitProducer() (over bool) {
 	if !p.endedAt.IsZero() {
 		p.armGrace()
@@ -270,43 +217,50 @@ func (p *relayedStream) awaitProducer() (over bool) {
 	return !p.armParking()
 }
 
-// NoteRead notes the read that follows (Pump's) for the idle timeout
-// (touch). The clock is read on the monotonic clock alone (one reading
-// where time.Now makes two), and not for the read that a polled body
-// answers without asking the kernel (Drained): it follows the last one in
-// the same wake, whose time stands for it, unless a write to the consumer
-// that the idle timer found in flight came between (touchAfterWrite).
-func (p *relayedStream) NoteRead() {
+// producerBody is the stream seen as the producer's response body, which
+// Pump reads (Read) and tells of each read first (NoteRead): a conversion
+// of the stream's pointer, with no allocation.
+type producerBody relayedStream
+
+// body returns the stream's producerBody.
+func (p *relayedStream) body() *producerBody { return (*producerBody)(p) }
+
+// NoteRead notes the read that follows for the idle timeout (touch). The
+// clock is read on the monotonic clock alone (one reading where time.Now
+// makes two), and not for a read that a polled body serves from its
+// buffer (Drained): the last read's time stands for it, unless a write to
+// the consumer that the idle timer found in flight came between
+// (touchAfterWrite).
+func (p *producerBody) NoteRead() {
 	if p.sb == nil || !p.sb.Drained() || p.ub.touchAfterWrite() {
 		p.now = p.clock.Add(time.Since(p.clock))
 		p.ub.touch(p.now)
 	}
 }
 
-// Read is what the scanner reads (Fill): the producer's body. A gated
-// stream (a body that cannot be polled: keepalive.go) lets its keep-alive
-// timer have the consumer's writer while it waits in the read.
-func (p *relayedStream) Read(b []byte) (n int, err error) {
-	if w := p.ka.waited; w != nil && w.gated {
-		w.gate.Unlock()
+// Read reads the producer's body. A body that cannot be polled blocks
+// here: the stream lets its keep-alive timer have the consumer's writer
+// meanwhile (keepalive.go).
+func (p *producerBody) Read(b []byte) (n int, err error) {
+	if w := p.ka.waited; w != nil && w.blocking {
+		w.writerMu.Unlock()
 		n, err = p.ub.body.Read(b)
-		w.gate.Lock()
+		w.writerMu.Lock()
 		return n, err
 	}
 	return p.ub.body.Read(b)
 }
 
-// runEndGrace is how long the producer has, after the terminal event of
-// the run the input asked for, to end its response itself (and so keep its
-// connection for the next run) before the relay ends it.
+// runEndGrace is how long the producer has, after the requested run's
+// terminal event, to end its response itself (and so keep its connection
+// for reuse) before the relay ends it.
 const runEndGrace = 100 * time.Millisecond
 
-// checkEnd ends the stream within the grace (grace) once the run the input asked for (its runId) has had its
-// terminal event, or the stream failed before any run started: that run is
-// the exchange's last (spec 003), and many agents keep the connection open
-// after it. The consumer has every event already (they are flushed before
-// the next read); its response ends with the producer's or at the grace's
-// end. Runs replayed before it, which carry their own runIds, end nothing.
+// checkEnd ends the stream within the grace once the requested run (its
+// runId) had its terminal event, or the stream failed before any run: that
+// run is the exchange's last (spec 003), and many agents keep the
+// connection open after it. Replayed runs, with their own runIds, end
+// nothing.
 func (p *relayedStream) checkEnd() {
 	st := p.st
 	if st.InRun {
@@ -320,21 +274,18 @@ func (p *relayedStream) checkEnd() {
 		p.ub.endWithin(p.grace()) // its reads wait inside the loop
 		return
 	}
-	// Polled: the grace is armed at the stream's first wait (armGrace),
-	// counted from now. A response whose end came with the run's, as most
-	// do, ends before it waits, and a run costs no timer.
+	// Polled: the grace is armed at the first wait (armGrace). Most
+	// responses end with the run, before a wait: no timer.
 	p.endedAt = p.now
 }
 
-// armGrace arms the grace that checkEnd counted from endedAt, before the
-// stream waits for the producer.
+// armGrace arms the grace counted from endedAt.
 func (p *relayedStream) armGrace() {
 	p.ub.endWithin(p.grace() - p.now.Sub(p.endedAt))
 	p.endedAt = time.Time{}
 }
 
-// grace is how long the producer has to end its response after the
-// requested run's end: runEndGrace, unless a test tuned it.
+// grace is runEndGrace, unless a test tuned it.
 func (p *relayedStream) grace() time.Duration {
 	if t := p.r.tuning; t != nil && t.endGrace > 0 {
 		return t.endGrace
@@ -342,11 +293,10 @@ func (p *relayedStream) grace() time.Duration {
 	return runEndGrace
 }
 
-// armParking moves the read deadline that ends the coming wait in parking
-// to parkAfter from the read that would block (p.now), when it is under
-// half of that away (a timer update every parkAfter/2, not one per wait).
-// It reports false when the body was closed meanwhile: the stream must not
-// wait then.
+// armParking moves the read deadline, which ends a wait to park, to
+// parkAfter from the last read when it is under half of that away: a timer
+// update every parkAfter/2, not one per wait. It reports false when the
+// body was closed meanwhile.
 func (p *relayedStream) armParking() bool {
 	if p.ka.every > 0 {
 		return p.armKeepAlive()
@@ -362,7 +312,7 @@ func (p *relayedStream) armParking() bool {
 }
 
 // park registers the stream's connection with the poller and reports true
-// when the goroutine may end: wake runs the stream on from a new one.
+// when the goroutine may end: wake runs the stream on in a new one.
 func (p *relayedStream) park() bool {
 	p.deadline = time.Time{}
 	if p.sb.SetReadDeadline(p.deadline) != nil {
@@ -372,7 +322,7 @@ func (p *relayedStream) park() bool {
 	p.token = p.poller.Reserve(p.wake)
 	keepAlive := p.parkedKeepAlive()
 	p.parked.Store(true)
-	if !p.poller.ArmRead(p.sb.RawConn(), p.token) {
+	if !p.armRead() {
 		if !p.parked.CompareAndSwap(true, false) {
 			return true // a close woke the stream already
 		}
@@ -386,43 +336,49 @@ func (p *relayedStream) park() bool {
 	return true
 }
 
-// wake takes a parked stream up in a new goroutine: bytes arrived, or the
-// body was closed (a cancel). Any number of calls start one goroutine.
+// armRead arms the parked stream's wake when its connection has input.
+func (p *relayedStream) armRead() bool {
+	if t := p.r.tuning; t != nil && t.armRead != nil {
+		return t.armRead(p.poller, p.sb.RawConn(), p.token)
+	}
+	return p.poller.ArmRead(p.sb.RawConn(), p.token)
+}
+
+// wake runs a parked stream on in a new goroutine: bytes arrived, or the
+// body was closed. Any number of calls start one goroutine.
 func (p *relayedStream) wake() {
 	if p.parked.CompareAndSwap(true, false) {
 		go p.resume()
 	}
 }
 
-// resume takes a parked stream up at phase 2 of run.
+// resume runs a parked stream on from phase 2.
 func (p *relayedStream) resume() {
 	p.unpark()
 	p.serve()
 }
 
-// unpark counts a parked stream's return to a goroutine (wake, or its
-// keep-alive timer) and ends its registration with the poller.
+// unpark counts a parked stream's return to a goroutine and ends its
+// registration with the poller.
 func (p *relayedStream) unpark() {
 	p.enter()
 	p.poller.Remove(p.sb.RawConn(), p.token)
 }
 
-// serve runs the stream from phase 2 (from its start, a wake or its
-// keep-alive timer) to its end, phase 3, then, while the connection is
-// kept and the carrier gives this goroutine the connection's next stream
-// (carrier.next), that stream from phase 1. It returns when a stream parks
-// or the connection is done with here. Every goroutine a stream runs on
-// ends here; the count of streams on goroutines (enter, leave) is kept
-// by begin, unpark and serve alone.
+// serve runs the stream from phase 2 (after begin, a wake or its
+// keep-alive timer) to its end, then, while the carrier gives this
+// goroutine the connection's next stream (carrier.next), that one. It
+// returns when a stream parks or the connection is done with here. Only
+// begin, unpark and serve count streams on goroutines (enter, leave).
 func (p *relayedStream) serve() {
 	for {
 		if !p.relay() {
 			p.leave()
-			return // parked: a wake or the keep-alive timer takes it up
+			return // parked
 		}
-		kept := p.finish()
+		reusable := p.finish()
 		p.leave()
-		if !kept {
+		if !reusable {
 			return
 		}
 		st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv)
@@ -433,10 +389,10 @@ func (p *relayedStream) serve() {
 	}
 }
 
-// finish is phase 3 of run: the terminal RUN_ERROR when the relay cut it, the
-// last flush, the end of the body, the report. It reports whether the
-// connection is kept: the caller then serves it on (serve).
-func (p *relayedStream) finish() (kept bool) {
+// finish is phase 3: the terminal RUN_ERROR when the relay cut the run,
+// the last flush, the end of the body, the report. It reports whether the
+// consumer's connection may serve another request.
+func (p *relayedStream) finish() (reusable bool) {
 	r, ub, st, rep := p.r, p.ub, p.st, p.rep
 	werr, rerr := p.werr, p.rerr
 	abort := ub.why()
@@ -492,8 +448,7 @@ func (p *relayedStream) finish() (kept bool) {
 		rerr = nil
 	}
 	ub.finish(rerr)
-	// After ub.finish the watcher's cancel is a no-op: the connection can
-	// go (back to the server when the response is whole).
+	// After ub.finish the watcher's cancel is a no-op: the connection can go.
 	keep := false
 	if werr == nil && !gone {
 		keep = p.cw.handBack()
@@ -535,8 +490,7 @@ func (p *relayedStream) leave() {
 	}
 }
 
-// newCounts returns zeroed event.Counts, from those of ended runs when it
-// can.
+// newCounts returns zeroed event.Counts, reused when it can.
 func (r *Relay) newCounts() *event.Counts {
 	if c, ok := r.counts.Get().(*event.Counts); ok {
 		*c = event.Counts{}

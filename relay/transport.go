@@ -21,7 +21,7 @@ import (
 // (4 KiB per open stream, and a goroutine parked deep in its chunk
 // parser), and hands out at most one chunk per read. A connection taken
 // from the pool carries the request only if nothing arrived on it while it
-// sat there (fit), and bytes past a complete answer keep it from the pool
+// sat there (reusable), and bytes past a complete answer keep it from the pool
 // (wire.BodyOptions.Stray): the bytes found reach no consumer. Bytes that
 // arrive after fit's read, while the next request is written, cannot be
 // told from its response (ClientOptions.NoReuse closes that window). A
@@ -53,7 +53,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	if head {
 		resp.SkipBody = true
 	}
-	// A pooled connection not fit to carry the request (fit) is closed
+	// A pooled connection not fit to carry the request (reusable) is closed
 	// and the next taken, the request not written yet: each turn takes one
 	// out of the pool, and a new connection is fit.
 	cc, err := hc.AcquireConn(0, req.ConnectionClose())
@@ -68,9 +68,9 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	// and reading them touches the connection's cold state on every run.
 	conn := cc.Conn()
 	// A consumer that hangs up before the head interrupts the wait (see
-	// headWait), on the connection under firstByteConn, whose deadline
+	// headerWait), on the connection under firstByteConn, whose deadline
 	// state belongs to this goroutine.
-	hw := headWaitOf(req)
+	hw := headerWaitOf(req)
 	inner := conn
 	if fc, ok := conn.(*firstByteConn); ok {
 		inner = fc.Conn
@@ -164,7 +164,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		// would be read as the next request's: the connection is closed.
 		if stray := br.Buffered(); stray > 0 && status >= 200 {
 			if fc, ok := conn.(*firstByteConn); ok {
-				fc.afterAnswer(stray)
+				fc.afterResponse(stray)
 			}
 		}
 		hc.ReleaseReader(br)
@@ -220,7 +220,7 @@ func writeRequest(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request)
 
 // writeFailed is RoundTrip's result for a request whose write failed (its
 // connection closed).
-func writeFailed(hw *headWait, err error) (bool, error) {
+func writeFailed(hw *headerWait, err error) (bool, error) {
 	if hw.detach() {
 		return false, errHeadWaitGone // the interrupted write
 	}
@@ -298,7 +298,7 @@ func (w *requestWrite) stop(conn net.Conn) (stopped bool, err error) {
 // that found none by the write's deadline (err, fasthttp.ErrTimeout): once
 // the request was all written, the wait is bounded from the write's end,
 // as for a request written first. Any other err is returned as it is.
-func (w *requestWrite) awaitHeader(hc *fasthttp.HostClient, conn net.Conn, hw *headWait, resp *fasthttp.Response, br *bufio.Reader, err error) error {
+func (w *requestWrite) awaitHeader(hc *fasthttp.HostClient, conn net.Conn, hw *headerWait, resp *fasthttp.Response, br *bufio.Reader, err error) error {
 	for err == fasthttp.ErrTimeout && w.wait() == nil {
 		var deadline time.Time
 		if hc.ReadTimeout > 0 {
@@ -318,7 +318,7 @@ func (w *requestWrite) awaitHeader(hc *fasthttp.HostClient, conn net.Conn, hw *h
 // connection not of the relay's dialer is taken as it is.
 func fit(conn net.Conn) bool {
 	fc, ok := conn.(*firstByteConn)
-	return !ok || fc.fit()
+	return !ok || fc.reusable()
 }
 
 // connReturn gives an answer's producer connection and the client's reader
@@ -333,7 +333,7 @@ type connReturn[C any] struct {
 	reuse, close  func(*fasthttp.HostClient, C)
 	release       func(reuse bool)
 	releaseReader func(*bufio.Reader)
-	stray         func(n int) // the connection's firstByteConn.afterAnswer; nil without one
+	stray         func(n int) // the connection's firstByteConn.afterResponse; nil without one
 }
 
 // connReturnOf returns conn's connReturn for the answer on cc, made at the
@@ -351,7 +351,7 @@ func connReturnOf[C any](conn net.Conn, hc *fasthttp.HostClient, cc C, reuse, cl
 	r.release, r.releaseReader = r.give, hc.ReleaseReader
 	if ok {
 		fc.ret = r
-		r.stray = fc.afterAnswer
+		r.stray = fc.afterResponse
 	}
 	return r
 }

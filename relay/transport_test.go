@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 const finishedRun = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n" +
@@ -114,24 +115,20 @@ func TestBrokenChunkFramingEndsWithRunError(t *testing.T) {
 // streams cannot park, the stream waits on in its goroutine, whole.
 func TestQuietStreamParksAndResumes(t *testing.T) {
 	t.Run("parks", func(t *testing.T) { quietStream(t, nil) })
-	t.Run("cannot park", func(t *testing.T) { quietStream(t, noParking{make(chan struct{}, 64)}) })
+	t.Run("cannot park", func(t *testing.T) { quietStream(t, &noParking{make(chan struct{}, 64)}) })
 }
 
-// noParking is a poller that cannot park anything; it tells attempts of
-// each attempt to park.
+// noParking refuses every stream's parking (armingWith); it tells
+// attempts of each attempt.
 type noParking struct{ attempts chan struct{} }
 
-func (noParking) Reserve(func()) int32 { return 1 }
-func (p noParking) ArmRead(syscall.RawConn, int32) bool {
+func (p noParking) arm(*wire.Poller, syscall.RawConn, int32) bool {
 	select {
 	case p.attempts <- struct{}{}:
 	default:
 	}
 	return false
 }
-func (noParking) Remove(syscall.RawConn, int32) {}
-func (noParking) Enter()                        {}
-func (noParking) Leave()                        {}
 
 // heldStream opens a run whose producer sends RUN_STARTED, then nothing
 // until release is called, then rest; it returns once the consumer has read
@@ -161,8 +158,12 @@ func heldStream(t *testing.T, configure func(*Relay), rest ...string) (h *harnes
 	return h, br, release
 }
 
-func quietStream(t *testing.T, pk streamPoller) {
-	h, br, release := heldStream(t, func(r *Relay) { parkingWith(r, pk) },
+func quietStream(t *testing.T, pk *noParking) {
+	h, br, release := heldStream(t, func(r *Relay) {
+		if pk != nil {
+			armingWith(r, pk.arm)
+		}
+	},
 		`data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`+"\n\n",
 		`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
@@ -172,7 +173,7 @@ func quietStream(t *testing.T, pk streamPoller) {
 		})
 	} else {
 		// The attempt to park fails: the stream waits on in its goroutine.
-		testkit.Await(t, pk.(noParking).attempts, "the quiet stream never tried to park")
+		testkit.Await(t, pk.attempts, "the quiet stream never tried to park")
 		testkit.WaitFor(t, "the stream reading the producer in its goroutine again", func() bool {
 			return testkit.GoroutinesIn("wire.(*Body).Poll") > 0
 		})

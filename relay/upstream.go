@@ -28,7 +28,7 @@ type ClientOptions struct {
 	// (default 10s).
 	ConnectTimeout time.Duration
 	// FirstByteTimeout bounds the wait, after the request is sent, for the
-	// first byte of the producer's answer (default 5m: an agent may think
+	// first byte of the producer's response (default 5m: an agent may think
 	// before it answers). It also bounds sending the request.
 	FirstByteTimeout time.Duration
 	// MaxConns caps the connections to the producer, that is the runs in
@@ -40,13 +40,13 @@ type ClientOptions struct {
 	// a run is never sent on a connection the producer is closing).
 	MaxIdleConnDuration time.Duration
 	// Log receives a WARN line for each connection to the producer the
-	// client discards because the producer sent bytes outside any answer
+	// client discards because the producer sent bytes outside any response
 	// (see OnStray), with the producer's address and the byte count, never
 	// the bytes; nil discards.
 	Log *zap.Logger
 	// OnStray, when set, is called once for each connection to the
 	// producer discarded because the producer sent bytes outside any
-	// answer: after an answer was complete (with its last bytes, or while
+	// response: after a response was complete (with its last bytes, or while
 	// the connection sat idle in the pool, found before the connection is
 	// reused). addr is the producer's host:port, n the bytes found (up to
 	// 64 KiB are counted); the bytes themselves reach no consumer. It is
@@ -100,15 +100,15 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 		WriteBufferSize:          16 << 10,
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
-		// fasthttp's errors would quote the producer's answer (malformed.go).
+		// fasthttp's errors would quote the producer's response (malformed.go).
 		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
 	}
 }
 
 // dialer opens connections to the producer, wrapped so that the client's
-// read deadline bounds only the wait for the first byte of each answer,
-// and so that a connection is checked for stray bytes before it is reused
-// (firstByteConn.fit).
+// read deadline bounds only the wait for the first byte of each response,
+// and so that a connection is checked for unsolicited bytes before it is
+// reused (firstByteConn.reusable).
 type dialer struct {
 	net     net.Dialer
 	log     *zap.Logger
@@ -123,9 +123,10 @@ func (d *dialer) dial(addr string) (net.Conn, error) {
 	return &firstByteConn{Conn: newSocketConn(c), d: d, addr: addr}, nil
 }
 
-// stray reports a connection to the producer at addr discarded for the n
-// bytes it carried outside any answer, found when (ClientOptions.OnStray).
-func (d *dialer) stray(addr string, n int, when string) {
+// reportUnsolicited reports a connection to the producer at addr discarded
+// for the n bytes it carried outside any response, found when
+// (ClientOptions.OnStray).
+func (d *dialer) reportUnsolicited(addr string, n int, when string) {
 	d.log.Warn("discarded a connection to the producer: it sent bytes outside any answer",
 		zap.String("producer", addr), zap.Int("bytes", n), zap.String("found", when))
 	if d.onStray != nil {
@@ -143,40 +144,37 @@ func (e *dialError) Unwrap() error { return e.err }
 // firstByteConn turns the fasthttp client's per-request read deadline, which
 // would otherwise stay armed while the streamed body is read and cap the
 // whole run, into a first-byte timeout: the deadline is cleared as soon as a
-// byte of the answer arrives. The client sets the deadline before reading
-// each answer, from the goroutine that then reads, so armed needs no lock.
+// byte of the response arrives. The client sets the deadline before reading
+// each response, from the goroutine that then reads, so armed needs no lock.
 //
 // It also keeps a connection from carrying a request while it holds
-// bytes of no answer (fit).
+// bytes of no response (reusable).
 type firstByteConn struct {
 	net.Conn
 	armed bool
-	// served: the connection has been read since it was last found fit,
-	// so it has carried an answer and is to be checked before it carries
+	// served: the connection has been read since it was last found reusable,
+	// so it has carried a response and is to be checked before it carries
 	// the next request.
 	served bool
-	// ret gives the connection back after each answer (connReturn), made
+	// ret gives the connection back after each response (connReturn), made
 	// at its first; set by the goroutine that holds the connection.
 	ret  any
 	d    *dialer
 	addr string // the producer's host:port
 }
 
-// errStrayConn is the write of a request on a connection that held bytes
-// of no answer (fit): it is closed and the request, not sent, is retried
+// errUnsolicitedBytes is the write of a request on a connection that held bytes
+// of no response (reusable): it is closed and the request, not sent, is retried
 // on another by the client when it may be.
-var errStrayConn = errors.New("the producer's connection held bytes outside any answer")
+var errUnsolicitedBytes = errors.New("the producer's connection held bytes outside any answer")
 
-// fit reports whether the connection may carry the next request: nothing
-// may be readable on a connection taken from the pool, since nothing is
-// owed on it. Bytes there (an answer nobody asked for) would be read as
-// the next request's answer, and that request's as the one after: every
-// later consumer would read another's. Such a connection is reported and
-// is to be closed, as is one the producer closed. A new connection, and
-// one found fit already, is not looked at again: the check is one read
-// that finds nothing, on each reuse. Called by the goroutine that holds
-// the connection, before it writes.
-func (c *firstByteConn) fit() bool {
+// reusable reports whether a pooled connection may carry the next request:
+// nothing is owed on it, so any readable byte (a response nobody asked for)
+// would be read as the next request's response, and every later consumer
+// would read another's. Such a connection is reported and closed, as is one
+// the producer closed. The check is one read that finds nothing, once per
+// reuse. Called before a write, by the goroutine that has the connection.
+func (c *firstByteConn) reusable() bool {
 	if !c.served {
 		return true
 	}
@@ -187,14 +185,14 @@ func (c *firstByteConn) fit() bool {
 	}
 	n, err := sc.Stray()
 	if n > 0 {
-		c.d.stray(c.addr, n, "idle")
+		c.d.reportUnsolicited(c.addr, n, "idle")
 	}
 	return n == 0 && err == nil
 }
 
-// afterAnswer reports the n bytes that followed a complete answer on the
+// afterResponse reports the n bytes that followed a complete response on the
 // connection (wire.BodyOptions.Stray).
-func (c *firstByteConn) afterAnswer(n int) { c.d.stray(c.addr, n, "after an answer") }
+func (c *firstByteConn) afterResponse(n int) { c.d.reportUnsolicited(c.addr, n, "after an answer") }
 
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 	c.armed = !t.IsZero()
@@ -202,12 +200,12 @@ func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 }
 
 // Write writes, unless the connection is not fit to carry a request
-// (fit): streamTransport asks before it writes, fasthttp's own transport
-// (an answer asked not to be streamed, or skipped) does not, and retries
+// (reusable): streamTransport asks before it writes, fasthttp's own transport
+// (a response asked not to be streamed, or skipped) does not, and retries
 // an idempotent request on another connection after this error.
 func (c *firstByteConn) Write(p []byte) (int, error) {
-	if c.served && !c.fit() {
-		return 0, errStrayConn
+	if c.served && !c.reusable() {
+		return 0, errUnsolicitedBytes
 	}
 	return c.Conn.Write(p)
 }
@@ -224,11 +222,11 @@ func (c *firstByteConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// upstreamBody is the producer's streamed answer for one run, with the one
-// way to stop it early from any goroutine: cancel. The read watcher, the
-// idle and total timers and a shutdown call cancel; the goroutine that reads
-// calls finish when it is done. A mutex orders them so that the response is
-// released only once no closer can touch the stream any more.
+// upstreamBody is the producer's streamed response body for one run (a
+// wire.Body, or fasthttp's), with the one way to stop it early from any
+// goroutine, cancel, and the run's timers. The hangup watch, the timers and
+// a shutdown cancel; the reading goroutine calls finish. A mutex orders
+// them, so the response is released only once no cancel can touch it.
 type upstreamBody struct {
 	body fasthttp.ReadCloserWithError
 
@@ -255,8 +253,8 @@ func newUpstreamBody(body fasthttp.ReadCloserWithError) *upstreamBody {
 	return &upstreamBody{body: body}
 }
 
-// Read reads the producer's answer (a proxied one's: a stream reads
-// body itself, relayedStream.Read).
+// Read reads the body (passThrough's; a stream reads body itself,
+// producerBody.Read).
 func (u *upstreamBody) Read(p []byte) (int, error) { return u.body.Read(p) }
 
 // cancel stops the stream for cause: a read in flight returns an error and
@@ -283,10 +281,9 @@ func (u *upstreamBody) why() *abortError {
 	return u.cause
 }
 
-// startTimers arms the stream's one timer for the idle timeout (see
-// touch) and the run's remaining time; a zero duration disables either
-// (a negative remaining time ends the run at once). One timer, not one
-// for each: a run's start is a timer made and stopped, not two.
+// startTimers arms the one timer, not two, for the idle timeout (touch) and
+// the run's remaining time; zero disables either, a negative remaining
+// time ends the run at once.
 func (u *upstreamBody) startTimers(idle, remaining time.Duration) {
 	if idle <= 0 && remaining == 0 {
 		return
@@ -334,9 +331,8 @@ func (u *upstreamBody) endWithin(grace time.Duration) {
 	u.timer.Reset(u.untilEnd(elapsed))
 }
 
-// touch notes a read at now; the relay calls it before each. The idle timer
-// is not moved on every read (a timer update per event): when it fires,
-// check arms it again for what is left since the last touch.
+// touch notes a read at now. The idle timer is not moved on every read (a
+// timer update per event): check re-arms it from the last touch.
 func (u *upstreamBody) touch(now time.Time) {
 	if u.idle > 0 {
 		u.touched.Store(int64(now.Sub(u.started)))
@@ -346,13 +342,10 @@ func (u *upstreamBody) touch(now time.Time) {
 	}
 }
 
-// watchWrites has the idle timeout leave out the time the stream spends
-// writing to the consumer (w), which a consumer that reads slowly or not
-// at all stretches (up to Relay.ConsumerStallTimeout): the producer is
-// then waiting behind the relay, not silent. The stream must touch at its
-// first read after a write the timer found in flight (touchAfterWrite),
-// also one it would not touch otherwise. Call it before the stream's
-// first read.
+// watchWrites has the idle timeout leave out the time spent writing to the
+// consumer (w), which a slow consumer stretches up to
+// ConsumerStallTimeout: the producer then waits behind the relay, it is
+// not silent. Call it before the stream's first read.
 func (u *upstreamBody) watchWrites(w *wire.ChunkWriter) {
 	u.mu.Lock()
 	u.writer = w
@@ -360,14 +353,11 @@ func (u *upstreamBody) watchWrites(w *wire.ChunkWriter) {
 }
 
 // touchAfterWrite reports whether the timer found a write to the consumer
-// in flight since the last touch: the next read must touch, the silence
-// counting from the write's end.
+// in flight since the last touch: the next read must touch.
 func (u *upstreamBody) touchAfterWrite() bool { return u.slowWrite.Load() }
 
-// writing reports whether a write to the consumer is in flight: the stream
-// is not waiting for the producer, and its next read touches
-// (touchAfterWrite). A write that ends before slowWrite is set, whose read
-// may not touch, ended now: check counts the silence from now.
+// writing reports whether a write to the consumer is in flight, and if so
+// has the next read touch (touchAfterWrite).
 func (u *upstreamBody) writing() bool {
 	if u.writer == nil || u.writer.WriteSeq()&1 == 0 {
 		return false
@@ -376,11 +366,9 @@ func (u *upstreamBody) writing() bool {
 	return true
 }
 
-// check runs when the timer fires: the stream is cancelled when its run
-// is over or it has not read for the idle timeout while waiting for the
-// producer (see watchWrites), else the timer waits for the nearer of the
-// two. Under the mutex, so that finish (done, then Stop)
-// leaves no timer armed.
+// check runs when the timer fires: it cancels the stream when its run is
+// over or the producer was silent for the idle timeout, else re-arms the
+// timer. Under the mutex, so that finish leaves no timer armed.
 func (u *upstreamBody) check() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -428,12 +416,11 @@ func (u *upstreamBody) finished() bool {
 	return u.done
 }
 
-// watchConsumer reads the consumer's connection until it ends and then
-// cancels the run: without it a consumer that goes away is noticed only
-// when a write fails, which on a silent stream may be never. The connection
-// is the relay's (hijacked, see hijack.go) and the request has been read in
-// full, so nothing else reads it. The goroutine ends when the connection
-// does, which the stream closes once it is over.
+// watchConsumer reads the consumer's connection until it ends, then
+// cancels the run: else a consumer that left is found only at a write,
+// which on a silent stream may never come. It is the fallback when the
+// Poller cannot watch the connection; nothing else reads the connection
+// then, and the stream closes it at its end, which ends the goroutine.
 func watchConsumer(conn net.Conn, u *upstreamBody) {
 	var b [1]byte
 	for {
@@ -463,7 +450,7 @@ const (
 	// RUN_ERROR is written then.
 	CodeConsumerGone = "consumer_gone"
 	// CodeConsumerStalled is RunReport.Abort when the consumer took none
-	// of the answer for Relay.ConsumerStallTimeout and the relay cut it; no
+	// of the response for Relay.ConsumerStallTimeout and the relay cut it; no
 	// RUN_ERROR is written then (it could not be).
 	CodeConsumerStalled = "consumer_stalled"
 )

@@ -329,22 +329,13 @@ func (r *Result) Merge(o *Result) {
 	r.Seconds += o.Seconds
 	r.Runs += o.Runs
 	r.Complete += o.Complete
-	r.Finished += o.Finished
-	r.Interrupted += o.Interrupted
-	r.Unfinished += o.Unfinished
 	r.Events += o.Events
 	r.Bytes += o.Bytes
-	r.Judged += o.Judged
-	r.IDsIgnored += o.IDsIgnored
-	if r.IDsExample == "" {
-		r.IDsExample = o.IDsExample
-	}
+	r.addJudged(o)
 	r.Rate = o.Rate
 	if o.StartRate > 0 && (r.StartRate == 0 || o.StartRate < r.StartRate) {
 		r.StartRate = o.StartRate // the slowest round's
 	}
-	r.Malformed += o.Malformed
-	r.OrderChecked += o.OrderChecked
 	r.Stopped = r.Stopped || o.Stopped
 	if r.Errors == nil {
 		r.Errors, r.Examples = map[string]int64{}, map[string]string{}
@@ -367,6 +358,21 @@ func (r *Result) Merge(o *Result) {
 		r.hists.merge(&o.hists)
 	}
 	r.finish()
+}
+
+// addJudged adds o's counts of judged runs to r: the one sum of them, for
+// a load's shards (at its end) and its rounds (Merge).
+func (r *Result) addJudged(o *Result) {
+	r.Judged += o.Judged
+	r.Malformed += o.Malformed
+	r.OrderChecked += o.OrderChecked
+	r.Finished += o.Finished
+	r.Interrupted += o.Interrupted
+	r.Unfinished += o.Unfinished
+	r.IDsIgnored += o.IDsIgnored
+	if r.IDsExample == "" {
+		r.IDsExample = o.IDsExample
+	}
 }
 
 func (r *Result) finish() {
@@ -1283,16 +1289,9 @@ wait:
 		Stopped: r.stopped.Load(), hists: newHists()}
 	for _, sh := range r.shards {
 		res.hists.merge(&sh.total)
-		res.Judged += sh.judged
-		res.Malformed += sh.malformed
-		res.OrderChecked += sh.orderChecked
-		res.Finished += sh.finished
-		res.Interrupted += sh.interrupted
-		res.Unfinished += sh.unfinished
-		res.IDsIgnored += sh.idsIgnored
-		if res.IDsExample == "" {
-			res.IDsExample = sh.idsExample
-		}
+		res.addJudged(&Result{Judged: sh.judged, Malformed: sh.malformed, OrderChecked: sh.orderChecked,
+			Finished: sh.finished, Interrupted: sh.interrupted, Unfinished: sh.unfinished,
+			IDsIgnored: sh.idsIgnored, IDsExample: sh.idsExample})
 	}
 	res.Runs = r.done.Load()
 	res.Complete = r.ok.Load()

@@ -6,14 +6,14 @@ import (
 	"io"
 )
 
-// Framing removes the HTTP/1.1 framing of a producer's answer from the
+// Framing removes the HTTP/1.1 framing of a producer's response from the
 // bytes read off the connection, in place: chunk size lines, the CRLF after
 // each chunk and the trailer go, the data stays. Reading the connection
 // straight into the Scanner's buffer and decoding there saves the copy
 // through a second buffer and lets one read take everything the producer
 // has sent, however it was chunked.
 //
-// It knows the three ways an answer ends: chunked (a zero-size chunk, then
+// It knows the three ways a response ends: chunked (a zero-size chunk, then
 // trailer lines up to an empty one), a Content-Length, or the connection's
 // close. It follows RFC 9112's chunk grammar: chunk extensions (after
 // optional whitespace, "1f ;ext") are ignored, whitespace after the size
@@ -34,7 +34,7 @@ type Framing struct {
 	done  bool // the body is complete
 	// overrun: data followed the end of a Content-Length body (not only
 	// blank lines, which broken servers leave): the length lied, and the
-	// answer is broken, not complete.
+	// response is broken, not complete.
 	overrun bool
 }
 
@@ -63,11 +63,11 @@ const maxChunkLine = 4 << 10
 // ErrBadChunk is a chunked encoding that breaks RFC 9112's grammar.
 var ErrBadChunk = errors.New("malformed chunked encoding in the producer's answer")
 
-// ErrOverrun ends an answer whose producer sent more than its
+// ErrOverrun ends a response whose producer sent more than its
 // Content-Length: the last event may be cut anywhere.
 var ErrOverrun = errors.New("the producer sent more bytes than its Content-Length")
 
-// NewFraming returns the framing of an answer with the given
+// NewFraming returns the framing of a response with the given
 // Content-Length as fasthttp reports it: -1 chunked, -2 until the
 // connection closes, else that many bytes.
 func NewFraming(contentLength int) Framing {
@@ -206,7 +206,7 @@ func (f *Framing) Decode(p []byte) (int, error) {
 
 // End reports the error for a connection that ended (io.EOF) now: none
 // when the body is complete or ends with the connection, else a broken
-// answer.
+// response.
 func (f *Framing) End() error {
 	if f.done || f.mode == framingClose {
 		return io.EOF

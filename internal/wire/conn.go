@@ -129,8 +129,8 @@ func (c *Conn) readSome(fd uintptr) bool {
 const maxStray = 64 << 10
 
 // Stray reads, without waiting, whatever has arrived on a connection that
-// is owed nothing: a client's connection between an answer and its next
-// request, where any byte is one the peer sent outside an answer. It
+// is owed nothing: a client's connection between a response and its next
+// request, where any byte is one the peer sent outside a response. It
 // returns how many bytes it read (at most 64 KiB: the rest stays unread)
 // and io.EOF when the peer closed the connection (or another error when
 // it reset it); 0, nil when nothing has arrived. The bytes are dropped:
@@ -172,7 +172,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 }
 
 // WriteVec writes a, b, x and d in that order, raw, with one writev(2)
-// per attempt (one write(2) for a single piece): the answer's head when it
+// per attempt (one write(2) for a single piece): the response header when it
 // is still to go, a chunk's size line, its bytes from where they lie, its
 // CRLF (and the body's end). It waits for room and honours the write
 // deadline, and returns what Write would for their concatenation. The

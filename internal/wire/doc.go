@@ -1,13 +1,13 @@
 // Package wire is the relay's wire layer: what touches a socket below
 // HTTP. It holds the decoder of a producer's HTTP/1.1 body framing
 // (chunked, Content-Length or until close), decoding in place in the
-// caller's buffer, a relayed stream's two ends (the producer's answer body
-// read with it, Body, and the consumer's chunked answer, ChunkWriter), the
+// caller's buffer, a relayed stream's two ends (the producer's response body
+// read with it, Body, and the consumer's chunked response, ChunkWriter), the
 // raw reads and writes of a non-blocking socket's descriptor (ReadFD,
 // WritevFD), the TCP connection made of them (Conn), the Poller that
 // watches connections for a hangup or input from one goroutine and
 // releases memory once every stream it counts is quiet, and the Handover
-// that carries a kept connection's streams on one goroutine, serving its
+// that carries a persistent connection's streams on one goroutine, serving its
 // requests through a ConnServer (an HTTP server behind one method: the
 // package imports no HTTP).
 //

@@ -11,10 +11,10 @@ type ConnServer interface {
 	ServeConn(c net.Conn) error
 }
 
-// Handover carries a kept connection's streams on one goroutine. When a
+// Handover carries a persistent connection's streams on one goroutine. When a
 // stream ends with the connection kept, the goroutine that ran it serves
 // the peer's next requests itself (Serve), and when one of them is
-// answered with a stream of type S, the request's handler (or the
+// served with a stream of type S, the request's handler (or the
 // goroutine the server starts for a taken-over connection) hands the
 // stream over to it (Give) instead of running it: the serving goroutine,
 // whose stack has grown down the request's path once, runs it once the
@@ -58,7 +58,7 @@ func (h *Handover[S]) Serve(conn net.Conn, srv ConnServer) (s S, ok bool) {
 	return <-h.handoff, true
 }
 
-// Take reports whether the stream answering the request being served goes
+// Take reports whether the stream responding to the request being served goes
 // to the goroutine serving it (Serve), to be given with Give; false when
 // no goroutine serves the connection in Serve, and the stream runs
 // elsewhere. Called by the request's handler, on the serving goroutine.

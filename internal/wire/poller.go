@@ -19,3 +19,7 @@ func (p *Poller) Leave() { p.memory.leave() }
 // or none open. The releases are paced to take about 1% of the time at
 // most. Without it a Poller never forces a collection.
 func (p *Poller) ReleaseMemory() { p.memory.want() }
+
+// Running returns the count of streams that hold a goroutine (Enter less
+// Leave).
+func (p *Poller) Running() int64 { return p.memory.running.Load() }

@@ -14,23 +14,23 @@ import (
 )
 
 // This file holds a relayed stream's two ends on the wire: the producer's
-// answer body as it is read (Body), and the consumer's answer as it is
+// response body as it is read (Body), and the consumer's response as it is
 // written (ChunkWriter).
 
-// Body is a producer's HTTP/1.1 answer body, read off its connection
+// Body is a producer's HTTP/1.1 response body, read off its connection
 // straight into the caller's buffer, each read decoded in place (Framing).
-// The bytes the HTTP client's reader took past the head are read first,
+// The bytes the HTTP client's reader took past the header are read first,
 // then the connection.
 //
 // One goroutine reads; CloseWithError may come from any goroutine. A close
 // while a read is in flight wakes the read (a read deadline in the past)
 // and the reader gives the connection back when its read returns;
-// otherwise the close gives it back at once: for reuse when the answer was
+// otherwise the close gives it back at once: for reuse when the response was
 // read to its end, else to be closed.
 //
 // In polled mode (Poll) reads happen inside a RawConn callback and never
-// block: a read that would returns syscall.EAGAIN, read(2)'s own answer
-// passed on (event.Scanner's polled sources answer the same), and so does
+// block: a read that would returns syscall.EAGAIN, read(2)'s own response
+// passed on (event.Scanner's polled sources return the same), and so does
 // the read after one that came back short, since the socket was drained
 // then, without asking the kernel (the runtime's poller, edge-triggered, will
 // report new data). That saves the read per event that only finds nothing.
@@ -66,20 +66,20 @@ type BodyOptions struct {
 	// Raw, when set, is the TCP connection's RawConn: the body can then be
 	// read by descriptor in polled mode (Poll).
 	Raw syscall.RawConn
-	// Buffered holds what the HTTP client read past the answer's head, nil
+	// Buffered holds what the HTTP client read past the response header, nil
 	// when nothing; it is handed to ReleaseReader once read or at the end.
 	Buffered      *bufio.Reader
 	ReleaseReader func(*bufio.Reader)
 	// Release gives the connection back, once, at the end: for reuse when
-	// reuse is true (the answer was read to a clean end on a connection
+	// reuse is true (the response was read to a clean end on a connection
 	// kept alive), else to be closed.
 	Release func(reuse bool)
 	// KeepAlive says the connection may serve another request after the
-	// answer.
+	// response.
 	KeepAlive bool
 	// Stray, when set, is told at the end, once and before Release, of the
-	// n bytes the producer sent after the answer was complete (with its
-	// last bytes, or left in Buffered): bytes of no answer, for which the
+	// n bytes the producer sent after the response was complete (with its
+	// last bytes, or left in Buffered): bytes of no response, for which the
 	// connection is not reused.
 	Stray func(n int)
 }
@@ -97,7 +97,7 @@ const (
 // interruptNow is a read deadline long past: it wakes a blocked read.
 var interruptNow = time.Unix(1, 0)
 
-// NewBody returns the body of an answer read from conn, framed as
+// NewBody returns the body of a response read from conn, framed as
 // contentLength says (NewFraming).
 func NewBody(conn net.Conn, contentLength int, o BodyOptions) *Body {
 	b := &Body{conn: conn, interrupt: o.Interrupt, framing: NewFraming(contentLength), br: o.Buffered,
@@ -111,7 +111,7 @@ func NewBody(conn net.Conn, contentLength int, o BodyOptions) *Body {
 	return b
 }
 
-// Read reads data of the answer into p.
+// Read reads data of the response into p.
 func (b *Body) Read(p []byte) (int, error) {
 	if !b.begin() {
 		return 0, ErrBodyClosed
@@ -128,7 +128,7 @@ func (b *Body) Read(p []byte) (int, error) {
 
 func (b *Body) read(p []byte) (int, error) {
 	if b.err == nil && b.framing.Done() {
-		b.err = io.EOF // an empty answer (Content-Length: 0)
+		b.err = io.EOF // an empty response (Content-Length: 0)
 	}
 	if b.err != nil {
 		return 0, b.err
@@ -246,7 +246,7 @@ func (b *Body) SetReadDeadline(t time.Time) error { return b.interrupt.SetReadDe
 // goroutine: a reader waiting without a goroutine of its own wakes to end.
 func (b *Body) OnClose(f func()) { b.onClose.Store(&f) }
 
-// Buffered reports whether bytes of the answer wait in the HTTP client's
+// Buffered reports whether bytes of the response wait in the HTTP client's
 // reader, so that the next read returns them at once. It looks as a read
 // does (begin, end): between reads a close may free the reader meanwhile.
 func (b *Body) Buffered() bool {
@@ -281,7 +281,7 @@ func (b *Body) end() bool {
 }
 
 // CloseWithError ends the body: the connection is released for reuse when
-// the answer was read to its end, else to be closed.
+// the response was read to its end, else to be closed.
 func (b *Body) CloseWithError(error) error {
 	for {
 		switch b.state.Load() {
@@ -322,7 +322,7 @@ func (b *Body) free(reuse bool) {
 	}
 	if b.br != nil {
 		if n := b.br.Buffered(); n > 0 {
-			reuse = false // the producer sent more than its answer
+			reuse = false // the producer sent more than its response
 			if b.framing.Done() {
 				stray += n
 			}
@@ -340,10 +340,10 @@ func (b *Body) dropReader() {
 	b.br = nil
 }
 
-// ChunkWriter writes a stream's answer to the consumer's connection: the
-// head, then the body, in HTTP/1.1 chunks when chunked (else as it is, for
+// ChunkWriter writes a stream's response to the consumer's connection: the
+// header, then the body, in HTTP/1.1 chunks when chunked (else as it is, for
 // a consumer that reads to the connection's end). What is written between
-// two flushes goes out as one chunk in one write, with the head when it has
+// two flushes goes out as one chunk in one write, with the header when it has
 // not gone yet and the body's end when it is the last. It holds a buffer
 // only between a write and the flush that follows (a pooled one), so an
 // idle stream holds none. It is used by one goroutine.
@@ -362,7 +362,7 @@ func (b *Body) dropReader() {
 // them) a write that ran out its limit goes on while the last one took
 // bytes, so a consumer that stops is cut within twice the limit.
 type ChunkWriter struct {
-	conn     net.Conn    // what the answer is written to
+	conn     net.Conn    // what the response is written to
 	vec      VecWriter   // conn, when it writes pieces in one call; nil otherwise
 	stall    stallWriter // conn, when it moves the deadline as bytes go out; nil otherwise or without a timeout
 	timeout  time.Duration
@@ -372,9 +372,9 @@ type ChunkWriter struct {
 	// odd while one is in flight (WriteSeq).
 	writeSeq atomic.Uint64
 
-	// head is the answer's status line and headers until they are written,
+	// header is the response's status line and headers until they are written,
 	// by the first flush (or write); the caller leaves it unchanged.
-	head []byte
+	header []byte
 
 	buf *[]byte // pending output after chunkRoom bytes of room; nil when none
 	err error
@@ -391,14 +391,14 @@ type ChunkWriter struct {
 	end      [len("\r\n0\r\n\r\n")]byte
 
 	chunked bool
-	// holdHead makes the first flush with only the head pending write
-	// nothing (HoldHead).
+	// holdHead makes the first flush with only the header pending write
+	// nothing (HoldHeader).
 	holdHead bool
 }
 
 // VecWriter writes up to four pieces in that order as one write, returning
 // what Write would for their concatenation: a chunk's size line, its bytes
-// from where they lie and its CRLF, behind the answer's head.
+// from where they lie and its CRLF, behind the response header.
 type VecWriter interface {
 	WriteVec(a, b, c, d []byte) (int, error)
 }
@@ -417,7 +417,7 @@ var pendingPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// Init makes w the writer of an answer to conn, chunked or not, each write
+// Init makes w the writer of a response to conn, chunked or not, each write
 // within timeout (conn's write deadline; zero or less: none). A
 // ChunkWriter is used in place: it is not copied.
 func (w *ChunkWriter) Init(conn net.Conn, chunked bool, timeout time.Duration) {
@@ -429,17 +429,17 @@ func (w *ChunkWriter) Init(conn net.Conn, chunked bool, timeout time.Duration) {
 	copy(w.end[:], "\r\n0\r\n\r\n")
 }
 
-// SetHead has the answer's head (status line and headers) written with the
+// SetHeader has the response header (status line and headers) written with the
 // first flush, in the same write as the first events when they are there.
-// head is borrowed until then.
-func (w *ChunkWriter) SetHead(head []byte) { w.head = head }
+// header is borrowed until then.
+func (w *ChunkWriter) SetHeader(head []byte) { w.header = head }
 
-// HoldHead makes the first flush with only the head pending write nothing:
+// HoldHeader makes the first flush with only the header pending write nothing:
 // the producer's first events are buffered already (they came with its
-// head), and the head goes out with them.
-func (w *ChunkWriter) HoldHead() { w.holdHead = true }
+// header), and the header goes out with them.
+func (w *ChunkWriter) HoldHeader() { w.holdHead = true }
 
-// Conn returns the connection the answer is written to.
+// Conn returns the connection the response is written to.
 func (w *ChunkWriter) Conn() net.Conn { return w.conn }
 
 // Err returns the error that failed a write, nil when none has.
@@ -517,11 +517,11 @@ func (w *ChunkWriter) adopt() {
 	w.span = nil
 }
 
-// Flush writes what is pending, as one chunk (see HoldHead).
+// Flush writes what is pending, as one chunk (see HoldHeader).
 func (w *ChunkWriter) Flush() error {
 	if w.holdHead {
 		w.holdHead = false
-		if w.head != nil && w.buf == nil && w.span == nil && w.err == nil {
+		if w.header != nil && w.buf == nil && w.span == nil && w.err == nil {
 			return nil
 		}
 	}
@@ -548,7 +548,7 @@ func (w *ChunkWriter) flush(last bool) error {
 		switch {
 		case last && w.chunked:
 			return w.emit(w.end[2:], nil, nil) // the last chunk alone
-		case w.head != nil:
+		case w.header != nil:
 			return w.emit(nil, nil, nil)
 		}
 		return nil
@@ -587,7 +587,7 @@ func (w *ChunkWriter) Release() {
 }
 
 // write writes p as one chunk of its own (nothing else is pending but the
-// head), followed by the body's end when last.
+// header), followed by the body's end when last.
 func (w *ChunkWriter) write(p []byte, last bool) error {
 	if !w.chunked {
 		return w.emit(p, nil, nil)
@@ -600,14 +600,14 @@ func (w *ChunkWriter) write(p []byte, last bool) error {
 	return w.emit(line, p, tail)
 }
 
-// emit writes the head when it is still to go, then a, b and c, within the
+// emit writes the header when it is still to go, then a, b and c, within the
 // stall limit: in one call on a VecWriter.
 func (w *ChunkWriter) emit(a, b, c []byte) error {
 	if err := w.arm(); err != nil {
 		return err
 	}
-	head := w.head
-	w.head = nil
+	head := w.header
+	w.header = nil
 	w.writeSeq.Add(1)
 	defer w.writeSeq.Add(1)
 	switch {

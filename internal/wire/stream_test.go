@@ -331,13 +331,13 @@ func TestChunkWriterChunks(t *testing.T) {
 }
 
 // The head goes out with the first flush, in the same write as what is
-// pending; held (HoldHead), a first flush with only the head writes
+// pending; held (HoldHeader), a first flush with only the head writes
 // nothing, and the next one writes it.
 func TestChunkWriterHead(t *testing.T) {
 	c := &vecConn{}
 	w := newChunkWriter(c, true, time.Minute)
-	w.SetHead([]byte("HTTP/1.1 200 OK\r\n\r\n"))
-	w.HoldHead()
+	w.SetHeader([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+	w.HoldHeader()
 	if err := w.Flush(); err != nil || c.writes != 0 {
 		t.Fatalf("a held head alone: %d writes, %v", c.writes, err)
 	}
@@ -347,7 +347,7 @@ func TestChunkWriterHead(t *testing.T) {
 	}
 	c2 := &vecConn{}
 	w = newChunkWriter(c2, true, time.Minute)
-	w.SetHead([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+	w.SetHeader([]byte("HTTP/1.1 200 OK\r\n\r\n"))
 	if err := w.Flush(); err != nil || c2.wrote.String() != "HTTP/1.1 200 OK\r\n\r\n" {
 		t.Fatalf("a head not held: wrote %q, %v", c2.wrote.String(), err)
 	}
