@@ -452,7 +452,7 @@ func runOutcome(rep *relay.RunReport, streamed bool) string {
 	case rep.Problem != "":
 		return "upstream_unavailable"
 	case rep.Abort == relay.CodeConsumerGone && !streamed:
-		return rep.Abort // gone before the producer's head (headerWait)
+		return rep.Abort // gone before the producer's response header (headerWait)
 	case !streamed:
 		return "passed_through"
 	case rep.Abort != "":

@@ -64,7 +64,11 @@ type runTap struct {
 	ctx     context.Context // the SERVER span's
 	span    trace.Span
 	client  trace.Span // the producer's request, from ProducerHeaders
-	method  string     // the consumer's, as semconv names it
+	// method is the consumer's http.request.method (invalid when none
+	// came), name its span name: the method, "HTTP" for one semconv does
+	// not know.
+	method attribute.KeyValue
+	name   string
 	// reqBody is the request body's size, -1 while unknown.
 	reqBody int
 	// events is the count of events flushed so far; lastEventAt when the
@@ -76,7 +80,7 @@ type runTap struct {
 	// attrs holds the attributes of a span as they are made, set on it
 	// once: the SERVER span's (startAttrs those made at its start, the
 	// rest appended at its end), then the CLIENT span's. The SDK copies
-	// what it is given; a run's fit without an allocation of their own.
+	// what it is given: a run's attributes need no allocation of their own.
 	attrs      [32]attribute.KeyValue
 	startAttrs []attribute.KeyValue
 }
@@ -93,15 +97,10 @@ func (r *runTap) ConsumerHeaders(h *fasthttp.RequestHeader) {
 func (r *runTap) start(parent context.Context, h *fasthttp.RequestHeader) {
 	r.reqBody = -1
 	attrs := r.attrs[:0]
-	name := "HTTP" // semconv's name for a request of no known method
+	r.name = "HTTP" // semconv's name for a request of no known method
 	if h != nil {
-		var m attribute.KeyValue
-		m, r.method = methodAttr(h.Method(), &attrs)
-		name = r.method
-		if r.method == "_OTHER" {
-			name = "HTTP"
-		}
-		attrs = append(attrs, m)
+		r.method, r.name = methodAttr(h.Method(), &attrs)
+		attrs = append(attrs, r.method)
 		path, _, _ := bytes.Cut(h.RequestURI(), []byte("?")) // the query may carry secrets
 		attrs = append(attrs, semconv.URLPath(string(path)))
 		attrs = serverAttrs(attrs, h, r.rep.Peer)
@@ -109,6 +108,7 @@ func (r *runTap) start(parent context.Context, h *fasthttp.RequestHeader) {
 			r.reqBody = n
 		}
 	}
+	name := r.name
 	if p := r.rep.RoutePrefix; p != "" {
 		attrs = append(attrs, semconv.HTTPRoute(p))
 		name = r.t.spanName(name, p)
@@ -174,9 +174,9 @@ func cache[K comparable, V any](mu *sync.RWMutex, m map[K]V, k K, v V) {
 	}
 }
 
-// methodAttr returns the http.request.method of method and its name as
-// semconv has it: "_OTHER" for a method it does not know, the method sent
-// then appended to attrs as http.request.method_original.
+// methodAttr returns the http.request.method of method and its span name,
+// as semconv has them: "_OTHER" and "HTTP" for a method it does not know,
+// the method sent then appended to attrs as http.request.method_original.
 func methodAttr(method []byte, attrs *[]attribute.KeyValue) (attribute.KeyValue, string) {
 	switch string(method) {
 	case "GET":
@@ -199,7 +199,7 @@ func methodAttr(method []byte, attrs *[]attribute.KeyValue) (attribute.KeyValue,
 		return semconv.HTTPRequestMethodConnect, "CONNECT"
 	}
 	*attrs = append(*attrs, semconv.HTTPRequestMethodOriginal(string(method)))
-	return semconv.HTTPRequestMethodOther, "_OTHER"
+	return semconv.HTTPRequestMethodOther, "HTTP"
 }
 
 // serverAttrs appends the HTTP server attributes of the consumer's
@@ -285,11 +285,7 @@ func (r *runTap) ProducerHeaders(h *fasthttp.RequestHeader) {
 	if r.span == nil {
 		return
 	}
-	name := r.method
-	if name == "_OTHER" || name == "" {
-		name = "HTTP"
-	}
-	_, r.client = r.t.tracer.Start(r.ctx, name, r.t.clientKind)
+	_, r.client = r.t.tracer.Start(r.ctx, r.name, r.t.clientKind)
 	// The consumer's tracestate belongs to its traceparent: the span's
 	// (inherited from it when the span continues it) is set instead.
 	h.Del("Tracestate")
@@ -472,10 +468,8 @@ func (r *runTap) endClient(rep *relay.RunReport, up *upstream, end time.Time) {
 		return
 	}
 	attrs := r.attrs[:0]
-	if r.method == "_OTHER" {
-		attrs = append(attrs, semconv.HTTPRequestMethodOther)
-	} else if r.method != "" {
-		attrs = append(attrs, semconv.HTTPRequestMethodKey.String(r.method))
+	if r.method.Valid() {
+		attrs = append(attrs, r.method)
 	}
 	if up != nil && up.full != "" {
 		if up.addr != "" {

@@ -169,7 +169,8 @@ func Resolve(opts Options, getenv func(string) string) (Destination, error) {
 		return d, fmt.Errorf("%s %q: the relay exports over grpc, http/protobuf or http/json", protoVar, p)
 	}
 	base, baseVar := opts.Endpoint, "--otlp-endpoint"
-	if base == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+	traces := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+	if base == "" && traces == "" {
 		base, baseVar = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")), "OTEL_EXPORTER_OTLP_ENDPOINT"
 	}
 	switch {
@@ -181,8 +182,8 @@ func Resolve(opts Options, getenv func(string) string) (Destination, error) {
 		if d.Protocol == ProtocolHTTP {
 			d.Endpoint = strings.TrimSuffix(base, "/") + "/v1/traces"
 		}
-	case getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "":
-		d.Endpoint = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+	case traces != "":
+		d.Endpoint = traces
 		if err := checkURL("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", d.Endpoint); err != nil {
 			return d, err
 		}

@@ -29,10 +29,10 @@ import (
 // maxCheckStream caps the stream check --url reads from a live agent.
 const maxCheckStream = 64 << 20
 
-// liveRun posts input to url and returns the answer's event stream,
+// liveRun posts input to url and returns the response's event stream,
 // decoded as the relay decodes it (a gzip Content-Encoding; another one is
 // an error). A stream that breaks off returns what arrived and the error;
-// an answer that is no event stream, or none at all, only the error.
+// a response that is no event stream, or none at all, only the error.
 func liveRun(url string, o liveOptions, input []byte) ([]byte, load.Response, error) {
 	got, head, err := liveBody(url, o, input)
 	if got == nil || head.ContentEncoding == "" {
@@ -40,7 +40,7 @@ func liveRun(url string, o liveOptions, input []byte) ([]byte, load.Response, er
 	}
 	gz, readable := relay.ContentCoding([]byte(head.ContentEncoding))
 	if !readable {
-		return nil, head, fmt.Errorf("the answer's Content-Encoding is %q: check, like the relay, decodes only gzip (the relay passes this answer on as it is, untranslated)", head.ContentEncoding)
+		return nil, head, fmt.Errorf("the response's Content-Encoding is %q: check, like the relay, decodes only gzip (the relay passes this response on as it is, untranslated)", head.ContentEncoding)
 	}
 	if !gz {
 		return got, head, err
@@ -60,19 +60,19 @@ func liveRun(url string, o liveOptions, input []byte) ([]byte, load.Response, er
 func gunzipAll(body []byte) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("the gzip answer: %w", err)
+		return nil, fmt.Errorf("the gzip response: %w", err)
 	}
 	out, err := io.ReadAll(io.LimitReader(zr, maxCheckStream+1))
 	switch {
 	case len(out) > maxCheckStream:
 		return out[:maxCheckStream], fmt.Errorf("the stream is larger than %d MiB decoded: judged what came before", maxCheckStream>>20)
 	case err != nil:
-		return out, fmt.Errorf("the gzip answer breaks off: %w", err)
+		return out, fmt.Errorf("the gzip response breaks off: %w", err)
 	}
 	return out, nil
 }
 
-// liveBody posts input to url and returns the answer's body as it came.
+// liveBody posts input to url and returns the response's body as it came.
 func liveBody(url string, o liveOptions, input []byte) ([]byte, load.Response, error) {
 	c, err := load.NewClient(url, o.headers, o.timeouts)
 	if err != nil {

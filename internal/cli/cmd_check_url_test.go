@@ -261,7 +261,7 @@ func TestCheckURLDecodesGzip(t *testing.T) {
 	}
 
 	code, out, errs = runCmd(t, "", "check", "--url", srv.URL+"?coding=br")
-	if want := `the answer's Content-Encoding is "br": check, like the relay, decodes only gzip`; code != 1 || !strings.Contains(errs, want) {
+	if want := `the response's Content-Encoding is "br": check, like the relay, decodes only gzip`; code != 1 || !strings.Contains(errs, want) {
 		t.Errorf("br: exit %d, want 1 with %q:\n%s%s", code, want, out, errs)
 	}
 }

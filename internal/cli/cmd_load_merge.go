@@ -224,14 +224,7 @@ func mergeReports(srcs []*loadReport, dirs []string) *loadReport {
 		}
 		rep.Interrupted = rep.Interrupted || s.Interrupted
 		src := loadSource{Dir: dirs[k], Command: s.Command, Started: s.Started, Seconds: s.Seconds, Interrupted: s.Interrupted}
-		for _, lv := range s.Levels {
-			for _, res := range lv.Results {
-				if res != nil {
-					src.Runs += res.Runs
-					src.Failed += res.Failed()
-				}
-			}
-		}
+		src.Runs, src.Failed = s.runs()
 		rep.Sources = append(rep.Sources, src)
 	}
 	rep.Seconds = end.Sub(rep.Started).Seconds()

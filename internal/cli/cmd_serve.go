@@ -135,7 +135,7 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Var(&c.maxBody, "max-body", "largest RunAgentInput accepted (bytes, or with a KiB/MiB/GiB suffix); larger gets 413")
 	fs.Var(&c.maxBodiesInFlight, "max-bodies-in-flight", "most bytes of request bodies held at once, every route and connection together. A body holds what it received,\n"+
-		"not what its head announces; one that would take them over is refused with 503 and Retry-After (before it is read\n"+
+		"not what its header announces; one that would take them over is refused with 503 and Retry-After (before it is read\n"+
 		"when its Content-Length is over what is free). At least the largest --max-body (0: four times it)")
 	fs.Var(&c.maxFrame, "max-frame", "largest single event accepted from the producer; a larger one ends the run with a RUN_ERROR")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long runs in flight may continue before they are ended with a RUN_ERROR")

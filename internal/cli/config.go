@@ -491,7 +491,7 @@ type relayShared struct {
 	// releases memory when they are all quiet: one for the process.
 	poller *relay.Poller
 	// onStray counts the producer connections of a route discarded for
-	// bytes outside any answer (relay.ClientOptions.OnStray); may be nil.
+	// bytes outside any response (relay.ClientOptions.OnStray); may be nil.
 	onStray func(route string) func(addr string, n int)
 }
 

@@ -371,7 +371,7 @@ func TestReadme(t *testing.T) {
 			t.Errorf("the README's install line %q does not say it fails until the module is published, nor give the clone's go install .", l)
 		}
 	}
-	if !regexp.MustCompile("(?m)^go install \\. +# in a clone").MatchString(readme) {
+	if !regexp.MustCompile(`(?m)^go install \. +# in a clone`).MatchString(readme) {
 		t.Error("the README has no go install . for a clone")
 	}
 	// A README, not a manual (issue #32): the rest is in docs/.

@@ -61,7 +61,7 @@ const (
 const maxChunkLine = 4 << 10
 
 // ErrBadChunk is a chunked encoding that breaks RFC 9112's grammar.
-var ErrBadChunk = errors.New("malformed chunked encoding in the producer's answer")
+var ErrBadChunk = errors.New("malformed chunked encoding in the producer's response")
 
 // ErrOverrun ends a response whose producer sent more than its
 // Content-Length: the last event may be cut anywhere.
@@ -194,7 +194,7 @@ func (f *Framing) Decode(p []byte) (int, error) {
 			default:
 				// A trailer field, of any length: dropped, as nginx
 				// drops a producer's trailers (proxy_pass_trailers off)
-				// without bounding them. Nothing of it is kept, and the
+				// without bounding them. Nothing of it is stored, and the
 				// response header has gone to the consumer already: a
 				// limit here could only cut a complete body short.
 				f.line = 1

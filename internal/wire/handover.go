@@ -12,7 +12,7 @@ type ConnServer interface {
 }
 
 // Handover carries a persistent connection's streams on one goroutine. When a
-// stream ends with the connection kept, the goroutine that ran it serves
+// stream ends and the connection stays open, the goroutine that ran it serves
 // the peer's next requests itself (Serve), and when one of them is
 // served with a stream of type S, the request's handler (or the
 // goroutine the server starts for a taken-over connection) hands the

@@ -21,5 +21,6 @@ func (p *Poller) Leave() { p.memory.leave() }
 func (p *Poller) ReleaseMemory() { p.memory.want() }
 
 // Running returns the count of streams that hold a goroutine (Enter less
-// Leave).
+// Leave). Only tests read it (the relay's among them, which an
+// export_test.go of wire's cannot serve).
 func (p *Poller) Running() int64 { return p.memory.running.Load() }

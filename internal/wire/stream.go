@@ -85,7 +85,7 @@ type BodyOptions struct {
 }
 
 // ErrBodyClosed is a read of a Body that was closed (CloseWithError).
-var ErrBodyClosed = errors.New("the producer's answer was closed")
+var ErrBodyClosed = errors.New("the producer's response was closed")
 
 const (
 	bodyIdle int32 = iota
@@ -358,9 +358,12 @@ func (b *Body) dropReader() {
 // of it for that long (within an eighth, see arm). Bytes taken move the
 // limit on, so a large event read slowly but steadily goes out whole. On a
 // Conn the limit moves each time the write waits for room after bytes went
-// out; on another connection (no raw writes: TLS, or a platform without
-// them) a write that ran out its limit goes on while the last one took
-// bytes, so a consumer that stops is cut within twice the limit.
+// out; on another connection (no raw writes: a platform without them) a
+// write that ran out its limit goes on while the last one took bytes, so a
+// consumer that stops is cut within twice the limit. That needs a
+// connection whose writes go on after a deadline, as a net.TCPConn's do: a
+// crypto/tls connection fails every write after one timed out, and is cut
+// at the limit.
 type ChunkWriter struct {
 	conn     net.Conn    // what the response is written to
 	vec      VecWriter   // conn, when it writes pieces in one call; nil otherwise
@@ -391,9 +394,9 @@ type ChunkWriter struct {
 	end      [len("\r\n0\r\n\r\n")]byte
 
 	chunked bool
-	// holdHead makes the first flush with only the header pending write
+	// holdHeader makes the first flush with only the header pending write
 	// nothing (HoldHeader).
-	holdHead bool
+	holdHeader bool
 }
 
 // VecWriter writes up to four pieces in that order as one write, returning
@@ -432,12 +435,12 @@ func (w *ChunkWriter) Init(conn net.Conn, chunked bool, timeout time.Duration) {
 // SetHeader has the response header (status line and headers) written with the
 // first flush, in the same write as the first events when they are there.
 // header is borrowed until then.
-func (w *ChunkWriter) SetHeader(head []byte) { w.header = head }
+func (w *ChunkWriter) SetHeader(header []byte) { w.header = header }
 
 // HoldHeader makes the first flush with only the header pending write nothing:
 // the producer's first events are buffered already (they came with its
 // header), and the header goes out with them.
-func (w *ChunkWriter) HoldHeader() { w.holdHead = true }
+func (w *ChunkWriter) HoldHeader() { w.holdHeader = true }
 
 // Conn returns the connection the response is written to.
 func (w *ChunkWriter) Conn() net.Conn { return w.conn }
@@ -519,8 +522,8 @@ func (w *ChunkWriter) adopt() {
 
 // Flush writes what is pending, as one chunk (see HoldHeader).
 func (w *ChunkWriter) Flush() error {
-	if w.holdHead {
-		w.holdHead = false
+	if w.holdHeader {
+		w.holdHeader = false
 		if w.header != nil && w.buf == nil && w.span == nil && w.err == nil {
 			return nil
 		}
@@ -606,19 +609,19 @@ func (w *ChunkWriter) emit(a, b, c []byte) error {
 	if err := w.arm(); err != nil {
 		return err
 	}
-	head := w.header
+	header := w.header
 	w.header = nil
 	w.writeSeq.Add(1)
 	defer w.writeSeq.Add(1)
 	switch {
 	case w.stall != nil:
-		_, err := w.stall.writeVecArmed(w, head, a, b, c)
+		_, err := w.stall.writeVecArmed(w, header, a, b, c)
 		return w.fail(err)
 	case w.vec != nil:
-		_, err := w.vec.WriteVec(head, a, b, c)
+		_, err := w.vec.WriteVec(header, a, b, c)
 		return w.fail(err)
 	}
-	for _, p := range [...][]byte{head, a, b, c} {
+	for _, p := range [...][]byte{header, a, b, c} {
 		for len(p) > 0 {
 			n, err := w.conn.Write(p)
 			if err == nil {
@@ -640,7 +643,7 @@ func (w *ChunkWriter) emit(a, b, c []byte) error {
 // rearm is arm for a Conn's write that waits for room after bytes went
 // out (writeVecArmed); an error fails the writer (arm), and the write
 // ends at the deadline set before.
-func (w *ChunkWriter) rearm() { w.arm() } //nolint:errcheck // kept in w.err
+func (w *ChunkWriter) rearm() { w.arm() } //nolint:errcheck // recorded in w.err
 
 // arm moves the write deadline to timeout from now, when it is less than
 // seven eighths of that away: a consumer that takes no byte for about the

@@ -331,7 +331,7 @@ func TestChunkWriterChunks(t *testing.T) {
 }
 
 // The head goes out with the first flush, in the same write as what is
-// pending; held (HoldHeader), a first flush with only the head writes
+// pending; held (HoldHeader), a first flush with only the header writes
 // nothing, and the next one writes it.
 func TestChunkWriterHead(t *testing.T) {
 	c := &vecConn{}
