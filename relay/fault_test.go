@@ -57,21 +57,6 @@ func TestNonEventStreamAnswerPassesThrough(t *testing.T) {
 	}
 }
 
-// gzipStream writes frames gzip-compressed, flushing the compressor and
-// the connection after each frame, as a compressing producer streams.
-func gzipStream(w http.ResponseWriter, frames ...string) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Content-Encoding", "gzip")
-	w.WriteHeader(200)
-	zw := gzip.NewWriter(w)
-	for _, f := range frames {
-		io.WriteString(zw, f)
-		zw.Flush()
-		w.(http.Flusher).Flush()
-	}
-	zw.Close()
-}
-
 // A producer that compresses although the relay asked for identity: the
 // relay decodes the stream as it arrives (events are not held back until
 // the end) and sends it on uncompressed.
