@@ -1,7 +1,6 @@
-// Package relay is the streaming core of agui-relay: it takes a run from a
-// consumer, forwards it to the producer and streams the producer's events
-// back one at a time as they arrive, shaped for the consumer's protocol
-// version by a Stream.
+// Package relay is the streaming core of agui-relay: it forwards a
+// consumer's run to the producer and streams the producer's events back as
+// they arrive, shaped for the consumer's protocol version.
 package relay
 
 import (
@@ -51,8 +50,7 @@ type Relay struct {
 	// Route names the route this relay serves (see Router), copied into
 	// every RunReport. Empty outside a Router.
 	Route string
-	// RoutePrefix is the route's Route.Prefix, copied into every RunReport
-	// (a trace's http.route). Empty outside a Router.
+	// RoutePrefix is the route's Route.Prefix, copied into every RunReport.
 	RoutePrefix string
 	// StripPrefix, when set, is removed from each request's path before it
 	// is appended to Upstream, and sent as X-Forwarded-Prefix.
@@ -74,9 +72,8 @@ type Relay struct {
 	// 413. Zero means 64 MiB.
 	MaxBody int
 	// MaxBodiesInFlight bounds the bytes of request bodies Server buffers
-	// at once, all requests together; a body over it is refused with 503
-	// and Retry-After (bodyBudget). Zero means four times MaxBody; it is
-	// never below MaxBody.
+	// at once (503 over it). Zero means four times MaxBody; it is never
+	// below MaxBody.
 	MaxBodiesInFlight int
 	// BodyTimeout is how long a request body may send no byte (within an
 	// eighth) before the response is 408 and the connection closed, as
@@ -102,9 +99,7 @@ type Relay struct {
 	RunTimeout time.Duration
 	// ConsumerStallTimeout ends a run whose consumer reads no byte of the
 	// stream for this long (within an eighth) while the relay has bytes
-	// for it; each byte read restarts it, so a slow steady reader is not
-	// cut. The connection is closed with no RUN_ERROR (it could not be
-	// read); Abort is consumer_stalled. Zero means
+	// for it, with no RUN_ERROR (it could not be read). Zero means
 	// DefaultConsumerStallTimeout; negative means never.
 	ConsumerStallTimeout time.Duration
 	// CheckInput returns what is malformed in a RunAgentInput (a JSON
@@ -170,7 +165,6 @@ const DefaultConsumerStallTimeout = time.Minute
 // nginx's client_body_timeout.
 const DefaultBodyTimeout = time.Minute
 
-// bodyTimeout is BodyTimeout with its default; at most zero: none.
 func (r *Relay) bodyTimeout() time.Duration {
 	if r.BodyTimeout == 0 {
 		return DefaultBodyTimeout
@@ -286,8 +280,7 @@ func (r *Relay) Server() *fasthttp.Server {
 	return s
 }
 
-// readBufferSize is the server's read buffer: the largest request header
-// (large Authorization headers).
+// readBufferSize is the largest request header (large Authorization headers).
 const readBufferSize = 16 << 10
 
 // serveNextWith sets the server for a stream's connection's next request;
@@ -361,7 +354,6 @@ func serverProblem(err error, maxBody int) *Problem {
 	return problemBadRequest(requestErrorKind(err))
 }
 
-// problemBadRequest is the response to a request the relay cannot read.
 func problemBadRequest(kind string) *Problem {
 	return &Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: kind}
 }
@@ -448,7 +440,6 @@ func isRunHead(ctx *fasthttp.RequestCtx) bool {
 	return isRun(ctx)
 }
 
-// newRequest builds the producer's request from the consumer's.
 func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	req := fasthttp.AcquireRequest()
 	uri := ctx.RequestURI()
@@ -482,8 +473,6 @@ func (r *Relay) upstreamURL(uri *fasthttp.URI) string {
 	return s
 }
 
-// upstreamProblem is the problem for a failure to get the producer's
-// response.
 func upstreamProblem(err error) *Problem {
 	var m *malformedAnswerError
 	switch {
@@ -541,7 +530,6 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	r.passThrough(ctx, resp, done)
 }
 
-// endRequest ends the RequestTap of a request, if any.
 func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err error) {
 	if tap != nil {
 		rep.Status, rep.Problem, rep.Err, rep.Duration = status, problem, err, time.Since(rep.Start)
@@ -549,9 +537,7 @@ func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err 
 	}
 }
 
-// run relays one run in its three stages: admit (the input judged, the
-// versions decided, the input translated), forward (the producer asked),
-// stream (its response relayed).
+// run relays one run: admit, forward, stream.
 func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	rep := &RunReport{Route: r.Route, RoutePrefix: r.RoutePrefix, ProducerPython: r.ProducerPython, Start: time.Now()}
 	in, plan, ok := r.admit(ctx, rep)
@@ -759,7 +745,6 @@ func hangUp(ctx *fasthttp.RequestCtx) {
 	ctx.Hijack(func(c net.Conn) { c.Close() }) //nolint:errcheck // nothing to tell
 }
 
-// consumerAccept returns the consumer's Accept header lines joined.
 func consumerAccept(h *fasthttp.RequestHeader) []byte {
 	all := h.PeekAll(fasthttp.HeaderAccept)
 	if len(all) == 1 {
@@ -878,7 +863,6 @@ func (r *Relay) logRun(rep *RunReport) {
 	}
 }
 
-// appendTraceFields appends the run's trace_id and span_id, if set.
 func (rep *RunReport) appendTraceFields(fields []zap.Field) []zap.Field {
 	if rep.TraceID != "" {
 		fields = append(fields, zap.String("trace_id", rep.TraceID))
@@ -889,9 +873,8 @@ func (rep *RunReport) appendTraceFields(fields []zap.Field) []zap.Field {
 	return fields
 }
 
-// VersionLabel names a version as the logs, metrics and recordings do:
-// "unknown" for the zero version (a producer that predates
-// protocolVersion).
+// VersionLabel names a version as the logs and metrics do: "unknown" for
+// the zero version.
 func VersionLabel(v negotiate.Version) string {
 	if v.IsZero() {
 		return "unknown"
@@ -925,9 +908,8 @@ func (r *Relay) Active() int {
 	return len(r.runs)
 }
 
-// EndRuns ends every run streaming now, and every one that starts streaming
-// from now on, with a RUN_ERROR of code relay_shutdown: the end of a
-// shutdown's grace period.
+// EndRuns ends every run streaming now or later with a RUN_ERROR of code
+// relay_shutdown: the end of a shutdown's grace period.
 func (r *Relay) EndRuns() {
 	r.mu.Lock()
 	r.ending = errShutdown
