@@ -33,7 +33,7 @@ type bodyBudget struct {
 
 	mu   sync.Mutex
 	held int
-	// refused holds the requests refused by header (headerReceived) until
+	// refused maps the requests refused by header (headerReceived) until
 	// their handler responds; count is len(refused), read without mu where
 	// the request's own entry was made on this goroutine. An entry whose
 	// handler never ran goes when its header serves the next request.

@@ -12,10 +12,7 @@ import (
 
 // An event stream is written on the consumer's connection itself, taken
 // from the server (a hijack, or a hand-over in place: carrier.go), with no
-// pipe to a server goroutine between. The relay then does what the server
-// no longer does: render the header, bound a write that makes no progress,
-// close the connection or hand it back, and count runs in flight, which the
-// server's Shutdown does not (AwaitRuns).
+// pipe to a server goroutine between.
 
 // respond renders the response header from ctx.Response and runs the stream
 // on the goroutine the carrier gives it; resp and ub belong to the stream
@@ -205,7 +202,6 @@ func (w *consumerWriter) handBack() bool {
 	return true
 }
 
-// Close ends the hangup watch and closes the connection.
 func (w *consumerWriter) Close() error {
 	w.Release()
 	if w.watched {

@@ -15,7 +15,7 @@ func NewPoller() *Poller { return &Poller{wire.NewPoller()} }
 func (p *Poller) Close() error { return p.w.Close() }
 
 // ReleaseMemory has the Poller return unused memory to the system
-// whenever no stream of its Relays holds a goroutine.
+// whenever no stream of its Relays runs on a goroutine.
 func (p *Poller) ReleaseMemory() { p.w.ReleaseMemory() }
 
 func (r *Relay) poller() *wire.Poller {

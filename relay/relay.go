@@ -157,7 +157,7 @@ type Relay struct {
 
 // DefaultConsumerStallTimeout is the ConsumerStallTimeout of a Relay that
 // sets none. A consumer that reads nothing for a minute (a frozen page, a
-// suspended laptop, a peer gone without a reset) holds its producer's
+// suspended laptop, a peer gone without a reset) occupies its producer's
 // connection for nothing.
 const DefaultConsumerStallTimeout = time.Minute
 

@@ -34,7 +34,7 @@ type Route struct {
 type Table struct {
 	routes  []Route // longest prefix first
 	maxBody int
-	// refs counts the requests whose handler holds this table (Router.acquire).
+	// refs counts the requests whose handler uses this table (Router.acquire).
 	refs atomic.Int64
 }
 
@@ -118,7 +118,7 @@ func prefixMatches(prefix string, path []byte) bool {
 
 // Router serves requests through a Table that can be replaced while it runs
 // (a configuration reload). A request keeps the Relay of the table in force
-// when it arrived until it ends. Retired tables are kept while any of their
+// when it arrived until it ends. Retired tables are retained while any of their
 // runs is in flight, so that Active and EndRuns still reach them.
 type Router struct {
 	// MaxBodiesInFlight is Relay.MaxBodiesInFlight for the Router's Server;
@@ -176,7 +176,7 @@ func (rt *Router) Swap(t *Table) error {
 }
 
 // acquire takes the table in force for one request. Once the table is
-// swapped out only requests counted before the swap hold it: one counted
+// swapped out only requests counted before the swap use it: one counted
 // after sees the new table on its second look and lets go.
 func (rt *Router) acquire() *Table {
 	for {
@@ -197,7 +197,7 @@ func (rt *Router) prune() {
 	kept := rt.retired[:0]
 	for _, t := range rt.retired {
 		// A run is tracked by its Relay before its handler returns, so once
-		// no handler holds t (read first), Active sees every run left.
+		// no handler uses t (read first), Active sees every run left.
 		if t.refs.Load() > 0 || t.active() > 0 {
 			kept = append(kept, t)
 			continue

@@ -15,7 +15,7 @@ import (
 // streamTransport is the fasthttp client's round trip for the relay:
 // fasthttp still pools, dials and writes the request, but a streamed
 // response's body is read by the relay (wire.Body), straight from the
-// connection into the caller's buffer. fasthttp's own streamed body holds
+// connection into the caller's buffer. fasthttp's own streamed body ties up
 // the client's buffered reader for the whole stream (4 KiB per stream, and
 // a goroutine parked deep in its chunk parser) and hands out at most one
 // chunk per read.

@@ -90,7 +90,6 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 	}
 }
 
-// dialer opens connections to the producer as firstByteConns.
 type dialer struct {
 	net     net.Dialer
 	log     *zap.Logger
@@ -130,7 +129,7 @@ type firstByteConn struct {
 	armed  bool
 	served bool // read since last found reusable: check before the next request
 	// ret gives the connection back after each response (connReturn); set
-	// by the goroutine that holds the connection.
+	// by the goroutine that has the connection.
 	ret  any
 	d    *dialer
 	addr string // the producer's host:port
@@ -236,7 +235,6 @@ func (u *upstreamBody) cancelLocked(cause *abortError) {
 	u.body.CloseWithError(cause) //nolint:errcheck // the stream is abandoned
 }
 
-// why returns the cancel's cause, or nil.
 func (u *upstreamBody) why() *abortError {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -312,7 +310,6 @@ func (u *upstreamBody) watchWrites(w *wire.ChunkWriter) {
 // touchAfterWrite reports whether the next read must touch.
 func (u *upstreamBody) touchAfterWrite() bool { return u.slowWrite.Load() }
 
-// writing reports whether a write to the consumer is in flight.
 func (u *upstreamBody) writing() bool {
 	if u.writer == nil || u.writer.WriteSeq()&1 == 0 {
 		return false
