@@ -55,8 +55,7 @@ type Relay struct {
 	// StripPrefix, when set, is removed from each request's path before it
 	// is appended to Upstream, and sent as X-Forwarded-Prefix.
 	StripPrefix string
-	// Client sends requests to the producer; nil means NewClient with
-	// default options, logging to Log.
+	// Client sends requests to the producer; nil means NewClient.
 	Client Doer
 	// ConsumerVersion is the version of consumers that do not declare
 	// protocolVersion. Zero is auto: negotiate.NewestBeforeField (0.0.59).
@@ -88,11 +87,9 @@ type Relay struct {
 	// consumer is not counted (ConsumerStallTimeout bounds it).
 	IdleTimeout time.Duration
 	// KeepAlive is how long a stream's consumer may be sent nothing while
-	// the producer is silent before the relay writes event.KeepAliveFrame,
-	// and again each KeepAlive: proxies cut idle connections (nginx's
-	// proxy_read_timeout and AWS ALB's idle timeout are 60 s by default),
-	// and a consumer that left is noticed at the write. Written only
-	// between frames and after the response header; zero means none.
+	// the producer is silent before the relay writes event.KeepAliveFrame:
+	// proxies cut idle connections (nginx's proxy_read_timeout and AWS
+	// ALB's idle timeout are 60 s by default). Zero means none.
 	KeepAlive time.Duration
 	// RunTimeout ends a run that lasts longer, counted from the request;
 	// zero means never.
@@ -111,8 +108,8 @@ type Relay struct {
 	// for the call. An error is a 400 response. nil means the translate
 	// package's input chain.
 	TranslateInput func(plan negotiate.InputPlan, body []byte) ([]byte, error)
-	// Log receives one INFO line per run, a WARN line per lossy
-	// translation shape of a run, and the errors; nil discards.
+	// Log receives a line per run, lossy translations and errors; nil
+	// discards.
 	Log *zap.Logger
 	// QuietTranslationWarnings leaves the lossy translations out of Log
 	// (--quiet-translation-warnings); the taps still see them (Warned).
@@ -134,8 +131,7 @@ type Relay struct {
 	// it (RunTap), or nil. End is given the report that is logged, whether
 	// the run was streamed or refused.
 	Tap func(*RunReport) RunTap
-	// RequestTap, when set, is called as a request that is not a run
-	// starts, and returns what watches it, or nil.
+	// RequestTap is Tap for requests that are not runs.
 	RequestTap func(*RunReport) RequestTap
 
 	once       sync.Once
@@ -298,8 +294,6 @@ func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
 	return p.Status
 }
 
-// expectProblem is the refusal of an Expect: 100-continue request, nil
-// when its body may come.
 func expectProblem(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) *Problem {
 	if p := bodies.refusedBeforeContinue(ctx); p != nil {
 		return p
@@ -310,7 +304,6 @@ func expectProblem(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) *Pro
 	return nil
 }
 
-// serverError responds to a request the server could not read.
 func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	if servedInPlace(ctx) {
 		return
@@ -694,7 +687,7 @@ func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no") // nginx in front: do not buffer
-	// No server write deadline: the stream's writer keeps its own.
+	// No server write deadline: the stream's writer sets its own.
 	ctx.SetWriteDeadline(zeroTime) //nolint:errcheck // only fails without a connection
 
 	ub := newUpstreamBody(body2)
