@@ -37,7 +37,7 @@ func inputErrors(j rules.Judgement) []InputError {
 	return errs
 }
 
-// readInput checks a run's body is a JSON object nested at most
+// readInput checks that a run's body is a JSON object nested at most
 // rules.MaxNesting deep, before it is judged.
 func readInput(body []byte) (rules.Input, []InputError) {
 	in, j := rules.ReadInput(body)

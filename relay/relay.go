@@ -444,7 +444,7 @@ func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	var buf [256]byte
 	req.SetRequestURIBytes(append(append(buf[:0], r.base...), uri...))
 	req.Header.SetMethodBytes(ctx.Method())
-	// Else fasthttp adds application/octet-stream.
+	// Not application/octet-stream: the consumer sent no Content-Type.
 	req.Header.SetNoDefaultContentType(true)
 	copyRequestHeaders(&req.Header, &ctx.Request.Header)
 	setForwarded(&req.Header, ctx)
