@@ -209,9 +209,9 @@ type producerBody relayedStream
 
 func (p *relayedStream) body() *producerBody { return (*producerBody)(p) }
 
-// NoteRead touches the idle timeout for the read that follows. The
-// monotonic clock alone is one reading where time.Now makes two; a read a
-// polled body serves from its buffer (Drained) reads none, unless a slow
+// NoteRead touches the idle timeout for the read that follows, on the
+// monotonic clock alone (one reading where time.Now makes two). A read a
+// polled body serves from its buffer (Drained) is not timed, unless a slow
 // write came between (touchAfterWrite).
 func (p *producerBody) NoteRead() {
 	if p.sb == nil || !p.sb.Drained() || p.ub.touchAfterWrite() {

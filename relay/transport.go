@@ -46,7 +46,8 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	if head {
 		resp.SkipBody = true
 	}
-	// Each turn takes one connection out of the pool; a new one is reusable.
+	// One not reusable is closed and the next taken: each turn takes one
+	// out of the pool, and a new connection is reusable.
 	cc, err := hc.AcquireConn(0, req.ConnectionClose())
 	for err == nil && !fit(cc.Conn()) {
 		hc.CloseConn(cc)
@@ -58,8 +59,8 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	// Not resp.ParseNetConn: reading the addresses touches the connection's
 	// cold state on every run, and nothing asks for them.
 	conn := cc.Conn()
-	// The connection under firstByteConn, whose deadline state belongs to
-	// this goroutine (headerWait).
+	// A consumer's hangup interrupts the wait (headerWait) on the connection
+	// under firstByteConn, whose deadline state belongs to this goroutine.
 	hw := headerWaitOf(req)
 	inner := conn
 	if fc, ok := conn.(*firstByteConn); ok {
