@@ -29,7 +29,7 @@ type ClientOptions struct {
 	// FirstByteTimeout bounds sending the request and waiting for the first
 	// byte of the response (default 5m: an agent may think first).
 	FirstByteTimeout time.Duration
-	// MaxConns caps the connections to the producer, so the runs in flight
+	// MaxConns caps the connections to the producer, and so the runs in flight
 	// (default 4096); a run over it fails at once with 503.
 	MaxConns int
 	// MaxIdleConnDuration closes pooled connections idle this long (default
