@@ -4,19 +4,17 @@ import (
 	"bytes"
 )
 
-// The media types of an AG-UI run's answer: the event stream the relay
-// reads and shapes, and the binary encoding it passes on untouched.
+// The media types of an AG-UI run's response: the event stream the relay
+// shapes, and the binary encoding it passes on untouched.
 const (
 	mediaEventStream = "text/event-stream"
 	mediaProto       = "application/vnd.ag-ui.event+proto"
 )
 
 // acceptsEventStream reports whether a consumer whose Accept header is
-// accept can read an event stream: no Accept at all, or one whose most
-// specific range that matches text/event-stream (text/event-stream itself,
-// text/*, */*) has a quality above 0 (RFC 9110 §12.5.1). Media-type names
-// are compared without regard to case, and parameters (charset=utf-8) do
-// not change the match.
+// accept can read an event stream: no Accept, or one whose most specific
+// range that matches text/event-stream has a quality above 0 (RFC 9110
+// §12.5.1).
 func acceptsEventStream(accept []byte) bool {
 	if len(bytes.TrimSpace(accept)) == 0 {
 		return true
@@ -49,10 +47,8 @@ func acceptsEventStream(accept []byte) bool {
 	return ok
 }
 
-// qualityAbove0 reads the q parameter of a media range's parameters
-// ("charset=utf-8; q=0.5"): false only for a quality of 0 (q=0, q=0.0,
-// q=0.000), true when there is none or it does not parse (a range is
-// acceptable unless it says otherwise).
+// qualityAbove0 reports false only for a q parameter of 0 (q=0.000): a
+// range is acceptable unless it says otherwise.
 func qualityAbove0(params []byte) bool {
 	for rest := params; len(rest) > 0; {
 		var p []byte
@@ -70,7 +66,6 @@ func qualityAbove0(params []byte) bool {
 	return true
 }
 
-// isProto reports whether a content type is the AG-UI protobuf encoding.
 func isProto(ct []byte) bool {
 	mt, _, _ := bytes.Cut(ct, []byte(";"))
 	return bytes.EqualFold(bytes.TrimSpace(mt), []byte(mediaProto))

@@ -12,61 +12,42 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// --max-body bounds one request body; a bodyBudget bounds the bytes of
-// the bodies the server holds at once, all connections together (issue
-// #31: eight 60 MB bodies, 739 MiB).
+// bodyBudget bounds the bytes of request bodies a server buffers at once,
+// all connections together (issue #31: eight 60 MB bodies, 739 MiB), and
+// reads them before the relay's handler runs.
 //
-// The budget holds what the bodies received take, not what their heads
-// announce (issue #39: four heads with a chunked body, or a Content-Length
-// of 64 MiB and one byte, held the whole budget and denied every run). The
-// server streams request bodies (StreamRequestBody) and the budget's
-// handler reads each one before the relay's handler runs: into a buffer
-// that grows with what arrived, by half again (16 KiB at first), each
-// growth claimed before it is made. A growth that does not fit is refused
-// with 503 and Retry-After, and the connection closed; so is, from its
-// head alone, a body whose Content-Length is over what is free (it could
-// not be read whole now), before 100 Continue when it waits for one. The
-// claim is given back when the handler returns.
-//
-// A body that stops arriving is cut: no byte of it for the route's
-// BodyTimeout (within an eighth) answers 408 and closes the connection, as
-// nginx's client_body_timeout does (between two reads, not for the whole
-// body). The server's ReadTimeout still bounds the whole request, head and
-// body, from its start.
-
-// bodyBudget bounds the bytes of request bodies a server holds at once,
-// and reads them.
+// It counts the bytes received, not those a header announces (issue #39:
+// four chunked or 64 MiB Content-Length headers held the whole budget),
+// claiming each growth of a body's buffer before it is made. A claim over
+// the budget, or a Content-Length over what is free, is refused with 503
+// and Retry-After. A body that sends no byte for BodyTimeout is refused
+// with 408, as nginx's client_body_timeout (between two reads).
 type bodyBudget struct {
-	limit   int // bytes of bodies held at once
-	maxBody int // the server's limit of one body
+	limit   int // bytes of bodies buffered at once
+	maxBody int
 	srv     *fasthttp.Server
-	// timeout is the body timeout of a request by its head (the route's);
-	// at most zero: none but the server's ReadTimeout.
+	// timeout is a request's body timeout (the route's); at most zero: none.
 	timeout func(*fasthttp.RequestHeader) time.Duration
 
-	bufs sync.Pool // *[]byte of cap firstBuf: the first buffer of a body
+	bufs sync.Pool // *[]byte of cap firstBuf
 
 	mu   sync.Mutex
 	held int
-	// refused holds the requests refused from their heads (headerReceived)
-	// until their handler answers them; count is len(refused), read
-	// without mu where no entry of the request's own can be missed (it
-	// was made on this goroutine). An entry whose handler never ran (the
-	// server failed the request first) goes when its header serves the
-	// next request.
+	// refused maps the requests refused by header (headerReceived) until
+	// their handler responds; count is len(refused), read without mu where
+	// the request's own entry was made on this goroutine. An entry whose
+	// handler never ran goes when its header serves the next request.
 	refused map[*fasthttp.RequestHeader]error
 	count   atomic.Int32
 }
 
-// firstBuf is the buffer a body is first read into, claimed before any of
-// it arrived; it grows by half from there: a body takes at most half
-// again what came (a doubling would take twice, and leave 100 uploads of
-// just over 1 MiB 200 MiB of the default 256 MiB budget).
+// firstBuf is a body's first buffer; it grows by half from there, so a
+// body takes at most half again what came (a doubling would leave 100
+// uploads of just over 1 MiB 200 MiB of the default 256 MiB budget).
 const firstBuf = 16 << 10
 
-// newBodyBudget returns the budget of srv, whose body limit is maxBody:
-// limit bytes, four times maxBody when zero. timeout gives a request's body
-// timeout (nil: DefaultBodyTimeout).
+// newBodyBudget returns srv's budget of limit bytes (zero: four times
+// maxBody); nil timeout means DefaultBodyTimeout.
 func newBodyBudget(limit, maxBody int, srv *fasthttp.Server, timeout func(*fasthttp.RequestHeader) time.Duration) *bodyBudget {
 	if limit <= 0 {
 		limit = 4 * maxBody
@@ -77,11 +58,9 @@ func newBodyBudget(limit, maxBody int, srv *fasthttp.Server, timeout func(*fasth
 	return &bodyBudget{limit: max(limit, maxBody), maxBody: maxBody, srv: srv, timeout: timeout, refused: map[*fasthttp.RequestHeader]error{}}
 }
 
-// install hooks the budget into srv: the server streams request bodies,
-// and its Handler is called once the budget's handler has read the body
-// whole (Request.Body). A body that cannot be read (too large, over the
-// budget, stalled, malformed) goes to the server's ErrorHandler, whose
-// refusal must be asked first.
+// install has srv stream request bodies and call its Handler once the
+// budget read the body whole. A body that cannot be read goes to the
+// server's ErrorHandler, which must ask refusal first.
 func (b *bodyBudget) install(s *fasthttp.Server) {
 	s.StreamRequestBody = true
 	s.HeaderReceived = b.headerReceived
@@ -113,22 +92,16 @@ func (b *bodyBudget) install(s *fasthttp.Server) {
 	}
 }
 
-// heldBody is a request body being read, or read, by the budget.
 type heldBody struct {
 	buf    []byte
-	pooled *[]byte // the pool's buffer buf is, nil once it grew out of it
+	pooled *[]byte // buf's pooled buffer, nil once it grew out of it
 	held   int     // bytes claimed
 }
 
-// headerReceived sets how the body of the request whose head is h is read
-// before the handler runs (fasthttp's HeaderReceived): one byte of it, so
-// that the rest is read, and claimed, by the budget's handler; its first
-// byte within the body timeout.
-//
-// A body whose Content-Length is over the limit, or over what is free, is
-// refused from the head: none of it is read (its length is set to 0 for
-// the server, the refusal kept for the handler), unless the request waits
-// for 100 Continue (the ExpectHandler refuses it then).
+// headerReceived has the server read one byte of the body, so that the
+// budget's handler reads and claims the rest. A Content-Length over the
+// limit or what is free is refused here, none of it read, unless the
+// request waits for 100 Continue (the ExpectHandler refuses it then).
 func (b *bodyBudget) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if b.count.Load() > 0 {
 		b.refusedHead(h) // left by the header's last request, whose handler never ran
@@ -163,14 +136,12 @@ func (b *bodyBudget) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestC
 	return c
 }
 
-// mayContinue reports whether the request of h waits for 100 Continue
-// before it sends its body (fasthttp's Request.MayContinue).
+// mayContinue is fasthttp's Request.MayContinue.
 func (b *bodyBudget) mayContinue(h *fasthttp.RequestHeader) bool {
 	return h.IsHTTP11() && bytes.EqualFold(h.Peek(fasthttp.HeaderExpect), []byte("100-continue"))
 }
 
-// refusedHead returns, and forgets, the refusal headerReceived made of
-// the request of h; nil when it made none.
+// refusedHead returns and forgets headerReceived's refusal of h, or nil.
 func (b *bodyBudget) refusedHead(h *fasthttp.RequestHeader) error {
 	if b.count.Load() == 0 {
 		return nil
@@ -185,19 +156,16 @@ func (b *bodyBudget) refusedHead(h *fasthttp.RequestHeader) error {
 	return err
 }
 
-// errBodiesInFlight is a body refused because the bodies held at once
-// would be over the budget.
 var errBodiesInFlight = errors.New("relay: the request bodies held at once are at the budget")
 
-// bodyTimeoutError is a body of which no byte came for the body timeout.
 type bodyTimeoutError struct{ limit time.Duration }
 
 func (e *bodyTimeoutError) Error() string {
 	return "no byte of the request body came for " + e.limit.String()
 }
 
-// read reads the body of ctx's request into body, claiming its buffer as
-// it grows; free gives body back, whether or not read failed.
+// read reads ctx's request body into body, claiming its buffer as it
+// grows; free gives body back, whether or not read failed.
 func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
 	h := &ctx.Request.Header
 	n := h.ContentLength() // -1: chunked
@@ -222,7 +190,7 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
 	buf := *body.pooled
 
 	timeout := b.timeout(h)
-	var whole time.Time // the server's bound on the request, from its start
+	var whole time.Time // the server's ReadTimeout, from the request's start
 	if rt := b.srv.ReadTimeout; rt > 0 {
 		whole = ctx.Time().Add(rt)
 	}
@@ -252,17 +220,14 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
 			buf = nb
 		}
 		if timeout > 0 {
-			// Moved once an eighth of the limit passed, not on every read:
-			// a stall is cut between 7/8 of the limit and the limit.
+			// Moved once an eighth of the limit passed, not on every read.
 			if now := time.Now(); now.Sub(set) > timeout/8 {
 				d := now.Add(timeout)
 				if !whole.IsZero() && whole.Before(d) {
 					d = whole
 				}
-				// The connection's own: the server sets its next deadline
-				// itself before it reads again (ctx's would cost a call
-				// more, to clear it after the handler). A socketConn sets
-				// it only when a read goes to the socket.
+				// The connection's, not ctx's, which would cost a call more
+				// to clear: the server sets its next deadline itself.
 				if sc != nil {
 					sc.bodyDeadline = d
 				} else if err := ctx.Conn().SetReadDeadline(d); err != nil {
@@ -288,9 +253,8 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
 	}
 }
 
-// first returns an empty buffer of cap firstBuf for a body's first
-// bytes, from the pool: a small body is read into one (and holds its
-// length of the budget) without an allocation of its own.
+// first returns an empty pooled buffer of cap firstBuf: a small body needs
+// no allocation of its own.
 func (b *bodyBudget) first() *[]byte {
 	if p, ok := b.bufs.Get().(*[]byte); ok {
 		*p = (*p)[:0]
@@ -300,8 +264,6 @@ func (b *bodyBudget) first() *[]byte {
 	return &buf
 }
 
-// free gives back what body claimed, and its buffer to the pool when it
-// is the pool's.
 func (b *bodyBudget) free(body *heldBody) {
 	b.release(body.held)
 	if body.pooled != nil {
@@ -310,14 +272,12 @@ func (b *bodyBudget) free(body *heldBody) {
 	*body = heldBody{}
 }
 
-// fits reports whether n bytes are free now.
 func (b *bodyBudget) fits(n int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.held+n <= b.limit
 }
 
-// claim takes n bytes of the budget, and reports whether they were free.
 func (b *bodyBudget) claim(n int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -328,7 +288,6 @@ func (b *bodyBudget) claim(n int) bool {
 	return true
 }
 
-// release gives back n bytes claimed.
 func (b *bodyBudget) release(n int) {
 	if n == 0 {
 		return
@@ -338,17 +297,15 @@ func (b *bodyBudget) release(n int) {
 	b.mu.Unlock()
 }
 
-// inFlight returns the bytes claimed now.
 func (b *bodyBudget) inFlight() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.held
 }
 
-// refusal returns the budget's 503 when err, the server's or the budget
-// handler's failure to read the request of ctx, is the budget's refusal;
-// nil otherwise. A refusal from the request's head that no handler
-// answered (the server failed the request first) is forgotten.
+// refusal returns the budget's 503 when err is the budget's refusal, nil
+// otherwise; a refusal by header that no handler responded to is
+// forgotten.
 func (b *bodyBudget) refusal(ctx *fasthttp.RequestCtx, err error) *Problem {
 	if b == nil {
 		return nil
@@ -360,9 +317,8 @@ func (b *bodyBudget) refusal(ctx *fasthttp.RequestCtx, err error) *Problem {
 	return nil
 }
 
-// refusedBeforeContinue returns the budget's 503 for a request that waits
-// for 100 Continue and whose Content-Length is over what is free now (the
-// body is never read), nil otherwise.
+// refusedBeforeContinue returns the budget's 503 for an Expect:
+// 100-continue request whose Content-Length is over what is free, or nil.
 func (b *bodyBudget) refusedBeforeContinue(ctx *fasthttp.RequestCtx) *Problem {
 	if b == nil {
 		return nil
@@ -373,8 +329,8 @@ func (b *bodyBudget) refusedBeforeContinue(ctx *fasthttp.RequestCtx) *Problem {
 	return nil
 }
 
-// retryAfter is the Retry-After of the budget's 503, in seconds: bodies
-// are mostly read and forwarded within one.
+// retryAfter is the budget's 503's Retry-After, in seconds: bodies are
+// mostly read and forwarded within one.
 const retryAfter = 1
 
 func (b *bodyBudget) problem() *Problem {
@@ -383,6 +339,6 @@ func (b *bodyBudget) problem() *Problem {
 		retryAfter: retryAfter}
 }
 
-// ProblemBodiesInFlight is the problem type of a request refused because
-// the bodies the relay holds at once would be over its budget.
+// ProblemBodiesInFlight is the problem type of a request refused by
+// Relay.MaxBodiesInFlight.
 const ProblemBodiesInFlight = "urn:agui-relay:bodies-in-flight"

@@ -7,24 +7,19 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// A carrier gives a Relay's event streams their goroutines, once the
-// request's handler returns, and says whether a stream may park. There are
-// two, chosen by Relay.ReuseGoroutines.
+// A carrier gives a Relay's event streams their goroutines once the
+// request's handler returns; Relay.ReuseGoroutines chooses one of two.
 type carrier interface {
-	// carry runs st, the response to ctx's request; sc is ctx's connection
-	// when the relay's Listener served it.
+	// carry runs st; sc is ctx's connection when the relay's Listener made it.
 	carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse)
-	// parks reports whether a stream may park (relayedStream.park).
-	parks() bool
-	// next serves conn's next requests with srv after a stream ended with
-	// conn reusable, and returns the stream this goroutine runs next,
-	// ok=false when none.
+	parks() bool // whether a stream may park (relayedStream.park)
+	// next serves conn's next requests with srv after a stream, and returns
+	// the stream this goroutine runs next, ok=false when none.
 	next(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool)
 }
 
-// goroutinePerStream hijacks each stream's connection and runs the stream
-// on a goroutine of its own to its end; the connection's next request goes
-// back to the server.
+// goroutinePerStream runs each stream on its hijacked connection's
+// goroutine to its end.
 type goroutinePerStream struct{}
 
 func (goroutinePerStream) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
@@ -38,9 +33,8 @@ func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (streamRespo
 	return streamResponse{}, false
 }
 
-// reuseGoroutines starts as few goroutines as it can: a connection's next
-// stream runs on the goroutine that served its request (handOver), and a
-// stream whose producer is silent parks with the Relay's Poller.
+// reuseGoroutines runs a connection's next stream on the goroutine that
+// served its request (handOver), and parks silent streams.
 type reuseGoroutines struct{}
 
 func (reuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
@@ -55,7 +49,6 @@ func (reuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (streamResponse
 	return nextStream(conn, srv)
 }
 
-// carrier returns r's carrier.
 func (r *Relay) carrier() carrier {
 	if r.ReuseGoroutines {
 		return reuseGoroutines{}
@@ -63,11 +56,9 @@ func (r *Relay) carrier() carrier {
 	return goroutinePerStream{}
 }
 
-// nextStream serves conn's next requests (wire.Handover) until the
-// response to one is a stream handed over in place (handOver), and returns
-// it: the goroutine that ran the last stream runs it, with no hijack and no
-// goroutine started. ok=false when the connection ended first, or conn is
-// not a socketConn (its streams get goroutines of their own).
+// nextStream serves conn's next requests until one's response is a stream
+// handed over in place (handOver), and returns it. ok=false when the
+// connection ended first, or conn is not a socketConn.
 func nextStream(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool) {
 	sc, _ := conn.(*socketConn)
 	if sc == nil {
@@ -81,10 +72,10 @@ func nextStream(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool
 	return st, ok
 }
 
-// inPlace readies a stream handed over in place once the server returned:
-// the connection may serve another request only when the server's last
-// read waited for a request's first byte, so that no pipelined request it
-// buffered is lost; the server's deadlines are undone.
+// inPlace readies a stream handed over in place once the server returned.
+// The connection may serve another request only when the server's last
+// read waited for a request's first byte: else a pipelined request it
+// buffered would be lost.
 func (st *streamResponse) inPlace(sc *socketConn) {
 	sc.inPlace.Store(false)
 	if !sc.idleRead && st.w.srv != nil {

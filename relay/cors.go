@@ -13,18 +13,14 @@ import (
 )
 
 // CORS is a route's cross-origin policy, for pages that call the relay
-// with fetch from another origin (HttpAgent in the browser). With a policy
-// the relay answers preflights itself, without contacting the producer,
-// and puts the CORS headers on every answer of the route: relayed streams,
-// proxied answers, and its own problems (400, 413, 502, 503, 504), so that
-// a page can read why a run was refused. The relay's policy is the only
-// one: the producer's Access-Control-* headers are removed from what it
-// relays, so a browser never sees two of them (which it rejects).
+// with fetch from another origin (HttpAgent in the browser). The relay
+// responds to preflights itself and puts the CORS headers on every
+// response of the route, its own problems too, so that a page can read why
+// a run was refused. The producer's Access-Control-* headers are removed:
+// a browser rejects two of them.
 //
-// Without a policy (a nil *CORS, the default) the relay does no CORS: a
-// preflight is proxied to the producer like any OPTIONS request, the
-// producer's CORS headers pass through untouched, and the relay's own
-// problems carry none (a page sees them as network errors).
+// A nil *CORS does no CORS: preflights are proxied and the producer's
+// headers pass through.
 //
 // A CORS is immutable once made by NewCORS; any number of requests may use
 // it at once.
@@ -46,30 +42,27 @@ type originSuffix struct{ scheme, suffix, port string }
 
 // CORSOptions configure a CORS. Lists take "*" alone for "any".
 type CORSOptions struct {
-	// AllowOrigins are the origins whose pages may read the answers:
-	// "https://app.example.com", "http://localhost:3000", the subdomains
-	// of a host as "https://*.example.com", or "*" for any origin.
-	// Required.
+	// AllowOrigins are the origins whose pages may read the responses:
+	// "https://app.example.com", "https://*.example.com" for subdomains,
+	// or "*". Required.
 	AllowOrigins []string
 	// AllowMethods are the methods a preflight allows; nil means
 	// DefaultCORSMethods. "*" allows the method each preflight asks for.
 	AllowMethods []string
 	// AllowHeaders are the request headers a preflight allows; nil means
-	// DefaultCORSHeaders. "*" allows the headers each preflight asks for
-	// (echoed, so that it covers Authorization and credentialed requests,
-	// which a literal "*" does not).
+	// DefaultCORSHeaders. "*" echoes those each preflight asks for: a
+	// literal "*" does not cover Authorization or credentialed requests.
 	AllowHeaders []string
 	// ExposeHeaders are the response headers, beyond the CORS-safelisted
 	// ones, that the page may read; none by default.
 	ExposeHeaders []string
-	// AllowCredentials lets pages send cookies and HTTP authentication
-	// (fetch with credentials: "include"). It needs listed origins: the
-	// Fetch standard refuses a credentialed answer to "*", and answering
-	// every origin by name would let any site act as the user.
+	// AllowCredentials lets pages send cookies and HTTP authentication.
+	// It needs listed origins: the Fetch standard refuses a credentialed
+	// response to "*", and naming every origin would let any site act as
+	// the user.
 	AllowCredentials bool
-	// MaxAge is how long a browser may cache a preflight's answer; zero
+	// MaxAge is how long a browser may cache a preflight's response; zero
 	// sends no Access-Control-Max-Age (browsers then cache for 5 seconds).
-	// Browsers cap it (Chromium at 2 hours).
 	MaxAge time.Duration
 }
 
@@ -78,8 +71,7 @@ type CORSOptions struct {
 func DefaultCORSMethods() []string { return []string{"GET", "HEAD", "POST"} }
 
 // DefaultCORSHeaders are the request headers a CORS policy allows by
-// default: what HttpAgent sends (a JSON body, asking for an event stream)
-// and the usual bearer token.
+// default: what HttpAgent sends, and a bearer token.
 func DefaultCORSHeaders() []string { return []string{"Accept", "Authorization", "Content-Type"} }
 
 // NewCORS checks o and returns its policy.
@@ -135,9 +127,8 @@ func NewCORS(o CORSOptions) (*CORS, error) {
 	return c, nil
 }
 
-// parseOrigin reads an allowed origin: its serialisation as a browser
-// sends it in Origin (lower case scheme and host; a default port left
-// out), or for a subdomain pattern the suffix it matches.
+// parseOrigin returns an allowed origin as a browser sends it in Origin,
+// or for a subdomain pattern the suffix it matches.
 func parseOrigin(s string) (string, *originSuffix, error) {
 	u, err := url.Parse(s)
 	bad := func(why string) (string, *originSuffix, error) {
@@ -199,8 +190,7 @@ func corsList(list, def []string, valid func(string) bool) (joined string, anyOf
 	return strings.Join(list, ", "), false, nil
 }
 
-// isToken reports whether s is an HTTP token (RFC 9110), as a method or a
-// header name is.
+// isToken reports whether s is an HTTP token (RFC 9110).
 func isToken(s string) bool {
 	if s == "" {
 		return false
@@ -214,7 +204,6 @@ func isToken(s string) bool {
 	return true
 }
 
-// allows reports whether a page of origin may read the answers.
 func (c *CORS) allows(origin []byte) bool {
 	if len(origin) == 0 {
 		return false
@@ -248,17 +237,14 @@ var corsResponseHeaders = []string{
 	"Access-Control-Allow-Private-Network",
 }
 
-// isPreflight reports whether the request is a CORS preflight: OPTIONS
-// with Origin and Access-Control-Request-Method.
 func isPreflight(ctx *fasthttp.RequestCtx) bool {
 	return ctx.IsOptions() && len(ctx.Request.Header.Peek("Origin")) > 0 &&
 		len(ctx.Request.Header.Peek("Access-Control-Request-Method")) > 0
 }
 
-// preflight answers ctx when it is a preflight and reports whether it was:
-// 204, with the policy's headers when the origin is allowed (without them
-// the browser fails the request it was asking about, and says why in the
-// page's console). A nil c answers nothing.
+// preflight responds 204 to a preflight, with the policy's headers when
+// the origin is allowed, and reports whether ctx was one. A nil c does
+// nothing.
 func (c *CORS) preflight(ctx *fasthttp.RequestCtx) bool {
 	if c == nil || !isPreflight(ctx) {
 		return false
@@ -290,9 +276,8 @@ func (c *CORS) preflight(ctx *fasthttp.RequestCtx) bool {
 	return true
 }
 
-// apply puts the policy's headers on the answer begun in ctx, in place of
-// any CORS headers the producer sent, and adds Origin to Vary (the answer
-// depends on it). A nil c leaves the answer as it is.
+// apply puts the policy's headers on ctx's response, in place of the
+// producer's, and adds Origin to Vary. A nil c does nothing.
 func (c *CORS) apply(ctx *fasthttp.RequestCtx) {
 	if c == nil {
 		return
@@ -325,8 +310,7 @@ func (c *CORS) setOrigin(h *fasthttp.ResponseHeader, origin []byte) {
 	}
 }
 
-// varies reports whether the answer's Vary already names Origin (or is
-// "*"), in any of its header lines.
+// varies reports whether a Vary line names Origin or "*".
 func varies(h *fasthttp.ResponseHeader) bool {
 	for _, v := range h.PeekAll(fasthttp.HeaderVary) {
 		for f := range bytes.SplitSeq(v, []byte(",")) {

@@ -7,15 +7,12 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// hasDotSegment reports whether the path of a request target (up to its
-// query) has a "." or ".." segment once percent-decoded: "%2e", "%2E" are
-// dots, "%2f", "%5c" and a backslash separate segments as "/" does, and a
-// segment's parameters (";x", "%3b") do not hide its dots,
-// since producers differ in what they decode and which separators they
-// honour. The relay appends the path to the upstream's base path (and
-// after a route's prefix) as it came, so such a segment could make a
-// producer that resolves it serve something outside them: the relay
-// refuses it rather than guess which resolution the producer applies.
+// hasDotSegment reports whether the path of a request target has a "." or
+// ".." segment once percent-decoded, with "%2f", "%5c" and a backslash as
+// separators and a segment's parameters ignored, since producers differ in
+// what they decode. The relay forwards the path as it came, so such a
+// segment could reach outside the upstream's base path or a route's prefix:
+// it refuses it rather than guess the producer's resolution.
 func hasDotSegment(target []byte) bool {
 	path, _, _ := bytes.Cut(target, []byte("?"))
 	if bytes.IndexByte(path, '.') < 0 && bytes.IndexByte(path, '%') < 0 {

@@ -7,11 +7,10 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// ContentCoding reads the Content-Encoding of a producer's answer: gz
-// reports gzip, which the relay decodes; readable that the relay can read
-// the events at all (no coding, identity or gzip). The relay asks for
-// identity, but a producer, or a proxy in front of it, may compress anyway.
-// check --url reads an answer by it too, as the relay would.
+// ContentCoding reads the Content-Encoding of a producer's response: gz
+// reports gzip, which the relay decodes; readable that it can read the
+// events at all. The relay asks for identity, but a producer, or a proxy in
+// front of it, may compress anyway.
 func ContentCoding(ce []byte) (gz, readable bool) {
 	ce = bytes.TrimSpace(ce)
 	switch {
@@ -23,11 +22,9 @@ func ContentCoding(ce []byte) (gz, readable bool) {
 	return false, false
 }
 
-// gunzipBody decodes a gzip answer as it streams. Read is called only by
-// the goroutine that reads the stream (the decoder is made there, at the
-// first read, since making it reads the gzip header); CloseWithError may
-// come from any goroutine and goes to the producer's stream, which
-// interrupts a read in flight.
+// gunzipBody decodes a gzip response as it streams. Read is called only by
+// the stream's goroutine (making the decoder reads the gzip header);
+// CloseWithError may come from any goroutine.
 type gunzipBody struct {
 	body fasthttp.ReadCloserWithError
 	zr   *gzip.Reader

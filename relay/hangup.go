@@ -6,20 +6,12 @@ import (
 	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
-// A consumer's hangup is noticed by the Relay's Poller, which watches
-// every connection of the Relays that share it from one goroutine, instead
-// of a goroutine per stream parked in a Read (watchConsumer, the fallback:
-// no Poller, a platform or connection it cannot watch, such as a TLS
-// wrapper). A consumer's connection served by the relay's Listener
-// (socketConn) stays registered across its runs.
-
-// watchHangup calls cancel once conn's peer hangs up, through pl. It
-// returns the registration for unwatchHangup, ok=false when conn cannot be
-// watched this way (pl nil included).
+// watchHangup calls cancel once conn's peer hangs up, through pl: one
+// goroutine for every connection, not one per stream parked in a Read
+// (watchConsumer, the fallback). ok=false when conn cannot be watched so.
 //
-// A socketConn stays registered from its first run to its close: the runs
-// that follow on the persistent connection swap the registration's action, with
-// no system call.
+// A socketConn stays registered from its first run to its close: later
+// runs swap the registration's action, with no system call.
 func watchHangup(pl *wire.Poller, conn net.Conn, cancel func()) (token int32, ok bool) {
 	if pl == nil {
 		return 0, false
@@ -46,8 +38,7 @@ func watchHangup(pl *wire.Poller, conn net.Conn, cancel func()) (token int32, ok
 }
 
 // unwatchHangup ends a registration of watchHangup; call it before closing
-// conn. A socketConn's registration stays (see watchHangup), doing nothing
-// until the connection's next run or its close.
+// conn. A socketConn's stays, doing nothing until its next run or close.
 func unwatchHangup(pl *wire.Poller, conn net.Conn, token int32) {
 	if sc, kept := conn.(*socketConn); kept && sc.hangup.Load() == token {
 		sc.watcher.Rewatch(token, betweenRuns)
@@ -60,6 +51,6 @@ func unwatchHangup(pl *wire.Poller, conn net.Conn, token int32) {
 	}
 }
 
-// betweenRuns is a persistent connection's hangup action while no run is on it:
-// the server's read of the next request sees the hangup.
+// betweenRuns does nothing: the server's read of the next request sees the
+// hangup.
 func betweenRuns() {}

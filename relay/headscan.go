@@ -5,38 +5,31 @@ import (
 	"errors"
 )
 
-// A request head whose lines end in a bare LF would make fasthttp's server
-// wait for a CRLF that never comes, until the client gave up: its parser
-// looks for CRLFCRLF only. The relay's consumer connections (Listener)
-// look at the head of a request as it is read instead, and fail the read
-// once a line ends in LF alone, so that the server answers 400 at once.
-// Only where a head is known to start: a connection's first request, and
-// the request after a stream handed the connection back (handBack); past
-// an ordinary answer a pipelined request may be read already, and its body
-// (JSON with newlines) must never be taken for a head.
+// A request header whose lines end in a bare LF would make fasthttp's
+// server wait for a CRLFCRLF that never comes. The Listener's connections
+// scan the header as it is read and fail the read at a bare LF, so that the
+// server responds 400 at once. Only where a header is known to start (a
+// connection's first request, after handBack): elsewhere a pipelined
+// request's body (JSON with newlines) may be read already.
 
-// errBareLF is what a consumer connection's read returns once the head of
-// its request ended a line in LF without CR: that read's bytes are dropped,
-// so that the server, which may accept a bare LF inside a complete head,
-// never parses the head whole.
+// errBareLF drops the read's bytes, so that the server, which may accept a
+// bare LF inside a complete header, never parses the header whole.
 var errBareLF = errors.New("a request line ends in a bare LF")
 
-// headScan follows a request head through a connection's reads.
+// headScan follows a request header through a connection's reads.
 type headScan struct {
-	on      bool  // a head is being read
-	last    byte  // the last byte scanned
-	started bool  // a line other than an empty one was seen
+	on      bool // a header is being read
+	last    byte
+	started bool  // a non-empty line was seen
 	bad     bool  // a line ended in a bare LF
-	line    int32 // bytes of the current line so far, its CR included (the server's read buffer bounds a head: 16 KiB)
+	line    int32 // bytes of the current line, CR included (at most the 16 KiB read buffer)
 }
 
-// arm starts watching a head that begins with the next byte read.
 func (h *headScan) arm() { *h = headScan{on: true} }
 
-// scan follows p, the next bytes read, until the head's end (the empty
-// line after its lines; empty lines before the request line are skipped,
-// as RFC 9112 allows); it reports whether a line of the head ended in a
-// bare LF.
+// scan follows p, the next bytes read, to the header's end, skipping
+// empty lines before the request line as RFC 9112 allows; it reports
+// whether a line ended in a bare LF.
 func (h *headScan) scan(p []byte) bool {
 	for h.on && len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -52,9 +45,8 @@ func (h *headScan) scan(p []byte) bool {
 		h.line += int32(i)
 		switch {
 		case h.line == 0 && !h.started:
-			// An empty line before the request line, bare or not: skipped
-			// (the server does too), and the first byte read (the server's
-			// one-byte read) is never refused.
+			// Skipped, as the server does; the server's one-byte first
+			// read is never refused.
 		case prev != '\r':
 			h.on, h.bad = false, true
 			return true
@@ -62,7 +54,7 @@ func (h *headScan) scan(p []byte) bool {
 		if h.line > 1 {
 			h.started = true
 		} else if h.started {
-			h.on = false // the empty line: the head is over, the body is not looked at
+			h.on = false // the header is over; the body is not scanned
 		}
 		h.line, h.last = 0, '\n'
 		p = p[i+1:]

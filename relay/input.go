@@ -10,20 +10,16 @@ import (
 	"github.com/agui-relay/agui-relay/rules"
 )
 
-// The input check of a run (Relay.admit): the body is read once as a
-// RunAgentInput document (rules.ReadInput), which validates it and locates
-// its top-level members; the members the relay needs are read from there
-// and the judgement does not validate again.
+// A run's body is read once (rules.ReadInput), which validates it and
+// locates its members; the judgement does not validate again.
 
 // JudgeInput lists what the rules of version v find malformed in a
-// RunAgentInput, each with its JSON pointer and the rule it breaks. It is
-// the relay's default Relay.CheckInput. Unrecognised members are not errors:
-// the input translation strips them for a producer known to be older.
+// RunAgentInput; it is the default Relay.CheckInput. Unrecognised members
+// are not errors: the input translation strips them for an older producer.
 func JudgeInput(v negotiate.Version, body []byte) []InputError {
 	return inputErrors(rules.JudgeInput(v, body))
 }
 
-// inputErrors lists the malformed findings of j, as JudgeInput does.
 func inputErrors(j rules.Judgement) []InputError {
 	if j.Verdict != rules.Malformed {
 		return nil
@@ -41,10 +37,8 @@ func inputErrors(j rules.Judgement) []InputError {
 	return errs
 }
 
-// readInput is the check of a run's body the relay makes before it judges
-// it (Relay.CheckInput): a JSON object, nested at most rules.MaxNesting
-// deep (rules.ReadInput). It returns the error about the whole document
-// when the body fails it.
+// readInput checks that a run's body is a JSON object nested at most
+// rules.MaxNesting deep, before it is judged.
 func readInput(body []byte) (rules.Input, []InputError) {
 	in, j := rules.ReadInput(body)
 	if j.Verdict != rules.Malformed {
@@ -60,8 +54,6 @@ func readInput(body []byte) (rules.Input, []InputError) {
 	return in, []InputError{{"", reason}}
 }
 
-// checkInput applies the CheckInput hook to the input's body, or by default
-// judges the input (JudgeInput, without validating it again).
 func (r *Relay) checkInput(in *rules.Input, v negotiate.Version) []InputError {
 	if r.CheckInput != nil {
 		return r.CheckInput(v, in.Body())
@@ -69,8 +61,8 @@ func (r *Relay) checkInput(in *rules.Input, v negotiate.Version) []InputError {
 	return inputErrors(in.Judge(v))
 }
 
-// memberString is what gjson's Result.String says of the raw member value
-// raw ("" for none), a copy of its own: the body is the server's buffer.
+// memberString is gjson's Result.String of raw, copied: the body is the
+// server's buffer.
 func memberString(raw string) string {
 	return strings.Clone(gjson.Parse(raw).String())
 }

@@ -19,15 +19,11 @@ const (
 )
 
 // RetryAccept returns ln whose Accept fails only once ln is closed. Any
-// other error (the descriptors of ulimit -n used up: EMFILE) is retried
-// after a backoff of 5 ms doubling to 1 s, as Go's net/http server does,
-// where fasthttp's Serve would return it and the server stop. Connections
-// already accepted, and their runs, are not touched; new ones are accepted
-// as soon as the error clears (descriptors freed), within a second.
+// other error (EMFILE) is retried after a backoff, as Go's net/http server
+// does, where fasthttp's Serve would stop the server.
 //
 // Each failure is counted with counted (nil: not counted), with its reason
-// (acceptErrorReason), and logged at WARN at most once a second, with
-// the number of failures since the line before.
+// (acceptErrorReason), and logged at WARN at most once a second.
 func RetryAccept(ln net.Listener, log *zap.Logger, counted func(reason string)) net.Listener {
 	return &retryListener{Listener: ln, log: log, counted: counted, closed: make(chan struct{})}
 }
@@ -77,8 +73,6 @@ func (l *retryListener) Close() error {
 	return l.Listener.Close()
 }
 
-// failed counts a failed accept and logs it, unless a line was logged less
-// than acceptLogEvery ago.
 func (l *retryListener) failed(err error, delay time.Duration) {
 	reason := acceptErrorReason(err)
 	if l.counted != nil {
@@ -101,9 +95,8 @@ func (l *retryListener) failed(err error, delay time.Duration) {
 	}
 }
 
-// acceptErrorReason names an accept error: emfile (the process's
-// descriptor limit, ulimit -n), enfile (the system's), enobufs or enomem
-// (the kernel's buffers or memory), or other.
+// acceptErrorReason names an accept error: emfile, enfile, enobufs,
+// enomem or other.
 func acceptErrorReason(err error) string {
 	switch {
 	case errors.Is(err, syscall.EMFILE):

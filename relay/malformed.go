@@ -12,18 +12,14 @@ import (
 	"github.com/agui-relay/agui-relay/internal/redact"
 )
 
-// A producer's response whose header cannot be parsed is told from a producer
-// that cannot be reached: 502 typed upstream-malformed, whose detail names
-// the fault's kind alone. fasthttp's parse errors quote the header they
-// failed on, and what followed it in the buffer (up to the 4 KiB of the
-// client's read buffer): none of that reaches the consumer, and the log
-// keeps a short escaped excerpt of the response's start.
+// A producer's response whose header cannot be parsed is a 502 typed
+// upstream-malformed, whose detail names the fault's kind alone: fasthttp's
+// parse errors quote up to 4 KiB of the response. The log gets a short
+// escaped excerpt.
 
-// excerptLen bounds the bytes of a malformed response a log line shows: the
-// status line and a little more.
+// excerptLen bounds a logged excerpt: the status line and a little more.
 const excerptLen = 64
 
-// malformedAnswerError is the producer's response that could not be parsed.
 type malformedAnswerError struct {
 	kind    string // what is wrong, a fixed phrase (answerErrorKinds)
 	excerpt string // the response's first bytes, quoted (redact.Excerpt)
@@ -33,9 +29,8 @@ func (e *malformedAnswerError) Error() string {
 	return "the producer's answer cannot be parsed: " + e.kind + "; it begins " + e.excerpt
 }
 
-// answerErrorKinds maps what fasthttp's errors reading a response header say
-// (lower case, before any quoted bytes) to the kind the relay reports,
-// first match first.
+// answerErrorKinds maps fasthttp's errors reading a response header to the
+// kind the relay reports, first match first.
 var answerErrorKinds = [...]faultWords{
 	{"status code", "invalid status code"},
 	{"whitespace in the first line", "malformed status line"},
@@ -52,10 +47,8 @@ var answerErrorKinds = [...]faultWords{
 	{"interim", "too many interim (1xx) answers"},
 }
 
-// malformedAnswer returns err, an error of reading the producer's response
-// header from br, as a malformedAnswerError when it says the header cannot be
-// parsed; the connection's own failures (a reset, an end, a timeout) are
-// returned as they are.
+// malformedAnswer returns err as a malformedAnswerError when it says the
+// response header from br cannot be parsed; else err as it is.
 func malformedAnswer(err error, br *bufio.Reader) error {
 	var op *net.OpError
 	var errno syscall.Errno

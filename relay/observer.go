@@ -7,11 +7,9 @@ import (
 	"github.com/agui-relay/agui-relay/translate"
 )
 
-// lossLog is the Relay's translate.Observer, the translate package's own
-// report of a run's translations: it logs each lossy translation at WARN,
-// once per shape per run with its count, unless quiet. The taps are told
-// the same through event.ObserverFor (RunTap.Translated, RunTap.Warned);
-// counting them is the metrics' tap's.
+// lossLog is the Relay's translate.Observer: it logs each lossy
+// translation at WARN, once per shape per run with its count, unless quiet.
+// The taps are told through event.ObserverFor.
 type lossLog struct {
 	log   *zap.Logger
 	quiet bool // Relay.QuietTranslationWarnings
@@ -20,7 +18,6 @@ type lossLog struct {
 // Translated does nothing: translations are counted by the metrics tap.
 func (o *lossLog) Translated(*translate.Step, string, negotiate.Version, negotiate.Version) {}
 
-// Warn logs one lossy translation of a run.
 func (o *lossLog) Warn(run *translate.Run, w translate.Warning) {
 	if o.quiet {
 		return

@@ -16,16 +16,15 @@ const (
 	ProblemUpgrade         = "urn:agui-relay:upstream-upgrade"
 )
 
-// Problem is an error answered before the stream starts, written as an RFC
-// 9457 application/problem+json document.
+// Problem is an error response before the stream starts, an RFC 9457
+// application/problem+json document.
 type Problem struct {
 	// Type is a URI naming the kind of problem ("urn:agui-relay:…").
 	Type   string `json:"type"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
-	// Errors lists what is wrong with a malformed input, one entry per
-	// located problem.
+	// Errors lists what is wrong with a malformed input.
 	Errors []InputError `json:"errors,omitempty"`
 
 	retryAfter int // seconds; above 0, the answer says Retry-After
@@ -39,7 +38,6 @@ type InputError struct {
 	Reason string `json:"reason"`
 }
 
-// The problems the relay answers with.
 func problemInput(errs []InputError) *Problem {
 	return &Problem{Type: ProblemInvalidInput, Title: "The RunAgentInput is malformed", Status: fasthttp.StatusBadRequest,
 		Detail: "the producer was not contacted", Errors: errs}
@@ -65,9 +63,8 @@ func problemBusy(err error) *Problem {
 		Detail: err.Error()}
 }
 
-// problemUpgrade answers a producer's 101 Switching Protocols: the relay
-// never asks for an upgrade (it drops the consumer's Upgrade header as
-// hop-by-hop) and tunnels none, and a run is an event stream.
+// problemUpgrade is the response to a producer's 101: the relay drops the
+// consumer's Upgrade header as hop-by-hop and tunnels nothing.
 func problemUpgrade() *Problem {
 	return &Problem{Type: ProblemUpgrade, Title: "The producer switched protocols", Status: fasthttp.StatusBadGateway,
 		Detail: "the producer answered 101 Switching Protocols; the relay does not tunnel upgraded connections, and a run is answered with an event stream"}
@@ -77,7 +74,7 @@ func problemShuttingDown() *Problem {
 	return &Problem{Type: "urn:agui-relay:shutting-down", Title: "The relay is shutting down", Status: fasthttp.StatusServiceUnavailable}
 }
 
-// Write answers ctx with the problem, replacing any response begun.
+// Write responds with the problem, replacing any response begun.
 func (p *Problem) Write(ctx *fasthttp.RequestCtx) {
 	b, err := json.Marshal(p)
 	if err != nil { // cannot happen: strings and ints only

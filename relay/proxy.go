@@ -20,8 +20,6 @@ var hopHeaders = [...]string{
 // (TestHopLengths): most keys are of no such length and need no compare.
 const hopLengths = 1<<2 | 1<<7 | 1<<10 | 1<<16 | 1<<17 | 1<<18 | 1<<19
 
-// isHop reports whether the header key is one of hopHeaders, its length
-// looked up first.
 func isHop(key []byte) bool {
 	if len(key) >= 64 || hopLengths&(1<<len(key)) == 0 {
 		return false
@@ -34,14 +32,12 @@ func isHop(key []byte) bool {
 	return false
 }
 
-// is reports whether the header key is name, in any case.
 func is(key []byte, name string) bool {
 	return len(key) == len(name) && bytes.EqualFold(key, []byte(name))
 }
 
-// appendConnectionTokens appends to tokens the header names a Connection
-// header (k: v) lists; any other header appends nothing. The tokens are
-// slices of v, valid while the message is.
+// appendConnectionTokens appends the header names a Connection header
+// (k: v) lists. The tokens are slices of v, valid while the message is.
 func appendConnectionTokens(tokens [][]byte, k, v []byte) [][]byte {
 	if !is(k, "Connection") {
 		return tokens
@@ -54,36 +50,31 @@ func appendConnectionTokens(tokens [][]byte, k, v []byte) [][]byte {
 	return tokens
 }
 
-// normalizer is a fasthttp header's normalising of header names.
 type normalizer interface {
 	DisableNormalizing() (was bool)
 	EnableNormalizing() (was bool)
 }
 
-// namesAsIs turns dst's normalising of header names off while the headers
-// of src are copied into it, when src's names are normalised already
-// (fasthttp's default): the names are the same, without being normalised
-// once more each. It reports whether dst's is to be turned on again once
-// they are copied.
+// namesAsIs turns dst's normalising of header names off when src's are
+// normalised already, so that they are not normalised twice. It reports
+// whether dst's is to be turned on again after the copy.
 func namesAsIs(dst, src normalizer) (restore bool) {
 	if src.DisableNormalizing() {
-		return false // src keeps the names as they came: dst normalises them as before
+		return false
 	}
 	src.EnableNormalizing()
 	return !dst.DisableNormalizing()
 }
 
 // copyRequestHeaders copies the end-to-end headers of the consumer's request
-// to the producer's: everything but the hop-by-hop headers, Host (the
-// producer's own is set from its URL) and Content-Length (set from the body
-// actually sent). The headers a Connection header names are removed once
-// copied (they are seldom any): one pass over the headers, not two.
+// to the producer's, but Host and Content-Length. Those a Connection header
+// names are removed after the copy (they are seldom any): one pass, not two.
 // copyResponseHeaders repeats its body because a generic copy is compiled
 // once for every pointer type, calling All through a dictionary, so its
 // iterator state and token buffer escape: 10 allocations a call in
 // BenchmarkRunHeaders, against 0 (checked with go build -gcflags=-m).
 func copyRequestHeaders(dst, src *fasthttp.RequestHeader) {
-	var buf [4][]byte // room for the tokens of a Connection header, on the stack
+	var buf [4][]byte // a Connection header's tokens, on the stack
 	tokens := buf[:0]
 	restore := namesAsIs(dst, src)
 	for k, v := range src.All() {
@@ -101,12 +92,10 @@ func copyRequestHeaders(dst, src *fasthttp.RequestHeader) {
 	}
 }
 
-// copyResponseHeaders copies the end-to-end headers of the producer's response
-// to the consumer's: everything but the hop-by-hop headers and
-// Content-Length (the relay sets the length of what it sends), and those
-// its Connection header names, as copyRequestHeaders.
+// copyResponseHeaders is copyRequestHeaders for the producer's response,
+// but Content-Length.
 func copyResponseHeaders(dst, src *fasthttp.ResponseHeader) {
-	var buf [4][]byte // room for the tokens of a Connection header, on the stack
+	var buf [4][]byte
 	tokens := buf[:0]
 	restore := namesAsIs(dst, src)
 	for k, v := range src.All() {
@@ -124,8 +113,7 @@ func copyResponseHeaders(dst, src *fasthttp.ResponseHeader) {
 	}
 }
 
-// setForwarded adds the X-Forwarded-* headers de facto standard among
-// reverse proxies, so that the producer can tell who asked.
+// setForwarded adds the X-Forwarded-* headers, as reverse proxies do.
 func setForwarded(dst *fasthttp.RequestHeader, ctx *fasthttp.RequestCtx) {
 	var buf [128]byte
 	host := buf[:0]
@@ -133,8 +121,7 @@ func setForwarded(dst *fasthttp.RequestHeader, ctx *fasthttp.RequestCtx) {
 		host = append(append(host, prior...), ", "...)
 	}
 	n := len(host)
-	// A TCP peer's address is written as it is, without making its
-	// "host:port" string to split again.
+	// Not the "host:port" string, to split again.
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		host = a.AddrPort().Addr().Unmap().AppendTo(host)
 	} else if h, _, err := net.SplitHostPort(ctx.RemoteAddr().String()); err == nil {
@@ -155,10 +142,9 @@ func setForwarded(dst *fasthttp.RequestHeader, ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// passBody is a producer's response passed to the consumer unchanged (a
-// proxied request, an error status, a body that is not an event stream).
-// The server reads it and closes it when the response is written or the
-// consumer goes away; closing it releases the producer's response.
+// passBody is a producer's response body passed on unchanged. The server
+// closes it when the response is written or the consumer leaves, which
+// releases the producer's response.
 type passBody struct {
 	u    *upstreamBody
 	resp *fasthttp.Response
@@ -176,8 +162,8 @@ func (p *passBody) CloseWithError(err error) error {
 	return nil
 }
 
-// passThrough answers ctx with the producer's response unchanged: status,
-// end-to-end headers and body, streamed. It takes ownership of resp.
+// passThrough responds with the producer's response unchanged but for
+// hop-by-hop headers, streamed. It takes ownership of resp.
 func (r *Relay) passThrough(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, done func()) {
 	ctx.SetStatusCode(resp.StatusCode())
 	copyResponseHeaders(&ctx.Response.Header, &resp.Header)
@@ -193,8 +179,7 @@ func (r *Relay) passThrough(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, d
 	n := resp.Header.ContentLength()
 	if n < 0 {
 		n = -1
-		// A response of unknown length may be a long stream: no deadline
-		// on writing the whole of it.
+		// Unknown length may be a long stream: no write deadline.
 		ctx.SetWriteDeadline(zeroTime) //nolint:errcheck // only fails without a connection
 	}
 	ctx.Response.SetBodyStream(&passBody{u: newUpstreamBody(body), resp: resp, done: done}, n)

@@ -1,7 +1,6 @@
-// Package relay is the streaming core of agui-relay: it takes a run from a
-// consumer, forwards it to the producer and streams the producer's events
-// back one at a time as they arrive, shaped for the consumer's protocol
-// version by a Stream.
+// Package relay is the streaming core of agui-relay: it forwards a
+// consumer's run to the producer and streams the producer's events back as
+// they arrive, shaped for the consumer's protocol version.
 package relay
 
 import (
@@ -27,160 +26,112 @@ import (
 
 // Relay relays AG-UI runs between consumers and one producer.
 //
-// A POST whose body is JSON is a run: the body is a RunAgentInput, checked
-// and forwarded; the producer's event stream comes back through a Stream,
-// flushed whenever the relay would otherwise wait for the producer, so that
-// no event waits behind a later one. Any other request is proxied unchanged.
+// A POST whose body is JSON is a run: its RunAgentInput is checked and
+// forwarded, and the producer's event stream comes back through a Stream,
+// flushed whenever the relay would otherwise wait for the producer. Any
+// other request is proxied unchanged.
 //
-// Errors come in two regimes. Before the first byte of the response, a failure
-// is an HTTP error with an application/problem+json body (400, 413, 502,
-// 503, 504); a non-2xx response of the producer is passed on as it is. Once the
-// stream has started, the relay can only end it: when the producer's stream
-// breaks while the consumer is owed a terminal event (see Stream.Owed), it
-// writes a RUN_ERROR of its own first, and it logs.
+// Before the first byte of the response a failure is an HTTP error with an
+// application/problem+json body; a non-2xx response of the producer is
+// passed on as it is. After it the relay can only end the stream, writing a
+// RUN_ERROR first when the consumer is owed a terminal event (Stream.Owed).
 //
-// An event whose data is not JSON is relayed untouched, in its place, and
-// the stream goes on: the relay never repairs or drops it, and adds no
-// RUN_ERROR, because every consumer fails the run on it with its own parse
-// error (which names the producer's bytes better than the relay could). On
-// a run it translates, the relay logs such events with a count; events it
-// passes through byte for byte it does not parse. A producer response the
-// relay cannot read as events (not text/event-stream, or compressed other
-// than gzip, which it decodes) is passed on as it is.
+// An event whose data is not JSON is relayed untouched and the stream goes
+// on: every consumer fails the run on it with its own parse error, which
+// names the producer's bytes better than the relay could. A response that
+// is not an event stream the relay can read is passed on as it is.
 //
 // Set the fields, then use Handle (or Server) from any number of goroutines;
 // the fields must not change once the first request is handled.
 type Relay struct {
-	// Upstream is the producer's base URL, "http://host:port/prefix"; the
-	// path and query of each request are appended to it. Required.
+	// Upstream is the producer's base URL, "http://host:port/prefix", to
+	// which each request's path and query are appended. Required.
 	Upstream string
-	// Route names the route this relay serves (see Router), for logs and
-	// metrics; it is copied into every RunReport. Empty outside a Router.
+	// Route names the route this relay serves (see Router), copied into
+	// every RunReport. Empty outside a Router.
 	Route string
-	// RoutePrefix is the prefix of the route this relay serves
-	// (Route.Prefix), copied into every RunReport: a trace's http.route.
-	// Empty outside a Router.
+	// RoutePrefix is the route's Route.Prefix, copied into every RunReport.
 	RoutePrefix string
-	// StripPrefix, when set, is removed from the front of each request's
-	// path before the path is appended to Upstream (a route's stripPrefix),
-	// and sent to the producer as X-Forwarded-Prefix.
+	// StripPrefix, when set, is removed from each request's path before it
+	// is appended to Upstream, and sent as X-Forwarded-Prefix.
 	StripPrefix string
-	// Client sends requests to the producer; nil means NewClient with
-	// default options, logging to Log.
+	// Client sends requests to the producer; nil means NewClient.
 	Client Doer
-	// ConsumerVersion is what consumers that do not declare protocolVersion
-	// read. Zero is auto: such a consumer predates the field and reads as
-	// negotiate.NewestBeforeField (0.0.59); 1.0 reads it as current. A
-	// consumer that declares is taken at its word either way.
+	// ConsumerVersion is the version of consumers that do not declare
+	// protocolVersion. Zero is auto: negotiate.NewestBeforeField (0.0.59).
 	ConsumerVersion negotiate.Version
-	// ProducerVersion is what the producer speaks when it does not declare
-	// it; zero means it is learnt per run from RUN_STARTED.
+	// ProducerVersion is the producer's version when it does not declare
+	// one; zero means it is learnt per run from RUN_STARTED.
 	ProducerVersion negotiate.Version
-	// ProducerPython, when set, names the producer by the release of the
-	// Python SDK it is built on (ag-ui-protocol); ProducerVersion must then
-	// be that release's PyProfile.Events. The input is shaped for the
-	// release's models (negotiate.DecidePythonInput), and its runs are
-	// always translated.
+	// ProducerPython, when set, is the release of the Python SDK the
+	// producer is built on; ProducerVersion must then be its
+	// PyProfile.Events. Its runs are always translated.
 	ProducerPython negotiate.PyRelease
 	// MaxBody is the largest RunAgentInput accepted, in bytes; larger gets
 	// 413. Zero means 64 MiB.
 	MaxBody int
-	// MaxBodiesInFlight bounds the bytes of request bodies the relay's
-	// Server holds at once, all requests together (see bodyBudget): each
-	// holds what it received, and a body that would take them over is
-	// refused with 503 and Retry-After, from its Content-Length before it
-	// is read when that is over what is free. Zero means four times
-	// MaxBody; it is never below MaxBody. (A Router's server has the
-	// Router's.)
+	// MaxBodiesInFlight bounds the bytes of request bodies Server buffers
+	// at once (503 over it). Zero means four times MaxBody; it is never
+	// below MaxBody.
 	MaxBodiesInFlight int
-	// BodyTimeout cuts a request whose body stops arriving: no byte of it
-	// for this long (within an eighth) answers 408 and closes the
-	// connection, as nginx's client_body_timeout does. Zero means
-	// DefaultBodyTimeout; negative means none (the server's read timeout,
-	// two minutes for the whole request, still bounds it). It applies on
-	// the Relay's Server, or a Router's to the requests of the Relay's
-	// route.
+	// BodyTimeout is how long a request body may send no byte (within an
+	// eighth) before the response is 408 and the connection closed, as
+	// nginx's client_body_timeout. Zero means DefaultBodyTimeout; negative
+	// means none (the server's two-minute read timeout still applies).
 	BodyTimeout time.Duration
 	// MaxFrame is the largest event frame accepted from the producer; a
 	// larger one ends the run with a RUN_ERROR. Zero means 10 MiB.
 	MaxFrame int
 	// IdleTimeout ends a run whose producer sends nothing (not even a
-	// comment) for this long; zero means never. The time the relay spends
-	// blocked writing to a consumer that does not read is not counted: the
-	// producer waits behind it then (ConsumerStallTimeout bounds it).
+	// comment) for this long; zero means never. Time blocked writing to the
+	// consumer is not counted (ConsumerStallTimeout bounds it).
 	IdleTimeout time.Duration
-	// KeepAlive is how long the consumer of a stream whose producer is
-	// silent mid-stream may be sent nothing before the relay writes it an
-	// SSE comment, ": keep-alive" (event.KeepAliveFrame), and again each
-	// KeepAlive while the silence lasts: a proxy between them cuts a
-	// connection that stays silent (nginx's proxy_read_timeout and AWS
-	// ALB's idle timeout are 60 s by default), and a consumer that left is
-	// noticed at the write. It is written only between frames; zero means
-	// none. Nothing is sent before the producer's response header: the relay
-	// has no status to send yet.
+	// KeepAlive is how long a stream's consumer may be sent nothing while
+	// the producer is silent before the relay writes event.KeepAliveFrame:
+	// proxies cut idle connections (nginx's proxy_read_timeout and AWS
+	// ALB's idle timeout are 60 s by default). Zero means none.
 	KeepAlive time.Duration
 	// RunTimeout ends a run that lasts longer, counted from the request;
 	// zero means never.
 	RunTimeout time.Duration
-	// ConsumerStallTimeout ends a run whose consumer takes no byte of the
+	// ConsumerStallTimeout ends a run whose consumer reads no byte of the
 	// stream for this long (within an eighth) while the relay has bytes
-	// for it; each byte taken starts it again, so a large event read
-	// slowly but steadily is not cut. The producer waits behind the
-	// consumer meanwhile, and the time is not counted as the producer's
-	// silence (IdleTimeout). At the limit the producer's request is
-	// cancelled and the consumer's connection closed, with no RUN_ERROR
-	// (it could not be read); the run's Abort is consumer_stalled. Zero
-	// means DefaultConsumerStallTimeout; negative means never.
+	// for it, with no RUN_ERROR (it could not be read). Zero means
+	// DefaultConsumerStallTimeout; negative means never.
 	ConsumerStallTimeout time.Duration
-	// CheckInput judges a RunAgentInput for a consumer of the given version
-	// and returns what is malformed; any error answers 400 and the producer
-	// is never contacted. It sees only bodies that are JSON objects. nil
-	// means JudgeInput: the rules of the consumer's version.
+	// CheckInput returns what is malformed in a RunAgentInput (a JSON
+	// object) for a consumer of the given version; any error is a 400
+	// response. nil means JudgeInput.
 	CheckInput func(consumer negotiate.Version, body []byte) []InputError
 	// TranslateInput rewrites a RunAgentInput for the producer when plan
-	// says it must be translated. It must leave forwardedProps byte for byte
-	// as it was; body is borrowed for the call. An error answers 400. nil
-	// means the translate package's input chain (reporting to Log and the
-	// run's tap), which also runs on untranslated input to keep activity
-	// messages from the producer.
+	// says so. It must leave forwardedProps byte for byte; body is borrowed
+	// for the call. An error is a 400 response. nil means the translate
+	// package's input chain.
 	TranslateInput func(plan negotiate.InputPlan, body []byte) ([]byte, error)
-	// Log receives one INFO line per run, a WARN line per lossy
-	// translation of a run (once per shape, with a count) and the errors;
-	// nil discards.
+	// Log receives a line per run, lossy translations and errors; nil
+	// discards.
 	Log *zap.Logger
 	// QuietTranslationWarnings leaves the lossy translations out of Log
 	// (--quiet-translation-warnings); the taps still see them (Warned).
 	QuietTranslationWarnings bool
-	// CORS, when set, is the route's cross-origin policy: the relay answers
-	// preflights and puts the CORS headers on every response (see CORS). nil:
-	// no CORS of the relay's; the producer's headers pass through.
+	// CORS, when set, is the route's cross-origin policy, applied to
+	// preflights and every response. nil: the producer's headers pass.
 	CORS *CORS
-	// Poller, when set, watches the consumers' connections for a hangup
-	// and wakes the streams that parked: a stream whose producer has sent
-	// nothing for a second gives its goroutine up until the producer's
-	// next bytes. One Poller serves every Relay of a process (the serve
-	// command makes one; its Close comes after the runs ended); it counts
-	// their streams for its release of memory (Poller.ReleaseMemory).
-	// nil: each stream keeps its goroutine, and a goroutine of its own
-	// watches the consumer, which then cannot keep its connection for a
-	// next request.
+	// Poller, when set, watches consumers' connections for a hangup and
+	// wakes parked streams. One Poller serves every Relay of a process;
+	// close it after the runs ended. nil: a goroutine per stream watches
+	// the consumer, and the connection is closed at the stream's end.
 	Poller *Poller
-	// ReuseGoroutines has the Relay start as few goroutines as it can (the
-	// serve command sets it): a persistent connection's next stream runs on the
-	// goroutine that served its request, and a stream whose producer is
-	// silent for a second parks (with Poller), run on by a new goroutine
-	// when bytes arrive. false: each stream runs on a goroutine of its own,
-	// the one the server starts for the connection the stream takes over,
-	// to the stream's end (as net/http's hijacked connections do).
+	// ReuseGoroutines serves a connection's next request on the stream's
+	// goroutine, and (with Poller) parks a stream whose producer is silent
+	// for a second. false: each stream runs to its end on the goroutine of
+	// its hijacked connection, as net/http's do.
 	ReuseGoroutines bool
 	// Tap, when set, is called when a run starts and returns what watches
-	// the run as it passes (metrics, recordings; see RunTap), or nil. It is
-	// the one way to watch a Relay's runs: a tap's End is given the report
-	// that is also logged, once the run is over, whether it was streamed or
-	// refused. The report is the run's, filled in as the run goes.
+	// it (RunTap), or nil. End is given the report that is logged, whether
+	// the run was streamed or refused.
 	Tap func(*RunReport) RunTap
-	// RequestTap, when set, is called as a request that is not a run
-	// starts, and returns what watches it (tracing's span), or nil.
+	// RequestTap is Tap for requests that are not runs.
 	RequestTap func(*RunReport) RequestTap
 
 	once       sync.Once
@@ -192,11 +143,8 @@ type Relay struct {
 	translator *event.Translator // over the whole registry, reporting to losses
 	losses     lossLog
 	log        *zap.Logger
-	// counts holds the event.Counts of ended runs for the next (the report
-	// that carries them is borrowed by its tap, so they come back once it
-	// has been reported).
-	counts sync.Pool
-	base   string
+	counts     sync.Pool // event.Counts, returned once the run's tap's End returned
+	base       string
 
 	mu     sync.Mutex
 	runs   map[*upstreamBody]struct{}
@@ -204,20 +152,15 @@ type Relay struct {
 }
 
 // DefaultConsumerStallTimeout is the ConsumerStallTimeout of a Relay that
-// sets none. A consumer that reads takes what the relay writes within
-// milliseconds, and the relay writes only once the socket's buffers have
-// room; one that has taken nothing for a minute (a frozen page, a suspended
-// laptop, a peer gone without a reset) holds its producer and the
-// producer's connection for nothing.
+// sets none. A consumer that reads nothing for a minute (a frozen page, a
+// suspended laptop, a peer gone without a reset) occupies its producer's
+// connection for nothing.
 const DefaultConsumerStallTimeout = time.Minute
 
-// DefaultBodyTimeout is the BodyTimeout of a Relay that sets none: nginx's
-// client_body_timeout. A client that sends no byte of its body for a
-// minute is not uploading; the connection and what the body holds of
-// --max-bodies-in-flight go back to the others.
+// DefaultBodyTimeout is the BodyTimeout of a Relay that sets none, as
+// nginx's client_body_timeout.
 const DefaultBodyTimeout = time.Minute
 
-// bodyTimeout is BodyTimeout with its default; at most zero: none.
 func (r *Relay) bodyTimeout() time.Duration {
 	if r.BodyTimeout == 0 {
 		return DefaultBodyTimeout
@@ -229,13 +172,11 @@ func (r *Relay) bodyTimeout() time.Duration {
 type RunReport struct {
 	// Route and RoutePrefix are the Relay's.
 	Route, RoutePrefix string
-	// Peer is the remote address of the consumer's connection, set when
-	// the run has a tap, before ConsumerHeaders.
+	// Peer is the consumer's remote address, set when the run has a tap.
 	Peer net.Addr
-	// TraceID and SpanID name the run in the trace the log line joins: a
-	// tap that traces the run sets them (at ConsumerHeaders); otherwise
-	// TraceID is the trace id of the consumer's traceparent, "" when it
-	// sent none that is valid.
+	// TraceID and SpanID name the run in the trace the log line joins,
+	// set by a tracing tap; otherwise TraceID is the consumer's
+	// traceparent's, or "".
 	TraceID, SpanID string
 	// RunID and ThreadID are the input's.
 	RunID, ThreadID string
@@ -244,43 +185,33 @@ type RunReport struct {
 	// Status is the HTTP status sent to the consumer.
 	Status int
 	// Consumer is the version the stream was shaped for; Producer the
-	// version the producer spoke on the last run of the stream (zero when it
-	// predates the protocolVersion field and was not configured).
+	// version of the stream's last run (zero when undeclared and not
+	// configured).
 	Consumer, Producer negotiate.Version
-	// ProducerPython is the Relay's ProducerPython: the Python SDK release
-	// the producer is built on, whose events Producer names by the
-	// TypeScript release they match; zero for any other producer.
+	// ProducerPython is the Relay's ProducerPython.
 	ProducerPython negotiate.PyRelease
-	// ConsumerLearnt says how Consumer was learnt: declared, configured or
-	// inferred (NotLearnt when the run was refused before).
+	// ConsumerLearnt says how Consumer was learnt.
 	ConsumerLearnt negotiate.Learnt
 	// Translated reports that the last run of the stream was translated.
 	Translated bool
-	// Untranslated says why a successful response was passed on as the
-	// producer sent it, unread (UntranslatedProtobuf, UntranslatedOther,
-	// UntranslatedEncoding); "" when it was streamed, or not a success.
+	// Untranslated says why a successful response was passed on unread
+	// (UntranslatedProtobuf, ...); "" otherwise.
 	Untranslated string
 	// Events and Bytes count what was written to the consumer; Runs the
 	// RUN_STARTED events seen.
 	Events, Bytes, Runs int
 	// Terminal is the last terminal event relayed, "" when none.
 	Terminal string
-	// Abort is the RUN_ERROR code of the relay's own when it ended the
-	// stream early ("consumer_gone" when the consumer did,
-	// "consumer_stalled" when it read nothing for ConsumerStallTimeout),
-	// "" otherwise.
+	// Abort is the relay's RUN_ERROR code when it ended the stream early
+	// (also "consumer_gone", "consumer_stalled"), "" otherwise.
 	Abort string
-	// Err is the error behind Abort, when there is one: what broke the
-	// producer's stream, or the write that failed to a consumer that went
-	// away. It is nil when Abort is the whole story (a timeout, a hangup
-	// seen before any write failed, a shutdown).
+	// Err is the error behind Abort, if any (nil for a timeout, a hangup
+	// seen before a write failed, a shutdown).
 	Err error
-	// Problem is the type of the problem+json the relay responded with
-	// before the stream started, "" when there was none.
+	// Problem is the type of the problem+json response, "" when none.
 	Problem string
-	// Counts are the events and bytes by type and direction, kept when the
-	// run is tapped and streamed; nil otherwise. They are borrowed as the
-	// report is: the relay takes them back once End returned.
+	// Counts are the events and bytes by type and direction of a tapped,
+	// streamed run; nil otherwise. Borrowed until End returns.
 	Counts *event.Counts
 	// Start and Duration time the run from the request.
 	Start    time.Time
@@ -313,12 +244,9 @@ func (r *Relay) maxBody() int {
 	return r.MaxBody
 }
 
-// Server returns a fasthttp server for the relay, configured for streaming:
-// request bodies read as they arrive within MaxBody, MaxBodiesInFlight and
-// BodyTimeout (bodyBudget), a 16 KiB read buffer (large Authorization
-// headers), TCP keep-alive, problem+json responses to requests it cannot
-// parse. Event streams are written on connections the relay takes over
-// (hijack.go), which the server's Shutdown does not wait for: AwaitRuns.
+// Server returns a fasthttp server configured for the relay. Event streams
+// run on hijacked connections, which the server's Shutdown does not wait
+// for: use AwaitRuns.
 func (r *Relay) Server() *fasthttp.Server {
 	r.once.Do(r.init)
 	s := &fasthttp.Server{
@@ -336,11 +264,8 @@ func (r *Relay) Server() *fasthttp.Server {
 		TCPKeepalive:                 true,
 		CloseOnShutdown:              true,
 		KeepHijackedConns:            true, // streams close their own; see respond
-		// Buffers are taken at a connection's first byte and the write
-		// buffer is pooled after each response. The read buffer stays
-		// while the server serves the connection: request bodies are
-		// streamed (bodyBudget), and fasthttp cannot tell when one was
-		// read whole.
+		// The read buffer is not pooled while bodies are streamed
+		// (bodyBudget): fasthttp cannot tell when one was read whole.
 		ReduceMemoryUsage:     true,
 		MaxIdleWorkerDuration: time.Second,
 		Logger:                zapPrintf{r.log},
@@ -351,19 +276,15 @@ func (r *Relay) Server() *fasthttp.Server {
 	return s
 }
 
-// readBufferSize is the server's read buffer: the largest request header
-// (large Authorization headers).
+// readBufferSize is the largest request header (large Authorization headers).
 const readBufferSize = 16 << 10
 
-// serveNextWith sets the server that serves a stream's connection's next
-// request: Server's, or the Router's. Without one (Handle on the caller's
-// server) the connection is closed at the stream's end.
+// serveNextWith sets the server for a stream's connection's next request;
+// without one the connection is closed at the stream's end.
 func (r *Relay) serveNextWith(s *fasthttp.Server) { r.srv.Store(s) }
 
-// expect answers a request that waits for 100 Continue (Expect:
-// 100-continue) before sending its body: 413 at once when its
-// Content-Length is over MaxBody, 503 when the bodies' budget refused it,
-// so that the body is never sent.
+// expect refuses an Expect: 100-continue request whose body would be
+// refused, so that the body is never sent.
 func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
 	p := expectProblem(ctx, r.bodies, r.maxBody())
 	if p == nil {
@@ -373,8 +294,6 @@ func (r *Relay) expect(ctx *fasthttp.RequestCtx) int {
 	return p.Status
 }
 
-// expectProblem is the refusal of a request that waits for 100 Continue
-// and whose body limit is limit, nil when its body may come.
 func expectProblem(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) *Problem {
 	if p := bodies.refusedBeforeContinue(ctx); p != nil {
 		return p
@@ -385,7 +304,6 @@ func expectProblem(ctx *fasthttp.RequestCtx, bodies *bodyBudget, limit int) *Pro
 	return nil
 }
 
-// serverError answers a request the server could not read.
 func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	if servedInPlace(ctx) {
 		return
@@ -397,9 +315,8 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 	r.refuseUnread(ctx, p)
 }
 
-// refuseUnread responds p, with the CORS headers, to a request refused
-// before its body was read (the server's limits, the bodies' budget). A
-// run by its header (isRunHead) is reported as a run.
+// refuseUnread responds p to a request refused before its body was read;
+// a run by its header (isRunHead) is reported as a run.
 func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 	r.once.Do(r.init) // it may be the Relay's first request
 	if isRunHead(ctx) {
@@ -412,8 +329,6 @@ func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 	r.CORS.apply(ctx)
 }
 
-// serverProblem is the problem sent to a request the server could not
-// read, whose body limit is maxBody.
 func serverProblem(err error, maxBody int) *Problem {
 	var stalled *bodyTimeoutError
 	switch {
@@ -432,15 +347,12 @@ func serverProblem(err error, maxBody int) *Problem {
 	return problemBadRequest(requestErrorKind(err))
 }
 
-// problemBadRequest answers a request the relay cannot read, kind naming
-// its fault (requestErrorKind).
 func problemBadRequest(kind string) *Problem {
 	return &Problem{Type: "urn:agui-relay:bad-request", Title: "The request cannot be parsed", Status: fasthttp.StatusBadRequest, Detail: kind}
 }
 
-// translateInput applies the TranslateInput hook, or by default the input
-// chain of the translate package, reporting to the relay's log and the
-// run's tap (lossy steps warn once per shape, when the input is done).
+// translateInput applies TranslateInput, or the translate package's input
+// chain.
 func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap RunTap) ([]byte, error) {
 	body := doc.Body()
 	if r.TranslateInput != nil {
@@ -449,9 +361,8 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 		}
 		return r.TranslateInput(plan, body)
 	}
-	// The input chain runs even when the versions match: activity messages
-	// never reach the producer. An input without them stays body itself,
-	// and needs no translation run at all.
+	// The chain runs even when the versions match: activity messages never
+	// reach the producer.
 	if translate.InputUnchanged(plan, body) {
 		return body, nil
 	}
@@ -461,11 +372,8 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 }
 
 // Handle serves one request: a run, a CORS preflight, or anything else
-// proxied unchanged. It works on any fasthttp.Server. On Server's, with a
-// Poller, a stream's connection serves the consumer's next request, and
-// with ReuseGoroutines a silent stream parks; on any other, a stream runs
-// on the server's hijack goroutine to its end and closes its connection
-// (Connection: close).
+// proxied unchanged. It works on any fasthttp.Server; on one not made by
+// Server a stream's connection is closed at the stream's end.
 func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
@@ -473,15 +381,13 @@ func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	r.serve(ctx)
 }
 
-// serve is Handle for a request whose framing was checked (Router.Handle
-// checks it before the route is matched).
+// serve is Handle for a request whose framing was checked.
 func (r *Relay) serve(ctx *fasthttp.RequestCtx) {
 	r.once.Do(r.init)
 	switch t := ctx.RequestURI(); {
 	case len(t) == 0 || t[0] != '/':
-		// Absolute-form ("http://other/x"), CONNECT's authority-form or
-		// "*": appended to Upstream, such a target could name another
-		// host. The relay forwards to its upstream and nowhere else.
+		// Absolute-form, authority-form or "*": appended to Upstream it
+		// could name another host.
 		problemTarget().Write(ctx)
 	case hasDotSegment(t):
 		problemDotSegment().Write(ctx)
@@ -515,9 +421,7 @@ func isRun(ctx *fasthttp.RequestCtx) bool {
 		len(mt) >= len(suffix) && bytes.EqualFold(mt[len(mt)-len(suffix):], []byte(suffix))
 }
 
-// isRunHead reports whether a request whose body was not read is a run
-// by its header: a POST with a JSON content type, or with none and a body
-// (isRun).
+// isRunHead is isRun for a request whose body was not read.
 func isRunHead(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
 	if !ctx.IsPost() {
@@ -529,8 +433,6 @@ func isRunHead(ctx *fasthttp.RequestCtx) bool {
 	return isRun(ctx)
 }
 
-// newRequest builds the producer's request from the consumer's: the same
-// method, path, query and end-to-end headers, sent to Upstream.
 func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	req := fasthttp.AcquireRequest()
 	uri := ctx.RequestURI()
@@ -542,8 +444,7 @@ func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	var buf [256]byte
 	req.SetRequestURIBytes(append(append(buf[:0], r.base...), uri...))
 	req.Header.SetMethodBytes(ctx.Method())
-	// A body without a Content-Type goes without one: fasthttp's client
-	// would add application/octet-stream, a header the consumer did not send.
+	// Not application/octet-stream: the consumer sent no Content-Type.
 	req.Header.SetNoDefaultContentType(true)
 	copyRequestHeaders(&req.Header, &ctx.Request.Header)
 	setForwarded(&req.Header, ctx)
@@ -553,9 +454,8 @@ func (r *Relay) newRequest(ctx *fasthttp.RequestCtx) *fasthttp.Request {
 	return req
 }
 
-// upstreamURL returns uri as a string (URI.String), the one a run before
-// was given when it is the same URL, as a route's runs mostly are: a
-// string less made per run.
+// upstreamURL returns uri as a string, reusing the previous run's when
+// equal: one allocation less per run.
 func (r *Relay) upstreamURL(uri *fasthttp.URI) string {
 	full := uri.FullURI()
 	if last := r.lastURL.Load(); last != nil && *last == string(full) {
@@ -566,8 +466,6 @@ func (r *Relay) upstreamURL(uri *fasthttp.URI) string {
 	return s
 }
 
-// upstreamProblem maps a failure to get the producer's response to the
-// problem the consumer reads.
 func upstreamProblem(err error) *Problem {
 	var m *malformedAnswerError
 	switch {
@@ -625,8 +523,6 @@ func (r *Relay) proxy(ctx *fasthttp.RequestCtx) {
 	r.passThrough(ctx, resp, done)
 }
 
-// endRequest tells the tap of a request that is not a run, when it has
-// one, that the request is over, whose response had status.
 func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err error) {
 	if tap != nil {
 		rep.Status, rep.Problem, rep.Err, rep.Duration = status, problem, err, time.Since(rep.Start)
@@ -634,9 +530,7 @@ func endRequest(tap RequestTap, rep *RunReport, status int, problem string, err 
 	}
 }
 
-// run relays one run in its three stages: admit (the input judged, the
-// versions decided, the input translated), forward (the producer asked),
-// stream (its response relayed).
+// run relays one run: admit, forward, stream.
 func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	rep := &RunReport{Route: r.Route, RoutePrefix: r.RoutePrefix, ProducerPython: r.ProducerPython, Start: time.Now()}
 	in, plan, ok := r.admit(ctx, rep)
@@ -650,9 +544,7 @@ func (r *Relay) run(ctx *fasthttp.RequestCtx) {
 	r.stream(ctx, rep, resp)
 }
 
-// tapRun gives the run of ctx its tap (Relay.Tap), shown the consumer's
-// headers when it is a HeaderTap, and reports whether it has one. A run
-// that no tap traces gets the trace id of the consumer's traceparent.
+// tapRun gives the run its tap (Relay.Tap) and reports whether it has one.
 func (r *Relay) tapRun(ctx *fasthttp.RequestCtx, rep *RunReport) bool {
 	if r.Tap != nil {
 		rep.tap = r.Tap(rep)
@@ -669,9 +561,8 @@ func (r *Relay) tapRun(ctx *fasthttp.RequestCtx, rep *RunReport) bool {
 	return rep.tap != nil
 }
 
-// admit reads and judges the consumer's RunAgentInput, decides the
-// versions and translates the input for the producer; it reports false
-// when the run was refused (a problem was its response).
+// admit judges the consumer's RunAgentInput, decides the versions and
+// translates the input; false when the run was refused.
 func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan negotiate.InputPlan, ok bool) {
 	body := ctx.Request.Body()
 	if r.tapRun(ctx, rep) {
@@ -690,9 +581,8 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 	rep.RunID = memberString(doc.Member("runId"))
 	rep.ThreadID = memberString(doc.Member("threadId"))
 
-	// A protocolVersion member declares, whatever its value (one that is
-	// not a version string is uninterpretable: read as newer, and judged
-	// malformed); a null is an absent member, as 0.0.x peers send them.
+	// Any protocolVersion declares, even one that is not a string (then
+	// judged malformed); null is absent, as 0.0.x peers send it.
 	consumer := negotiate.Peer{Configured: r.ConsumerVersion}
 	if pv := doc.Member("protocolVersion"); pv != "" && pv[0] == '"' {
 		consumer.HasDeclared, consumer.Declared = true, gjson.Parse(pv).Str
@@ -709,10 +599,8 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 		r.log.Warn(w, zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID))
 	}
 	if errs := r.checkInput(&doc, cv); len(errs) > 0 && !(learnt == negotiate.Inferred && len(r.checkInput(&doc, negotiate.Current)) == 0) {
-		// An inferred version is a guess at which release before the
-		// field the consumer is: it decides how the input and the stream
-		// are shaped, never refuses an input the current protocol accepts
-		// (a hand-written client that leaves out tools and context).
+		// An inferred version shapes the run but never refuses an input
+		// the current protocol accepts (a client that leaves out tools).
 		p := problemInput(errs)
 		if learnt == negotiate.Inferred {
 			p.Detail += "; judged as " + cv.String() + ", the newest release before protocolVersion, since the input does not declare one" +
@@ -722,8 +610,6 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 		return nil, plan, false
 	}
 
-	// Input translation: the one place where the consumer's RunAgentInput
-	// is rewritten for the producer (forwardedProps stays byte for byte).
 	plan = negotiate.DecideInput(cv, r.ProducerVersion)
 	if !r.ProducerPython.IsZero() {
 		plan = negotiate.DecidePythonInput(cv, r.ProducerPython)
@@ -737,8 +623,7 @@ func (r *Relay) admit(ctx *fasthttp.RequestCtx, rep *RunReport) (in []byte, plan
 }
 
 // forward sends the input to the producer and returns its response, the
-// body still to read; ok=false when there is none to relay (the consumer
-// left, or the producer failed: a problem was the response).
+// body unread; ok=false when there is none to relay.
 func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate.InputPlan, in []byte) (resp *fasthttp.Response, ok bool) {
 	if rep.tap != nil {
 		rep.tap.Forwarded(plan, in)
@@ -750,9 +635,7 @@ func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate
 	req.SetBodyRaw(in)
 	// The relay reads the events; it cannot rewrite compressed ones.
 	req.Header.Set(fasthttp.HeaderAcceptEncoding, "identity")
-	// Nor a binary encoding: a consumer that can read an event stream gets
-	// one, whatever else its Accept allows (a producer on @ag-ui/encoder
-	// answers protobuf to */*). One that cannot is asked for as it asked.
+	// Nor protobuf, which a producer on @ag-ui/encoder sends for */*.
 	accept := consumerAccept(&ctx.Request.Header)
 	readsSSE := acceptsEventStream(accept)
 	if readsSSE {
@@ -777,17 +660,13 @@ func (r *Relay) forward(ctx *fasthttp.RequestCtx, rep *RunReport, plan negotiate
 	return resp, true
 }
 
-// stream responds to the consumer with the producer's event stream, shaped by
-// a Stream on the hijacked connection (respond); a response that is not an
-// event stream the relay can read goes to the consumer as it is.
+// stream responds with the producer's event stream, shaped by a Stream on
+// the hijacked connection; any other response is passed on as it is.
 func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.Response) {
 	rep.Status = resp.StatusCode()
 	body2, streamed := resp.BodyStream().(fasthttp.ReadCloserWithError)
 	gz, readable := ContentCoding(resp.Header.ContentEncoding())
 	if rep.Status < 200 || rep.Status > 299 || !isEventStream(resp.Header.ContentType()) || !streamed || !readable {
-		// Not an event stream the relay can read: the producer's response
-		// goes to the consumer as it is (an error status, a JSON response, a
-		// binary transport, a compression the relay does not decode).
 		if rep.Status >= 200 && rep.Status <= 299 {
 			accept := consumerAccept(&ctx.Request.Header)
 			r.untranslated(rep, resp, accept, acceptsEventStream(accept), readable)
@@ -802,15 +681,13 @@ func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.
 	ctx.SetStatusCode(rep.Status)
 	copyResponseHeaders(&ctx.Response.Header, &resp.Header)
 	if gz {
-		// Compressed although the relay asked for identity: decoded, so
-		// that the events are read and shaped like any others, and sent on
-		// uncompressed.
+		// Compressed although identity was asked for: decoded.
 		ctx.Response.Header.Del(fasthttp.HeaderContentEncoding)
 		body2 = &gunzipBody{body: body2}
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no") // nginx in front: do not buffer
-	// No server write deadline: the stream's writer keeps its own.
+	// No server write deadline: the stream's writer sets its own.
 	ctx.SetWriteDeadline(zeroTime) //nolint:errcheck // only fails without a connection
 
 	ub := newUpstreamBody(body2)
@@ -824,12 +701,9 @@ func (r *Relay) stream(ctx *fasthttp.RequestCtx, rep *RunReport, resp *fasthttp.
 	r.respond(ctx, ub, resp, rep) // on the hijacked connection, see hijack.go
 }
 
-// producerResponse judges the producer's response to r.do, for a run and
-// for a request that is not one alike. It reports ok when resp is to be
-// relayed; else resp is released and p is the problem to respond with, or
-// nil when the consumer left meanwhile (gone: its connection is closed,
-// see headerWait). A 101 is refused: the producer's connection is not HTTP
-// any more (the transport closed it), and the relay does not tunnel.
+// producerResponse reports ok when resp from r.do is to be relayed; else
+// resp is released and p is the problem to respond with, or nil when the
+// consumer left. A 101 is refused: the relay does not tunnel.
 func producerResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, gone bool, err error) (p *Problem, ok bool) {
 	switch {
 	case gone:
@@ -846,8 +720,8 @@ func producerResponse(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, gone bo
 	return nil, true
 }
 
-// releaseAbandoned releases the producer's response to a consumer that went
-// away: a header that came anyway has its body closed, and so its connection.
+// releaseAbandoned releases the response for a consumer that left,
+// closing its body and so its connection.
 func releaseAbandoned(resp *fasthttp.Response, err error) {
 	if err == nil {
 		if b, ok := resp.BodyStream().(fasthttp.ReadCloserWithError); ok {
@@ -857,15 +731,13 @@ func releaseAbandoned(resp *fasthttp.Response, err error) {
 	fasthttp.ReleaseResponse(resp)
 }
 
-// hangUp answers a consumer that went away with nothing: its connection is
-// closed as the handler returns, as a proxy does on a client's abort.
+// hangUp closes the connection of a consumer that left, with no
+// response, as a proxy does on a client's abort.
 func hangUp(ctx *fasthttp.RequestCtx) {
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) { c.Close() }) //nolint:errcheck // nothing to tell
 }
 
-// consumerAccept returns the consumer's Accept header, its lines joined
-// (a list may come in several).
 func consumerAccept(h *fasthttp.RequestHeader) []byte {
 	all := h.PeekAll(fasthttp.HeaderAccept)
 	if len(all) == 1 {
@@ -874,9 +746,8 @@ func consumerAccept(h *fasthttp.RequestHeader) []byte {
 	return bytes.Join(all, []byte(","))
 }
 
-// untranslated logs, once for the run, that a successful response goes to
-// the consumer as the producer sent it, unread and unshaped for the
-// consumer's version, and says why in rep.Untranslated (metrics count it).
+// untranslated logs that a successful response is passed on unread, and
+// sets rep.Untranslated.
 func (r *Relay) untranslated(rep *RunReport, resp *fasthttp.Response, accept []byte, readsSSE, readable bool) {
 	ct := resp.Header.ContentType()
 	var why string
@@ -906,9 +777,8 @@ const (
 	UntranslatedEncoding = "content_encoding" // compressed other than gzip
 )
 
-// acquireUpstreamResponse returns a response for the producer's response.
-// A response without Content-Type is passed on without one: fasthttp would
-// otherwise report (and the relay copy) its default, text/plain.
+// acquireUpstreamResponse returns a response that does not default its
+// Content-Type to text/plain.
 func acquireUpstreamResponse() *fasthttp.Response {
 	resp := fasthttp.AcquireResponse()
 	resp.Header.SetNoDefaultContentType(true)
@@ -920,8 +790,7 @@ func isEventStream(ct []byte) bool {
 	return bytes.EqualFold(bytes.TrimSpace(mt), []byte(mediaEventStream))
 }
 
-// refuse answers a run with a problem before its stream started, and
-// reports it.
+// refuse responds p to a run before its stream started, and reports it.
 func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 	p.Write(ctx)
 	rep.Status = p.Status
@@ -931,8 +800,7 @@ func (r *Relay) refuse(ctx *fasthttp.RequestCtx, rep *RunReport, p *Problem) {
 	r.report(rep)
 }
 
-// report ends a run, streamed or refused: it writes the run's one log line
-// and tells the run's tap (End). It is the one place a run's end is told.
+// report is the one place a run ends: its log line and its tap's End.
 func (r *Relay) report(rep *RunReport) {
 	if p := rep.refused; p != nil {
 		fields := []zap.Field{zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID),
@@ -960,16 +828,12 @@ func (r *Relay) report(rep *RunReport) {
 	}
 }
 
-// logRun writes the line of a run that was responded to (streamed or passed
-// on).
 func (r *Relay) logRun(rep *RunReport) {
 	level, msg := zapcore.InfoLevel, "run"
 	if rep.Abort != "" && rep.Abort != errConsumerGone.Code {
 		level, msg = zapcore.WarnLevel, "run ended by the relay"
 	}
-	// The fields are made only for a line that is written: they cost an
-	// allocation a run, and a relay at --log-level warn writes no line for
-	// a run that went well.
+	// Fields cost an allocation: made only for a line that is written.
 	if ce := r.log.Check(level, msg); ce != nil {
 		fields := []zap.Field{
 			zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID), zap.String("upstream", redact.URL(rep.URL)),
@@ -992,8 +856,6 @@ func (r *Relay) logRun(rep *RunReport) {
 	}
 }
 
-// appendTraceFields appends the run's trace_id and span_id to a log
-// line's fields, those it has (see TraceID).
 func (rep *RunReport) appendTraceFields(fields []zap.Field) []zap.Field {
 	if rep.TraceID != "" {
 		fields = append(fields, zap.String("trace_id", rep.TraceID))
@@ -1004,9 +866,8 @@ func (rep *RunReport) appendTraceFields(fields []zap.Field) []zap.Field {
 	return fields
 }
 
-// VersionLabel names a version as the logs, metrics and recordings do:
-// "unknown" for the zero version (a producer that predates
-// protocolVersion).
+// VersionLabel names a version as the logs and metrics do: "unknown" for
+// the zero version.
 func VersionLabel(v negotiate.Version) string {
 	if v.IsZero() {
 		return "unknown"
@@ -1040,9 +901,8 @@ func (r *Relay) Active() int {
 	return len(r.runs)
 }
 
-// EndRuns ends every run streaming now, and every one that starts streaming
-// from now on, with a RUN_ERROR of code relay_shutdown: the end of a
-// shutdown's grace period.
+// EndRuns ends every run streaming now or later with a RUN_ERROR of code
+// relay_shutdown: the end of a shutdown's grace period.
 func (r *Relay) EndRuns() {
 	r.mu.Lock()
 	r.ending = errShutdown

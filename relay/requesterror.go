@@ -10,15 +10,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// A request the server cannot parse is responded to, and logged, by the kind of
-// its fault alone. fasthttp's parse errors quote the request they failed
-// on, its whole header block included: Authorization, Cookie and whatever
-// credentials a proxy in front added. None of that may reach a client (the
-// 400's detail) or a log line.
+// A request the server cannot parse is responded to and logged by the kind
+// of its fault alone: fasthttp's parse errors quote the whole header block,
+// Authorization and Cookie included.
 
-// requestErrorKinds maps what fasthttp's parse errors say (lower case) to
-// the kind the relay reports, first match first. The error's text is only
-// searched: what is reported is one of these fixed strings.
+// requestErrorKinds maps fasthttp's parse errors to the kind the relay
+// reports, first match first.
 var requestErrorKinds = [...]faultWords{
 	{"invalid request uri", "invalid byte in the request target"},
 	{"invalid uri", "invalid byte in the request target"},
@@ -45,8 +42,6 @@ var requestErrorKinds = [...]faultWords{
 	{"eof", "the request ended early"},
 }
 
-// requestErrorKind names the fault behind an error of the server's reading
-// of a request, without any of the request's bytes.
 func requestErrorKind(err error) string {
 	var small *fasthttp.ErrSmallBuffer
 	var op *net.OpError
@@ -66,14 +61,11 @@ func requestErrorKind(err error) string {
 	return faultKind(err, requestErrorKinds[:], "malformed request")
 }
 
-// faultWords is a kind of fault (kind, a fixed phrase) and the words of
-// fasthttp's parse errors (has, lower case) that say it.
 type faultWords struct{ has, kind string }
 
 // faultKind returns the kind of the first of kinds whose words err's text
-// says, else otherwise. Only the words before the first quoted or dumped
-// bytes of the request or response are searched: what a peer sent must
-// not choose the kind, and is never returned.
+// says, else otherwise. Only the text before the first quoted bytes is
+// searched: what a peer sent must not choose the kind.
 func faultKind(err error, kinds []faultWords, otherwise string) string {
 	msg := err.Error()
 	if i := strings.IndexAny(msg, "\"\\"); i >= 0 {
@@ -91,9 +83,8 @@ func faultKind(err error, kinds []faultWords, otherwise string) string {
 	return otherwise
 }
 
-// zapPrintf adapts a zap logger to fasthttp's Logger. An error among the
-// arguments is logged as its kind (requestErrorKind): fasthttp's errors
-// quote the request's headers.
+// zapPrintf adapts a zap logger to fasthttp's Logger, logging an error as
+// its kind (requestErrorKind).
 type zapPrintf struct{ l *zap.Logger }
 
 func (z zapPrintf) Printf(format string, args ...any) {

@@ -19,13 +19,10 @@ import (
 type Route struct {
 	// Name identifies the route in logs and metrics.
 	Name string
-	// Prefix is "/" (every path) or a path without a trailing slash
-	// ("/agents/a"), matched on segment boundaries: "/agents/a" matches
-	// "/agents/a", "/agents/a/run" and "/agents/a?x=1", not "/agents/ab".
-	// It is matched against the path as the consumer sent it, before
-	// percent-decoding, because that is the path the relay forwards; a path
-	// with a dot segment, plain or percent-encoded, is refused (400)
-	// before any matching.
+	// Prefix is "/" or a path without a trailing slash ("/agents/a"),
+	// matched on segment boundaries ("/agents/a/run", not "/agents/ab")
+	// against the path as sent, before percent-decoding, because that is
+	// the path the relay forwards.
 	Prefix string
 	// Relay serves the route. Its fields must not change once the table is
 	// in use.
@@ -37,13 +34,11 @@ type Route struct {
 type Table struct {
 	routes  []Route // longest prefix first
 	maxBody int
-	// refs counts the requests that took this table and whose handler has
-	// not returned (see Router.acquire).
+	// refs counts the requests whose handler uses this table (Router.acquire).
 	refs atomic.Int64
 }
 
-// NewTable checks the routes (names and prefixes present, well formed and
-// unique, a Relay each) and returns them as a table.
+// NewTable checks the routes and returns them as a table.
 func NewTable(routes []Route) (*Table, error) {
 	if len(routes) == 0 {
 		return nil, errors.New("no routes")
@@ -74,9 +69,7 @@ func NewTable(routes []Route) (*Table, error) {
 	return t, nil
 }
 
-// CheckPrefix says what is wrong with a route prefix, nil when nothing is:
-// "/" or an absolute path without a trailing slash, empty or dot segments,
-// query, fragment, percent-escapes or spaces.
+// CheckPrefix says what is wrong with a route prefix, nil when nothing is.
 func CheckPrefix(p string) error {
 	switch {
 	case p == "/":
@@ -102,9 +95,8 @@ func (t *Table) Routes() []Route { return append([]Route(nil), t.routes...) }
 // MaxBody is the largest MaxBody of the table's relays.
 func (t *Table) MaxBody() int { return t.maxBody }
 
-// Match returns the route of the longest prefix that path lies at or below,
-// on segment boundaries, nil when none does. path is the request's path as
-// sent, without the query.
+// Match returns the route of the longest prefix that path (as sent, without
+// the query) lies at or below, nil when none does.
 func (t *Table) Match(path []byte) *Route {
 	for i := range t.routes {
 		if prefixMatches(t.routes[i].Prefix, path) {
@@ -125,31 +117,28 @@ func prefixMatches(prefix string, path []byte) bool {
 }
 
 // Router serves requests through a Table that can be replaced while it runs
-// (a configuration reload). A request takes the table in force when it
-// arrives and keeps the route's Relay, and so its client, timeouts and
-// limits, until it ends; requests that arrive after Swap take the new table.
-// A Router keeps the tables it retired while any of their runs is in
-// flight, so that Active and EndRuns still reach them at shutdown.
+// (a configuration reload). A request keeps the Relay of the table in force
+// when it arrived until it ends. Retired tables are retained while any of their
+// runs is in flight, so that Active and EndRuns still reach them.
 type Router struct {
-	// MaxBodiesInFlight bounds the bytes of request bodies the Router's
-	// Server holds at once, as Relay.MaxBodiesInFlight does; zero means
-	// four times the router's body limit. Set it before Server.
+	// MaxBodiesInFlight is Relay.MaxBodiesInFlight for the Router's Server;
+	// zero means four times the router's body limit. Set it before Server.
 	MaxBodiesInFlight int
 
 	maxBody int
-	bodies  *bodyBudget // from Server
+	bodies  *bodyBudget
 	log     *zap.Logger
 	cur     atomic.Pointer[Table]
-	srv     atomic.Pointer[fasthttp.Server] // from Server, for the tables' relays
+	srv     atomic.Pointer[fasthttp.Server]
 
 	mu      sync.Mutex
 	retired []*Table
 }
 
-// NewRouter returns a router serving t. maxBody bounds every request body
-// the server reads, for this table and every later one (the server's buffer
-// limit cannot change while it runs); zero means t's largest MaxBody. log
-// receives the server's own errors; nil discards them.
+// NewRouter returns a router serving t. maxBody bounds every request body,
+// for this table and every later one (the server's limit cannot change
+// while it runs); zero means t's largest MaxBody. log receives the server's
+// errors; nil discards them.
 func NewRouter(t *Table, maxBody int, log *zap.Logger) *Router {
 	if log == nil {
 		log = zap.NewNop()
@@ -165,9 +154,8 @@ func (rt *Router) MaxBody() int { return rt.maxBody }
 // Table returns the table in force.
 func (rt *Router) Table() *Table { return rt.cur.Load() }
 
-// Swap puts t in force for the requests that arrive from now on; runs in
-// flight finish on the table they started with. It refuses a table whose
-// MaxBody is over the router's, and then keeps the old table.
+// Swap puts t in force for the requests that arrive from now on. It refuses
+// a table whose MaxBody is over the router's.
 func (rt *Router) Swap(t *Table) error {
 	if t.maxBody > rt.maxBody {
 		for _, r := range t.routes {
@@ -187,10 +175,9 @@ func (rt *Router) Swap(t *Table) error {
 	return nil
 }
 
-// acquire takes the table in force for one request. The count it adds is
-// seen by prune: once the table is swapped out, only requests that counted
-// themselves before the swap hold it (a request that counted itself after
-// sees the new table on its second look and lets go).
+// acquire takes the table in force for one request. Once the table is
+// swapped out only requests counted before the swap use it: one counted
+// after sees the new table on its second look and lets go.
 func (rt *Router) acquire() *Table {
 	for {
 		t := rt.cur.Load()
@@ -202,15 +189,15 @@ func (rt *Router) acquire() *Table {
 	}
 }
 
-// prune forgets the retired tables that no request holds and no run
-// streams through, and closes their idle connections to the producers.
+// prune forgets the retired tables no request or run uses, and closes
+// their idle connections to the producers.
 func (rt *Router) prune() {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	kept := rt.retired[:0]
 	for _, t := range rt.retired {
 		// A run is tracked by its Relay before its handler returns, so once
-		// no handler holds t (read first), Active sees every run left.
+		// no handler uses t (read first), Active sees every run left.
 		if t.refs.Load() > 0 || t.active() > 0 {
 			kept = append(kept, t)
 			continue
@@ -233,7 +220,6 @@ func (t *Table) active() int {
 	return n
 }
 
-// tables returns the table in force and the retired ones still in use.
 func (rt *Router) tables() []*Table {
 	rt.prune()
 	rt.mu.Lock()
@@ -253,8 +239,7 @@ func (rt *Router) Active() int {
 // Retired returns the number of swapped-out tables that runs still use.
 func (rt *Router) Retired() int { return len(rt.tables()) - 1 }
 
-// EndRuns calls EndRuns on every relay of every table still in use: the
-// end of a shutdown's grace period.
+// EndRuns calls EndRuns on every relay of every table still in use.
 func (rt *Router) EndRuns() {
 	for _, t := range rt.tables() {
 		for _, r := range t.routes {
@@ -264,7 +249,7 @@ func (rt *Router) EndRuns() {
 }
 
 // Handle serves one request with the relay of the route its path matches,
-// or answers 404 with a problem when none does.
+// or a 404 problem.
 func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
 	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
@@ -272,7 +257,7 @@ func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
 	t := rt.acquire()
 	defer t.refs.Add(-1)
 	// Before matching: "/agents/a/../b" must not reach route a's producer
-	// as "/../b" (Relay.Handle refuses it too, for a relay without routes).
+	// as "/../b".
 	if hasDotSegment(ctx.RequestURI()) {
 		problemDotSegment().Write(ctx)
 		return
@@ -286,8 +271,7 @@ func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
 	r.Relay.serve(ctx)
 }
 
-// Server returns a fasthttp server for the router, configured as
-// Relay.Server is, with the router's body limit.
+// Server returns a fasthttp server for the router, as Relay.Server does.
 func (rt *Router) Server() *fasthttp.Server {
 	t := rt.Table()
 	s := t.routes[0].Relay.Server()
@@ -303,8 +287,7 @@ func (rt *Router) Server() *fasthttp.Server {
 	return s
 }
 
-// bodyTimeout is the BodyTimeout of the route the request of h is for
-// (DefaultBodyTimeout when none is).
+// bodyTimeout is the BodyTimeout of h's route, else DefaultBodyTimeout.
 func (rt *Router) bodyTimeout(h *fasthttp.RequestHeader) time.Duration {
 	path := h.RequestURI()
 	if i := bytes.IndexByte(path, '?'); i >= 0 {
@@ -316,16 +299,13 @@ func (rt *Router) bodyTimeout(h *fasthttp.RequestHeader) time.Duration {
 	return DefaultBodyTimeout
 }
 
-// serveWith tells every relay of t which server takes a consumer's
-// connection back after a stream (Relay.serveNextWith).
 func (t *Table) serveWith(s *fasthttp.Server) {
 	for _, r := range t.routes {
 		r.Relay.serveNextWith(s)
 	}
 }
 
-// expect is Relay.expect with the limit and the CORS policy of the route
-// the path matches (the router's limit, and no CORS, when none does).
+// expect is Relay.expect for the route the path matches.
 func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
 	r := rt.Table().Match(ctx.URI().PathOriginal())
 	if r == nil {
@@ -342,9 +322,8 @@ func (rt *Router) expect(ctx *fasthttp.RequestCtx) int {
 	return r.Relay.expect(ctx)
 }
 
-// serverError answers a request the server could not read; a request of a
-// route is refused by its Relay (refuseUnread: its CORS headers, and its
-// report when it is a run), any other with the problem alone.
+// serverError responds to a request the server could not read, through
+// its route's Relay when it has one (CORS headers, a run's report).
 func (rt *Router) serverError(ctx *fasthttp.RequestCtx, err error) {
 	if servedInPlace(ctx) {
 		return

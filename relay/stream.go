@@ -21,27 +21,21 @@ import (
 // A stream's life, read top to bottom (run), on the goroutine its carrier
 // gives it (carrier.go):
 //
-//  1. begin: the consumer's hangup watched, the response header set to go
-//     out with the first flush, the event.Stream made.
-//  2. relay: read → scan → frame → flush (loop), until the producer's
-//     response ends, the run ends or fails, or the consumer is gone. A
-//     stream whose producer is silent for parkAfter parks (park); a new
+//  1. begin: the consumer's hangup watched, the header set, the
+//     event.Stream made.
+//  2. relay: read → scan → frame → flush (loop) until the stream is over.
+//     A stream whose producer is silent for parkAfter parks; a new
 //     goroutine runs it on from here when bytes arrive (wake).
-//  3. finish: the terminal event, a RUN_ERROR when one is owed, the last
-//     flush, the release of both connections, the run's report.
+//  3. finish: a RUN_ERROR when one is owed, the last flush, the release of
+//     both connections, the report.
 
-// run is the life of one stream: phase 1, then serve.
 func (st streamResponse) run() {
 	st.begin().serve()
 }
 
-// relayedStream is one run's stream from the producer's response to the
-// consumer's, while it runs. It owns resp and the consumer's writer.
-//
-// A polled stream whose producer is silent for parkAfter parks: it gives
-// up its goroutine, its connection registered with the Relay's Poller,
-// until bytes arrive or the run is cancelled. An agent that thinks for
-// minutes then costs no goroutine stack, most of what an idle stream used.
+// relayedStream is one run's stream while it runs. It owns resp and the
+// consumer's writer. A parked stream costs no goroutine stack, most of
+// what an idle stream used.
 type relayedStream struct {
 	r    *Relay
 	cw   *consumerWriter
@@ -54,34 +48,32 @@ type relayedStream struct {
 	tap RunTap
 	sb  *wire.Body // the body, when it can be polled (and so parked)
 
-	werr, rerr error       // what ended the loop: a write to the consumer, a read of the producer
+	werr, rerr error       // what ended the loop
 	step       func() bool // p.loop, made once: it escapes into wire.Body.Poll
 
 	parkAfter time.Duration
 	poller    *wire.Poller // nil: the stream does not park, and is not counted
-	now       time.Time    // the time of the last read (NoteRead)
+	now       time.Time    // the last read (NoteRead)
 	clock     time.Time    // the stream's start; now is read from it on the monotonic clock alone
-	deadline  time.Time    // the read deadline that ends a wait by parking
-	parked    atomic.Bool  // waiting in the poller with no goroutine
-	noPark    bool         // parking failed (no poller): wait in the goroutine
-	ended     bool         // the requested run ended: the stream ends within the grace (checkEnd)
-	endedAt   time.Time    // when it ended, until the grace is armed (armGrace)
-	token     int32        // the poller registration while parked
+	deadline  time.Time
+	parked    atomic.Bool
+	noPark    bool
+	ended     bool      // the requested run ended (checkEnd)
+	endedAt   time.Time // until the grace is armed (armGrace)
+	token     int32     // the poller registration while parked
 
 	ka keepAlive // the consumer's keep-alives (keepalive.go)
 }
 
-// parkAfter is how long a polled stream waits in its goroutine before it
-// parks.
 const parkAfter = time.Second
 
 // streamTuning is what a test changes of a Relay's streams (export_test.go);
-// nil in production.
+// nil in production. Zero fields mean the constants.
 type streamTuning struct {
-	parkAfter time.Duration // 0: the constant parkAfter; a test parks its streams sooner
-	endGrace  time.Duration // 0: runEndGrace (relayedStream.checkEnd)
-	// armRead, when set, arms a parking stream in place of pl.ArmRead: a
-	// test's may refuse (false), or tell when a stream parked.
+	parkAfter time.Duration
+	endGrace  time.Duration
+	// armRead, when set, replaces pl.ArmRead: it may refuse, or tell when a
+	// stream parked.
 	armRead func(pl *wire.Poller, rc syscall.RawConn, token int32) bool
 }
 
@@ -91,22 +83,19 @@ func (p *relayedStream) tune(t *streamTuning) {
 	}
 }
 
-// begin is phase 1 of run, the header: the consumer's hangup watched, the
-// response header set, the stream made.
+// begin is phase 1.
 func (st streamResponse) begin() *relayedStream {
 	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
 	head := st.header
 	if tok, ok := watchHangup(r.poller(), cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
 		cw.watcher, cw.hangup, cw.watched = r.poller(), tok, true
 	} else {
-		// The watching goroutine reads the connection, and would read the
-		// consumer's next request: the connection is closed at the end.
+		// The watching goroutine would read the consumer's next request.
 		if cw.srv != nil {
 			cw.srv, head = nil, withClose(head)
 		}
 		go watchConsumer(cw.conn, ub)
 	}
-	// The header goes out with the first flush, with the first events.
 	cw.SetHeader(head)
 
 	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
@@ -150,10 +139,9 @@ func (st streamResponse) begin() *relayedStream {
 // relay is phase 2: it runs the loop until the stream is over (true) or
 // parked (false).
 //
-// A polled body runs the loop inside the connection's RawConn read
-// (wire.Body.Poll), across waits: a new RawConn read resets the runtime
-// poller's readiness, which would cost a read(2) that finds nothing before
-// every wait. The read deadline (armParking) ends the Poll to park.
+// A polled body runs the loop inside one RawConn read (wire.Body.Poll)
+// across waits: a new RawConn read resets the runtime poller's readiness,
+// which would cost a read(2) that finds nothing before every wait.
 func (p *relayedStream) relay() (over bool) {
 	if p.sb == nil {
 		p.loop() // its reads wait for the producer
@@ -169,7 +157,7 @@ func (p *relayedStream) relay() (over bool) {
 			return true
 		case errors.Is(err, os.ErrDeadlineExceeded) && p.sb.Open():
 			if !p.sendKeepAlive() {
-				return true // the consumer could not be written
+				return true
 			}
 			if p.noPark {
 				continue // a keep-alive's deadline: wait on
@@ -185,10 +173,9 @@ func (p *relayedStream) relay() (over bool) {
 	}
 }
 
-// loop is the stream's loop, event.Stream.Pump, with the stream's end
-// decided between runs (checkEnd). It reports false when the producer has
-// nothing more for now (wait, then call loop again), true when the stream
-// is over: rerr (io.EOF at the response's end) or werr says why.
+// loop pumps the stream and decides its end between runs (checkEnd). It
+// reports false when the producer has nothing more for now, true when the
+// stream is over: rerr (io.EOF at the response's end) or werr says why.
 func (p *relayedStream) loop() (over bool) {
 	for {
 		rerr, werr := p.st.Pump(p.sc, p.body())
@@ -202,14 +189,13 @@ func (p *relayedStream) loop() (over bool) {
 			p.rerr = rerr
 			return true
 		case !p.ended:
-			p.checkEnd() // a run ended: the stream may end within the grace
+			p.checkEnd()
 		}
 	}
 }
 
-// awaitProducer readies the wait after a read that found nothing: the
-// grace armed when a run ended, the read deadline moved. It reports true
-// when the body was closed meanwhile: the stream must not wait.
+// awaitProducer readies the wait after a read that found nothing. It
+// reports true when the body was closed meanwhile: the stream must not wait.
 func (p *relayedStream) awaitProducer() (over bool) {
 	if !p.endedAt.IsZero() {
 		p.armGrace()
@@ -217,20 +203,16 @@ func (p *relayedStream) awaitProducer() (over bool) {
 	return !p.armParking()
 }
 
-// producerBody is the stream seen as the producer's response body, which
-// Pump reads (Read) and tells of each read first (NoteRead): a conversion
-// of the stream's pointer, with no allocation.
+// producerBody is the stream as the producer's body Pump reads: a
+// conversion of the stream's pointer, with no allocation.
 type producerBody relayedStream
 
-// body returns the stream's producerBody.
 func (p *relayedStream) body() *producerBody { return (*producerBody)(p) }
 
-// NoteRead notes the read that follows for the idle timeout (touch). The
-// clock is read on the monotonic clock alone (one reading where time.Now
-// makes two), and not for a read that a polled body serves from its
-// buffer (Drained): the last read's time stands for it, unless a write to
-// the consumer that the idle timer found in flight came between
-// (touchAfterWrite).
+// NoteRead touches the idle timeout for the read that follows, on the
+// monotonic clock alone (one reading where time.Now makes two). A read a
+// polled body serves from its buffer (Drained) is not timed, unless a slow
+// write came between (touchAfterWrite).
 func (p *producerBody) NoteRead() {
 	if p.sb == nil || !p.sb.Drained() || p.ub.touchAfterWrite() {
 		p.now = p.clock.Add(time.Since(p.clock))
@@ -239,8 +221,7 @@ func (p *producerBody) NoteRead() {
 }
 
 // Read reads the producer's body. A body that cannot be polled blocks
-// here: the stream lets its keep-alive timer have the consumer's writer
-// meanwhile (keepalive.go).
+// here, with writerMu unlocked for keepAliveTick.
 func (p *producerBody) Read(b []byte) (n int, err error) {
 	if w := p.ka.waited; w != nil && w.blocking {
 		w.writerMu.Unlock()
@@ -252,15 +233,14 @@ func (p *producerBody) Read(b []byte) (n int, err error) {
 }
 
 // runEndGrace is how long the producer has, after the requested run's
-// terminal event, to end its response itself (and so keep its connection
-// for reuse) before the relay ends it.
+// terminal event, to end its response itself (keeping its connection
+// reusable) before the relay ends it.
 const runEndGrace = 100 * time.Millisecond
 
 // checkEnd ends the stream within the grace once the requested run (its
 // runId) had its terminal event, or the stream failed before any run: that
 // run is the exchange's last (spec 003), and many agents keep the
-// connection open after it. Replayed runs, with their own runIds, end
-// nothing.
+// connection open after it.
 func (p *relayedStream) checkEnd() {
 	st := p.st
 	if st.InRun {
@@ -271,21 +251,19 @@ func (p *relayedStream) checkEnd() {
 	}
 	p.ended = true
 	if p.sb == nil {
-		p.ub.endWithin(p.grace()) // its reads wait inside the loop
+		p.ub.endWithin(p.grace())
 		return
 	}
-	// Polled: the grace is armed at the first wait (armGrace). Most
-	// responses end with the run, before a wait: no timer.
+	// Armed at the first wait: most responses end with the run, before a
+	// wait, and need no timer.
 	p.endedAt = p.now
 }
 
-// armGrace arms the grace counted from endedAt.
 func (p *relayedStream) armGrace() {
 	p.ub.endWithin(p.grace() - p.now.Sub(p.endedAt))
 	p.endedAt = time.Time{}
 }
 
-// grace is runEndGrace, unless a test tuned it.
 func (p *relayedStream) grace() time.Duration {
 	if t := p.r.tuning; t != nil && t.endGrace > 0 {
 		return t.endGrace
@@ -293,10 +271,9 @@ func (p *relayedStream) grace() time.Duration {
 	return runEndGrace
 }
 
-// armParking moves the read deadline, which ends a wait to park, to
-// parkAfter from the last read when it is under half of that away: a timer
-// update every parkAfter/2, not one per wait. It reports false when the
-// body was closed meanwhile.
+// armParking moves the read deadline that ends a wait to park only when it
+// is under parkAfter/2 away: a timer update every parkAfter/2, not one per
+// wait. It reports false when the body was closed meanwhile.
 func (p *relayedStream) armParking() bool {
 	if p.ka.every > 0 {
 		return p.armKeepAlive()
@@ -312,7 +289,7 @@ func (p *relayedStream) armParking() bool {
 }
 
 // park registers the stream's connection with the poller and reports true
-// when the goroutine may end: wake runs the stream on in a new one.
+// when the goroutine may end.
 func (p *relayedStream) park() bool {
 	p.deadline = time.Time{}
 	if p.sb.SetReadDeadline(p.deadline) != nil {
@@ -336,7 +313,6 @@ func (p *relayedStream) park() bool {
 	return true
 }
 
-// armRead arms the parked stream's wake when its connection has input.
 func (p *relayedStream) armRead() bool {
 	if t := p.r.tuning; t != nil && t.armRead != nil {
 		return t.armRead(p.poller, p.sb.RawConn(), p.token)
@@ -344,32 +320,27 @@ func (p *relayedStream) armRead() bool {
 	return p.poller.ArmRead(p.sb.RawConn(), p.token)
 }
 
-// wake runs a parked stream on in a new goroutine: bytes arrived, or the
-// body was closed. Any number of calls start one goroutine.
+// wake runs a parked stream on in a new goroutine. Any number of calls
+// start one.
 func (p *relayedStream) wake() {
 	if p.parked.CompareAndSwap(true, false) {
 		go p.resume()
 	}
 }
 
-// resume runs a parked stream on from phase 2.
 func (p *relayedStream) resume() {
 	p.unpark()
 	p.serve()
 }
 
-// unpark counts a parked stream's return to a goroutine and ends its
-// registration with the poller.
 func (p *relayedStream) unpark() {
 	p.enter()
 	p.poller.Remove(p.sb.RawConn(), p.token)
 }
 
-// serve runs the stream from phase 2 (after begin, a wake or its
-// keep-alive timer) to its end, then, while the carrier gives this
-// goroutine the connection's next stream (carrier.next), that one. It
-// returns when a stream parks or the connection is done with here. Only
-// begin, unpark and serve count streams on goroutines (enter, leave).
+// serve runs the stream from phase 2 to its end, then the connection's
+// next stream while the carrier gives one. Only begin, unpark and serve
+// count streams on goroutines (enter, leave).
 func (p *relayedStream) serve() {
 	for {
 		if !p.relay() {
@@ -389,9 +360,8 @@ func (p *relayedStream) serve() {
 	}
 }
 
-// finish is phase 3: the terminal RUN_ERROR when the relay cut the run,
-// the last flush, the end of the body, the report. It reports whether the
-// consumer's connection may serve another request.
+// finish is phase 3. It reports whether the consumer's connection may
+// serve another request.
 func (p *relayedStream) finish() (reusable bool) {
 	r, ub, st, rep := p.r, p.ub, p.st, p.rep
 	werr, rerr := p.werr, p.rerr
@@ -411,8 +381,7 @@ func (p *relayedStream) finish() (reusable bool) {
 			werr = err
 		}
 	case rerr == io.EOF || abort == errRunEnded:
-		// The producer finished, or the requested run did and the grace
-		// for the producer's own end passed: a complete stream either way.
+		// A complete stream either way.
 		abort = nil
 		if st.Owed() {
 			r.log.Warn("the producer ended the stream without RUN_FINISHED or RUN_ERROR; relayed as it was",
@@ -490,7 +459,6 @@ func (p *relayedStream) leave() {
 	}
 }
 
-// newCounts returns zeroed event.Counts, reused when it can.
 func (r *Relay) newCounts() *event.Counts {
 	if c, ok := r.counts.Get().(*event.Counts); ok {
 		*c = event.Counts{}
@@ -499,7 +467,6 @@ func (r *Relay) newCounts() *event.Counts {
 	return &event.Counts{}
 }
 
-// releaseCounts takes a reported run's counts back for newCounts.
 func (r *Relay) releaseCounts(rep *RunReport) {
 	if c := rep.Counts; c != nil {
 		rep.Counts = nil

@@ -7,47 +7,35 @@ import (
 	"github.com/agui-relay/agui-relay/translate"
 )
 
-// RunTap watches one run as it passes through the relay, from its request
-// to its report: it is the one way to watch a Relay's runs (Relay.Tap), and
-// metrics and recordings are taps. Every slice it is given is
-// borrowed for the call. The methods of one RunTap are called one at a
-// time, in the order the run goes through them (never concurrently), and
-// only End is certain to be called; they must be quick, as most run on the
-// stream's path.
+// RunTap watches one run from its request to its report (Relay.Tap).
+// Every slice it is given is borrowed for the call. Its methods are called
+// one at a time, in the run's order, and only End is certain to be called;
+// they must be quick, as most run on the stream's path.
 type RunTap interface {
 	// Received is the request body as the consumer sent it, called first.
 	Received(body []byte)
 	// Forwarded is the RunAgentInput sent to the producer and the plan
-	// that shaped it (the same bytes as received when plan.Translate is
-	// false), called just before the producer is contacted.
+	// that shaped it, called just before the producer is contacted.
 	Forwarded(plan negotiate.InputPlan, body []byte)
-	// Streaming says the producer answered with an event stream, shaped for
-	// a consumer of consumer from a producer configured as
-	// producerConfigured (zero: learnt per run).
+	// Streaming says the producer responded with an event stream;
+	// producerConfigured is zero when learnt per run.
 	Streaming(consumer, producerConfigured negotiate.Version)
-	// Read is called with each chunk read from the producer's stream.
-	Read(p []byte)
-	// Wrote is called with each chunk written to the consumer (buffered;
-	// see Flushed).
-	Wrote(p []byte)
-	// Flushed says what was written has been flushed to the consumer;
-	// events is how many events were written so far.
+	Read(p []byte)  // each chunk read from the producer
+	Wrote(p []byte) // each chunk written to the consumer, buffered until Flushed
+	// Flushed says what was written was flushed; events counts them so far.
 	Flushed(events int)
-	// Translated says a translation step rewrote shape, in the input or in
-	// the events of the run (every translation, lossy or not).
+	// Translated says a step rewrote shape, in the input or the events,
+	// lossy or not.
 	Translated(step *translate.Step, shape string, from, to negotiate.Version)
-	// Warned is a lossy translation of the run, as the observer reports it
-	// (once per shape per translated run, with a count).
+	// Warned is a lossy translation, once per shape per run, with a count.
 	Warned(w translate.Warning)
 	// End is called once when the run is over, with the final report,
-	// borrowed for the call (copy what is kept, Counts included).
+	// borrowed for the call (Counts included).
 	End(rep *RunReport)
 }
 
-// NopTap is a RunTap that does nothing. A tap that watches part of a run
-// embeds it and defines the methods it needs, as a type embeds
-// http.ResponseWriter's implementation to override one method: it goes on
-// compiling when RunTap gains a method.
+// NopTap is a RunTap that does nothing. A tap embeds it and defines the
+// methods it needs, so that it goes on compiling when RunTap gains one.
 type NopTap struct{}
 
 var _ RunTap = NopTap{}
@@ -62,19 +50,16 @@ func (NopTap) Translated(*translate.Step, string, negotiate.Version, negotiate.V
 func (NopTap) Warned(translate.Warning)                                                 {}
 func (NopTap) End(*RunReport)                                                           {}
 
-// HeaderTap is what a RunTap also implements to carry a context across the
-// relay in the run's request headers (a trace's: W3C traceparent). The
-// relay calls it on a tap that implements it, and on no other: a tap
-// without it costs a run nothing. Its calls come in the RunTap's order.
+// HeaderTap is what a RunTap may also implement to carry a context in the
+// request headers (W3C traceparent), as net/http's optional Flusher. Its
+// calls come in the RunTap's order.
 type HeaderTap interface {
 	// ConsumerHeaders is given the consumer's request headers, borrowed
-	// for the call, right after the tap is made (before Received).
+	// for the call, before Received.
 	ConsumerHeaders(h *fasthttp.RequestHeader)
-	// ProducerHeaders is given the headers of the request to the
-	// producer, once the consumer's end-to-end headers are copied into
-	// them and just before it is sent (after Forwarded): what it leaves
-	// there is sent (to replace a header: Del, then Set, as a consumer
-	// may have sent it in several lines).
+	// ProducerHeaders is given the producer's request headers just before
+	// it is sent: what it leaves there is sent. To replace a header, Del
+	// then Set: a consumer may have sent it in several lines.
 	ProducerHeaders(h *fasthttp.RequestHeader)
 }
 
@@ -93,7 +78,7 @@ func JoinTaps(taps ...RunTap) RunTap {
 	case 1:
 		return last
 	}
-	// One allocation a run for serve's taps (metrics, recordings, traces).
+	// One allocation a run for serve's three taps.
 	m := &multiTap{}
 	m.taps = m.buf[:0]
 	for _, t := range taps {

@@ -6,18 +6,11 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The only transfer coding the relay reads in a request is chunked, alone
-// (RFC 9112 §6.1). fasthttp refuses every other coding but "identity",
-// which it accepts and forgets: the body was then framed by a
-// Content-Length or taken as empty, and whatever followed on the
-// connection read as the next request, a request smuggled behind the first
-// (issue #31). refuseTransferCoding answers such a request as the server
-// answers the codings it refuses itself, and closes the connection: once a
-// request's framing is in doubt, nothing after it is a request.
-
-// refuseTransferCoding answers 400 and closes the connection when the
-// request names a Transfer-Encoding other than chunked; it reports whether
-// it did.
+// refuseTransferCoding responds 400 and closes the connection when the
+// request names a Transfer-Encoding other than chunked (RFC 9112 §6.1),
+// and reports whether it did. fasthttp accepts and forgets "identity",
+// reading what follows as the next request: a request smuggled behind the
+// first (issue #31).
 func refuseTransferCoding(ctx *fasthttp.RequestCtx) bool {
 	if !otherTransferCoding(ctx.Request.Header.RawHeaders()) {
 		return false
@@ -27,15 +20,12 @@ func refuseTransferCoding(ctx *fasthttp.RequestCtx) bool {
 	return true
 }
 
-// kindTransferCoding is the kind of fault (requestErrorKind) of a request
-// whose Transfer-Encoding the relay does not read.
 const kindTransferCoding = "unsupported Transfer-Encoding"
 
-// otherTransferCoding reports whether raw, a request's header lines as they
-// came (fasthttp's RawHeaders, valid in the handler), has a
-// Transfer-Encoding line whose value is not chunked. The server refused a
-// second such line, a folded one is no header of its own (it continues the
-// line before), and a name with a space before its colon was refused too.
+// otherTransferCoding reports whether raw (fasthttp's RawHeaders, valid in
+// the handler) has a Transfer-Encoding line whose value is not chunked. The
+// server refused a second such line and a space before the colon; a folded
+// line continues the one before.
 func otherTransferCoding(raw []byte) bool {
 	const name = "transfer-encoding:"
 	for len(raw) > len(name) {

@@ -12,30 +12,23 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// streamTransport is the fasthttp client's round trip for the relay
-// (NewClient installs it): fasthttp still pools, dials and caps the
-// connections to the producer and writes the request, but a streamed
-// answer's body is read by the relay itself (wire.Body), straight from
-// the connection into the caller's buffer. fasthttp's own streamed body
-// reads through the client's buffered reader, held for the whole stream
-// (4 KiB per open stream, and a goroutine parked deep in its chunk
-// parser), and hands out at most one chunk per read. A connection taken
-// from the pool carries the request only if nothing arrived on it while it
-// sat there (reusable), and bytes past a complete answer keep it from the pool
-// (wire.BodyOptions.Stray): the bytes found reach no consumer. Bytes that
-// arrive after fit's read, while the next request is written, cannot be
-// told from its response (ClientOptions.NoReuse closes that window). A
-// response that may carry no body by its method or status (HEAD, 1xx,
-// 204, 304) never returns its connection to the pool: a body its producer
-// sends anyway (Python's http.server with do_HEAD = do_GET) may arrive
-// after the check, and would be read as the next request's response.
-// Responses asked not to be streamed (or skipped) go through fasthttp's
-// transport unchanged; a HEAD's response is the relay's.
+// streamTransport is the fasthttp client's round trip for the relay:
+// fasthttp still pools, dials and writes the request, but a streamed
+// response's body is read by the relay (wire.Body), straight from the
+// connection into the caller's buffer. fasthttp's own streamed body ties up
+// the client's buffered reader for the whole stream (4 KiB per stream, and
+// a goroutine parked deep in its chunk parser) and hands out at most one
+// chunk per read.
+//
+// A response that may carry no body (HEAD, 1xx, 204, 304) never returns
+// its connection to the pool: a body the producer sends anyway (Python's
+// http.server with do_HEAD = do_GET) may arrive after the reuse check, and
+// would be read as the next request's response.
 type streamTransport struct {
-	noReuse bool // ClientOptions.NoReuse: every request on a new connection
+	noReuse bool // ClientOptions.NoReuse
 }
 
-// maxInterim bounds the 1xx answers skipped before the real one.
+// maxInterim bounds the 1xx responses skipped before the final one.
 const maxInterim = 10
 
 func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
@@ -53,9 +46,8 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	if head {
 		resp.SkipBody = true
 	}
-	// A pooled connection not fit to carry the request (reusable) is closed
-	// and the next taken, the request not written yet: each turn takes one
-	// out of the pool, and a new connection is fit.
+	// One not reusable is closed and the next taken: each turn takes one
+	// out of the pool, and a new connection is reusable.
 	cc, err := hc.AcquireConn(0, req.ConnectionClose())
 	for err == nil && !fit(cc.Conn()) {
 		hc.CloseConn(cc)
@@ -64,12 +56,11 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	if err != nil {
 		return false, err
 	}
-	// Not resp.ParseNetConn: nothing asks the answer for its addresses,
-	// and reading them touches the connection's cold state on every run.
+	// Not resp.ParseNetConn: reading the addresses touches the connection's
+	// cold state on every run, and nothing asks for them.
 	conn := cc.Conn()
-	// A consumer that hangs up before the head interrupts the wait (see
-	// headerWait), on the connection under firstByteConn, whose deadline
-	// state belongs to this goroutine.
+	// A consumer's hangup interrupts the wait (headerWait) on the connection
+	// under firstByteConn, whose deadline state belongs to this goroutine.
 	hw := headerWaitOf(req)
 	inner := conn
 	if fc, ok := conn.(*firstByteConn); ok {
@@ -100,10 +91,9 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 			deadline = time.Now().Add(hc.ReadTimeout)
 		}
 	} else {
-		// The response is read as the request is written: until the write
-		// ends, the wait for it is bounded by the write's deadline. The
-		// write goes to the connection under firstByteConn, whose check
-		// before a write (fit, made above) would see the reads.
+		// Until the write ends, the wait for the response is bounded by the
+		// write's deadline. Under firstByteConn: its reuse check would see
+		// the reads.
 		w = startWrite(hc, inner, req)
 	}
 	if err := hw.setDeadline(conn.SetReadDeadline, deadline); err != nil {
@@ -124,17 +114,13 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		var stopped bool
 		var werr error
 		if status := resp.StatusCode(); err != nil || status < 200 || status > 299 {
-			// No response, or one that refuses the request (413, 401) or
-			// is not HTTP any more (101): the rest of the body is not sent,
-			// as RFC 9112 §9.6 asks of a client that sees an error response
-			// while it sends a body, and as curl does ("HTTP error before
-			// end of send, stop sending"). The connection is not reused, as
-			// Go's net/http Transport reuses none whose request was not
-			// all written.
+			// The rest of the body is not sent, as RFC 9112 §9.6 asks of a
+			// client that sees an error response while it sends a body, and
+			// as curl does. The connection is not reused, as in Go's
+			// net/http Transport.
 			stopped, werr = w.stop(conn)
 		} else {
-			// A 2xx before the whole body: the producer may read it as it
-			// responds (full duplex); it is written to its end first.
+			// A 2xx before the whole body (full duplex): written to its end.
 			werr = w.wait()
 		}
 		if err != nil && werr != nil && !stopped {
@@ -151,7 +137,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		err = malformedAnswer(err, br)
 		hc.ReleaseReader(br)
 		hc.CloseConn(cc)
-		// No retry of a malformed answer: the producer would answer the same again.
+		// No retry: the producer would send the same malformed response.
 		_, malformed := err.(*malformedAnswerError)
 		return !malformed && err != errHeadWaitGone, err
 	}
@@ -159,9 +145,6 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	closeConn := reqClose || early || resp.ConnectionClose()
 	status := resp.StatusCode()
 	if head || status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
-		// No body (and a 101's connection is not HTTP any more): anything
-		// buffered past the header is of no response, and a body sent late
-		// would be read as the next request's: the connection is closed.
 		if stray := br.Buffered(); stray > 0 && status >= 200 {
 			if fc, ok := conn.(*firstByteConn); ok {
 				fc.afterResponse(stray)
@@ -180,9 +163,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	}
 	if fc, ok := conn.(*firstByteConn); ok {
 		o.Stray = ret.stray
-		// firstByteConn's deadline state belongs to the reader.
-		o.Interrupt = fc.Conn
-		// The dialer's socketConn, where reads by descriptor work.
+		o.Interrupt = fc.Conn // its deadline state belongs to the reader
 		if sc, ok := fc.Conn.(*socketConn); ok {
 			o.Raw = sc.RawConn()
 		}
@@ -194,8 +175,8 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 
 var _ fasthttp.ReadCloserWithError = (*wire.Body)(nil)
 
-// readHeader reads the header of the producer's response, past the interim
-// (1xx) responses before it, at most maxInterim of them.
+// readHeader reads the producer's response header, past up to maxInterim
+// 1xx responses.
 func readHeader(resp *fasthttp.Response, br *bufio.Reader) error {
 	err := resp.Header.Read(br)
 	for n := 0; err == nil && resp.StatusCode() >= 100 && resp.StatusCode() < 200 && resp.StatusCode() != fasthttp.StatusSwitchingProtocols; n++ {
@@ -207,7 +188,6 @@ func readHeader(resp *fasthttp.Response, br *bufio.Reader) error {
 	return err
 }
 
-// writeRequest writes req on conn through the client's buffered writer.
 func writeRequest(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request) error {
 	bw := hc.AcquireWriter(conn)
 	err := req.Write(bw)
@@ -218,8 +198,7 @@ func writeRequest(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request)
 	return err
 }
 
-// writeFailed is RoundTrip's result for a request whose write failed (its
-// connection closed).
+// writeFailed is RoundTrip's result for a request whose write failed.
 func writeFailed(hw *headerWait, err error) (bool, error) {
 	if hw.detach() {
 		return false, errHeadWaitGone // the interrupted write
@@ -231,18 +210,13 @@ func writeFailed(hw *headerWait, err error) (bool, error) {
 }
 
 // writeFirst is the largest request body written before the response is
-// read, on the request's goroutine: the kernel's buffers take such a
-// request at once whether the producer reads it or not (the producer's
-// receive window alone is 64 KiB on Linux, macOS and Windows), so that
-// the response is read right after. A larger body is written by a
-// goroutine of its own while the response is read (startWrite), as Go's
-// net/http Transport writes every request: a producer that responds
-// before it has read the body (413 or 401 on the header of a large one),
-// and then reads no more or closes, is heard at once.
+// read, on the request's goroutine: the kernel's buffers take it at once
+// (the receive window alone is 64 KiB on Linux, macOS and Windows). A
+// larger body is written by its own goroutine while the response is read,
+// as Go's net/http Transport writes every request, so that a producer that
+// responds before reading the body (413, 401) is heard at once.
 const writeFirst = 32 << 10
 
-// writtenFirst reports whether req is written before its response is read
-// (writeFirst).
 func writtenFirst(req *fasthttp.Request) bool {
 	if req.IsBodyStream() {
 		n := req.Header.ContentLength()
@@ -251,14 +225,14 @@ func writtenFirst(req *fasthttp.Request) bool {
 	return len(req.Body()) <= writeFirst
 }
 
-// requestWrite is a request being written by a goroutine of its own
-// (startWrite) while its response is read. It ends before RoundTrip
-// returns (wait, stop): the request is the caller's again then.
+// requestWrite is a request written by its own goroutine while its
+// response is read. It ends before RoundTrip returns (wait, stop): the
+// request is the caller's again then.
 type requestWrite struct {
 	done  chan error
 	ended bool
 	err   error
-	at    time.Time // when the write ended
+	at    time.Time // the write's end
 }
 
 func startWrite(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request) *requestWrite {
@@ -271,7 +245,6 @@ func startWrite(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request) *
 	return w
 }
 
-// wait returns the write's error once it has ended.
 func (w *requestWrite) wait() error {
 	if !w.ended {
 		w.err, w.ended = <-w.done, true
@@ -279,8 +252,8 @@ func (w *requestWrite) wait() error {
 	return w.err
 }
 
-// stop ends the write (a write deadline in the past) unless it has ended,
-// and returns its error; stopped reports that it was cut short.
+// stop ends the write unless it has ended; stopped reports that it was cut
+// short.
 func (w *requestWrite) stop(conn net.Conn) (stopped bool, err error) {
 	if !w.ended {
 		select {
@@ -294,10 +267,9 @@ func (w *requestWrite) stop(conn net.Conn) (stopped bool, err error) {
 	return stopped, w.err
 }
 
-// awaitHeader goes on waiting for the response's header (readHeader) past a read
-// that found none by the write's deadline (err, fasthttp.ErrTimeout): once
-// the request was all written, the wait is bounded from the write's end,
-// as for a request written first. Any other err is returned as it is.
+// awaitHeader waits on for the response header past a read that timed out
+// at the write's deadline: once the request is written, the wait is
+// bounded from the write's end, as for a request written first.
 func (w *requestWrite) awaitHeader(hc *fasthttp.HostClient, conn net.Conn, hw *headerWait, resp *fasthttp.Response, br *bufio.Reader, err error) error {
 	for err == fasthttp.ErrTimeout && w.wait() == nil {
 		var deadline time.Time
@@ -314,31 +286,26 @@ func (w *requestWrite) awaitHeader(hc *fasthttp.HostClient, conn net.Conn, hw *h
 	return err
 }
 
-// fit reports whether conn may carry a request (firstByteConn.fit); a
-// connection not of the relay's dialer is taken as it is.
+// fit reports whether conn may carry a request (firstByteConn.reusable).
 func fit(conn net.Conn) bool {
 	fc, ok := conn.(*firstByteConn)
 	return !ok || fc.reusable()
 }
 
-// connReturn gives an answer's producer connection and the client's reader
-// of it back to the HostClient they came from (wire.BodyOptions' Release
-// and ReleaseReader). One is made per producer connection (firstByteConn's
-// ret) and reused by every answer on it, where each answer made two
-// closures; C is fasthttp's pooled connection, whose type it does not
-// export.
+// connReturn gives a producer connection and its reader back to their
+// HostClient (wire.BodyOptions' Release and ReleaseReader). One per
+// connection, reused by every response on it, where each made two
+// closures; C is fasthttp's pooled connection, whose type is unexported.
 type connReturn[C any] struct {
 	hc            *fasthttp.HostClient
-	cc            C // this answer's; set before its body exists
+	cc            C // this response's; set before its body exists
 	reuse, close  func(*fasthttp.HostClient, C)
 	release       func(reuse bool)
 	releaseReader func(*bufio.Reader)
-	stray         func(n int) // the connection's firstByteConn.afterResponse; nil without one
+	stray         func(n int) // firstByteConn.afterResponse, or nil
 }
 
-// connReturnOf returns conn's connReturn for the answer on cc, made at the
-// connection's first answer; a connection not of the relay's dialer gets
-// one of its own.
+// connReturnOf returns conn's connReturn for the response on cc.
 func connReturnOf[C any](conn net.Conn, hc *fasthttp.HostClient, cc C, reuse, close func(*fasthttp.HostClient, C)) *connReturn[C] {
 	fc, ok := conn.(*firstByteConn)
 	if ok {
@@ -356,9 +323,8 @@ func connReturnOf[C any](conn net.Conn, hc *fasthttp.HostClient, cc C, reuse, cl
 	return r
 }
 
-// give hands the connection back, for reuse or to be closed. cc is read
-// first: once back in the pool the connection may carry the next answer,
-// which sets it.
+// give hands the connection back. cc is read first: once in the pool the
+// connection may carry the next response, which sets it.
 func (r *connReturn[C]) give(reuse bool) {
 	cc := r.cc
 	if reuse {
