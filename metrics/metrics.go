@@ -120,7 +120,7 @@ func New(o Options) *Metrics {
 		Help: "Producer failures by kind: unreachable, timeout (no answer in time), busy (--upstream-max-conns runs in flight), malformed (an answer whose head cannot be parsed), http_status (a non-2xx answer), broken (the stream broke), idle_timeout, frame_too_large, no_terminal (the stream ended inside a run)."},
 		[]string{"route", "kind"})
 	m.strayDiscards = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_stray_discards_total",
-		Help: "Connections to the producer discarded because the producer sent bytes outside any answer (after an answer was complete, or while the connection sat idle in the pool, found before its reuse); those bytes reached no consumer. Each is logged at WARN with the producer's address and the byte count."},
+		Help: "Connections to the producer discarded because the producer sent bytes outside any response (after a response was complete, or while the connection sat idle in the pool, found before its reuse); those bytes reached no consumer. Each is logged at WARN with the producer's address and the byte count."},
 		route)
 	m.acceptErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "accept_errors_total",
 		Help: "Connections the relay's listener (--listen) failed to accept, by reason: emfile (the process's descriptor limit, ulimit -n, used up), enfile (the system's), enobufs, enomem (the kernel's buffers or memory), other. The relay retries after a backoff of 5 ms doubling to 1 s, as Go's net/http server does, and never stops on them."},

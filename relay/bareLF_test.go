@@ -80,7 +80,7 @@ func TestHeadScanAnySplit(t *testing.T) {
 	} {
 		for cut := 0; cut <= len(wire); cut++ {
 			for second := cut; second <= len(wire); second++ {
-				var h headScan
+				var h headerScan
 				h.arm()
 				got := h.scan([]byte(wire[:cut])) || h.scan([]byte(wire[cut:second])) || h.scan([]byte(wire[second:]))
 				if got != bad {

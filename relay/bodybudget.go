@@ -69,7 +69,7 @@ func (b *bodyBudget) install(s *fasthttp.Server) {
 		if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 			return
 		}
-		err := b.refusedHead(&ctx.Request.Header)
+		err := b.refusedByHeader(&ctx.Request.Header)
 		if err == nil && !ctx.Request.IsBodyStream() {
 			next(ctx)
 			return
@@ -104,7 +104,7 @@ type heldBody struct {
 // request waits for 100 Continue (the ExpectHandler refuses it then).
 func (b *bodyBudget) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if b.count.Load() > 0 {
-		b.refusedHead(h) // left by the header's last request, whose handler never ran
+		b.refusedByHeader(h) // left by the header's last request, whose handler never ran
 	}
 	n := h.ContentLength()
 	if n == 0 || n == -2 {
@@ -141,8 +141,8 @@ func (b *bodyBudget) mayContinue(h *fasthttp.RequestHeader) bool {
 	return h.IsHTTP11() && bytes.EqualFold(h.Peek(fasthttp.HeaderExpect), []byte("100-continue"))
 }
 
-// refusedHead returns and forgets headerReceived's refusal of h, or nil.
-func (b *bodyBudget) refusedHead(h *fasthttp.RequestHeader) error {
+// refusedByHeader returns and forgets headerReceived's refusal of h, or nil.
+func (b *bodyBudget) refusedByHeader(h *fasthttp.RequestHeader) error {
 	if b.count.Load() == 0 {
 		return nil
 	}
@@ -310,7 +310,7 @@ func (b *bodyBudget) refusal(ctx *fasthttp.RequestCtx, err error) *Problem {
 	if b == nil {
 		return nil
 	}
-	b.refusedHead(&ctx.Request.Header)
+	b.refusedByHeader(&ctx.Request.Header)
 	if errors.Is(err, errBodiesInFlight) {
 		return b.problem()
 	}

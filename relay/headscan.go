@@ -16,8 +16,8 @@ import (
 // bare LF inside a complete header, never parses the header whole.
 var errBareLF = errors.New("a request line ends in a bare LF")
 
-// headScan follows a request header through a connection's reads.
-type headScan struct {
+// headerScan follows a request header through a connection's reads.
+type headerScan struct {
 	on      bool // a header is being read
 	last    byte
 	started bool  // a non-empty line was seen
@@ -25,12 +25,12 @@ type headScan struct {
 	line    int32 // bytes of the current line, CR included (at most the 16 KiB read buffer)
 }
 
-func (h *headScan) arm() { *h = headScan{on: true} }
+func (h *headerScan) arm() { *h = headerScan{on: true} }
 
 // scan follows p, the next bytes read, to the header's end, skipping
 // empty lines before the request line as RFC 9112 allows; it reports
 // whether a line ended in a bare LF.
-func (h *headScan) scan(p []byte) bool {
+func (h *headerScan) scan(p []byte) bool {
 	for h.on && len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {

@@ -56,7 +56,7 @@ func newHeaderWait() *headerWait {
 
 type headerWaitKey struct{} // the request's user value
 
-var errHeadWaitGone = errors.New("the consumer went away before the producer answered")
+var errHeaderWaitGone = errors.New("the consumer went away before the producer responded")
 
 func headerWaitOf(req *fasthttp.Request) *headerWait {
 	hw, _ := req.UserValue(headerWaitKey{}).(*headerWait)
@@ -76,7 +76,7 @@ func (h *headerWait) hangup() {
 }
 
 // attach notes the producer's connection (under any wrapper with deadline
-// state of its own); errHeadWaitGone when the consumer is gone already.
+// state of its own); errHeaderWaitGone when the consumer is gone already.
 func (h *headerWait) attach(conn net.Conn) error {
 	if h == nil {
 		return nil
@@ -84,7 +84,7 @@ func (h *headerWait) attach(conn net.Conn) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.gone {
-		return errHeadWaitGone
+		return errHeaderWaitGone
 	}
 	h.conn = conn
 	return nil
@@ -97,7 +97,7 @@ func (h *headerWait) setDeadline(set func(time.Time) error, t time.Time) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.gone {
-		return errHeadWaitGone
+		return errHeaderWaitGone
 	}
 	return set(t)
 }

@@ -20,18 +20,18 @@ import (
 // excerptLen bounds a logged excerpt: the status line and a little more.
 const excerptLen = 64
 
-type malformedAnswerError struct {
-	kind    string // what is wrong, a fixed phrase (answerErrorKinds)
+type malformedResponseError struct {
+	kind    string // what is wrong, a fixed phrase (responseErrorKinds)
 	excerpt string // the response's first bytes, quoted (redact.Excerpt)
 }
 
-func (e *malformedAnswerError) Error() string {
+func (e *malformedResponseError) Error() string {
 	return "the producer's answer cannot be parsed: " + e.kind + "; it begins " + e.excerpt
 }
 
-// answerErrorKinds maps fasthttp's errors reading a response header to the
+// responseErrorKinds maps fasthttp's errors reading a response header to the
 // kind the relay reports, first match first.
-var answerErrorKinds = [...]faultWords{
+var responseErrorKinds = [...]faultWords{
 	{"status code", "invalid status code"},
 	{"whitespace in the first line", "malformed status line"},
 	{"duplicate content-length", "more than one Content-Length"},
@@ -44,32 +44,32 @@ var answerErrorKinds = [...]faultWords{
 	{"http version", "unsupported HTTP version"},
 	{"protocol", "unsupported HTTP version"},
 	{"small read buffer", "a head over the 4 KiB read buffer"},
-	{"interim", "too many interim (1xx) answers"},
+	{"interim", "too many interim (1xx) responses"},
 }
 
-// malformedAnswer returns err as a malformedAnswerError when it says the
+// malformedResponse returns err as a malformedResponseError when it says the
 // response header from br cannot be parsed; else err as it is.
-func malformedAnswer(err error, br *bufio.Reader) error {
+func malformedResponse(err error, br *bufio.Reader) error {
 	var op *net.OpError
 	var errno syscall.Errno
-	if err == nil || err == errHeadWaitGone || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+	if err == nil || err == errHeaderWaitGone || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, net.ErrClosed) || isTimeout(err) ||
 		errors.As(err, &op) || errors.As(err, &errno) {
 		return err
 	}
-	kind := faultKind(err, answerErrorKinds[:], "malformed head")
+	kind := faultKind(err, responseErrorKinds[:], "malformed head")
 	var head []byte
 	if br != nil {
 		head, _ = br.Peek(min(br.Buffered(), excerptLen+1))
 	}
-	return &malformedAnswerError{kind: kind, excerpt: redact.Excerpt(head, excerptLen)}
+	return &malformedResponseError{kind: kind, excerpt: redact.Excerpt(head, excerptLen)}
 }
 
 // ProblemMalformed is the problem type of a producer's response whose header
 // cannot be parsed.
 const ProblemMalformed = "urn:agui-relay:upstream-malformed"
 
-func problemMalformed(e *malformedAnswerError) *Problem {
+func problemMalformed(e *malformedResponseError) *Problem {
 	return &Problem{Type: ProblemMalformed, Title: "The producer's answer is malformed", Status: fasthttp.StatusBadGateway,
 		Detail: "the producer's answer cannot be parsed: " + e.kind}
 }

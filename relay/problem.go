@@ -67,7 +67,7 @@ func problemBusy(err error) *Problem {
 // consumer's Upgrade header as hop-by-hop and tunnels nothing.
 func problemUpgrade() *Problem {
 	return &Problem{Type: ProblemUpgrade, Title: "The producer switched protocols", Status: fasthttp.StatusBadGateway,
-		Detail: "the producer answered 101 Switching Protocols; the relay does not tunnel upgraded connections, and a run is answered with an event stream"}
+		Detail: "the producer responded 101 Switching Protocols; the relay does not tunnel upgraded connections, and a run is answered with an event stream"}
 }
 
 func problemShuttingDown() *Problem {

@@ -316,10 +316,10 @@ func (r *Relay) serverError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 // refuseUnread responds p to a request refused before its body was read;
-// a run by its header (isRunHead) is reported as a run.
+// a run by its header (isRunHeader) is reported as a run.
 func (r *Relay) refuseUnread(ctx *fasthttp.RequestCtx, p *Problem) {
 	r.once.Do(r.init) // it may be the Relay's first request
-	if isRunHead(ctx) {
+	if isRunHeader(ctx) {
 		rep := &RunReport{Route: r.Route, RoutePrefix: r.RoutePrefix, ProducerPython: r.ProducerPython, Start: time.Now()}
 		r.tapRun(ctx, rep)
 		r.refuse(ctx, rep, p)
@@ -421,8 +421,8 @@ func isRun(ctx *fasthttp.RequestCtx) bool {
 		len(mt) >= len(suffix) && bytes.EqualFold(mt[len(mt)-len(suffix):], []byte(suffix))
 }
 
-// isRunHead is isRun for a request whose body was not read.
-func isRunHead(ctx *fasthttp.RequestCtx) bool {
+// isRunHeader is isRun for a request whose body was not read.
+func isRunHeader(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
 	if !ctx.IsPost() {
 		return false
@@ -467,7 +467,7 @@ func (r *Relay) upstreamURL(uri *fasthttp.URI) string {
 }
 
 func upstreamProblem(err error) *Problem {
-	var m *malformedAnswerError
+	var m *malformedResponseError
 	switch {
 	case errors.As(err, &m):
 		return problemMalformed(m)
@@ -754,7 +754,7 @@ func (r *Relay) untranslated(rep *RunReport, resp *fasthttp.Response, accept []b
 	switch {
 	case !readable:
 		rep.Untranslated = UntranslatedEncoding
-		why = "the answer's content encoding is one the relay does not decode"
+		why = "the response's content encoding is one the relay does not decode"
 	case isProto(ct) && !readsSSE:
 		rep.Untranslated = UntranslatedProtobuf
 		why = "the consumer accepts only the AG-UI protobuf encoding, which the relay does not read: the stream is not shaped for the consumer's version"
@@ -812,7 +812,7 @@ func (r *Relay) report(rep *RunReport) {
 			fields = append(fields, zap.String("upstream", redact.URL(rep.URL)))
 		}
 		fields = rep.appendTraceFields(fields)
-		if m := (*malformedAnswerError)(nil); errors.As(rep.Err, &m) {
+		if m := (*malformedResponseError)(nil); errors.As(rep.Err, &m) {
 			fields = append(fields, zap.String("excerpt", m.excerpt))
 		}
 		if p.Status >= 500 {

@@ -856,7 +856,7 @@ func TestSetForwardedFor(t *testing.T) {
 }
 
 // The run's end holds without an idle timeout, and a run whose time was
-// over before the producer answered ends as soon as its stream starts.
+// over before the producer responded ends as soon as its stream starts.
 func TestRunTimeoutWithoutIdleTimeout(t *testing.T) {
 	for _, late := range []time.Duration{0, 60 * time.Millisecond} {
 		h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {

@@ -19,7 +19,7 @@ import (
 
 // These tests are issue 39's item 4: bytes a producer sends after its
 // response, too late for the check a pooled connection gets before its
-// reuse (fit), must not be read as the next request's response.
+// reuse (reusableConn), must not be read as the next request's response.
 
 // requestSeen is a request as a producer read it: on which of its
 // connections (1 for the first accepted), and whether it asked for the

@@ -30,7 +30,7 @@ type socketConn struct {
 	bodyDeadline time.Time
 	hangup       atomic.Int32 // registration with watcher (watchHangup); 0 when none
 	header       []byte       // respond renders response headers here, one run at a time
-	reqHeader    headScan     // on only for accepted connections
+	reqHeader    headerScan   // on only for accepted connections
 	watcher      *wire.Poller
 	headerWait   *headerWait
 	handover     wire.Handover[streamResponse] // carrier.go

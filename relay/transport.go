@@ -37,7 +37,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	}
 	if !resp.StreamBody || resp.SkipBody {
 		retry, err := fasthttp.DefaultTransport.RoundTrip(hc, req, resp)
-		if m, ok := malformedAnswer(err, nil).(*malformedAnswerError); ok && strings.Contains(err.Error(), "reading response headers") {
+		if m, ok := malformedResponse(err, nil).(*malformedResponseError); ok && strings.Contains(err.Error(), "reading response headers") {
 			return false, m // the client's errors quote no bytes (SecureErrorLogMessage): no excerpt
 		}
 		return retry, err
@@ -49,7 +49,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	// One not reusable is closed and the next taken: each turn takes one
 	// out of the pool, and a new connection is reusable.
 	cc, err := hc.AcquireConn(0, req.ConnectionClose())
-	for err == nil && !fit(cc.Conn()) {
+	for err == nil && !reusableConn(cc.Conn()) {
 		hc.CloseConn(cc)
 		cc, err = hc.AcquireConn(0, req.ConnectionClose())
 	}
@@ -78,7 +78,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	}
 	if err := hw.setDeadline(conn.SetWriteDeadline, deadline); err != nil {
 		hc.CloseConn(cc)
-		return err != errHeadWaitGone, err
+		return err != errHeaderWaitGone, err
 	}
 	var w *requestWrite
 	if writtenFirst(req) {
@@ -101,7 +101,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 			w.stop(conn) //nolint:errcheck // the connection is closed
 		}
 		hc.CloseConn(cc)
-		return err != errHeadWaitGone, err
+		return err != errHeaderWaitGone, err
 	}
 	if hc.DisableHeaderNamesNormalizing {
 		resp.Header.DisableNormalizing()
@@ -131,15 +131,15 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		early = stopped || werr != nil
 	}
 	if hw.detach() {
-		err = errHeadWaitGone // whatever the interrupted read said
+		err = errHeaderWaitGone // whatever the interrupted read said
 	}
 	if err != nil {
-		err = malformedAnswer(err, br)
+		err = malformedResponse(err, br)
 		hc.ReleaseReader(br)
 		hc.CloseConn(cc)
 		// No retry: the producer would send the same malformed response.
-		_, malformed := err.(*malformedAnswerError)
-		return !malformed && err != errHeadWaitGone, err
+		_, malformed := err.(*malformedResponseError)
+		return !malformed && err != errHeaderWaitGone, err
 	}
 	// A connection whose request was not all written is not reused.
 	closeConn := reqClose || early || resp.ConnectionClose()
@@ -181,7 +181,7 @@ func readHeader(resp *fasthttp.Response, br *bufio.Reader) error {
 	err := resp.Header.Read(br)
 	for n := 0; err == nil && resp.StatusCode() >= 100 && resp.StatusCode() < 200 && resp.StatusCode() != fasthttp.StatusSwitchingProtocols; n++ {
 		if n >= maxInterim {
-			return errors.New("the producer sent too many interim (1xx) answers")
+			return errors.New("the producer sent too many interim (1xx) responses")
 		}
 		err = resp.Header.Read(br)
 	}
@@ -201,7 +201,7 @@ func writeRequest(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request)
 // writeFailed is RoundTrip's result for a request whose write failed.
 func writeFailed(hw *headerWait, err error) (bool, error) {
 	if hw.detach() {
-		return false, errHeadWaitGone // the interrupted write
+		return false, errHeaderWaitGone // the interrupted write
 	}
 	if isTimeout(err) {
 		err = fasthttp.ErrTimeout
@@ -286,8 +286,8 @@ func (w *requestWrite) awaitHeader(hc *fasthttp.HostClient, conn net.Conn, hw *h
 	return err
 }
 
-// fit reports whether conn may carry a request (firstByteConn.reusable).
-func fit(conn net.Conn) bool {
+// reusableConn reports whether conn may carry a request (firstByteConn.reusable).
+func reusableConn(conn net.Conn) bool {
 	fc, ok := conn.(*firstByteConn)
 	return !ok || fc.reusable()
 }

@@ -106,7 +106,7 @@ func (d *dialer) dial(addr string) (net.Conn, error) {
 
 // reportUnsolicited reports a discarded connection (ClientOptions.OnStray).
 func (d *dialer) reportUnsolicited(addr string, n int, when string) {
-	d.log.Warn("discarded a connection to the producer: it sent bytes outside any answer",
+	d.log.Warn("discarded a connection to the producer: it sent bytes outside any response",
 		zap.String("producer", addr), zap.Int("bytes", n), zap.String("found", when))
 	if d.onStray != nil {
 		d.onStray(addr, n)
@@ -137,7 +137,7 @@ type firstByteConn struct {
 
 // errUnsolicitedBytes refuses a request's write on a connection that is not
 // reusable; the client retries it on another when it may.
-var errUnsolicitedBytes = errors.New("the producer's connection held bytes outside any answer")
+var errUnsolicitedBytes = errors.New("the producer's connection held bytes outside any response")
 
 // reusable reports whether a pooled connection may carry the next request:
 // a readable byte on it would be read as the next response, and every later
@@ -160,7 +160,7 @@ func (c *firstByteConn) reusable() bool {
 }
 
 // afterResponse reports n bytes after a complete response (wire.BodyOptions.Stray).
-func (c *firstByteConn) afterResponse(n int) { c.d.reportUnsolicited(c.addr, n, "after an answer") }
+func (c *firstByteConn) afterResponse(n int) { c.d.reportUnsolicited(c.addr, n, "after a response") }
 
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 	c.armed = !t.IsZero()
