@@ -49,21 +49,14 @@ func TestLoadHungRunsFail(t *testing.T) {
 	wantContains(t, out, "FAILED  errors<1%: A, 4 concurrent: ", "FAILED  complete>99%: A, 4 concurrent: ",
 		"unfinished (in flight at the load's end: failed)", "still in flight when the drain ended, silent for ")
 	wantLastLine(t, out, "exit 99: 2 of 2 threshold verdicts crossed (with --threshold, the thresholds alone decide)")
-	var rep struct {
+	rep := readResults[struct {
 		Levels []struct {
 			Results []struct {
 				Runs, Complete, Unfinished int64
 				Errors                     map[string]int64
 			} `json:"results"`
 		} `json:"levels"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	}](t, dir)
 	res := rep.Levels[0].Results[0]
 	if res.Unfinished < 1 || res.Errors["unfinished"] != res.Unfinished || res.Complete != res.Runs-res.Unfinished {
 		t.Errorf("results.json: %+v", res)

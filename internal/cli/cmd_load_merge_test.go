@@ -77,15 +77,17 @@ type mergeResults struct {
 	}
 }
 
-func readResults(t *testing.T, dir string) mergeResults {
+// readResults decodes the results.json a load or load report wrote into
+// dir as T, the part of it a test reads.
+func readResults[T any](t *testing.T, dir string) T {
 	t.Helper()
+	var r T
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		err = json.Unmarshal(b, &r)
 	}
-	var r mergeResults
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
+	if err != nil {
+		t.Fatalf("%s/results.json: %v", dir, err)
 	}
 	return r
 }
@@ -110,7 +112,7 @@ func TestLoadReportAddsUpTwoLoads(t *testing.T) {
 	if code := run([]string{"load", "report", "--out", all, a, b}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("load report: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
-	ra, rb, rm := readResults(t, a), readResults(t, b), readResults(t, all)
+	ra, rb, rm := readResults[mergeResults](t, a), readResults[mergeResults](t, b), readResults[mergeResults](t, all)
 	x, y, m := ra.Levels[0].Results[0], rb.Levels[0].Results[0], rm.Levels[0].Results[0]
 	if m.Runs != 50 || m.Runs != x.Runs+y.Runs || m.Complete != x.Complete+y.Complete || m.Events != x.Events+y.Events || m.Bytes != x.Bytes+y.Bytes {
 		t.Errorf("merged runs %d complete %d events %d bytes %d; the loads': %+v and %+v", m.Runs, m.Complete, m.Events, m.Bytes, x, y)

@@ -78,7 +78,7 @@ func TestLoadThroughTheRelay(t *testing.T) {
 	if n != 64 {
 		t.Errorf("runs.jsonl has %d lines, want 64", n)
 	}
-	var rep struct {
+	rep := readResults[struct {
 		Levels []struct {
 			Concurrency int `json:"concurrency"`
 			Results     []struct {
@@ -99,16 +99,9 @@ func TestLoadThroughTheRelay(t *testing.T) {
 		Thresholds []struct {
 			OK bool `json:"ok"`
 		} `json:"thresholds"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	}](t, dir)
 	if len(rep.Levels) != 2 || rep.Levels[1].Concurrency != 4 || len(rep.Levels[1].Results) != 2 {
-		t.Fatalf("%s", b)
+		t.Fatalf("results.json: %+v", rep)
 	}
 	for _, lv := range rep.Levels {
 		for _, r := range lv.Results {
