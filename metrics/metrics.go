@@ -23,15 +23,16 @@ import (
 // Metrics are the relay's Prometheus metrics, on a registry of their own
 // (never the global default one): runs, events and bytes, translations,
 // malformed and unrecognised material, upstream errors, producer
-// connections discarded for stray bytes, failed accepts, latencies, the
-// deprecation telemetry and the Go runtime and process collectors.
+// connections discarded for unsolicited bytes, failed accepts, latencies,
+// the deprecation telemetry and the Go runtime and process collectors.
 //
 // Hook them into a Relay with Tap (Relay.Tap = m.Tap), and into its client
-// with OnStray (relay.ClientOptions.OnStray = m.OnStray(route)). Everything a run
-// counts is kept in the run (Stream counts events and bytes by type in a
-// fixed array) and added to the counters when the run ends; the latency
-// histogram times one read in eight (latencySample), so that the clock is
-// not read twice for every event.
+// with OnUnsolicited (relay.ClientOptions.OnUnsolicited =
+// m.OnUnsolicited(route)). Everything a run counts is kept in the run
+// (Stream counts events and bytes by type in a fixed array) and added to
+// the counters when the run ends; the latency histogram times one read in
+// eight (latencySample), so that the clock is not read twice for every
+// event.
 //
 // Label values are bounded: consumer versions are the releases the relay
 // serves (a newer declaration counts as the current version); event types are the 31 event types of 1.0, the
@@ -45,19 +46,19 @@ type Metrics struct {
 	reg *prometheus.Registry
 	now func() time.Time
 
-	active         *prometheus.GaugeVec
-	runs           *prometheus.CounterVec
-	consumerRuns   *prometheus.CounterVec
-	untranslated   *prometheus.CounterVec
-	events         *prometheus.CounterVec
-	bytes          *prometheus.CounterVec
-	translations   *prometheus.CounterVec
-	material       *prometheus.CounterVec
-	upstreamErrors *prometheus.CounterVec
-	strayDiscards  *prometheus.CounterVec
-	acceptErrors   *prometheus.CounterVec
-	firstEvent     *prometheus.HistogramVec
-	deprecatedRuns *prometheus.CounterVec
+	active              *prometheus.GaugeVec
+	runs                *prometheus.CounterVec
+	consumerRuns        *prometheus.CounterVec
+	untranslated        *prometheus.CounterVec
+	events              *prometheus.CounterVec
+	bytes               *prometheus.CounterVec
+	translations        *prometheus.CounterVec
+	material            *prometheus.CounterVec
+	upstreamErrors      *prometheus.CounterVec
+	unsolicitedDiscards *prometheus.CounterVec
+	acceptErrors        *prometheus.CounterVec
+	firstEvent          *prometheus.HistogramVec
+	deprecatedRuns      *prometheus.CounterVec
 
 	deps []deprecation // the registry, with its usage
 
@@ -119,7 +120,9 @@ func New(o Options) *Metrics {
 	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_errors_total",
 		Help: "Producer failures by kind: unreachable, timeout (no answer in time), busy (--upstream-max-conns runs in flight), malformed (an answer whose head cannot be parsed), http_status (a non-2xx answer), broken (the stream broke), idle_timeout, frame_too_large, no_terminal (the stream ended inside a run)."},
 		[]string{"route", "kind"})
-	m.strayDiscards = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_stray_discards_total",
+	// The name keeps the older word, stray, for unsolicited: it is
+	// published (docs/reference.md), and dashboards and alerts use it.
+	m.unsolicitedDiscards = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_stray_discards_total",
 		Help: "Connections to the producer discarded because the producer sent bytes outside any response (after a response was complete, or while the connection sat idle in the pool, found before its reuse); those bytes reached no consumer. Each is logged at WARN with the producer's address and the byte count."},
 		route)
 	m.acceptErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "accept_errors_total",
@@ -132,7 +135,7 @@ func New(o Options) *Metrics {
 		Help: "Runs that needed the translation of a retired shape of the deprecation registry (once per run and shape), by version pair: who must upgrade before the translation expires."},
 		[]string{"shape", "step", "route", "from", "to"})
 	m.reg.MustRegister(m.active, m.runs, m.consumerRuns, m.untranslated, m.events, m.bytes, m.translations, m.material, m.upstreamErrors,
-		m.strayDiscards, m.acceptErrors, m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
+		m.unsolicitedDiscards, m.acceptErrors, m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -147,14 +150,14 @@ func New(o Options) *Metrics {
 // relay.RetryAccept.
 func (m *Metrics) AcceptError(reason string) { m.acceptErrors.WithLabelValues(reason).Inc() }
 
-// OnStray returns the relay.ClientOptions.OnStray of the client of route:
-// it counts the connections to the producer discarded for bytes outside
-// any answer (agui_relay_upstream_stray_discards_total).
-func (m *Metrics) OnStray(route string) func(addr string, n int) {
+// OnUnsolicited returns the relay.ClientOptions.OnUnsolicited of the client
+// of route: it counts the connections to the producer discarded for bytes
+// outside any response (agui_relay_upstream_stray_discards_total).
+func (m *Metrics) OnUnsolicited(route string) func(addr string, n int) {
 	if route == "" {
 		route = "default"
 	}
-	c := m.strayDiscards.WithLabelValues(route)
+	c := m.unsolicitedDiscards.WithLabelValues(route)
 	return func(string, int) { c.Inc() }
 }
 

@@ -142,7 +142,7 @@ func TestNoBodyResponseConnectionIsNeverReused(t *testing.T) {
 // whether the extra response comes late (the relay has closed the
 // connection) or would come in front of the next request's own. With
 // always (the default) a response arriving while the connection sits in
-// the pool is found before its reuse (TestStrayAnswerReachesNoOtherRun),
+// the pool is found before its reuse (TestUnsolicitedResponseReachesNoOtherRun),
 // but one arriving after that check is read as the next request's: the
 // window docs/reliability.md states, shown here.
 func TestUpstreamReuseNeverGivesEachRequestItsOwnConnection(t *testing.T) {

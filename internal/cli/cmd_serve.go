@@ -378,7 +378,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	poller := relay.NewPoller()
 	defer poller.Close()
 	poller.ReleaseMemory()
-	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, onStray: mets.OnStray, named: c.config != "", poller: poller}
+	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, onUnsolicited: mets.OnUnsolicited, named: c.config != "", poller: poller}
 	if tracer != nil {
 		shared.requestTap = tracer.RequestTap
 	}

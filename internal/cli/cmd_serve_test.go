@@ -329,13 +329,13 @@ func TestServeNamesTheFlagOfATakenAddress(t *testing.T) {
 	}
 }
 
-// A producer that sends bytes after its answer (an answer nobody asked
-// for) has the connection discarded, and serve counts it on /metrics under
-// the route.
-func TestServeCountsStrayProducerBytes(t *testing.T) {
-	const stray = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nSTALE"
+// A producer that sends bytes after its response (an unsolicited response)
+// has the connection discarded, and serve counts it on /metrics under the
+// route.
+func TestServeCountsUnsolicitedProducerBytes(t *testing.T) {
+	const unsolicited = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nSTALE"
 	producer := testkit.RawProducer(t, func(c net.Conn) {
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"+stray) //nolint:errcheck
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"+unsolicited) //nolint:errcheck
 	})
 	at, _, _ := startServe(t, func(c *serveConfig) { c.upstream = producer })
 	resp, err := http.Get("http://" + at.relay + "/anything")

@@ -180,28 +180,28 @@ func TestConnEOF(t *testing.T) {
 	}
 }
 
-// Stray reads what arrived on a connection owed nothing, without waiting:
-// nothing on a quiet one, the bytes (counted) when the peer sent some, and
+// Unsolicited reads what arrived on a connection owed nothing, without
+// waiting: nothing on an idle one, the bytes (counted) when the peer sent some, and
 // io.EOF once the peer closed it.
-func TestConnStray(t *testing.T) {
+func TestConnUnsolicited(t *testing.T) {
 	a, b := connPair(t)
-	if n, err := b.Stray(); n != 0 || err != nil {
-		t.Fatalf("quiet connection: %d, %v; want 0, nil", n, err)
+	if n, err := b.Unsolicited(); n != 0 || err != nil {
+		t.Fatalf("idle connection: %d, %v; want 0, nil", n, err)
 	}
-	stray := bytes.Repeat([]byte("HTTP/1.1 200 OK\r\n"), 100) // past Stray's buffer
-	if _, err := a.Write(stray); err != nil {
+	unsolicited := bytes.Repeat([]byte("HTTP/1.1 200 OK\r\n"), 100) // past Unsolicited's buffer
+	if _, err := a.Write(unsolicited); err != nil {
 		t.Fatal(err)
 	}
 	waitConnReadable(t, b.RawConn()) // one segment on loopback: all of it
-	if n, err := b.Stray(); n != len(stray) || err != nil {
-		t.Fatalf("after %d stray bytes: %d, %v", len(stray), n, err)
+	if n, err := b.Unsolicited(); n != len(unsolicited) || err != nil {
+		t.Fatalf("after %d unsolicited bytes: %d, %v", len(unsolicited), n, err)
 	}
-	if n, err := b.Stray(); n != 0 || err != nil {
+	if n, err := b.Unsolicited(); n != 0 || err != nil {
 		t.Fatalf("once read: %d, %v; want 0, nil", n, err)
 	}
 	a.CloseWrite() //nolint:errcheck
 	waitConnReadable(t, b.RawConn())
-	if n, err := b.Stray(); n != 0 || err != io.EOF {
+	if n, err := b.Unsolicited(); n != 0 || err != io.EOF {
 		t.Fatalf("closed by the peer: %d, %v; want 0, io.EOF", n, err)
 	}
 }

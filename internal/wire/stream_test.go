@@ -151,7 +151,7 @@ func TestBodyReadsTheClientsBytesThenTheConnection(t *testing.T) {
 	peer, c := net.Pipe()
 	defer peer.Close()
 	br := bufio.NewReader(strings.NewReader("5\r\nhel"))
-	br.Peek(1) //nolint:errcheck // fills the reader, as the client's head read does
+	br.Peek(1) //nolint:errcheck // fills the reader, as the client's header read does
 	var readerBack bool
 	reused := make(chan bool, 1)
 	b := NewBody(c, -1, BodyOptions{Buffered: br, ReleaseReader: func(r *bufio.Reader) { readerBack = r == br },
@@ -170,33 +170,33 @@ func TestBodyReadsTheClientsBytesThenTheConnection(t *testing.T) {
 	}
 }
 
-// Bytes after a complete answer, in the read that ended it or left in the
-// client's reader, are reported (Stray) with their count before the
+// Bytes after a complete response, in the read that ended it or left in the
+// client's reader, are reported (Unsolicited) with their count before the
 // connection is released, and it is released to be closed. A body closed
 // before its end reports nothing: what is left is its own.
-func TestBodyReportsBytesAfterTheAnswer(t *testing.T) {
-	const stray = "HTTP/1.1 200 OK\r\n\r\n"
+func TestBodyReportsBytesAfterTheResponse(t *testing.T) {
+	const unsolicited = "HTTP/1.1 200 OK\r\n\r\n"
 	for _, tc := range []struct {
 		name, buffered string
 		length         int
 		want           int
 	}{
-		{"content-length, in the reader", "hello" + stray, 5, len(stray)},
-		{"chunked, in the reader", "5\r\nhello\r\n0\r\n\r\n" + stray, -1, len(stray)},
+		{"content-length, in the reader", "hello" + unsolicited, 5, len(unsolicited)},
+		{"chunked, in the reader", "5\r\nhello\r\n0\r\n\r\n" + unsolicited, -1, len(unsolicited)},
 		{"cut short", "hel", 5, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			peer, c := net.Pipe()
 			defer peer.Close()
 			br := bufio.NewReader(strings.NewReader(tc.buffered))
-			br.Peek(1) //nolint:errcheck // fills the reader (all of it), as the client's head read does
+			br.Peek(1) //nolint:errcheck // fills the reader (all of it), as the client's header read does
 			var events []string
 			b := NewBody(c, tc.length, BodyOptions{Buffered: br, ReleaseReader: func(*bufio.Reader) {},
-				Release: func(reuse bool) { events = append(events, fmt.Sprintf("release %v", reuse)) },
-				Stray:   func(n int) { events = append(events, fmt.Sprintf("stray %d", n)) }, KeepAlive: true})
+				Release:     func(reuse bool) { events = append(events, fmt.Sprintf("release %v", reuse)) },
+				Unsolicited: func(n int) { events = append(events, fmt.Sprintf("unsolicited %d", n)) }, KeepAlive: true})
 			buf := make([]byte, 8)
 			if tc.want > 0 {
-				// A Content-Length answer followed by data is an overrun.
+				// A Content-Length response followed by data is an overrun.
 				if got, err := io.ReadAll(struct{ io.Reader }{b}); string(got) != "hello" || (err != nil && err != ErrOverrun) {
 					t.Fatalf("read %q, %v", got, err)
 				}
@@ -206,7 +206,7 @@ func TestBodyReportsBytesAfterTheAnswer(t *testing.T) {
 			b.CloseWithError(nil) //nolint:errcheck
 			want := []string{"release false"}
 			if tc.want > 0 {
-				want = []string{fmt.Sprintf("stray %d", tc.want), "release false"}
+				want = []string{fmt.Sprintf("unsolicited %d", tc.want), "release false"}
 			}
 			if strings.Join(events, ", ") != strings.Join(want, ", ") {
 				t.Errorf("%q, want %q", events, want)

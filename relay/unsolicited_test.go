@@ -62,14 +62,15 @@ func ownAnswer(t *testing.T, framing string, req *http.Request) string {
 	return answerOf(framing, "text/event-stream", runEvents(in.RunID))
 }
 
-// strayProducer is a raw producer that answers each request with its own
-// answer (ownAnswer) and follows the first answer it gives with stray, as
-// when says: "same read" (in the write of the answer's end), "late" (once
-// read is closed: the answer was read and the connection sits idle),
-// "split" (its first half in the write of the answer's end, the rest late),
-// or "close" (nothing; the producer ends the connection late). Once the
-// last of it is written it sends its end of the connection on written.
-func strayProducer(t *testing.T, framing, when, stray string, read <-chan struct{}, written chan<- *net.TCPConn) string {
+// unsolicitedProducer is a raw producer that responds to each request with
+// its own response (ownAnswer) and follows the first response it gives
+// with extra, as when says: "same read" (in the write of the response's
+// end), "late" (once read is closed: the response was read and the
+// connection sits idle), "split" (its first half in the write of the
+// response's end, the rest late), or "close" (nothing; the producer ends
+// the connection late). Once the last of it is written it sends its end of
+// the connection on written.
+func unsolicitedProducer(t *testing.T, framing, when, extra string, read <-chan struct{}, written chan<- *net.TCPConn) string {
 	var once sync.Once
 	return "http://" + testkit.AcceptEach(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
@@ -86,12 +87,12 @@ func strayProducer(t *testing.T, framing, when, stray string, read <-chan struct
 				io.WriteString(c, answer) //nolint:errcheck
 				continue
 			}
-			now, later := "", stray
+			now, later := "", extra
 			switch when {
 			case "same read":
-				now, later = stray, ""
+				now, later = extra, ""
 			case "split":
-				now, later = stray[:len(stray)/2], stray[len(stray)/2:]
+				now, later = extra[:len(extra)/2], extra[len(extra)/2:]
 			}
 			io.WriteString(c, answer+now) //nolint:errcheck
 			if when != "same read" {
@@ -129,26 +130,26 @@ func awaitDelivered(t *testing.T, c *net.TCPConn) {
 	})
 }
 
-// strayReport is a call of ClientOptions.OnStray.
-type strayReport struct {
+// unsolicitedReport is a call of ClientOptions.OnUnsolicited.
+type unsolicitedReport struct {
 	addr string
 	n    int
 }
 
-// strayRelay is a relay in front of upstream whose client reports stray
-// bytes to the returned channel and logs to the returned logs. Its pooled
-// connections stay for the whole test.
-func strayRelay(t *testing.T, upstream string) (addr string, strays chan strayReport, logs *observer.ObservedLogs) {
+// unsolicitedRelay is a relay in front of upstream whose client reports
+// unsolicited bytes to the returned channel and logs to the returned logs.
+// Its pooled connections stay for the whole test.
+func unsolicitedRelay(t *testing.T, upstream string) (addr string, reports chan unsolicitedReport, logs *observer.ObservedLogs) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	strays = make(chan strayReport, 8)
+	reports = make(chan unsolicitedReport, 8)
 	addr, _ = rawRelay(t, upstream, nil, func(r *Relay) {
 		r.Client = NewClient(ClientOptions{
 			MaxIdleConnDuration: time.Minute,
 			Log:                 zap.New(core),
-			OnStray:             func(addr string, n int) { strays <- strayReport{addr, n} },
+			OnUnsolicited:       func(addr string, n int) { reports <- unsolicitedReport{addr, n} },
 		})
 	})
-	return addr, strays, logs
+	return addr, reports, logs
 }
 
 // runOn sends the run runID on a consumer connection of its own and returns
@@ -197,18 +198,18 @@ func requestOn(t *testing.T, addr, method, path string) (*http.Response, string)
 	return resp, string(b)
 }
 
-// checkStrayReported checks that the stray bytes were reported once, with
-// their count and the producer's address, in the log (WARN) and to
-// OnStray, and that the producer is named in neither by its bytes.
-func checkStrayReported(t *testing.T, upstream string, strays chan strayReport, logs *observer.ObservedLogs, n int) {
+// checkUnsolicitedReported checks that the unsolicited bytes were reported
+// once, with their count and the producer's address, in the log (WARN) and
+// to OnUnsolicited, and that the producer is named in neither by its bytes.
+func checkUnsolicitedReported(t *testing.T, upstream string, reports chan unsolicitedReport, logs *observer.ObservedLogs, n int) {
 	t.Helper()
 	producer := strings.TrimPrefix(upstream, "http://")
-	got := testkit.Await(t, strays, "the stray bytes were not reported (OnStray)")
+	got := testkit.Await(t, reports, "the unsolicited bytes were not reported (OnUnsolicited)")
 	if got.addr != producer || got.n != n {
-		t.Errorf("OnStray(%q, %d), want (%q, %d)", got.addr, got.n, producer, n)
+		t.Errorf("OnUnsolicited(%q, %d), want (%q, %d)", got.addr, got.n, producer, n)
 	}
 	select {
-	case more := <-strays:
+	case more := <-reports:
 		t.Errorf("reported again: %+v", more)
 	default:
 	}
@@ -237,20 +238,20 @@ func fieldsText(m map[string]any) string {
 // between the two, reaches neither of the runs B and C sent after it from
 // consumers of their own: each gets its own answer. The connection is
 // discarded, and that is logged and reported once with the byte count.
-func TestStrayAnswerReachesNoOtherRun(t *testing.T) {
+func TestUnsolicitedResponseReachesNoOtherRun(t *testing.T) {
 	for _, framing := range []string{"content-length", "chunked"} {
 		for _, when := range []string{"late", "same read", "split"} {
 			t.Run(framing+", "+when, func(t *testing.T) {
 				stale := answerOf(framing, "text/event-stream", runEvents("STALE"))
 				read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
-				upstream := strayProducer(t, framing, when, stale, read, written)
-				addr, strays, logs := strayRelay(t, upstream)
+				upstream := unsolicitedProducer(t, framing, when, stale, read, written)
+				addr, reports, logs := unsolicitedRelay(t, upstream)
 
 				if got := runOn(t, addr, "A"); !strings.HasPrefix(got, runEvents("A")) || strings.Contains(got, "STALE") {
 					t.Fatalf("run A read %q", got)
 				}
 				close(read)
-				pc := testkit.Await(t, written, "the stray bytes were not written")
+				pc := testkit.Await(t, written, "the unsolicited bytes were not written")
 				if when == "late" {
 					// Otherwise the relay, having read some with A's end,
 					// closed the connection: nothing to wait for.
@@ -265,7 +266,7 @@ func TestStrayAnswerReachesNoOtherRun(t *testing.T) {
 				if when == "split" {
 					n = len(stale) / 2 // the rest came after the connection was closed
 				}
-				checkStrayReported(t, upstream, strays, logs, n)
+				checkUnsolicitedReported(t, upstream, reports, logs, n)
 			})
 		}
 	}
@@ -277,7 +278,7 @@ func TestStrayAnswerReachesNoOtherRun(t *testing.T) {
 // own, get their own answers. (A HEAD's connection is closed after its
 // response, TestNoBodyResponseConnectionIsNeverReused: bytes that come
 // late are read by no one.)
-func TestStrayAnswerReachesNoOtherProxiedRequest(t *testing.T) {
+func TestUnsolicitedResponseReachesNoOtherProxiedRequest(t *testing.T) {
 	for _, method := range []string{"GET", "HEAD"} {
 		for _, when := range []string{"late", "same read"} {
 			if method == "HEAD" && when == "late" {
@@ -286,15 +287,15 @@ func TestStrayAnswerReachesNoOtherProxiedRequest(t *testing.T) {
 			t.Run(method+", "+when, func(t *testing.T) {
 				stale := answerOf("content-length", "text/plain", "STALE")
 				read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
-				upstream := strayProducer(t, "content-length", when, stale, read, written)
-				addr, strays, logs := strayRelay(t, upstream)
+				upstream := unsolicitedProducer(t, "content-length", when, stale, read, written)
+				addr, reports, logs := unsolicitedRelay(t, upstream)
 
 				resp, got := requestOn(t, addr, method, "/one")
 				if want := map[string]string{"GET": "/one", "HEAD": ""}[method]; got != want || resp.StatusCode != http.StatusOK {
 					t.Fatalf("%s /one: %d %q, want 200 %q", method, resp.StatusCode, got, want)
 				}
 				close(read)
-				pc := testkit.Await(t, written, "the stray bytes were not written")
+				pc := testkit.Await(t, written, "the unsolicited bytes were not written")
 				if when == "late" {
 					awaitDelivered(t, pc)
 				}
@@ -304,7 +305,7 @@ func TestStrayAnswerReachesNoOtherProxiedRequest(t *testing.T) {
 				if got := runOn(t, addr, "B"); got != runEvents("B") {
 					t.Fatalf("run B read\n%q\nwant its own events", got)
 				}
-				checkStrayReported(t, upstream, strays, logs, len(stale))
+				checkUnsolicitedReported(t, upstream, reports, logs, len(stale))
 			})
 		}
 	}
@@ -315,8 +316,8 @@ func TestStrayAnswerReachesNoOtherProxiedRequest(t *testing.T) {
 // fault): the next run goes out on a new connection and is answered.
 func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
 	read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
-	upstream := strayProducer(t, "content-length", "close", "", read, written)
-	addr, strays, logs := strayRelay(t, upstream)
+	upstream := unsolicitedProducer(t, "content-length", "close", "", read, written)
+	addr, reports, logs := unsolicitedRelay(t, upstream)
 
 	if got := runOn(t, addr, "A"); got != runEvents("A") {
 		t.Fatalf("run A read %q", got)
@@ -327,8 +328,8 @@ func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
 		t.Fatalf("run B read\n%q\nwant its own events", got)
 	}
 	select {
-	case got := <-strays:
-		t.Errorf("a close reported as stray bytes: %+v", got)
+	case got := <-reports:
+		t.Errorf("a close reported as unsolicited bytes: %+v", got)
 	default:
 	}
 	if w := logs.FilterLevelExact(zapcore.WarnLevel).All(); len(w) != 0 {
@@ -338,14 +339,14 @@ func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
 
 // A request that goes through fasthttp's own transport (an answer asked
 // not to be streamed: its body skipped here) is kept off a poisoned pooled
-// connection too: its first write finds the stray bytes, and the client
+// connection too: its first write finds the unsolicited bytes, and the client
 // sends it again on a new connection.
-func TestStrayBytesStopFasthttpsOwnTransport(t *testing.T) {
+func TestUnsolicitedBytesStopFasthttpsOwnTransport(t *testing.T) {
 	stale := answerOf("content-length", "text/plain", "STALE")
 	read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
-	upstream := strayProducer(t, "content-length", "late", stale, read, written)
-	strays := make(chan strayReport, 2)
-	client := NewClient(ClientOptions{MaxIdleConnDuration: time.Minute, OnStray: func(addr string, n int) { strays <- strayReport{addr, n} }})
+	upstream := unsolicitedProducer(t, "content-length", "late", stale, read, written)
+	reports := make(chan unsolicitedReport, 2)
+	client := NewClient(ClientOptions{MaxIdleConnDuration: time.Minute, OnUnsolicited: func(addr string, n int) { reports <- unsolicitedReport{addr, n} }})
 
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -359,7 +360,7 @@ func TestStrayBytesStopFasthttpsOwnTransport(t *testing.T) {
 	}
 	resp.CloseBodyStream() //nolint:errcheck // the connection back to the pool
 	close(read)
-	awaitDelivered(t, testkit.Await(t, written, "the stray bytes were not written"))
+	awaitDelivered(t, testkit.Await(t, written, "the unsolicited bytes were not written"))
 
 	req.SetRequestURI(upstream + "/two")
 	resp.Reset()
@@ -370,7 +371,7 @@ func TestStrayBytesStopFasthttpsOwnTransport(t *testing.T) {
 	if n := resp.Header.ContentLength(); n != len("/two") {
 		t.Errorf("GET /two answered with a Content-Length of %d, want its own %d", n, len("/two"))
 	}
-	if got := testkit.Await(t, strays, "the stray bytes were not reported"); got.n != len(stale) {
+	if got := testkit.Await(t, reports, "the unsolicited bytes were not reported"); got.n != len(stale) {
 		t.Errorf("reported %d bytes, want %d", got.n, len(stale))
 	}
 }
