@@ -75,7 +75,7 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 	}
 }
 
-// A stream that parks between events is taken up by a new goroutine, which
+// A stream that parks between events is woken on a new goroutine, which
 // then carries the connection's next runs.
 func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	pk := signalParker{make(chan struct{}, 16)}

@@ -29,15 +29,15 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	if sc != nil {
 		dst = sc.header[:0]
 	}
-	head := responseHeader(&ctx.Response.Header, chunked, keep, dst)
+	header := responseHeader(&ctx.Response.Header, chunked, keep, dst)
 	if sc != nil {
-		sc.header = head
+		sc.header = header
 	}
 	timeout := r.ConsumerStallTimeout
 	if timeout == 0 {
 		timeout = DefaultConsumerStallTimeout
 	}
-	st := streamResponse{r: r, header: head, ub: ub, resp: resp, rep: rep, chunked: chunked, keep: keep, timeout: timeout, srv: srv, done: ctx.Done()}
+	st := streamResponse{r: r, header: header, ub: ub, resp: resp, rep: rep, chunked: chunked, keep: keep, timeout: timeout, srv: srv, done: ctx.Done()}
 	r.carrier().carry(ctx, sc, st)
 }
 
@@ -128,9 +128,9 @@ func sentMore(c net.Conn, sc *socketConn) bool {
 
 // withClose adds Connection: close to a header rendered for keep-alive, as
 // the last line fasthttp writes. Rare, so not rendered up front.
-func withClose(head []byte) []byte {
-	end := len(head) - len("\r\n")
-	return append(append(head[:end:end], "Connection: close\r\n"...), "\r\n"...)
+func withClose(header []byte) []byte {
+	end := len(header) - len("\r\n")
+	return append(append(header[:end:end], "Connection: close\r\n"...), "\r\n"...)
 }
 
 // responseHeader renders h for an event stream into dst's array: chunked

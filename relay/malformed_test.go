@@ -43,7 +43,7 @@ func TestMalformedProducerHeadIsNamedNotEchoed(t *testing.T) {
 				},
 			} {
 				status, p := send()
-				if status != 502 || p.Type != "urn:agui-relay:upstream-malformed" || p.Detail != "the producer's answer cannot be parsed: "+tc.kind {
+				if status != 502 || p.Type != "urn:agui-relay:upstream-malformed" || p.Detail != "the producer's response cannot be parsed: "+tc.kind {
 					t.Errorf("status %d, problem %+v; want 502 upstream-malformed naming %q", status, p, tc.kind)
 				}
 			}

@@ -86,17 +86,17 @@ func (p *relayedStream) tune(t *streamTuning) {
 // begin is phase 1.
 func (st streamResponse) begin() *relayedStream {
 	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
-	head := st.header
+	header := st.header
 	if tok, ok := watchHangup(r.poller(), cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
 		cw.watcher, cw.hangup, cw.watched = r.poller(), tok, true
 	} else {
 		// The watching goroutine would read the consumer's next request.
 		if cw.srv != nil {
-			cw.srv, head = nil, withClose(head)
+			cw.srv, header = nil, withClose(header)
 		}
 		go watchConsumer(cw.conn, ub)
 	}
-	cw.SetHeader(head)
+	cw.SetHeader(header)
 
 	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
 	p.poller = r.poller()

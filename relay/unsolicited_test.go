@@ -312,7 +312,7 @@ func TestUnsolicitedResponseReachesNoOtherProxiedRequest(t *testing.T) {
 }
 
 // A pooled connection the producer closed while it sat idle is discarded
-// before it is reused, quietly (a producer's keep-alive ending is no
+// before it is reused, without a warning (a producer's keep-alive ending is no
 // fault): the next run goes out on a new connection and is answered.
 func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
 	read, written := make(chan struct{}), make(chan *net.TCPConn, 1)

@@ -113,7 +113,7 @@ func TestDrainedAfterAShortPolledRead(t *testing.T) {
 	}
 }
 
-// A new polled read (a stream taken up again after parking) asks the kernel
+// A new polled read (a stream woken after parking) asks the kernel
 // first even when the last read of the previous one came back short: the
 // data that arrived in between left no edge for the poller to report.
 func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
