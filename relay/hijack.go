@@ -15,7 +15,7 @@ import (
 // pipe to a server goroutine between.
 
 // respond renders the response header from ctx.Response and runs the stream
-// on the goroutine the carrier gives it; resp and ub belong to the stream
+// on the goroutine carry gives it; resp and ub belong to the stream
 // from here. A persistent connection (HTTP/1.1, no Connection: close)
 // serves the consumer's next request after the stream.
 func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
@@ -38,11 +38,11 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 		timeout = DefaultConsumerStallTimeout
 	}
 	st := streamResponse{r: r, header: header, ub: ub, resp: resp, rep: rep, chunked: chunked, keep: keep, timeout: timeout, srv: srv, done: ctx.Done()}
-	r.carrier().carry(ctx, sc, st)
+	r.carry(ctx, sc, st)
 }
 
 // streamResponse is the consumer's event-stream response before it runs.
-// w is made once the carrier gave it the connection (handOver, hijack).
+// w is made once carry gave it the connection (handOver, hijack).
 type streamResponse struct {
 	r      *Relay
 	w      *consumerWriter

@@ -103,7 +103,7 @@ func (st streamResponse) begin() *relayedStream {
 	if t := r.tuning; t != nil {
 		p.tune(t)
 	}
-	p.noPark = cw.onHijackHandler || p.poller == nil || !r.carrier().parks()
+	p.noPark = cw.onHijackHandler || p.poller == nil || !r.ReuseGoroutines
 	if r.IdleTimeout > 0 {
 		ub.watchWrites(&cw.ChunkWriter)
 	}
@@ -352,7 +352,7 @@ func (p *relayedStream) serve() {
 		if !reusable {
 			return
 		}
-		st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv)
+		st, ok := p.r.nextStream(p.cw.conn, p.cw.srv)
 		if !ok {
 			return
 		}
