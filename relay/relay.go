@@ -378,7 +378,12 @@ func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
 	}
+	var body heldBody
+	if !r.bodies.readBody(ctx, r.bodyTimeout(), &body) {
+		return
+	}
 	r.serve(ctx)
+	r.bodies.done(ctx, &body)
 }
 
 // serve is Handle for a request whose framing was checked.
