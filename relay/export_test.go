@@ -15,7 +15,7 @@ import (
 // from the producer, where production waits parkAfter.
 func parkingAfter(r *Relay, d time.Duration) { tuned(r).parkAfter = d }
 
-// endingWithin gives r's producers d to end their answer after the
+// endingWithin gives r's producers d to end their response after the
 // requested run's end, where production gives runEndGrace.
 func endingWithin(r *Relay, d time.Duration) { tuned(r).endGrace = d }
 

@@ -20,7 +20,7 @@ const finishedRun = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","p
 	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n"
 
 // A run read to its end gives the producer's connection back to the pool,
-// whichever way the answer was framed, and the next run uses it. A 204's
+// whichever way the response was framed, and the next run uses it. A 204's
 // connection is closed instead (TestNoBodyResponseConnectionIsNeverReused):
 // the run after each opens a new one.
 func TestProducerConnectionReusedAfterRun(t *testing.T) {
@@ -48,7 +48,7 @@ func TestProducerConnectionReusedAfterRun(t *testing.T) {
 				if framing == "no-content" {
 					resp := h.post("/agent?empty=1", testkit.MinimalInput)
 					if got := testkit.ReadAll(t, resp); resp.StatusCode != http.StatusNoContent || got != "" {
-						t.Fatalf("answer without a body: %d %q", resp.StatusCode, got)
+						t.Fatalf("response without a body: %d %q", resp.StatusCode, got)
 					}
 					h.report()
 				}
@@ -84,7 +84,7 @@ func TestEmptyEventStreamEndsTheRun(t *testing.T) {
 	select {
 	case got := <-done:
 		if got != "" {
-			t.Errorf("relayed %q from an empty answer", got)
+			t.Errorf("relayed %q from an empty response", got)
 		}
 	case <-time.After(testkit.Liveness):
 		t.Fatal("the run did not end")

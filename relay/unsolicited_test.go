@@ -25,33 +25,33 @@ import (
 )
 
 // These tests are issue 31's: a producer that sends bytes outside any
-// answer (an unrequested second answer on a kept connection) must not
-// shift the answers of later requests onto other consumers. The producer
+// response (an unsolicited second response on a persistent connection)
+// must not shift the responses of later requests onto other consumers. The producer
 // is a raw socket; the relay is in front of it, the consumers are raw
 // sockets too.
 
-// answerOf is an HTTP/1.1 answer with body, framed by Content-Length or
+// responseOf is an HTTP/1.1 response with body, framed by Content-Length or
 // chunked (in two chunks).
-func answerOf(framing, contentType, body string) string {
-	head := "HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\n"
+func responseOf(framing, contentType, body string) string {
+	header := "HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\n"
 	if framing == "chunked" {
 		half := len(body) / 2
-		return head + "Transfer-Encoding: chunked\r\n\r\n" +
+		return header + "Transfer-Encoding: chunked\r\n\r\n" +
 			strconv.FormatInt(int64(half), 16) + "\r\n" + body[:half] + "\r\n" +
 			strconv.FormatInt(int64(len(body)-half), 16) + "\r\n" + body[half:] + "\r\n0\r\n\r\n"
 	}
-	return head + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	return header + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
 
-// ownAnswer is the producer's answer to req: a run's events for the runId
+// ownResponse is the producer's response to req: a run's events for the runId
 // of its input, a GET's path as text.
-func ownAnswer(t *testing.T, framing string, req *http.Request) string {
+func ownResponse(t *testing.T, framing string, req *http.Request) string {
 	if req.Method == http.MethodHead {
-		a := answerOf("content-length", "text/plain", req.URL.Path)
+		a := responseOf("content-length", "text/plain", req.URL.Path)
 		return a[:strings.Index(a, "\r\n\r\n")+4]
 	}
 	if req.Method != http.MethodPost {
-		return answerOf(framing, "text/plain", req.URL.Path)
+		return responseOf(framing, "text/plain", req.URL.Path)
 	}
 	var in struct {
 		RunID string `json:"runId"`
@@ -59,11 +59,11 @@ func ownAnswer(t *testing.T, framing string, req *http.Request) string {
 	if err := json.NewDecoder(req.Body).Decode(&in); err != nil {
 		t.Errorf("the producer reading the input: %v", err)
 	}
-	return answerOf(framing, "text/event-stream", runEvents(in.RunID))
+	return responseOf(framing, "text/event-stream", runEvents(in.RunID))
 }
 
 // unsolicitedProducer is a raw producer that responds to each request with
-// its own response (ownAnswer) and follows the first response it gives
+// its own response (ownResponse) and follows the first response it gives
 // with extra, as when says: "same read" (in the write of the response's
 // end), "late" (once read is closed: the response was read and the
 // connection sits idle), "split" (its first half in the write of the
@@ -79,12 +79,12 @@ func unsolicitedProducer(t *testing.T, framing, when, extra string, read <-chan 
 			if err != nil {
 				return
 			}
-			answer := ownAnswer(t, framing, req)
+			resp := ownResponse(t, framing, req)
 			io.Copy(io.Discard, req.Body) //nolint:errcheck
 			first := false
 			once.Do(func() { first = true })
 			if !first {
-				io.WriteString(c, answer) //nolint:errcheck
+				io.WriteString(c, resp) //nolint:errcheck
 				continue
 			}
 			now, later := "", extra
@@ -94,14 +94,14 @@ func unsolicitedProducer(t *testing.T, framing, when, extra string, read <-chan 
 			case "split":
 				now, later = extra[:len(extra)/2], extra[len(extra)/2:]
 			}
-			io.WriteString(c, answer+now) //nolint:errcheck
+			io.WriteString(c, resp+now) //nolint:errcheck
 			if when != "same read" {
 				<-read
 			}
 			if when == "close" {
 				c.(*net.TCPConn).CloseWrite() //nolint:errcheck
 				written <- c.(*net.TCPConn)
-				io.Copy(io.Discard, c) //nolint:errcheck // answering nothing more, until the relay closes
+				io.Copy(io.Discard, c) //nolint:errcheck // responding no more, until the relay closes
 				return
 			}
 			io.WriteString(c, later) //nolint:errcheck
@@ -153,7 +153,8 @@ func unsolicitedRelay(t *testing.T, upstream string) (addr string, reports chan 
 }
 
 // runOn sends the run runID on a consumer connection of its own and returns
-// the body of its answer, once the relay is done with the answer (settled).
+// the body of its response, once the relay is done with the response
+// (settled).
 func runOn(t *testing.T, addr, runID string) string {
 	t.Helper()
 	c := testkit.DialConsumer(t, addr)
@@ -163,9 +164,9 @@ func runOn(t *testing.T, addr, runID string) string {
 	return body
 }
 
-// settled waits until the relay is done with the last answer on the
+// settled waits until the relay is done with the last response on the
 // consumer's connection c, its producer connection back in the pool: the
-// consumer may read an answer's end before the relay has released the
+// consumer may read a response's end before the relay has released the
 // producer's, but the relay reads c's next request only after. That
 // request (an asterisk-form target) it answers itself, with 400.
 func settled(t *testing.T, c net.Conn) {
@@ -179,7 +180,7 @@ func settled(t *testing.T, c net.Conn) {
 }
 
 // requestOn sends a request without a body on a consumer connection of
-// its own and returns its answer and the answer's body.
+// its own and returns its response and the response's body.
 func requestOn(t *testing.T, addr, method, path string) (*http.Response, string) {
 	t.Helper()
 	c := testkit.DialConsumer(t, addr)
@@ -192,7 +193,7 @@ func requestOn(t *testing.T, addr, method, path string) (*http.Response, string)
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("reading the answer: %v", err)
+		t.Fatalf("reading the response: %v", err)
 	}
 	settled(t, c)
 	return resp, string(b)
@@ -233,16 +234,16 @@ func fieldsText(m map[string]any) string {
 	return string(b)
 }
 
-// A producer's unrequested answer (run STALE) after a complete answer to
+// A producer's unsolicited response (run STALE) after a complete response to
 // run A, arriving while the connection sits idle, with A's end, or split
 // between the two, reaches neither of the runs B and C sent after it from
-// consumers of their own: each gets its own answer. The connection is
+// consumers of their own: each gets its own response. The connection is
 // discarded, and that is logged and reported once with the byte count.
 func TestUnsolicitedResponseReachesNoOtherRun(t *testing.T) {
 	for _, framing := range []string{"content-length", "chunked"} {
 		for _, when := range []string{"late", "same read", "split"} {
 			t.Run(framing+", "+when, func(t *testing.T) {
-				stale := answerOf(framing, "text/event-stream", runEvents("STALE"))
+				stale := responseOf(framing, "text/event-stream", runEvents("STALE"))
 				read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
 				upstream := unsolicitedProducer(t, framing, when, stale, read, written)
 				addr, reports, logs := unsolicitedRelay(t, upstream)
@@ -273,9 +274,9 @@ func TestUnsolicitedResponseReachesNoOtherRun(t *testing.T) {
 }
 
 // A proxied GET's or HEAD's connection poisoned the same way (an
-// unrequested answer while it sits idle, or with the answer's end) serves
+// unsolicited response while it sits idle, or with the response's end) serves
 // no later request: the next GET and the next run, from consumers of their
-// own, get their own answers. (A HEAD's connection is closed after its
+// own, get their own responses. (A HEAD's connection is closed after its
 // response, TestNoBodyResponseConnectionIsNeverReused: bytes that come
 // late are read by no one.)
 func TestUnsolicitedResponseReachesNoOtherProxiedRequest(t *testing.T) {
@@ -285,7 +286,7 @@ func TestUnsolicitedResponseReachesNoOtherProxiedRequest(t *testing.T) {
 				continue
 			}
 			t.Run(method+", "+when, func(t *testing.T) {
-				stale := answerOf("content-length", "text/plain", "STALE")
+				stale := responseOf("content-length", "text/plain", "STALE")
 				read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
 				upstream := unsolicitedProducer(t, "content-length", when, stale, read, written)
 				addr, reports, logs := unsolicitedRelay(t, upstream)
@@ -300,7 +301,7 @@ func TestUnsolicitedResponseReachesNoOtherProxiedRequest(t *testing.T) {
 					awaitDelivered(t, pc)
 				}
 				if _, got := requestOn(t, addr, "GET", "/two"); got != "/two" {
-					t.Fatalf("GET /two read %q, want its own answer", got)
+					t.Fatalf("GET /two read %q, want its own response", got)
 				}
 				if got := runOn(t, addr, "B"); got != runEvents("B") {
 					t.Fatalf("run B read\n%q\nwant its own events", got)
@@ -337,12 +338,12 @@ func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
 	}
 }
 
-// A request that goes through fasthttp's own transport (an answer asked
+// A request that goes through fasthttp's own transport (a response asked
 // not to be streamed: its body skipped here) is kept off a poisoned pooled
 // connection too: its first write finds the unsolicited bytes, and the client
 // sends it again on a new connection.
 func TestUnsolicitedBytesStopFasthttpsOwnTransport(t *testing.T) {
-	stale := answerOf("content-length", "text/plain", "STALE")
+	stale := responseOf("content-length", "text/plain", "STALE")
 	read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
 	upstream := unsolicitedProducer(t, "content-length", "late", stale, read, written)
 	reports := make(chan unsolicitedReport, 2)

@@ -268,7 +268,7 @@ func TestServeBoundsBodiesInFlight(t *testing.T) {
 	})
 	first := testkit.DialConsumer(t, at.relay)
 	io.WriteString(first, "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{")
-	// The first body's claim is made once its head is read; until then the
+	// The first body's claim is made once its header is read; until then the
 	// second may be the one that holds the budget: either is refused.
 	second := testkit.DialConsumer(t, at.relay)
 	io.WriteString(second, "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{")
@@ -302,7 +302,7 @@ func TestServeCutsAStalledBodyAtBodyTimeout(t *testing.T) {
 		t.Errorf("%d %s", resp.StatusCode, b)
 	}
 	if n, err := br.ReadByte(); err != io.EOF {
-		t.Errorf("the connection was kept (%q, %v)", n, err)
+		t.Errorf("the connection stayed open (%q, %v)", n, err)
 	}
 }
 

@@ -115,13 +115,13 @@ func TestConnWriteVecResumes(t *testing.T) {
 	a, b := connPair(t)
 	a.SetWriteBuffer(32 << 10) //nolint:errcheck
 	b.SetReadBuffer(32 << 10)  //nolint:errcheck
-	answer, head, body, tail := []byte("HTTP/1.1 200 OK\r\n\r\n"), []byte("5dc0\r\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16), []byte("\r\n")
-	want := bytes.Repeat(append(append(append(append([]byte{}, answer...), head...), body...), tail...), 3)
+	header, size, body, tail := []byte("HTTP/1.1 200 OK\r\n\r\n"), []byte("5dc0\r\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16), []byte("\r\n")
+	want := bytes.Repeat(append(append(append(append([]byte{}, header...), size...), body...), tail...), 3)
 	got := readSlowly(t, a, b, len(want))
 	var err error
 	for i := 0; i < 3 && err == nil; i++ {
 		var n int
-		if n, err = a.WriteVec(answer, head, body, tail); err == nil && n != len(answer)+len(head)+len(body)+len(tail) {
+		if n, err = a.WriteVec(header, size, body, tail); err == nil && n != len(header)+len(size)+len(body)+len(tail) {
 			err = fmt.Errorf("wrote %d", n)
 		}
 	}

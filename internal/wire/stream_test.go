@@ -143,7 +143,7 @@ func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
 	}
 }
 
-// A body reads what the HTTP client buffered past the head first, then the
+// A body reads what the HTTP client buffered past the header first, then the
 // connection, decoding the chunked framing across both; read to its end
 // and closed, it gives the connection back for reuse, and the client's
 // reader back once it is read.
@@ -217,7 +217,7 @@ func TestBodyReportsBytesAfterTheResponse(t *testing.T) {
 
 // A body closed before its end releases its connection to be closed, not
 // reused, and a read in flight (or after) returns ErrBodyClosed.
-func TestBodyClosedMidAnswerIsNotReused(t *testing.T) {
+func TestBodyClosedMidResponseIsNotReused(t *testing.T) {
 	peer, b := polledBody(t)
 	released := make(chan bool, 1)
 	b.release = func(reuse bool) { released <- reuse }
@@ -250,7 +250,7 @@ func TestBodyClosedMidAnswerIsNotReused(t *testing.T) {
 		t.Fatal("the close did not wake the blocked read")
 	}
 	if <-released {
-		t.Error("a body closed mid-answer was released for reuse")
+		t.Error("a body closed mid-response was released for reuse")
 	}
 }
 
@@ -330,16 +330,16 @@ func TestChunkWriterChunks(t *testing.T) {
 	}
 }
 
-// The head goes out with the first flush, in the same write as what is
+// The header goes out with the first flush, in the same write as what is
 // pending; held (HoldHeader), a first flush with only the header writes
 // nothing, and the next one writes it.
-func TestChunkWriterHead(t *testing.T) {
+func TestChunkWriterHeader(t *testing.T) {
 	c := &vecConn{}
 	w := newChunkWriter(c, true, time.Minute)
 	w.SetHeader([]byte("HTTP/1.1 200 OK\r\n\r\n"))
 	w.HoldHeader()
 	if err := w.Flush(); err != nil || c.writes != 0 {
-		t.Fatalf("a held head alone: %d writes, %v", c.writes, err)
+		t.Fatalf("a held header alone: %d writes, %v", c.writes, err)
 	}
 	io.WriteString(w, "data: a\n\n")
 	if err := w.Flush(); err != nil || c.writes != 1 || c.wrote.String() != "HTTP/1.1 200 OK\r\n\r\n9\r\ndata: a\n\n\r\n" {
@@ -349,7 +349,7 @@ func TestChunkWriterHead(t *testing.T) {
 	w = newChunkWriter(c2, true, time.Minute)
 	w.SetHeader([]byte("HTTP/1.1 200 OK\r\n\r\n"))
 	if err := w.Flush(); err != nil || c2.wrote.String() != "HTTP/1.1 200 OK\r\n\r\n" {
-		t.Fatalf("a head not held: wrote %q, %v", c2.wrote.String(), err)
+		t.Fatalf("a header not held: wrote %q, %v", c2.wrote.String(), err)
 	}
 }
 
