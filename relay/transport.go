@@ -42,8 +42,8 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		}
 		return retry, err
 	}
-	head := req.Header.IsHead()
-	if head {
+	isHead := req.Header.IsHead()
+	if isHead {
 		resp.SkipBody = true
 	}
 	// One not reusable is closed and the next taken: each turn takes one
@@ -144,7 +144,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	// A connection whose request was not all written is not reused.
 	closeConn := reqClose || early || resp.ConnectionClose()
 	status := resp.StatusCode()
-	if head || status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
+	if isHead || status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
 		if n := br.Buffered(); n > 0 && status >= 200 {
 			if fc, ok := conn.(*firstByteConn); ok {
 				fc.afterResponse(n)

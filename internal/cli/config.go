@@ -488,7 +488,7 @@ type relayShared struct {
 	requestTap func(r *relay.RunReport) relay.RequestTap
 	named      bool // log lines carry the route's name (with --config)
 	// poller watches every route's consumers and parked streams, and
-	// releases memory when they are all quiet: one for the process.
+	// releases memory when they are all idle: one for the process.
 	poller *relay.Poller
 	// onUnsolicited counts the producer connections of a route discarded
 	// for bytes outside any response (relay.ClientOptions.OnUnsolicited);
