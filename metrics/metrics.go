@@ -95,15 +95,15 @@ func New(o Options) *Metrics {
 	const ns = "agui_relay"
 	route := []string{"route"}
 	m.active = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "runs_active",
-		Help: "Runs in flight: from the request to the end of the answer."}, route)
+		Help: "Runs in flight: from the request to the end of the response."}, route)
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "runs_total",
-		Help: "Runs ended, by outcome: finished, run_error, no_terminal (the stream ended without a terminal event), rejected (4xx problem before the producer was asked), upstream_unavailable (5xx problem), relay_busy (503 before the input was read: the relay held --max-bodies-in-flight of request bodies), passed_through (the producer's answer was not an event stream), consumer_gone (the consumer went away), consumer_stalled (the consumer read nothing for --consumer-stall-timeout and was cut), or the relay's RUN_ERROR code (upstream_broken, upstream_idle_timeout, run_timeout, frame_too_large, relay_shutdown)."},
+		Help: "Runs ended, by outcome: finished, run_error, no_terminal (the stream ended without a terminal event), rejected (4xx problem before the producer was asked), upstream_unavailable (5xx problem), relay_busy (503 before the input was read: the relay held --max-bodies-in-flight of request bodies), passed_through (the producer's response was not an event stream), consumer_gone (the consumer went away), consumer_stalled (the consumer read nothing for --consumer-stall-timeout and was cut), or the relay's RUN_ERROR code (upstream_broken, upstream_idle_timeout, run_timeout, frame_too_large, relay_shutdown)."},
 		[]string{"route", "outcome"})
 	m.consumerRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "consumer_runs_total",
 		Help: "Runs by the consumer version their stream was shaped for and how it was learnt: declared (RunAgentInput.protocolVersion), configured (--consumer-version), inferred (undeclared with --consumer-version auto: read as the newest release before the field). Runs refused before the consumer was read are not counted."},
 		[]string{"route", "consumer", "learnt"})
 	m.untranslated = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "untranslated_runs_total",
-		Help: "Runs whose successful answer went to the consumer as the producer sent it, unread and not shaped for the consumer's version, by reason: protobuf (the AG-UI protobuf encoding), not_event_stream (another media type), content_encoding (compressed other than gzip)."},
+		Help: "Runs whose successful response went to the consumer as the producer sent it, unread and not shaped for the consumer's version, by reason: protobuf (the AG-UI protobuf encoding), not_event_stream (another media type), content_encoding (compressed other than gzip)."},
 		[]string{"route", "reason"})
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_total",
 		Help: "Events relayed, by event type and direction (from_producer: read from the producer; to_consumer: written to the consumer). type is a 1.0 or THINKING_* event type, other, invalid (no string type) or comment (frames without data: the producer's comments, and to_consumer also the relay's keep-alives, --keepalive)."},
@@ -118,7 +118,7 @@ func New(o Options) *Metrics {
 		Help: "Malformed and unrecognised material seen: kind malformed (input: a run refused as malformed; events: data frames without a string type, frames over --max-frame), kind unrecognised (input: material stripped for an older producer; events: events of a type no version describes)."},
 		[]string{"route", "kind", "direction"})
 	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_errors_total",
-		Help: "Producer failures by kind: unreachable, timeout (no answer in time), busy (--upstream-max-conns runs in flight), malformed (an answer whose head cannot be parsed), http_status (a non-2xx answer), broken (the stream broke), idle_timeout, frame_too_large, no_terminal (the stream ended inside a run)."},
+		Help: "Producer failures by kind: unreachable, timeout (no response in time), busy (--upstream-max-conns runs in flight), malformed (a response whose header cannot be parsed), http_status (a non-2xx response), broken (the stream broke), idle_timeout, frame_too_large, no_terminal (the stream ended inside a run)."},
 		[]string{"route", "kind"})
 	// The name keeps the older word, stray, for unsolicited: it is
 	// published (docs/reference.md), and dashboards and alerts use it.
