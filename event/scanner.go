@@ -101,7 +101,7 @@ type Scanner struct {
 	Polled bool
 }
 
-// Scanner buffer sizes: every stream holds baseSize while it is quiet;
+// Scanner buffer sizes: every stream holds baseSize while it is idle;
 // a stream whose reads keep filling the buffer gets up to burstSize, so
 // that a fast producer is read (and its events written) in large blocks.
 const (
@@ -176,7 +176,7 @@ func putBuf(pooled *[]byte) {
 	}
 }
 
-// NewIdleScanner is NewScanner for a stream that may stay quiet for long:
+// NewIdleScanner is NewScanner for a stream that may stay silent for long:
 // while it waits for input with nothing buffered it holds no buffer of its
 // own (see fillIdle). It allocates none until the first byte arrives.
 func NewIdleScanner(r io.Reader, maxFrame int) *Scanner {
@@ -664,7 +664,7 @@ func (s *Scanner) sized(n int, filled bool) {
 // fillIdle waits for input with nothing buffered and no buffer held: the
 // base-size buffer goes back to the pool for the wait, in a one-byte read,
 // and one comes from the pool for the rest of what has arrived (a second
-// read, which the producer's client answers from what it has buffered).
+// read, which the producer's client serves from what it has buffered).
 // Every Frame returned before is dead by now (see Fill).
 func (s *Scanner) fillIdle(src io.Reader) error {
 	if s.pooled != nil {

@@ -23,15 +23,16 @@ import (
 // Metrics are the relay's Prometheus metrics, on a registry of their own
 // (never the global default one): runs, events and bytes, translations,
 // malformed and unrecognised material, upstream errors, producer
-// connections discarded for stray bytes, failed accepts, latencies, the
-// deprecation telemetry and the Go runtime and process collectors.
+// connections discarded for unsolicited bytes, failed accepts, latencies,
+// the deprecation telemetry and the Go runtime and process collectors.
 //
 // Hook them into a Relay with Tap (Relay.Tap = m.Tap), and into its client
-// with OnStray (relay.ClientOptions.OnStray = m.OnStray(route)). Everything a run
-// counts is kept in the run (Stream counts events and bytes by type in a
-// fixed array) and added to the counters when the run ends; the latency
-// histogram times one read in eight (latencySample), so that the clock is
-// not read twice for every event.
+// with OnUnsolicited (relay.ClientOptions.OnUnsolicited =
+// m.OnUnsolicited(route)). Everything a run counts is kept in the run
+// (Stream counts events and bytes by type in a fixed array) and added to
+// the counters when the run ends; the latency histogram times one read in
+// eight (latencySample), so that the clock is not read twice for every
+// event.
 //
 // Label values are bounded: consumer versions are the releases the relay
 // serves (a newer declaration counts as the current version); event types are the 31 event types of 1.0, the
@@ -45,19 +46,19 @@ type Metrics struct {
 	reg *prometheus.Registry
 	now func() time.Time
 
-	active         *prometheus.GaugeVec
-	runs           *prometheus.CounterVec
-	consumerRuns   *prometheus.CounterVec
-	untranslated   *prometheus.CounterVec
-	events         *prometheus.CounterVec
-	bytes          *prometheus.CounterVec
-	translations   *prometheus.CounterVec
-	material       *prometheus.CounterVec
-	upstreamErrors *prometheus.CounterVec
-	strayDiscards  *prometheus.CounterVec
-	acceptErrors   *prometheus.CounterVec
-	firstEvent     *prometheus.HistogramVec
-	deprecatedRuns *prometheus.CounterVec
+	active              *prometheus.GaugeVec
+	runs                *prometheus.CounterVec
+	consumerRuns        *prometheus.CounterVec
+	untranslated        *prometheus.CounterVec
+	events              *prometheus.CounterVec
+	bytes               *prometheus.CounterVec
+	translations        *prometheus.CounterVec
+	material            *prometheus.CounterVec
+	upstreamErrors      *prometheus.CounterVec
+	unsolicitedDiscards *prometheus.CounterVec
+	acceptErrors        *prometheus.CounterVec
+	firstEvent          *prometheus.HistogramVec
+	deprecatedRuns      *prometheus.CounterVec
 
 	deps []deprecation // the registry, with its usage
 
@@ -94,15 +95,15 @@ func New(o Options) *Metrics {
 	const ns = "agui_relay"
 	route := []string{"route"}
 	m.active = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "runs_active",
-		Help: "Runs in flight: from the request to the end of the answer."}, route)
+		Help: "Runs in flight: from the request to the end of the response."}, route)
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "runs_total",
-		Help: "Runs ended, by outcome: finished, run_error, no_terminal (the stream ended without a terminal event), rejected (4xx problem before the producer was asked), upstream_unavailable (5xx problem), relay_busy (503 before the input was read: the relay held --max-bodies-in-flight of request bodies), passed_through (the producer's answer was not an event stream), consumer_gone (the consumer went away), consumer_stalled (the consumer read nothing for --consumer-stall-timeout and was cut), or the relay's RUN_ERROR code (upstream_broken, upstream_idle_timeout, run_timeout, frame_too_large, relay_shutdown)."},
+		Help: "Runs ended, by outcome: finished, run_error, no_terminal (the stream ended without a terminal event), rejected (4xx problem before the producer was asked), upstream_unavailable (5xx problem), relay_busy (503 before the input was read: the relay held --max-bodies-in-flight of request bodies), passed_through (the producer's response was not an event stream), consumer_gone (the consumer went away), consumer_stalled (the consumer read nothing for --consumer-stall-timeout and was cut), or the relay's RUN_ERROR code (upstream_broken, upstream_idle_timeout, run_timeout, frame_too_large, relay_shutdown)."},
 		[]string{"route", "outcome"})
 	m.consumerRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "consumer_runs_total",
 		Help: "Runs by the consumer version their stream was shaped for and how it was learnt: declared (RunAgentInput.protocolVersion), configured (--consumer-version), inferred (undeclared with --consumer-version auto: read as the newest release before the field). Runs refused before the consumer was read are not counted."},
 		[]string{"route", "consumer", "learnt"})
 	m.untranslated = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "untranslated_runs_total",
-		Help: "Runs whose successful answer went to the consumer as the producer sent it, unread and not shaped for the consumer's version, by reason: protobuf (the AG-UI protobuf encoding), not_event_stream (another media type), content_encoding (compressed other than gzip)."},
+		Help: "Runs whose successful response went to the consumer as the producer sent it, unread and not shaped for the consumer's version, by reason: protobuf (the AG-UI protobuf encoding), not_event_stream (another media type), content_encoding (compressed other than gzip)."},
 		[]string{"route", "reason"})
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_total",
 		Help: "Events relayed, by event type and direction (from_producer: read from the producer; to_consumer: written to the consumer). type is a 1.0 or THINKING_* event type, other, invalid (no string type) or comment (frames without data: the producer's comments, and to_consumer also the relay's keep-alives, --keepalive)."},
@@ -117,9 +118,11 @@ func New(o Options) *Metrics {
 		Help: "Malformed and unrecognised material seen: kind malformed (input: a run refused as malformed; events: data frames without a string type, frames over --max-frame), kind unrecognised (input: material stripped for an older producer; events: events of a type no version describes)."},
 		[]string{"route", "kind", "direction"})
 	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_errors_total",
-		Help: "Producer failures by kind: unreachable, timeout (no answer in time), busy (--upstream-max-conns runs in flight), malformed (an answer whose head cannot be parsed), http_status (a non-2xx answer), broken (the stream broke), idle_timeout, frame_too_large, no_terminal (the stream ended inside a run)."},
+		Help: "Producer failures by kind: unreachable, timeout (no response in time), busy (--upstream-max-conns runs in flight), malformed (a response whose header cannot be parsed), http_status (a non-2xx response), broken (the stream broke), idle_timeout, frame_too_large, no_terminal (the stream ended inside a run)."},
 		[]string{"route", "kind"})
-	m.strayDiscards = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_stray_discards_total",
+	// The name keeps the older word, stray, for unsolicited: it is
+	// published (docs/reference.md), and dashboards and alerts use it.
+	m.unsolicitedDiscards = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_stray_discards_total",
 		Help: "Connections to the producer discarded because the producer sent bytes outside any response (after a response was complete, or while the connection sat idle in the pool, found before its reuse); those bytes reached no consumer. Each is logged at WARN with the producer's address and the byte count."},
 		route)
 	m.acceptErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "accept_errors_total",
@@ -132,7 +135,7 @@ func New(o Options) *Metrics {
 		Help: "Runs that needed the translation of a retired shape of the deprecation registry (once per run and shape), by version pair: who must upgrade before the translation expires."},
 		[]string{"shape", "step", "route", "from", "to"})
 	m.reg.MustRegister(m.active, m.runs, m.consumerRuns, m.untranslated, m.events, m.bytes, m.translations, m.material, m.upstreamErrors,
-		m.strayDiscards, m.acceptErrors, m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
+		m.unsolicitedDiscards, m.acceptErrors, m.firstEvent, latencyCollector{m}, m.deprecatedRuns, expiryCollector{m})
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -147,14 +150,14 @@ func New(o Options) *Metrics {
 // relay.RetryAccept.
 func (m *Metrics) AcceptError(reason string) { m.acceptErrors.WithLabelValues(reason).Inc() }
 
-// OnStray returns the relay.ClientOptions.OnStray of the client of route:
-// it counts the connections to the producer discarded for bytes outside
-// any answer (agui_relay_upstream_stray_discards_total).
-func (m *Metrics) OnStray(route string) func(addr string, n int) {
+// OnUnsolicited returns the relay.ClientOptions.OnUnsolicited of the client
+// of route: it counts the connections to the producer discarded for bytes
+// outside any response (agui_relay_upstream_stray_discards_total).
+func (m *Metrics) OnUnsolicited(route string) func(addr string, n int) {
 	if route == "" {
 		route = "default"
 	}
-	c := m.strayDiscards.WithLabelValues(route)
+	c := m.unsolicitedDiscards.WithLabelValues(route)
 	return func(string, int) { c.Inc() }
 }
 

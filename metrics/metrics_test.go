@@ -274,7 +274,7 @@ func TestMetricsUpstreamErrors(t *testing.T) {
 	}
 	h2.Report()
 
-	// An answer whose head cannot be parsed (issue #31: counted as
+	// A response whose header cannot be parsed (issue #31: counted as
 	// unreachable before).
 	malformed := testkit.RawProducer(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 2OO OK\r\nContent-Length: 0\r\n\r\n") })
 	h3 := relaytest.New(t, func(http.ResponseWriter, *http.Request) {}, func(r *relay.Relay) {
@@ -282,7 +282,7 @@ func TestMetricsUpstreamErrors(t *testing.T) {
 		r.Tap = m.Tap
 	})
 	if resp := h3.Post("/agent", testkit.MinimalInput); resp.StatusCode != 502 {
-		t.Errorf("malformed answer: %d", resp.StatusCode)
+		t.Errorf("malformed response: %d", resp.StatusCode)
 	} else {
 		testkit.ReadAll(t, resp)
 	}
@@ -487,7 +487,7 @@ func TestConsumerRunsByLearnt(t *testing.T) {
 	}
 }
 
-// TestUntranslatedRunsAreCounted: a successful answer the relay passes on
+// TestUntranslatedRunsAreCounted: a successful response the relay passes on
 // unread counts once, by why; an event stream does not.
 func TestUntranslatedRunsAreCounted(t *testing.T) {
 	m := New(Options{NoRuntime: true})

@@ -80,11 +80,11 @@ func TestRunAsksForAnEventStream(t *testing.T) {
 	}
 }
 
-// TestProtobufOnlyConsumerGetsTheAnswerUntouched: a consumer that accepts
-// only the AG-UI protobuf encoding gets the producer's answer as it came,
+// TestProtobufOnlyConsumerGetsTheResponseUntouched: a consumer that accepts
+// only the AG-UI protobuf encoding gets the producer's response as it came,
 // byte for byte; the run is logged once as untranslated, and its report says
 // why (metrics count it: see the metrics package).
-func TestProtobufOnlyConsumerGetsTheAnswerUntouched(t *testing.T) {
+func TestProtobufOnlyConsumerGetsTheResponseUntouched(t *testing.T) {
 	body := "\x00\x00\x00\x05\x0a\x03\x08\x0b\x12" + strings.Repeat("\xff", 40)
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/vnd.ag-ui.event+proto")

@@ -27,7 +27,7 @@ func TestNoHeaderAddedThatTheConsumerDidNotSend(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(seen())
 			if got := rawExchange(t, addr, tc.request); statusOf(got) != 200 {
-				t.Fatalf("answer %q", got)
+				t.Fatalf("response %q", got)
 			}
 			reqs := seen()[before:]
 			if len(reqs) != 1 {

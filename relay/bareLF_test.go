@@ -14,12 +14,12 @@ import (
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
-// A request whose head ends a line in a bare LF is answered 400 at once,
+// A request whose header ends a line in a bare LF is answered 400 at once,
 // not left waiting for a CRLF until the client gives up (issue #24, item
 // 6): on a connection's first request, and on the request after a stream
-// on a kept connection. A body with bare LFs (pretty-printed JSON) is
-// never mistaken for a head.
-func TestBareLFRequestHeadsAreRefused(t *testing.T) {
+// on a persistent connection. A body with bare LFs (pretty-printed JSON) is
+// never mistaken for a header.
+func TestBareLFRequestHeadersAreRefused(t *testing.T) {
 	h, seen := recordingProducer(t, nil)
 	addr := strings.TrimPrefix(h.url, "http://")
 	refuse := func(t *testing.T, out, what string) {
@@ -41,7 +41,7 @@ func TestBareLFRequestHeadsAreRefused(t *testing.T) {
 		refuse(t, rawExchange(t, addr, raw), name)
 	}
 
-	// After a stream on a kept connection.
+	// After a stream on a persistent connection.
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +67,9 @@ func TestBareLFRequestHeadsAreRefused(t *testing.T) {
 	}
 }
 
-// The head scan gives one verdict however the head is split into reads,
-// and stops at the head's end: a body's bare LFs are not looked at.
-func TestHeadScanAnySplit(t *testing.T) {
+// The header scan gives one verdict however the header is split into
+// reads, and stops at the header's end: a body's bare LFs are not looked at.
+func TestHeaderScanAnySplit(t *testing.T) {
 	for wire, bad := range map[string]bool{
 		"GET / HTTP/1.1\r\nHost: x\r\n\r\n{\n\"a\": 1\n}\n": false,
 		"\r\n\nGET / HTTP/1.1\r\nHost: x\r\n\r\n":           false, // empty lines before the request line

@@ -14,7 +14,7 @@ import (
 
 // bodyBudget bounds the bytes of request bodies a server buffers at once,
 // all connections together (issue #31: eight 60 MB bodies, 739 MiB), and
-// reads them before the relay's handler runs.
+// reads them for the relay's handler (readBody) before it serves them.
 //
 // It counts the bytes received, not those a header announces (issue #39:
 // four chunked or 64 MiB Content-Length headers held the whole budget),
@@ -26,7 +26,8 @@ type bodyBudget struct {
 	limit   int // bytes of bodies buffered at once
 	maxBody int
 	srv     *fasthttp.Server
-	// timeout is a request's body timeout (the route's); at most zero: none.
+	// timeout is the body timeout of a request by its header (its route's),
+	// for the body's first read (headerReceived); at most zero: none.
 	timeout func(*fasthttp.RequestHeader) time.Duration
 
 	bufs sync.Pool // *[]byte of cap firstBuf
@@ -58,44 +59,59 @@ func newBodyBudget(limit, maxBody int, srv *fasthttp.Server, timeout func(*fasth
 	return &bodyBudget{limit: max(limit, maxBody), maxBody: maxBody, srv: srv, timeout: timeout, refused: map[*fasthttp.RequestHeader]error{}}
 }
 
-// install has srv stream request bodies and call its Handler once the
-// budget read the body whole. A body that cannot be read goes to the
-// server's ErrorHandler, which must ask refusal first.
+// install has srv stream request bodies, each counted against the budget
+// from its header on (headerReceived); srv's Handler reads them
+// (readBody).
 func (b *bodyBudget) install(s *fasthttp.Server) {
 	s.StreamRequestBody = true
 	s.HeaderReceived = b.headerReceived
-	next := s.Handler
-	s.Handler = func(ctx *fasthttp.RequestCtx) {
-		if servedInPlace(ctx) || refuseTransferCoding(ctx) {
-			return
-		}
-		err := b.refusedByHeader(&ctx.Request.Header)
-		if err == nil && !ctx.Request.IsBodyStream() {
-			next(ctx)
-			return
-		}
-		var body heldBody
-		if err == nil {
-			err = b.read(ctx, &body)
-		}
-		if err != nil {
-			b.free(&body)
-			ctx.Request.SetBodyRaw(nil)
-			s.ErrorHandler(ctx, err)
-			ctx.SetConnectionClose() // the rest of the body is not read
-			return
-		}
-		ctx.Request.SetBodyRaw(body.buf)
-		next(ctx)
-		ctx.Request.SetBodyRaw(nil) // the handler's borrow ends as it returns
-		b.free(&body)
-	}
 }
 
 type heldBody struct {
 	buf    []byte
 	pooled *[]byte // buf's pooled buffer, nil once it grew out of it
 	held   int     // bytes claimed
+	set    bool    // buf is the request's body, until done
+}
+
+// readBody reads ctx's streamed request body whole into body, with
+// timeout between two reads, and sets it as the request's body until done;
+// the caller passes the timeout of the route it has already matched. It
+// reports false when the body was refused or could not be read: the
+// server's ErrorHandler (which must ask refusal first) has then responded,
+// and the connection closes. A nil budget, or a body not streamed, reads
+// nothing.
+func (b *bodyBudget) readBody(ctx *fasthttp.RequestCtx, timeout time.Duration, body *heldBody) bool {
+	if b == nil {
+		return true
+	}
+	err := b.refusedByHeader(&ctx.Request.Header)
+	if err == nil && !ctx.Request.IsBodyStream() {
+		return true
+	}
+	if err == nil {
+		err = b.read(ctx, timeout, body)
+	}
+	if err != nil {
+		b.free(body)
+		ctx.Request.SetBodyRaw(nil)
+		b.srv.ErrorHandler(ctx, err)
+		ctx.SetConnectionClose() // the rest of the body is not read
+		return false
+	}
+	ctx.Request.SetBodyRaw(body.buf)
+	body.set = true
+	return true
+}
+
+// done ends the handler's borrow of the body readBody set, as the handler
+// returns, and gives the body's buffer back.
+func (b *bodyBudget) done(ctx *fasthttp.RequestCtx, body *heldBody) {
+	if !body.set {
+		return
+	}
+	ctx.Request.SetBodyRaw(nil)
+	b.free(body)
 }
 
 // headerReceived has the server read one byte of the body, so that the
@@ -166,7 +182,7 @@ func (e *bodyTimeoutError) Error() string {
 
 // read reads ctx's request body into body, claiming its buffer as it
 // grows; free gives body back, whether or not read failed.
-func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
+func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, timeout time.Duration, body *heldBody) error {
 	h := &ctx.Request.Header
 	n := h.ContentLength() // -1: chunked
 	if n == 0 {
@@ -189,7 +205,6 @@ func (b *bodyBudget) read(ctx *fasthttp.RequestCtx, body *heldBody) error {
 	body.pooled = b.first()
 	buf := *body.pooled
 
-	timeout := b.timeout(h)
 	var whole time.Time // the server's ReadTimeout, from the request's start
 	if rt := b.srv.ReadTimeout; rt > 0 {
 		whole = ctx.Time().Add(rt)

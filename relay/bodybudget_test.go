@@ -25,13 +25,13 @@ func runOfLen(t *testing.T, n int) string {
 	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
 }
 
-// runHead is the head of a run's request whose body is framed by framing
+// runHeader is the header of a run's request whose body is framed by framing
 // (a Content-Length or Transfer-Encoding line and any other).
-func runHead(framing string) string {
+func runHeader(framing string) string {
 	return "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n" + framing + "\r\n"
 }
 
-// readOne reads one answer from c, its body whole.
+// readOne reads one response from c, its body whole.
 func readOne(t *testing.T, c net.Conn, br *bufio.Reader) (*http.Response, string) {
 	t.Helper()
 	resp, err := http.ReadResponse(br, nil)
@@ -40,12 +40,12 @@ func readOne(t *testing.T, c net.Conn, br *bufio.Reader) (*http.Response, string
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("reading the answer: %v", err)
+		t.Fatalf("reading the response: %v", err)
 	}
 	return resp, string(b)
 }
 
-// wantBudgetRefusal reads c's answer: a 503 of the bodies' budget with
+// wantBudgetRefusal reads c's response: a 503 of the bodies' budget with
 // Retry-After, and the connection closed after it.
 func wantBudgetRefusal(t *testing.T, c net.Conn, what string) {
 	t.Helper()
@@ -55,7 +55,7 @@ func wantBudgetRefusal(t *testing.T, c net.Conn, what string) {
 		t.Errorf("%s: %d Retry-After %q %s, want 503 %s with Retry-After: 1", what, resp.StatusCode, resp.Header.Get("Retry-After"), body, ProblemBodiesInFlight)
 	}
 	if n, err := br.ReadByte(); err != io.EOF {
-		t.Errorf("%s: the connection was kept (%q, %v)", what, n, err)
+		t.Errorf("%s: the connection stayed open (%q, %v)", what, n, err)
 	}
 }
 
@@ -71,27 +71,27 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 	addr := strings.TrimPrefix(h.url, "http://")
 	held := func() int { return h.relay.bodies.inFlight() }
 
-	// A holds 8000 bytes: its head came, its body is on the way.
+	// A holds 8000 bytes: its header came, its body is on the way.
 	a := testkit.DialConsumer(t, addr)
 	bodyA := runOfLen(t, 8000)
-	io.WriteString(a, runHead("Content-Length: 8000\r\n")+bodyA[:100])
+	io.WriteString(a, runHeader("Content-Length: 8000\r\n")+bodyA[:100])
 	testkit.WaitFor(t, "the first body claimed", func() bool { return held() == 8000 })
 
-	// Over the budget: refused from the head alone, whatever the framing.
+	// Over the budget: refused from the header alone, whatever the framing.
 	b := testkit.DialConsumer(t, addr)
-	io.WriteString(b, runHead("Content-Length: 5000\r\n"))
+	io.WriteString(b, runHeader("Content-Length: 5000\r\n"))
 	wantBudgetRefusal(t, b, "Content-Length 5000")
 	e := testkit.DialConsumer(t, addr)
-	io.WriteString(e, runHead("Content-Length: 5000\r\nExpect: 100-continue\r\n"))
+	io.WriteString(e, runHeader("Content-Length: 5000\r\nExpect: 100-continue\r\n"))
 	wantBudgetRefusal(t, e, "Expect: 100-continue") // and no 100 Continue before it
 	c := testkit.DialConsumer(t, addr)
-	io.WriteString(c, runHead("Transfer-Encoding: chunked\r\n")+strconv.FormatInt(5000, 16)+"\r\n")
+	io.WriteString(c, runHeader("Transfer-Encoding: chunked\r\n")+strconv.FormatInt(5000, 16)+"\r\n")
 	wantBudgetRefusal(t, c, "a chunk of 5000 with 4 KiB free")
 
 	// Within what is free: served, and given back.
 	small := runOfLen(t, 3000)
 	d := testkit.DialConsumer(t, addr)
-	io.WriteString(d, runHead("Content-Length: 3000\r\nConnection: close\r\n")+small)
+	io.WriteString(d, runHeader("Content-Length: 3000\r\nConnection: close\r\n")+small)
 	if resp, _ := readOne(t, d, bufio.NewReader(d)); resp.StatusCode != 200 {
 		t.Errorf("a body that fits: %d", resp.StatusCode)
 	}
@@ -108,8 +108,8 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 		t.Errorf("%d bytes held once every body was served", n)
 	}
 	for name, req := range map[string]string{
-		"Content-Length 8000": runHead("Content-Length: 8000\r\nConnection: close\r\n") + bodyA,
-		"chunked 8000":        runHead("Transfer-Encoding: chunked\r\nConnection: close\r\n") + chunk(bodyA[:5000]) + chunk(bodyA[5000:]) + "0\r\n\r\n",
+		"Content-Length 8000": runHeader("Content-Length: 8000\r\nConnection: close\r\n") + bodyA,
+		"chunked 8000":        runHeader("Transfer-Encoding: chunked\r\nConnection: close\r\n") + chunk(bodyA[:5000]) + chunk(bodyA[5000:]) + "0\r\n\r\n",
 	} {
 		if got := rawExchange(t, addr, req); statusOf(got) != 200 {
 			t.Errorf("%s, the budget free: %.200q", name, got)
@@ -143,11 +143,11 @@ func TestRouterBoundsBodiesInFlight(t *testing.T) {
 	io.WriteString(a, "POST /a/x HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 8000\r\n\r\n{")
 	testkit.WaitFor(t, "the first body claimed", func() bool { return rt.bodies.inFlight() == 8000 })
 	b := testkit.DialConsumer(t, addr)
-	io.WriteString(b, runHead("Content-Length: 5000\r\n"))
+	io.WriteString(b, runHeader("Content-Length: 5000\r\n"))
 	wantBudgetRefusal(t, b, "another route's body over the budget")
 	a.Close()
 	testkit.WaitFor(t, "the budget given back by a body never finished", func() bool { return rt.bodies.inFlight() == 0 })
-	if got := rawExchange(t, addr, runHead("Content-Length: 8000\r\nConnection: close\r\n")+runOfLen(t, 8000)); statusOf(got) != 200 {
+	if got := rawExchange(t, addr, runHeader("Content-Length: 8000\r\nConnection: close\r\n")+runOfLen(t, 8000)); statusOf(got) != 200 {
 		t.Errorf("the budget free: %.200q", got)
 	}
 	// A body over its route's limit, refused before 100 Continue: never
@@ -164,7 +164,7 @@ func TestRouterBoundsBodiesInFlight(t *testing.T) {
 // A run refused before its input was read (the bodies' budget, a body
 // over MaxBody announced with Expect: 100-continue) is reported as any
 // refused run is: to the tap, with its status and problem, and in the log.
-// A request that is no run by its head (a GET) is refused without a report.
+// A request that is no run by its header (a GET) is refused without a report.
 func TestUnreadRefusalsAreReportedAsRuns(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body) //nolint:errcheck
@@ -177,11 +177,11 @@ func TestUnreadRefusalsAreReportedAsRuns(t *testing.T) {
 	addr := strings.TrimPrefix(h.url, "http://")
 	a := testkit.DialConsumer(t, addr)
 	bodyA := runOfLen(t, 8000)
-	io.WriteString(a, runHead("Content-Length: 8000\r\n")+bodyA[:100])
+	io.WriteString(a, runHeader("Content-Length: 8000\r\n")+bodyA[:100])
 	testkit.WaitFor(t, "the first body claimed", func() bool { return h.relay.bodies.inFlight() == 8000 })
 
 	b := testkit.DialConsumer(t, addr)
-	io.WriteString(b, runHead("Content-Length: 5000\r\n"))
+	io.WriteString(b, runHeader("Content-Length: 5000\r\n"))
 	wantBudgetRefusal(t, b, "Content-Length 5000")
 	if rep := h.report(); rep.Status != 503 || rep.Problem != ProblemBodiesInFlight || rep.Route != h.relay.Route {
 		t.Errorf("the budget's refusal: report %+v", rep)
@@ -197,7 +197,7 @@ func TestUnreadRefusalsAreReportedAsRuns(t *testing.T) {
 	// A body over MaxBody that waits for 100 Continue: refused unread,
 	// reported; the report that comes is this one, none of the GET's.
 	e := testkit.DialConsumer(t, addr)
-	io.WriteString(e, runHead("Content-Length: 9000\r\nExpect: 100-continue\r\nConnection: close\r\n"))
+	io.WriteString(e, runHeader("Content-Length: 9000\r\nExpect: 100-continue\r\nConnection: close\r\n"))
 	if resp, _ := readOne(t, e, bufio.NewReader(e)); resp.StatusCode != 413 {
 		t.Errorf("a body over MaxBody: %d", resp.StatusCode)
 	}

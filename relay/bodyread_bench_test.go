@@ -22,9 +22,9 @@ import (
 // memory at the default limits (--max-body 64 MiB, --max-bodies-in-flight
 // 256 MiB), per scenario (one op):
 //
-//   - held-heads: 16 connections each send a head of Content-Length 64 MiB
+//   - held-heads: 16 connections each send a header of Content-Length 64 MiB
 //     and one byte, and hold it (issue #39: four of them took RSS from 24
-//     to 287 MB, fasthttp having allocated each body whole from its head);
+//     to 287 MB, fasthttp having allocated each body whole from its header);
 //   - uploads: 100 consumers upload 1 MB chunked bodies at once.
 //
 // It reports the peak growth of the heap's objects (sampled each
@@ -56,12 +56,12 @@ func BenchmarkBodiesHeldMemory(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				io.WriteString(c, runHead("Content-Length: 67108864\r\n")+"{") //nolint:errcheck
+				io.WriteString(c, runHeader("Content-Length: 67108864\r\n")+"{") //nolint:errcheck
 				conns = append(conns, c)
 				// Held once its body is read (a claim made), or refused.
 				testkit.WaitFor(b, "the attacker's body read", func() bool { return r.bodies.inFlight() > before || refused(c) })
 			}
-			sample() // every head held
+			sample() // every header held
 			for _, c := range conns {
 				c.Close()
 			}
@@ -110,7 +110,7 @@ func upload(addr, id string, pad []byte, pads int) (status int, body string, err
 	c.SetDeadline(time.Now().Add(2 * testkit.Liveness)) //nolint:errcheck
 	go func() {
 		w := bufio.NewWriterSize(c, 64<<10)
-		io.WriteString(w, runHead("Transfer-Encoding: chunked\r\nConnection: close\r\n")+chunk(`{"threadId":"t","runId":"`+id+`","protocolVersion":"1.0","messages":[],"forwardedProps":{"pad":"`)) //nolint:errcheck
+		io.WriteString(w, runHeader("Transfer-Encoding: chunked\r\nConnection: close\r\n")+chunk(`{"threadId":"t","runId":"`+id+`","protocolVersion":"1.0","messages":[],"forwardedProps":{"pad":"`)) //nolint:errcheck
 		for range pads {
 			io.WriteString(w, strconv.FormatInt(int64(len(pad)), 16)+"\r\n") //nolint:errcheck
 			w.Write(pad)                                                     //nolint:errcheck

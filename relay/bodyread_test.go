@@ -40,42 +40,42 @@ func paddedRun(id string, n int) string {
 	return head + strings.Repeat("x", max(0, n-len(head)-3)) + `"}}`
 }
 
-// holdHeads opens one connection per head, each sending its head and
+// holdHeaders opens one connection per header, each sending its header and
 // what follows it, then nothing more, and waits until the relay reads the
 // body of each (it holds some of the budget for it).
-func holdHeads(t *testing.T, addr string, bodies *bodyBudget, heads ...string) []net.Conn {
+func holdHeaders(t *testing.T, addr string, bodies *bodyBudget, headers ...string) []net.Conn {
 	t.Helper()
-	conns := make([]net.Conn, 0, len(heads))
-	for i, head := range heads {
+	conns := make([]net.Conn, 0, len(headers))
+	for i, header := range headers {
 		before := bodies.inFlight()
 		c := testkit.DialConsumer(t, addr)
-		io.WriteString(c, head) //nolint:errcheck
+		io.WriteString(c, header) //nolint:errcheck
 		testkit.WaitFor(t, "attacker "+strconv.Itoa(i)+"'s body read", func() bool { return bodies.inFlight() > before })
 		conns = append(conns, c)
 	}
 	return conns
 }
 
-// Four connections that send a head and hold it, a chunked body or a
+// Four connections that send a header and hold it, a chunked body or a
 // Content-Length of 64 MiB with one byte sent, hold what came of their
-// bodies, not what their heads announce: at the default limits, small
+// bodies, not what their headers announce: at the default limits, small
 // runs of other consumers are served meanwhile (issue #39).
-func TestHeldHeadsDoNotDenyRuns(t *testing.T) {
+func TestHeldHeadersDoNotDenyRuns(t *testing.T) {
 	h := newHarness(t, echoRunProducer, func(r *Relay) { r.Tap = nil })
 	addr := strings.TrimPrefix(h.url, "http://")
-	chunked := runHead("Transfer-Encoding: chunked\r\n") + "400\r\n{"
-	long := runHead("Content-Length: 67108864\r\n") + "{"
-	attackers := holdHeads(t, addr, h.relay.bodies, chunked, chunked, long, long)
+	chunked := runHeader("Transfer-Encoding: chunked\r\n") + "400\r\n{"
+	long := runHeader("Content-Length: 67108864\r\n") + "{"
+	attackers := holdHeaders(t, addr, h.relay.bodies, chunked, chunked, long, long)
 
 	for i := range 8 {
 		id := "small-" + strconv.Itoa(i)
-		got := rawExchange(t, addr, runHead("Content-Length: "+strconv.Itoa(len(paddedRun(id, 2000)))+"\r\nConnection: close\r\n")+paddedRun(id, 2000))
+		got := rawExchange(t, addr, runHeader("Content-Length: "+strconv.Itoa(len(paddedRun(id, 2000)))+"\r\nConnection: close\r\n")+paddedRun(id, 2000))
 		if statusOf(got) != 200 || !strings.Contains(got, `"runId":"`+id+`"`) {
-			t.Fatalf("run %d beside four held heads: %.300q", i, got)
+			t.Fatalf("run %d beside four held headers: %.300q", i, got)
 		}
 	}
 	if held := h.relay.bodies.inFlight(); held > 4*(64<<10) {
-		t.Errorf("four held heads hold %d bytes of the budget", held)
+		t.Errorf("four held headers hold %d bytes of the budget", held)
 	}
 	for _, c := range attackers {
 		c.Close()
@@ -86,7 +86,7 @@ func TestHeldHeadsDoNotDenyRuns(t *testing.T) {
 // A hundred consumers uploading 1 MB chunked bodies at once, at the
 // default limits (--max-body 64 MiB, --max-bodies-in-flight 256 MiB), are
 // all served, each its own run's events (issue #39: 96 of them got 503
-// when a chunked head claimed a whole --max-body).
+// when a chunked header claimed a whole --max-body).
 func TestConcurrentChunkedUploadsAllComplete(t *testing.T) {
 	h := newHarness(t, echoRunProducer, func(r *Relay) { r.Tap = nil })
 	addr := strings.TrimPrefix(h.url, "http://")
@@ -133,12 +133,12 @@ func TestStalledBodyIsCutAtTheBodyTimeout(t *testing.T) {
 		name, request, detail string
 		reported              bool
 	}{
-		{"chunked, a chunk then nothing", runHead("Transfer-Encoding: chunked\r\n") + chunk(`{"threadId":"t",`), "(--body-timeout)", true},
-		{"Content-Length, a part then nothing", runHead("Content-Length: 5000\r\n") + `{"threadId":"t",`, "(--body-timeout)", true},
+		{"chunked, a chunk then nothing", runHeader("Transfer-Encoding: chunked\r\n") + chunk(`{"threadId":"t",`), "(--body-timeout)", true},
+		{"Content-Length, a part then nothing", runHeader("Content-Length: 5000\r\n") + `{"threadId":"t",`, "(--body-timeout)", true},
 		// The server waits for the body's first byte itself (fasthttp reads
 		// one before the handler runs), under the same limit; a request it
 		// fails to read is forgotten, and not reported.
-		{"Content-Length, nothing of it", runHead("Content-Length: 5000\r\n"), "", false},
+		{"Content-Length, nothing of it", runHeader("Content-Length: 5000\r\n"), "", false},
 	} {
 		c := testkit.DialConsumer(t, addr)
 		io.WriteString(c, tc.request) //nolint:errcheck
@@ -151,7 +151,7 @@ func TestStalledBodyIsCutAtTheBodyTimeout(t *testing.T) {
 			t.Errorf("%s: %d %s %s", tc.name, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
 		if b, err := br.ReadByte(); err != io.EOF {
-			t.Errorf("%s: the connection was kept (%q, %v)", tc.name, b, err)
+			t.Errorf("%s: the connection stayed open (%q, %v)", tc.name, b, err)
 		}
 		if !tc.reported {
 			continue
@@ -167,7 +167,7 @@ func TestStalledBodyIsCutAtTheBodyTimeout(t *testing.T) {
 	// A byte every sixth of the limit, for four times the limit: served.
 	body := paddedRun("slow", 200)
 	c := testkit.DialConsumer(t, addr)
-	io.WriteString(c, runHead("Content-Length: "+strconv.Itoa(len(body))+"\r\nConnection: close\r\n")) //nolint:errcheck
+	io.WriteString(c, runHeader("Content-Length: "+strconv.Itoa(len(body))+"\r\nConnection: close\r\n")) //nolint:errcheck
 	pace := time.NewTicker(limit / 6)
 	defer pace.Stop()
 	sent, start := 0, time.Now()
@@ -220,9 +220,9 @@ func TestRouterCutsAStalledBodyAtItsRoutesTimeout(t *testing.T) {
 }
 
 // A request pipelined behind a run whose stream is handed over in place,
-// its head sent with the run and its body not yet: the server, which
+// its header sent with the run and its body not yet: the server, which
 // reads the body's first byte itself, finds the connection taken, and the
-// request is lost. The connection is then not kept: the run's answer says
+// request is lost. The connection is then not kept alive: the run's response says
 // Connection: close, and nothing more is read as a request (the late body
 // would be read as one).
 func TestRequestPipelinedWithItsBodyLateClosesTheConnection(t *testing.T) {
@@ -235,14 +235,14 @@ func TestRequestPipelinedWithItsBodyLateClosesTheConnection(t *testing.T) {
 	br := bufio.NewReader(c)
 	// A first run, so that the next one's stream is handed over in place.
 	first := paddedRun("first", 200)
-	io.WriteString(c, runHead("Content-Length: "+strconv.Itoa(len(first))+"\r\n")+first) //nolint:errcheck
+	io.WriteString(c, runHeader("Content-Length: "+strconv.Itoa(len(first))+"\r\n")+first) //nolint:errcheck
 	if resp, b := readOne(t, c, br); resp.StatusCode != 200 || resp.Close {
 		t.Fatalf("the first run: %d close=%v %.200q", resp.StatusCode, resp.Close, b)
 	}
 	h.report()
 	second, late := paddedRun("second", 200), paddedRun("late", 200)
-	io.WriteString(c, runHead("Content-Length: "+strconv.Itoa(len(second))+"\r\n")+second+ //nolint:errcheck
-		runHead("Content-Length: "+strconv.Itoa(len(late))+"\r\n"))
+	io.WriteString(c, runHeader("Content-Length: "+strconv.Itoa(len(second))+"\r\n")+second+ //nolint:errcheck
+		runHeader("Content-Length: "+strconv.Itoa(len(late))+"\r\n"))
 	resp, b := readOne(t, c, br)
 	if resp.StatusCode != 200 || !strings.Contains(b, `"runId":"second"`) || !resp.Close {
 		t.Errorf("the run before the pipelined request: %d close=%v %.200q", resp.StatusCode, resp.Close, b)
@@ -250,7 +250,7 @@ func TestRequestPipelinedWithItsBodyLateClosesTheConnection(t *testing.T) {
 	h.report()
 	io.WriteString(c, late) //nolint:errcheck
 	if rest, err := io.ReadAll(br); len(rest) != 0 || err != nil {
-		t.Errorf("after the run's answer: %.200q %v, want the connection closed", rest, err)
+		t.Errorf("after the run's response: %.200q %v, want the connection closed", rest, err)
 	}
 	if n := asked.Load(); n != 2 {
 		t.Errorf("the producer was asked %d times, want the two runs", n)

@@ -7,61 +7,28 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// A carrier gives a Relay's event streams their goroutines once the
-// request's handler returns; Relay.ReuseGoroutines chooses one of two.
-type carrier interface {
-	// carry runs st; sc is ctx's connection when the relay's Listener made it.
-	carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse)
-	parks() bool // whether a stream may park (relayedStream.park)
-	// next serves conn's next requests with srv after a stream, and returns
-	// the stream this goroutine runs next, ok=false when none.
-	next(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool)
-}
+// How a stream gets its goroutine once the request's handler returns, as
+// Relay.ReuseGoroutines says: by default the hijacked connection's
+// goroutine runs it to its end (as net/http's Hijacker); with
+// ReuseGoroutines, the goroutine that serves the connection runs it
+// (handOver, in place) and then the connection's next stream, and a silent
+// stream parks.
 
-// goroutinePerStream runs each stream on its hijacked connection's
-// goroutine to its end.
-type goroutinePerStream struct{}
-
-func (goroutinePerStream) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
-	st.hijack(ctx, sc)
-}
-
-func (goroutinePerStream) parks() bool { return false }
-
-func (goroutinePerStream) next(conn net.Conn, srv *fasthttp.Server) (streamResponse, bool) {
-	srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
-	return streamResponse{}, false
-}
-
-// reuseGoroutines runs a connection's next stream on the goroutine that
-// served its request (handOver), and parks silent streams.
-type reuseGoroutines struct{}
-
-func (reuseGoroutines) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
-	if sc == nil || !st.handOver(ctx, sc) {
+// carry runs st; sc is ctx's connection when the relay's Listener made it.
+func (r *Relay) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
+	if !r.ReuseGoroutines || sc == nil || !st.handOver(ctx, sc) {
 		st.hijack(ctx, sc)
 	}
 }
 
-func (reuseGoroutines) parks() bool { return true }
-
-func (reuseGoroutines) next(conn net.Conn, srv *fasthttp.Server) (streamResponse, bool) {
-	return nextStream(conn, srv)
-}
-
-func (r *Relay) carrier() carrier {
-	if r.ReuseGoroutines {
-		return reuseGoroutines{}
-	}
-	return goroutinePerStream{}
-}
-
-// nextStream serves conn's next requests until one's response is a stream
-// handed over in place (handOver), and returns it. ok=false when the
-// connection ended first, or conn is not a socketConn.
-func nextStream(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool) {
+// nextStream serves conn's next requests with srv after a stream until
+// one's response is a stream handed over in place (handOver), and returns
+// it. ok=false when the connection ended first, or when streams are not
+// handed over (ReuseGoroutines false, or conn not a socketConn): the
+// server then serves conn to its end.
+func (r *Relay) nextStream(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool) {
 	sc, _ := conn.(*socketConn)
-	if sc == nil {
+	if !r.ReuseGoroutines || sc == nil {
 		srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
 		return st, false
 	}

@@ -39,7 +39,7 @@ func TestStreamsUnderEitherCarrier(t *testing.T) {
 		{"StreamKeepAliveOnTheWire", TestStreamKeepAliveOnTheWire},
 		{"StreamResponseToHTTP10", TestStreamResponseToHTTP10},
 		{"IdleStreamConsumerGoneCancelsPromptly", TestIdleStreamConsumerGoneCancelsPromptly},
-		{"GzipAnswerIsDecoded", TestGzipAnswerIsDecoded},
+		{"GzipResponseIsDecoded", TestGzipResponseIsDecoded},
 		{"NotJSONFrameIsRelayedUntouched", TestNotJSONFrameIsRelayedUntouched},
 		{"SlowConsumerSlowsTheProducer", TestSlowConsumerSlowsTheProducer},
 		{"StalledConsumerIsCut", TestStalledConsumerIsCut},

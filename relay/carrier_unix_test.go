@@ -14,11 +14,11 @@ import (
 )
 
 // Without ReuseGoroutines each stream runs on a goroutine of its own, the
-// kept connection's next runs too (each hijacked), where ReuseGoroutines
-// runs them on one (TestKeptConnectionRunsOnOneGoroutine).
+// persistent connection's next runs too (each hijacked), where ReuseGoroutines
+// runs them on one (TestPersistentConnectionRunsOnOneGoroutine).
 func TestDefaultCarrierGivesEachStreamAGoroutine(t *testing.T) {
 	upstream := testkit.RawProducer(t, func(c net.Conn) {
-		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
+		io.WriteString(c, streamHeader+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
 	})
 	ran := make(chan int, 8)
 	addr, _ := rawRelay(t, upstream, func(*RunReport) { ran <- goroutineID() }, func(r *Relay) { r.ReuseGoroutines = false })
@@ -33,7 +33,7 @@ func TestDefaultCarrierGivesEachStreamAGoroutine(t *testing.T) {
 		}
 		body, err := io.ReadAll(resp.Body)
 		if err != nil || string(body) != shortRunEvents || resp.Close {
-			t.Fatalf("answer %q (close %v): %v", body, resp.Close, err)
+			t.Fatalf("response %q (close %v): %v", body, resp.Close, err)
 		}
 		select {
 		case id := <-ran:

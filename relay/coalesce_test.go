@@ -72,20 +72,20 @@ const shortRunEvents = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t1\",\"ru
 	"data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m1\"}\n\n" +
 	"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\"}\n\n"
 
-// postRaw sends a run's request on c and returns a reader of the answer.
+// postRaw sends a run's request on c and returns a reader of the response.
 func postRaw(t *testing.T, c net.Conn) *bufio.Reader {
 	t.Helper()
 	testkit.SendRun(t, c, testkit.MinimalInput)
 	return bufio.NewReader(c)
 }
 
-// A short run whose whole answer the producer sent at once is answered
-// with one write: the head, the events and the body's end together, where
-// it took three (the head, the chunk, the end), each a segment the
+// A short run whose whole response the producer sent at once is answered
+// with one write: the header, the events and the body's end together, where
+// it took three (the header, the chunk, the end), each a segment the
 // consumer's kernel and reader handle.
-func TestWholeShortAnswerGoesOutInOneWrite(t *testing.T) {
+func TestWholeShortResponseGoesOutInOneWrite(t *testing.T) {
 	upstream := testkit.RawProducer(t, func(c net.Conn) {
-		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
+		io.WriteString(c, streamHeader+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
 	})
 	addr, ln, reports := coalescingRelay(t, upstream)
 	c := testkit.DialConsumer(t, addr)
@@ -98,7 +98,7 @@ func TestWholeShortAnswerGoesOutInOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	if resp.StatusCode != 200 || string(body) != shortRunEvents {
-		t.Fatalf("answer %d %q", resp.StatusCode, body)
+		t.Fatalf("response %d %q", resp.StatusCode, body)
 	}
 	select {
 	case <-reports: // the stream has ended: every write is made
@@ -114,23 +114,23 @@ func TestWholeShortAnswerGoesOutInOneWrite(t *testing.T) {
 	want := 1
 	if raceDetector {
 		// The race detector's build writes piece by piece (wire.WritevFD): the
-		// head, the size line, the events, the CRLF and end.
+		// header, the size line, the events, the CRLF and end.
 		want = 4
 	}
 	if w := sc.Writes(); w != want {
-		t.Fatalf("the answer took %d writes, want %d", w, want)
+		t.Fatalf("the response took %d writes, want %d", w, want)
 	}
 }
 
-// The head is not held back for events that have not come: a producer
-// that answers its head and then waits (an agent thinking) has the head
+// The header is not held back for events that have not come: a producer
+// that sends its header and then waits (an agent thinking) has the header
 // reach the consumer before its first event.
-func TestHeadGoesOutBeforeLateEvents(t *testing.T) {
-	headSeen := make(chan struct{})
+func TestHeaderGoesOutBeforeLateEvents(t *testing.T) {
+	headerSeen := make(chan struct{})
 	upstream := testkit.RawProducer(t, func(c net.Conn) {
-		io.WriteString(c, streamHead+"\r\n") //nolint:errcheck
+		io.WriteString(c, streamHeader+"\r\n") //nolint:errcheck
 		select {
-		case <-headSeen:
+		case <-headerSeen:
 		case <-time.After(testkit.Liveness):
 		}
 		io.WriteString(c, chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
@@ -139,9 +139,9 @@ func TestHeadGoesOutBeforeLateEvents(t *testing.T) {
 	c := testkit.DialConsumer(t, addr)
 	resp, err := http.ReadResponse(postRaw(t, c), nil)
 	if err != nil {
-		t.Fatalf("no head while the producer waits: %v", err)
+		t.Fatalf("no header while the producer waits: %v", err)
 	}
-	close(headSeen)
+	close(headerSeen)
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || string(body) != shortRunEvents {
 		t.Fatalf("body %q: %v", body, err)

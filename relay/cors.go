@@ -99,7 +99,7 @@ func NewCORS(o CORSOptions) (*CORS, error) {
 		return nil, errors.New("allowed origins: * stands alone (it allows every origin)")
 	}
 	if c.anyOrigin && c.credentials {
-		return nil, errors.New("credentials with allowed origins *: browsers refuse a credentialed answer to any origin (Fetch standard), and naming every origin would let any site act as the user; list the origins")
+		return nil, errors.New("credentials with allowed origins *: browsers refuse a credentialed response to any origin (Fetch standard), and naming every origin would let any site act as the user; list the origins")
 	}
 	var err error
 	if c.methods, c.anyMethod, err = corsList(o.AllowMethods, DefaultCORSMethods(), isToken); err != nil {
@@ -114,7 +114,7 @@ func NewCORS(o CORSOptions) (*CORS, error) {
 	}
 	if anyExposed {
 		if c.credentials {
-			return nil, errors.New("exposed headers *: a credentialed answer reads it as a header named \"*\" (Fetch standard); list the headers")
+			return nil, errors.New("exposed headers *: a credentialed response reads it as a header named \"*\" (Fetch standard); list the headers")
 		}
 		c.expose = "*"
 	}

@@ -103,7 +103,7 @@ func wantHeader(t *testing.T, resp *http.Response, k, want string) {
 	}
 }
 
-// varyNames reports whether the answer's Vary lines name every one of names.
+// varyNames reports whether the response's Vary lines name every one of names.
 func varyNames(resp *http.Response, names ...string) bool {
 	var have []string
 	for _, v := range resp.Header.Values("Vary") {
@@ -141,7 +141,7 @@ func TestCORSPreflightIsAnsweredByTheRelay(t *testing.T) {
 		t.Errorf("Vary %q", resp.Header.Values("Vary"))
 	}
 
-	// Another origin gets an answer without the policy: its browser fails
+	// Another origin gets a response without the policy: its browser fails
 	// the request.
 	resp = h.preflight("http://other.example:3000")
 	if resp.StatusCode != 204 {
@@ -203,10 +203,10 @@ func TestCORSAnyOrigin(t *testing.T) {
 	wantHeader(t, resp, "Access-Control-Allow-Origin", "")
 }
 
-// The policy's headers are on every answer of the relay: relayed streams
-// (in place of the producer's own CORS headers), proxied answers, the
+// The policy's headers are on every response of the relay: relayed streams
+// (in place of the producer's own CORS headers), proxied responses, the
 // producer's errors, and the relay's own problems.
-func TestCORSHeadersOnEveryAnswer(t *testing.T) {
+func TestCORSHeadersOnEveryResponse(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	held := make(chan struct{}, 1)
@@ -310,7 +310,7 @@ func TestCORSHeadersOnEveryAnswer(t *testing.T) {
 	wantPolicy("503", resp, 503)
 }
 
-// Without a policy the relay does no CORS: the producer's preflight answer
+// Without a policy the relay does no CORS: the producer's preflight response
 // and CORS headers pass through untouched, and the relay's own problems
 // carry none.
 func TestNoCORSPassesTheProducersThrough(t *testing.T) {

@@ -100,7 +100,7 @@ func largeInput(runID string) string {
 // and its connection carries the next run.
 func TestLargeInputStreamsAndItsConnectionIsReused(t *testing.T) {
 	upstream, log := owingProducer(t, "next", nil, nil, func(req *http.Request) (string, string) {
-		return ownAnswer(t, "chunked", req), ""
+		return ownResponse(t, "chunked", req), ""
 	})
 	addr := reuseRelay(t, upstream, false)
 	for _, run := range []string{"A", "B"} {
@@ -167,8 +167,8 @@ func TestFirstByteTimeoutCountsFromTheEndOfALargeWrite(t *testing.T) {
 		time.Sleep(timeout / 2)
 		io.Copy(io.Discard, req.Body) //nolint:errcheck
 		time.Sleep(timeout * 3 / 4)
-		io.WriteString(c, answerOf("content-length", "text/event-stream", runEvents("r1"))) //nolint:errcheck
-		io.Copy(io.Discard, c)                                                              //nolint:errcheck // until the relay closes
+		io.WriteString(c, responseOf("content-length", "text/event-stream", runEvents("r1"))) //nolint:errcheck
+		io.Copy(io.Discard, c)                                                                //nolint:errcheck // until the relay closes
 	})
 	addr, _ := rawRelay(t, upstream, nil, func(r *Relay) {
 		r.Client = NewClient(ClientOptions{FirstByteTimeout: timeout})

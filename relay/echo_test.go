@@ -9,7 +9,7 @@ import (
 // A request the server cannot parse never has its headers reflected: not
 // into the 400's problem body, not into a log line (issue #24). Each
 // malformation is sent with a secret in each header position, 1 KiB deep
-// too, and the answer and every log line are searched for it.
+// too, and the response and every log line are searched for it.
 func TestMalformedRequestsEchoNoHeaders(t *testing.T) {
 	h, seen := recordingProducer(t, nil)
 	addr := strings.TrimPrefix(h.url, "http://")
@@ -42,7 +42,7 @@ func TestMalformedRequestsEchoNoHeaders(t *testing.T) {
 					t.Fatalf("%s, secret %s: status %d, want 400:\n%s", m.name, pos, statusOf(out), out)
 				}
 				if strings.Contains(out, secret) {
-					t.Errorf("%s, secret %s: the answer reflects it:\n%s", m.name, pos, out)
+					t.Errorf("%s, secret %s: the response reflects it:\n%s", m.name, pos, out)
 				}
 				_, body, _ := strings.Cut(out, "\r\n\r\n")
 				var p Problem

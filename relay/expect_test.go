@@ -47,7 +47,7 @@ func TestExpectContinueOverTheLimitIs413BeforeTheUpload(t *testing.T) {
 		io.WriteString(c, "POST "+tc.path+" HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: "+
 			strconv.Itoa(tc.length)+"\r\n\r\n")
 		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, nil) // the interim or final answer, before any body byte is sent
+		resp, err := http.ReadResponse(br, nil) // the interim or final response, before any body byte is sent
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

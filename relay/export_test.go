@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // from the producer, where production waits parkAfter.
 func parkingAfter(r *Relay, d time.Duration) { tuned(r).parkAfter = d }
 
-// endingWithin gives r's producers d to end their answer after the
+// endingWithin gives r's producers d to end their response after the
 // requested run's end, where production gives runEndGrace.
 func endingWithin(r *Relay, d time.Duration) { tuned(r).endGrace = d }
 
@@ -23,6 +24,9 @@ func endingWithin(r *Relay, d time.Duration) { tuned(r).endGrace = d }
 func armingWith(r *Relay, arm func(pl *wire.Poller, rc syscall.RawConn, token int32) bool) {
 	tuned(r).armRead = arm
 }
+
+// countingMatches has t count its route lookups (Table.Match) in n.
+func countingMatches(t *Table, n *atomic.Int32) { t.matched = func() { n.Add(1) } }
 
 // tuned returns r's tuning, made at the first change.
 func tuned(r *Relay) *streamTuning {

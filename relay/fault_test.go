@@ -24,14 +24,14 @@ import (
 // (refused connection, reset, hang before headers, idle and run timeouts,
 // oversized frame, clean close and shutdown are there).
 
-// A 200 answer that is not an event stream is passed on as it is: the
+// A 200 response that is not an event stream is passed on as it is: the
 // relay does not try to read it as events.
-func TestNonEventStreamAnswerPassesThrough(t *testing.T) {
+func TestNonEventStreamResponsePassesThrough(t *testing.T) {
 	for _, tc := range []struct{ ct, body string }{
-		{"application/json", `{"type":"RUN_STARTED","note":"a JSON answer, not a stream"}`},
+		{"application/json", `{"type":"RUN_STARTED","note":"a JSON response, not a stream"}`},
 		{"text/html; charset=utf-8", "<html><body>Agent is down for maintenance</body></html>\n\ndata: {}\n\n"},
 		{"application/octet-stream", "bytes\x00\xff"},
-		{"", "an answer that says nothing of its type"}, // passed on without one, not as text/plain
+		{"", "a response that says nothing of its type"}, // passed on without one, not as text/plain
 	} {
 		t.Run(tc.ct, func(t *testing.T) {
 			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +60,7 @@ func TestNonEventStreamAnswerPassesThrough(t *testing.T) {
 // A producer that compresses although the relay asked for identity: the
 // relay decodes the stream as it arrives (events are not held back until
 // the end) and sends it on uncompressed.
-func TestGzipAnswerIsDecoded(t *testing.T) {
+func TestGzipResponseIsDecoded(t *testing.T) {
 	next := make(chan struct{})
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		if ae := r.Header.Get("Accept-Encoding"); ae != "identity" {
@@ -103,7 +103,7 @@ func TestGzipAnswerIsDecoded(t *testing.T) {
 
 // A gzip stream that breaks off (truncated compressed data, then the
 // connection closes) is a broken stream: the consumer gets a RUN_ERROR.
-func TestGzipAnswerCutOffEndsWithRunError(t *testing.T) {
+func TestGzipResponseCutOffEndsWithRunError(t *testing.T) {
 	var compressed bytes.Buffer
 	zw := gzip.NewWriter(&compressed)
 	io.WriteString(zw, testkit.RunStarted+`data: {"type":"CUSTOM","name":"n","value":"`+strings.Repeat("v", 4000)+`"}`+"\n\n")
@@ -125,7 +125,7 @@ func TestGzipAnswerCutOffEndsWithRunError(t *testing.T) {
 	}
 }
 
-// A compression the relay does not decode: the answer is passed on as it
+// A compression the relay does not decode: the response is passed on as it
 // is, header included, for the consumer to decode.
 func TestUnknownContentEncodingPassesThrough(t *testing.T) {
 	body := "\x1b\x07\x00\xf8not really brotli"

@@ -19,7 +19,7 @@ import (
 // closes hijacked connections when their handler returns as well as one
 // that keeps them, on the server's own listener: the stream keeps the
 // hijack handler's goroutine to its end, through the producer's pauses,
-// and its connection is not kept for another request.
+// and its connection is not kept alive for another request.
 func TestHandleOnAnOrdinaryServer(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		name := "closes hijacked connections"
@@ -87,7 +87,7 @@ func handleOnServer(t *testing.T, keepHijacked bool) {
 			t.Fatalf("run %d: stream %q, %v", run, got+string(tail), err)
 		}
 		if !resp.Close {
-			t.Errorf("run %d: the answer did not say Connection: close", run)
+			t.Errorf("run %d: the response did not say Connection: close", run)
 		}
 		select {
 		case rep := <-reports:

@@ -27,19 +27,19 @@ func goroutineID() int {
 	return id
 }
 
-// The runs of a kept connection are carried by one goroutine: the one that
+// The runs of a persistent connection are carried by one goroutine: the one that
 // ran a stream serves the consumer's next request and runs the stream that
 // answers it, also after a request answered without a stream (a refused
 // input), instead of a new goroutine per run growing its stack again.
-func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
+func TestPersistentConnectionRunsOnOneGoroutine(t *testing.T) {
 	upstream := testkit.RawProducer(t, func(c net.Conn) {
-		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
+		io.WriteString(c, streamHeader+"\r\n"+chunk(shortRunEvents)+"0\r\n\r\n") //nolint:errcheck
 	})
 	ran := make(chan int, 8)
 	addr, _ := rawRelay(t, upstream, func(*RunReport) { ran <- goroutineID() })
 	c := testkit.DialConsumer(t, addr)
 	br := bufio.NewReader(c)
-	answer := func(wantStatus int) {
+	response := func(wantStatus int) {
 		t.Helper()
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
@@ -47,7 +47,7 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 		}
 		body, err := io.ReadAll(resp.Body)
 		if err != nil || resp.StatusCode != wantStatus {
-			t.Fatalf("answer %d %q: %v", resp.StatusCode, body, err)
+			t.Fatalf("response %d %q: %v", resp.StatusCode, body, err)
 		}
 		if wantStatus == 200 && string(body) != shortRunEvents {
 			t.Fatalf("body %q", body)
@@ -57,10 +57,10 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 	for i, input := range []string{testkit.MinimalInput, testkit.MinimalInput, `{"threadId":1}`, testkit.MinimalInput, testkit.MinimalInput} {
 		testkit.SendRun(t, c, input)
 		if i == 2 {
-			answer(400)
+			response(400)
 			continue
 		}
-		answer(200)
+		response(200)
 		select {
 		case id := <-ran:
 			ids = append(ids, id)
@@ -75,12 +75,12 @@ func TestKeptConnectionRunsOnOneGoroutine(t *testing.T) {
 	}
 }
 
-// A stream that parks between events is taken up by a new goroutine, which
+// A stream that parks between events is woken on a new goroutine, which
 // then carries the connection's next runs.
 func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 	pk := signalParker{make(chan struct{}, 16)}
 	upstream := testkit.RawProducer(t, func(c net.Conn) {
-		io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents[:len(shortRunEvents)/2])) //nolint:errcheck
+		io.WriteString(c, streamHeader+"\r\n"+chunk(shortRunEvents[:len(shortRunEvents)/2])) //nolint:errcheck
 		select {
 		case <-pk.parked: // the stream parks
 		case <-time.After(testkit.Liveness):

@@ -16,8 +16,8 @@ func watchHangup(pl *wire.Poller, conn net.Conn, cancel func()) (token int32, ok
 	if pl == nil {
 		return 0, false
 	}
-	sc, kept := conn.(*socketConn)
-	if kept {
+	sc, isSocket := conn.(*socketConn)
+	if isSocket {
 		if token = sc.hangup.Load(); token != 0 {
 			if !sc.watcher.Rewatch(token, cancel) {
 				cancel() // the consumer hung up between runs
@@ -30,7 +30,7 @@ func watchHangup(pl *wire.Poller, conn net.Conn, cancel func()) (token int32, ok
 		return 0, false
 	}
 	token, ok = pl.WatchHangup(rc, cancel)
-	if ok && kept {
+	if ok && isSocket {
 		sc.watcher = pl // published by the store of hangup
 		sc.hangup.Store(token)
 	}
@@ -40,7 +40,7 @@ func watchHangup(pl *wire.Poller, conn net.Conn, cancel func()) (token int32, ok
 // unwatchHangup ends a registration of watchHangup; call it before closing
 // conn. A socketConn's stays, doing nothing until its next run or close.
 func unwatchHangup(pl *wire.Poller, conn net.Conn, token int32) {
-	if sc, kept := conn.(*socketConn); kept && sc.hangup.Load() == token {
+	if sc, ok := conn.(*socketConn); ok && sc.hangup.Load() == token {
 		sc.watcher.Rewatch(token, betweenRuns)
 		return
 	}

@@ -15,7 +15,7 @@ import (
 // pipe to a server goroutine between.
 
 // respond renders the response header from ctx.Response and runs the stream
-// on the goroutine the carrier gives it; resp and ub belong to the stream
+// on the goroutine carry gives it; resp and ub belong to the stream
 // from here. A persistent connection (HTTP/1.1, no Connection: close)
 // serves the consumer's next request after the stream.
 func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fasthttp.Response, rep *RunReport) {
@@ -29,20 +29,20 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	if sc != nil {
 		dst = sc.header[:0]
 	}
-	head := responseHeader(&ctx.Response.Header, chunked, keep, dst)
+	header := responseHeader(&ctx.Response.Header, chunked, keep, dst)
 	if sc != nil {
-		sc.header = head
+		sc.header = header
 	}
 	timeout := r.ConsumerStallTimeout
 	if timeout == 0 {
 		timeout = DefaultConsumerStallTimeout
 	}
-	st := streamResponse{r: r, header: head, ub: ub, resp: resp, rep: rep, chunked: chunked, keep: keep, timeout: timeout, srv: srv, done: ctx.Done()}
-	r.carrier().carry(ctx, sc, st)
+	st := streamResponse{r: r, header: header, ub: ub, resp: resp, rep: rep, chunked: chunked, keep: keep, timeout: timeout, srv: srv, done: ctx.Done()}
+	r.carry(ctx, sc, st)
 }
 
 // streamResponse is the consumer's event-stream response before it runs.
-// w is made once the carrier gave it the connection (handOver, hijack).
+// w is made once carry gave it the connection (handOver, hijack).
 type streamResponse struct {
 	r      *Relay
 	w      *consumerWriter
@@ -128,9 +128,9 @@ func sentMore(c net.Conn, sc *socketConn) bool {
 
 // withClose adds Connection: close to a header rendered for keep-alive, as
 // the last line fasthttp writes. Rare, so not rendered up front.
-func withClose(head []byte) []byte {
-	end := len(head) - len("\r\n")
-	return append(append(head[:end:end], "Connection: close\r\n"...), "\r\n"...)
+func withClose(header []byte) []byte {
+	end := len(header) - len("\r\n")
+	return append(append(header[:end:end], "Connection: close\r\n"...), "\r\n"...)
 }
 
 // responseHeader renders h for an event stream into dst's array: chunked

@@ -57,14 +57,14 @@ func TestStreamResponseOnTheWire(t *testing.T) {
 		t.Fatalf("%d Date headers in %q", n, got)
 	}
 	got = dateLine.ReplaceAllString(got, "\r\nDate: *\r\n")
-	head := "HTTP/1.1 200 OK\r\nDate: *\r\nContent-Type: text/event-stream\r\nX-Custom: v\r\nCache-Control: no-cache\r\n" +
+	header := "HTTP/1.1 200 OK\r\nDate: *\r\nContent-Type: text/event-stream\r\nX-Custom: v\r\nCache-Control: no-cache\r\n" +
 		"X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-	if !strings.HasPrefix(got, head) {
-		t.Fatalf("response head:\n got %q\nwant %q", got[:min(len(got), len(head)+40)], head)
+	if !strings.HasPrefix(got, header) {
+		t.Fatalf("response header:\n got %q\nwant %q", got[:min(len(got), len(header)+40)], header)
 	}
 	// The producer flushed every frame on its own; the relay may have read
 	// some together: every chunk must hold whole frames, in order.
-	body := got[len(head):]
+	body := got[len(header):]
 	var events strings.Builder
 	chunks := 0
 	for {
@@ -143,9 +143,9 @@ func checkStreamResponse(t *testing.T, resp *http.Response) {
 	}
 }
 
-// A head rendered for keep-alive and given Connection: close afterwards
-// is the head rendered without keep-alive, byte for byte.
-func TestWithCloseMatchesTheRenderedHead(t *testing.T) {
+// A header rendered for keep-alive and given Connection: close afterwards
+// is the header rendered without keep-alive, byte for byte.
+func TestWithCloseMatchesTheRenderedHeader(t *testing.T) {
 	var h fasthttp.ResponseHeader
 	h.SetContentType("text/event-stream")
 	h.Set("X-Custom", "v")
@@ -171,14 +171,14 @@ func TestStreamResponseToHTTP10(t *testing.T) {
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || string(b) != testkit.RunStarted+testkit.ContentEvent+testkit.RunFinished || len(resp.TransferEncoding) != 0 ||
 		strings.Contains(got, "Transfer-Encoding") || !strings.Contains(got, "\r\nConnection: close\r\n") {
-		t.Errorf("HTTP/1.0 answer %q (%v)", got, err)
+		t.Errorf("HTTP/1.0 response %q (%v)", got, err)
 	}
 }
 
-// Runs one after the other on one connection: each answer is whole and
+// Runs one after the other on one connection: each response is whole and
 // keeps the connection, without Connection: close, and the next request is
 // served on it. A consumer that sent a second request right behind the
-// first (pipelining) is told the connection closes after the first answer.
+// first (pipelining) is told the connection closes after the first response.
 func TestStreamKeepAliveOnTheWire(t *testing.T) {
 	var asked atomic.Int32
 	produce := streamingProducer(testkit.RunStarted, testkit.ContentEvent, testkit.RunFinished)
@@ -202,7 +202,7 @@ func TestStreamKeepAliveOnTheWire(t *testing.T) {
 		}
 		h.report()
 	}
-	// Pipelined behind a kept connection's earlier runs (the stream is
+	// Pipelined behind a persistent connection's earlier runs (the stream is
 	// handed over in place, without a hijack): the first is answered with
 	// Connection: close, the second is never sent to the producer.
 	before := asked.Load()
@@ -212,11 +212,11 @@ func TestStreamKeepAliveOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != testkit.RunStarted+testkit.ContentEvent+testkit.RunFinished || !resp.Close {
-		t.Fatalf("pipelined on a kept connection: close=%v %q %v", resp.Close, b, err)
+		t.Fatalf("pipelined on a persistent connection: close=%v %q %v", resp.Close, b, err)
 	}
 	h.report()
 	if rest, err := io.ReadAll(br); len(rest) != 0 || err != nil {
-		t.Fatalf("after the pipelined pair's first answer: %q %v, want the connection closed", rest, err)
+		t.Fatalf("after the pipelined pair's first response: %q %v, want the connection closed", rest, err)
 	}
 	if n := asked.Load() - before; n != 1 {
 		t.Fatalf("the producer was asked %d times for the pipelined pair, want 1", n)

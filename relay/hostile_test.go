@@ -16,7 +16,7 @@ import (
 	"github.com/agui-relay/agui-relay/rules"
 )
 
-// Hostile or broken input (issue #7): clear problem+json answers before the
+// Hostile or broken input (issue #7): clear problem+json responses before the
 // producer is contacted, or faithful forwarding; never a panic, never a
 // request sent anywhere but the configured upstream.
 
@@ -145,7 +145,7 @@ func TestRequestTargetsCannotSteerTheRelay(t *testing.T) {
 				t.Fatalf("status %d, want %d: %q", code, tc.status, got)
 			}
 			if tc.status == 400 && !strings.Contains(got, "application/problem+json") {
-				t.Errorf("not a problem+json answer: %q", got)
+				t.Errorf("not a problem+json response: %q", got)
 			}
 			after := seen()
 			if tc.uri == "" {
@@ -258,7 +258,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	}
 	go srv.Serve(ln) //nolint:errcheck
 	defer srv.Shutdown()
-	for name, trickle := range map[string]struct{ head, drip string }{
+	for name, trickle := range map[string]struct{ header, drip string }{
 		"headers": {"POST /agent HTTP/1.1\r\nHost: r\r\n", "X-Slow: 1\r\n"},
 		"body":    {"POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n", "[1,"},
 		"silence": {"", ""},
@@ -269,7 +269,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			io.WriteString(c, trickle.head)
+			io.WriteString(c, trickle.header)
 			start := time.Now()
 			closed := make(chan struct{})
 			go func() {

@@ -68,7 +68,7 @@ func watchUpstream(pl *wire.Poller, conn net.Conn, u *upstreamBody) (int32, bool
 }
 
 // registered reports whether pl still holds token's registration, unfired
-// (leaving it the action of a kept connection between runs).
+// (leaving it the action of a persistent connection between runs).
 func registered(pl *wire.Poller, token int32) bool { return pl.Rewatch(token, betweenRuns) }
 
 type fakeBody struct{}
@@ -93,7 +93,7 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 	if !ok {
 		t.Fatal("the connection could not be watched")
 	}
-	unwatchHangup(pl, sc, tok) // the first run ends; the connection is kept
+	unwatchHangup(pl, sc, tok) // the first run ends; the connection stays open
 	second := newUpstreamBody(&fakeBody{})
 	tok2, _ := watchUpstream(pl, sc, second)
 	if tok2 != tok {
@@ -116,7 +116,7 @@ func TestHangupWatchKeptAcrossRuns(t *testing.T) {
 	}
 }
 
-// A kept connection closed between runs, without a hangup, leaves no
+// A persistent connection closed between runs, without a hangup, leaves no
 // registration behind either.
 func TestHangupWatchEndsWithTheConnection(t *testing.T) {
 	pl := wirePoller(t)
@@ -128,7 +128,7 @@ func TestHangupWatchEndsWithTheConnection(t *testing.T) {
 	}
 	unwatchHangup(pl, sc, tok)
 	if !registered(pl, tok) {
-		t.Fatal("the kept connection's registration ended with its run")
+		t.Fatal("the persistent connection's registration ended with its run")
 	}
 	sc.Close()
 	if registered(pl, tok) {

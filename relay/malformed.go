@@ -26,7 +26,7 @@ type malformedResponseError struct {
 }
 
 func (e *malformedResponseError) Error() string {
-	return "the producer's answer cannot be parsed: " + e.kind + "; it begins " + e.excerpt
+	return "the producer's response cannot be parsed: " + e.kind + "; it begins " + e.excerpt
 }
 
 // responseErrorKinds maps fasthttp's errors reading a response header to the
@@ -43,7 +43,7 @@ var responseErrorKinds = [...]faultWords{
 	{"invalid header value", "invalid header value"},
 	{"http version", "unsupported HTTP version"},
 	{"protocol", "unsupported HTTP version"},
-	{"small read buffer", "a head over the 4 KiB read buffer"},
+	{"small read buffer", "a header over the 4 KiB read buffer"},
 	{"interim", "too many interim (1xx) responses"},
 }
 
@@ -57,12 +57,12 @@ func malformedResponse(err error, br *bufio.Reader) error {
 		errors.As(err, &op) || errors.As(err, &errno) {
 		return err
 	}
-	kind := faultKind(err, responseErrorKinds[:], "malformed head")
-	var head []byte
+	kind := faultKind(err, responseErrorKinds[:], "malformed header")
+	var start []byte
 	if br != nil {
-		head, _ = br.Peek(min(br.Buffered(), excerptLen+1))
+		start, _ = br.Peek(min(br.Buffered(), excerptLen+1))
 	}
-	return &malformedResponseError{kind: kind, excerpt: redact.Excerpt(head, excerptLen)}
+	return &malformedResponseError{kind: kind, excerpt: redact.Excerpt(start, excerptLen)}
 }
 
 // ProblemMalformed is the problem type of a producer's response whose header
@@ -70,6 +70,6 @@ func malformedResponse(err error, br *bufio.Reader) error {
 const ProblemMalformed = "urn:agui-relay:upstream-malformed"
 
 func problemMalformed(e *malformedResponseError) *Problem {
-	return &Problem{Type: ProblemMalformed, Title: "The producer's answer is malformed", Status: fasthttp.StatusBadGateway,
-		Detail: "the producer's answer cannot be parsed: " + e.kind}
+	return &Problem{Type: ProblemMalformed, Title: "The producer's response is malformed", Status: fasthttp.StatusBadGateway,
+		Detail: "the producer's response cannot be parsed: " + e.kind}
 }

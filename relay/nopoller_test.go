@@ -14,7 +14,7 @@ import (
 // A Relay without a Poller makes no use of one: its stream's consumer is
 // watched by a goroutine of the stream's own (watchConsumer), which notices
 // the consumer hanging up all the same, and since that goroutine reads the
-// connection the answer says Connection: close.
+// connection the response says Connection: close.
 func TestRelayWithoutPollerWatchesInAGoroutine(t *testing.T) {
 	held := make(chan struct{})
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
@@ -34,13 +34,13 @@ func TestRelayWithoutPollerWatchesInAGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !resp.Close {
-		t.Error("the answer keeps the connection, which the watching goroutine reads")
+		t.Error("the response keeps the connection, which the watching goroutine reads")
 	}
 	rb := bufio.NewReader(resp.Body)
 	if line, err := rb.ReadString('\n'); err != nil || !strings.Contains(line, "RUN_STARTED") {
 		t.Fatalf("first line %q, %v", line, err)
 	}
-	// The watcher is started before the head is written, but a stack dump
+	// The watcher is started before the header is written, but a stack dump
 	// may be taken before the new goroutine first runs.
 	testkit.WaitFor(t, "a goroutine watching the consumer", func() bool {
 		return testkit.GoroutinesIn("relay.watchConsumer") > 0

@@ -13,7 +13,7 @@ import (
 )
 
 // A producer that sends more bytes than its Content-Length has lied about
-// its answer: what the length covers ends inside an event, which the relay
+// its response: what the length covers ends inside an event, which the relay
 // must not complete into one the producer never sent. The frames before
 // it are relayed, then, the run being open, RUN_ERROR upstream_broken, and
 // the stream ends (issue #24, item 6). Blank lines after the body, which

@@ -27,7 +27,7 @@ type Problem struct {
 	// Errors lists what is wrong with a malformed input.
 	Errors []InputError `json:"errors,omitempty"`
 
-	retryAfter int // seconds; above 0, the answer says Retry-After
+	retryAfter int // seconds; above 0, the response carries Retry-After
 }
 
 // InputError is one located problem of a RunAgentInput.
@@ -54,7 +54,7 @@ func problemUnreachable(err error) *Problem {
 }
 
 func problemUpstreamTimeout(err error) *Problem {
-	return &Problem{Type: ProblemUpstreamTimeout, Title: "The producer did not answer in time", Status: fasthttp.StatusGatewayTimeout,
+	return &Problem{Type: ProblemUpstreamTimeout, Title: "The producer did not respond in time", Status: fasthttp.StatusGatewayTimeout,
 		Detail: err.Error()}
 }
 
@@ -67,7 +67,7 @@ func problemBusy(err error) *Problem {
 // consumer's Upgrade header as hop-by-hop and tunnels nothing.
 func problemUpgrade() *Problem {
 	return &Problem{Type: ProblemUpgrade, Title: "The producer switched protocols", Status: fasthttp.StatusBadGateway,
-		Detail: "the producer responded 101 Switching Protocols; the relay does not tunnel upgraded connections, and a run is answered with an event stream"}
+		Detail: "the producer responded 101 Switching Protocols; the relay does not tunnel upgraded connections, and a run's response is an event stream"}
 }
 
 func problemShuttingDown() *Problem {

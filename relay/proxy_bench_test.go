@@ -12,8 +12,8 @@ import (
 // BenchmarkRunHeaders measures what a run does with headers besides
 // fasthttp's parsing: the producer's request made from the consumer's
 // (newRequest: its URI, the end-to-end headers, X-Forwarded-*) and the
-// producer's answer's headers copied to the consumer's, on the headers an
-// HttpAgent's request and a Python producer's answer carry.
+// producer's response's headers copied to the consumer's, on the headers an
+// HttpAgent's request and a Python producer's response carry.
 func BenchmarkRunHeaders(b *testing.B) {
 	var ctx fasthttp.RequestCtx
 	var in fasthttp.Request

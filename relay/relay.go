@@ -378,7 +378,12 @@ func (r *Relay) Handle(ctx *fasthttp.RequestCtx) {
 	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
 	}
+	var body heldBody
+	if !r.bodies.readBody(ctx, r.bodyTimeout(), &body) {
+		return
+	}
 	r.serve(ctx)
+	r.bodies.done(ctx, &body)
 }
 
 // serve is Handle for a request whose framing was checked.
@@ -760,10 +765,10 @@ func (r *Relay) untranslated(rep *RunReport, resp *fasthttp.Response, accept []b
 		why = "the consumer accepts only the AG-UI protobuf encoding, which the relay does not read: the stream is not shaped for the consumer's version"
 	case isProto(ct):
 		rep.Untranslated = UntranslatedProtobuf
-		why = "the producer answered the AG-UI protobuf encoding although the relay asked for text/event-stream"
+		why = "the producer responded with the AG-UI protobuf encoding although the relay asked for text/event-stream"
 	default:
 		rep.Untranslated = UntranslatedOther
-		why = "the answer is not an event stream"
+		why = "the response is not an event stream"
 	}
 	r.log.Warn("run passed through untranslated", zap.String("run", rep.RunID), zap.String("thread", rep.ThreadID),
 		zap.ByteString("content_type", ct), zap.ByteString("accept", accept), zap.String("why", why),

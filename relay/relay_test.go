@@ -290,7 +290,7 @@ func waitFDs(t *testing.T, base int) {
 	})
 }
 
-// problemOf decodes a problem+json answer.
+// problemOf decodes a problem+json response.
 func problemOf(t *testing.T, resp *http.Response) Problem {
 	t.Helper()
 	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
@@ -306,7 +306,7 @@ func problemOf(t *testing.T, resp *http.Response) Problem {
 	return p
 }
 
-// wantProblem checks that resp is a problem+json answer of status and type.
+// wantProblem checks that resp is a problem+json response of status and type.
 func wantProblem(t *testing.T, resp *http.Response, status int, typ string) {
 	t.Helper()
 	if resp.StatusCode != status {
@@ -339,7 +339,7 @@ func TestSilentProducerIs504(t *testing.T) {
 	wantProblem(t, resp, 504, "urn:agui-relay:upstream-timeout")
 }
 
-// The first-byte timeout bounds only the wait for the answer: a stream that
+// The first-byte timeout bounds only the wait for the response: a stream that
 // lasts longer is not cut.
 func TestFirstByteTimeoutDoesNotCapTheStream(t *testing.T) {
 	step := make(chan struct{})
@@ -457,7 +457,7 @@ func hijacked(t *testing.T, w http.ResponseWriter) (net.Conn, *bufio.ReadWriter)
 
 func chunk(s string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(s), s) }
 
-const streamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+const streamHeader = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
 
 func runErrorOf(t *testing.T, stream string) map[string]string {
 	t.Helper()
@@ -479,7 +479,7 @@ func TestBrokenStreamEndsWithRunError(t *testing.T) {
 	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
 		conn, rw := hijacked(t, w)
 		defer conn.Close()
-		rw.WriteString(streamHead + "\r\n")
+		rw.WriteString(streamHeader + "\r\n")
 		rw.WriteString(chunk(`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n"))
 		rw.WriteString(chunk(`data: {"type":"TEXT_MESSAGE_START","mess`)) // cut mid-event
 		rw.Flush()
@@ -616,7 +616,7 @@ func TestHopByHopHeadersAreNotForwarded(t *testing.T) {
 		got <- r.Header.Clone()
 		conn, rw := hijacked(t, w)
 		defer conn.Close()
-		rw.WriteString(streamHead + "Connection: keep-alive, X-Resp-Hop\r\nX-Resp-Hop: 1\r\nKeep-Alive: timeout=5\r\nX-Resp-End: 2\r\n\r\n")
+		rw.WriteString(streamHeader + "Connection: keep-alive, X-Resp-Hop\r\nX-Resp-Hop: 1\r\nKeep-Alive: timeout=5\r\nX-Resp-End: 2\r\n\r\n")
 		rw.WriteString(chunk(`data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","protocolVersion":"1.0"}` + "\n\n"))
 		rw.WriteString("0\r\n\r\n")
 		rw.Flush()
@@ -867,12 +867,12 @@ func TestRunTimeoutWithoutIdleTimeout(t *testing.T) {
 		}, func(r *Relay) { r.RunTimeout = 30 * time.Millisecond; r.IdleTimeout = 0 })
 		got := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 		if ev := runErrorOf(t, got); ev["code"] != CodeRunTimeout {
-			t.Errorf("answer %v late: RUN_ERROR %v", late, ev)
+			t.Errorf("response %v late: RUN_ERROR %v", late, ev)
 		}
 		// The abort is the whole story: the read the timer interrupted
 		// reports no error of its own (it did: "i/o timeout").
 		if rep := h.report(); rep.Abort != CodeRunTimeout || rep.Err != nil {
-			t.Errorf("answer %v late: report abort %q, error %v", late, rep.Abort, rep.Err)
+			t.Errorf("response %v late: report abort %q, error %v", late, rep.Abort, rep.Err)
 		}
 	}
 }

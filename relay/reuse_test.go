@@ -108,7 +108,7 @@ func reuseRelay(t *testing.T, upstream string, noReuse bool) string {
 // the next run gets its own events on a new one.
 func TestNoBodyResponseConnectionIsNeverReused(t *testing.T) {
 	const body = "LATE-BODY"
-	for _, c := range []struct{ method, path, head string }{
+	for _, c := range []struct{ method, path, header string }{
 		{"HEAD", "/head", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\n"},
 		{"GET", "/no-content", "HTTP/1.1 204 No Content\r\n\r\n"},
 		{"GET", "/not-modified", "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 9\r\n\r\n"},
@@ -116,14 +116,14 @@ func TestNoBodyResponseConnectionIsNeverReused(t *testing.T) {
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
 			upstream, log := owingProducer(t, "next", nil, nil, func(req *http.Request) (string, string) {
 				if req.URL.Path == c.path {
-					return c.head, body
+					return c.header, body
 				}
-				return ownAnswer(t, "chunked", req), ""
+				return ownResponse(t, "chunked", req), ""
 			})
 			addr := reuseRelay(t, upstream, false)
 
 			resp, got := requestOn(t, addr, c.method, c.path)
-			if status := strings.Fields(c.head)[1]; resp.Status[:3] != status || got != "" {
+			if status := strings.Fields(c.header)[1]; resp.Status[:3] != status || got != "" {
 				t.Fatalf("%s %s: %s %q, want %s without a body", c.method, c.path, resp.Status, got, status)
 			}
 			if got := runOn(t, addr, "B"); got != runEvents("B") {
@@ -136,17 +136,17 @@ func TestNoBodyResponseConnectionIsNeverReused(t *testing.T) {
 	}
 }
 
-// An extra full response a producer sends after a complete one, on a kept
+// An extra full response a producer sends after a complete one, on a persistent
 // connection: with --upstream-reuse never each request goes out on a new
 // connection, asking for its close, and no run reads another's response,
 // whether the extra response comes late (the relay has closed the
 // connection) or would come in front of the next request's own. With
 // always (the default) a response arriving while the connection sits in
-// the pool is found before its reuse (TestStrayAnswerReachesNoOtherRun),
+// the pool is found before its reuse (TestUnsolicitedResponseReachesNoOtherRun),
 // but one arriving after that check is read as the next request's: the
 // window docs/reliability.md states, shown here.
 func TestUpstreamReuseNeverGivesEachRequestItsOwnConnection(t *testing.T) {
-	stale := answerOf("content-length", "text/event-stream", runEvents("STALE"))
+	stale := responseOf("content-length", "text/event-stream", runEvents("STALE"))
 	for _, when := range []string{"late", "next"} {
 		for _, noReuse := range []bool{false, true} {
 			name := map[bool]string{false: "always", true: "never"}[noReuse] + ", " + when
@@ -156,7 +156,7 @@ func TestUpstreamReuseNeverGivesEachRequestItsOwnConnection(t *testing.T) {
 				upstream, log := owingProducer(t, when, late, written, func(req *http.Request) (string, string) {
 					later := ""
 					once.Do(func() { later = stale }) // after run A's response only
-					return ownAnswer(t, "chunked", req), later
+					return ownResponse(t, "chunked", req), later
 				})
 				addr := reuseRelay(t, upstream, noReuse)
 

@@ -36,6 +36,9 @@ type Table struct {
 	maxBody int
 	// refs counts the requests whose handler uses this table (Router.acquire).
 	refs atomic.Int64
+	// matched, when set, is called by each Match: a test's count
+	// (export_test.go); nil otherwise.
+	matched func()
 }
 
 // NewTable checks the routes and returns them as a table.
@@ -98,6 +101,9 @@ func (t *Table) MaxBody() int { return t.maxBody }
 // Match returns the route of the longest prefix that path (as sent, without
 // the query) lies at or below, nil when none does.
 func (t *Table) Match(path []byte) *Route {
+	if t.matched != nil {
+		t.matched()
+	}
 	for i := range t.routes {
 		if prefixMatches(t.routes[i].Prefix, path) {
 			return &t.routes[i]
@@ -250,25 +256,41 @@ func (rt *Router) EndRuns() {
 
 // Handle serves one request with the relay of the route its path matches,
 // or a 404 problem.
+//
+// The route is matched once, before the body is read (for its
+// BodyTimeout), and serves the request unless a reload swapped the table
+// meanwhile: a request uses the table in force once its body is read.
 func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
 	if servedInPlace(ctx) || refuseTransferCoding(ctx) {
 		return
 	}
+	path := ctx.URI().PathOriginal()
+	matchedIn := rt.Table()
+	r := matchedIn.Match(path)
+	timeout := DefaultBodyTimeout
+	if r != nil {
+		timeout = r.Relay.bodyTimeout()
+	}
+	var body heldBody
+	if !rt.bodies.readBody(ctx, timeout, &body) {
+		return
+	}
 	t := rt.acquire()
 	defer t.refs.Add(-1)
-	// Before matching: "/agents/a/../b" must not reach route a's producer
-	// as "/../b".
-	if hasDotSegment(ctx.RequestURI()) {
+	if t != matchedIn {
+		r = t.Match(path) // swapped while the body was read
+	}
+	switch {
+	case hasDotSegment(ctx.RequestURI()):
+		// Whatever r is: "/agents/a/../b" must not reach route a's
+		// producer as "/../b".
 		problemDotSegment().Write(ctx)
-		return
-	}
-	path := ctx.URI().PathOriginal()
-	r := t.Match(path)
-	if r == nil {
+	case r == nil:
 		problemNoRoute(string(path)).Write(ctx)
-		return
+	default:
+		r.Relay.serve(ctx)
 	}
-	r.Relay.serve(ctx)
+	rt.bodies.done(ctx, &body)
 }
 
 // Server returns a fasthttp server for the router, as Relay.Server does.
@@ -287,7 +309,10 @@ func (rt *Router) Server() *fasthttp.Server {
 	return s
 }
 
-// bodyTimeout is the BodyTimeout of h's route, else DefaultBodyTimeout.
+// bodyTimeout is the BodyTimeout of h's route, else DefaultBodyTimeout,
+// for the body's first read, before the handler (bodyBudget.headerReceived):
+// fasthttp's HeaderReceived has the header alone, no ctx to carry the
+// route on to Handle, which matches it again.
 func (rt *Router) bodyTimeout(h *fasthttp.RequestHeader) time.Duration {
 	path := h.RequestURI()
 	if i := bytes.IndexByte(path, '?'); i >= 0 {

@@ -1,10 +1,13 @@
 package relay
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,6 +124,38 @@ func echoProducer(name string) *httptest.Server {
 			fmt.Sprintf("data: {\"type\":\"CUSTOM\",\"name\":\"echo\",\"value\":%q}\n\n", echo),
 			"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n")
 	}))
+}
+
+// A request's route is matched once in the handler, for its body's timeout
+// and for the relay that serves it. A body's first read, which the server
+// makes before the handler, matches it once more (Router.bodyTimeout).
+func TestRouterMatchesARouteOncePerRequest(t *testing.T) {
+	p := echoProducer("A")
+	defer p.Close()
+	tab, err := NewTable([]Route{{Name: "a", Prefix: "/agents/a", Relay: &Relay{Upstream: p.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var matches atomic.Int32
+	countingMatches(tab, &matches)
+	url := serveRouter(t, NewRouter(tab, 0, nil))
+
+	if status, body := get(t, url+"/agents/a/x"); status != 200 || !strings.HasPrefix(body, "A /agents/a/x") {
+		t.Fatalf("GET: %d %q", status, body)
+	}
+	if n := matches.Swap(0); n != 1 {
+		t.Errorf("a GET matched its route %d times, want 1", n)
+	}
+	resp, err := http.Post(url+"/agents/a/run", "application/json", strings.NewReader(`{"threadId":"t","runId":"r","protocolVersion":"1.0","messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stream := testkit.ReadAll(t, resp); !strings.Contains(stream, "RUN_FINISHED") {
+		t.Fatalf("run: %s", stream)
+	}
+	if n := matches.Load(); n != 2 {
+		t.Errorf("a run with its body matched its route %d times, want 2 (the body's first read, the handler)", n)
+	}
 }
 
 // serveRouter serves rt on a free port until the test ends.
@@ -269,6 +304,29 @@ func TestSwapKeepsRunsInFlightOnTheirTable(t *testing.T) {
 		t.Errorf("the run in flight did not finish on the old upstream: %s", got)
 	}
 	testkit.WaitFor(t, "the retired table is let go once its run ended", func() bool { return rt.Retired() == 0 && rt.Active() == 0 })
+}
+
+// A request whose body is still arriving when the table is swapped is
+// served by the new table: its route was matched before the body was read
+// (for the body's timeout), and is matched again in the table in force.
+func TestSwapDuringABodyServesItOnTheNewTable(t *testing.T) {
+	old, nu := echoProducer("old"), echoProducer("new")
+	defer old.Close()
+	defer nu.Close()
+	rt := NewRouter(oneRoute(t, old.URL, 0), 0, nil)
+	addr := serveRaw(t, rt.Server())
+	t.Cleanup(rt.EndRuns)
+
+	c := testkit.DialConsumer(t, addr)
+	io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: r\r\nContent-Type: text/plain\r\nContent-Length: 10\r\nConnection: close\r\n\r\nhello") //nolint:errcheck
+	testkit.WaitFor(t, "the body being read", func() bool { return rt.bodies.inFlight() > 0 })
+	if err := rt.Swap(oneRoute(t, nu.URL, 0)); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "world") //nolint:errcheck
+	if resp, body := readOne(t, c, bufio.NewReader(c)); resp.StatusCode != 200 || !strings.Contains(body, "new /echo") {
+		t.Errorf("a body finished after the swap: %d %q, want the new table's upstream", resp.StatusCode, body)
+	}
 }
 
 func TestEndRunsReachesRetiredTables(t *testing.T) {

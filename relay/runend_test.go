@@ -16,9 +16,9 @@ import (
 )
 
 // holdingProducer answers each run with a chunked event stream written by
-// answer, then keeps the connection open, as many agents do after
+// respond, then keeps the connection open, as many agents do after
 // RUN_FINISHED, until the relay closes it: closed then receives.
-func holdingProducer(t *testing.T, answer func(w io.Writer)) (url string, closed chan struct{}) {
+func holdingProducer(t *testing.T, respond func(w io.Writer)) (url string, closed chan struct{}) {
 	t.Helper()
 	closed = make(chan struct{}, 8)
 	url = "http://" + testkit.AcceptEach(t, func(c net.Conn) {
@@ -34,7 +34,7 @@ func holdingProducer(t *testing.T, answer func(w io.Writer)) (url string, closed
 			io.Copy(io.Discard, br) //nolint:errcheck
 			close(done)
 		}()
-		answer(chunkWriter{c, done})
+		respond(chunkWriter{c, done})
 		<-done
 		closed <- struct{}{}
 	})
@@ -67,16 +67,16 @@ func runEvents(runID string) string {
 }
 
 // After the terminal event of the run the input asked for, the relay ends
-// the consumer's answer within a short grace and closes the producer's
+// the consumer's response within a short grace and closes the producer's
 // connection, though the producer keeps it open, silent or with keep-alive
 // comments; the run counts as finished, not timed out. A stream that
 // replays earlier runs of the thread first carries them all (issue #24,
 // item 4; spec 003: the requested run is the exchange's last).
 func TestStreamEndsAfterTheRequestedRun(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		answer func(w io.Writer)
-		want   string // the events the consumer reads
+		name    string
+		respond func(w io.Writer)
+		want    string // the events the consumer reads
 	}{
 		{"silent after RUN_FINISHED", func(w io.Writer) { io.WriteString(w, runEvents("r1")) }, runEvents("r1")},
 		{"keep-alive comments after RUN_FINISHED", func(w io.Writer) {
@@ -95,7 +95,7 @@ func TestStreamEndsAfterTheRequestedRun(t *testing.T) {
 		}, runEvents("r0") + runEvents("r1")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url, closed := holdingProducer(t, tc.answer)
+			url, closed := holdingProducer(t, tc.respond)
 			reports := make(chan *RunReport, 4)
 			addr, _ := rawRelay(t, url, reportsTo(reports), func(r *Relay) {
 				r.IdleTimeout, r.RunTimeout = time.Hour, time.Hour

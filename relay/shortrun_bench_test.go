@@ -31,7 +31,7 @@ import (
 // runs it (a Router's Server on the relay's Listener, a Poller, the
 // default client, consumers read as 1.0, as the bench starts it), over
 // real loopback sockets: a consumer on one kept-alive connection posts a
-// run, reads its answer to the end and posts the next; the producer, on
+// run, reads its response to the end and posts the next; the producer, on
 // raw sockets, answers each POST with a chunked text/event-stream of five
 // events (RUN_STARTED, three TEXT_MESSAGE_CONTENT, RUN_FINISHED) in one
 // write, as a producer writing at full speed does. "tapped" adds the
@@ -50,7 +50,7 @@ import (
 //	go test -run '^$' -bench ShortRun -benchtime 20000x ./relay/
 //
 // "40conns" runs them over 40 connections at once, as issue #23's harness
-// does (40 workers, each making runs one after another on a kept
+// does (40 workers, each making runs one after another on a persistent
 // connection): b.N runs in all. "translating" relays the same runs to a
 // consumer configured as 0.0.45 whose input declares no version, so that
 // every run is translated (its RUN_STARTED loses protocolVersion), as the
@@ -97,7 +97,7 @@ func tracer(b *testing.B) *tracing.Tracer {
 // BenchmarkShortRunUpstreamReuse measures what --upstream-reuse never
 // costs a short run beside always (the default), in one run of the
 // benchmark: BenchmarkShortRun's "untapped" runs, the producer's
-// connection kept for the next run, or a new one for each run, asked to
+// connection kept alive for the next run, or a new one for each run, asked to
 // close after its response.
 //
 //	go test -run '^$' -bench ShortRunUpstreamReuse -benchtime 20000x -count 6 ./relay/
@@ -118,8 +118,8 @@ func BenchmarkShortRunUpstreamReuse(b *testing.B) {
 
 const shortRunInput = `{"threadId":"thread-0123456789","runId":"run-0123456789","protocolVersion":"1.0","state":{},"messages":[{"id":"u1","role":"user","content":"Hello! What can you do?"}],"tools":[],"context":[],"forwardedProps":{}}`
 
-// shortRunAnswer is the producer's whole answer to a run.
-func shortRunAnswer() []byte {
+// shortRunResponse is the producer's whole response to a run.
+func shortRunResponse() []byte {
 	var events bytes.Buffer
 	events.WriteString(`data: {"type":"RUN_STARTED","threadId":"thread-0123456789","runId":"run-0123456789","protocolVersion":"1.0"}` + "\n\n")
 	for range 3 {
@@ -133,19 +133,19 @@ func shortRunAnswer() []byte {
 	return append(out, "\r\n0\r\n\r\n"...)
 }
 
-// shortRunProducer answers every POST on its connections with answer.
-func shortRunProducer(b *testing.B, answer []byte) string {
+// shortRunProducer answers every POST on its connections with resp.
+func shortRunProducer(b *testing.B, resp []byte) string {
 	return testkit.AcceptEach(b, func(c net.Conn) {
 		br := bufio.NewReaderSize(c, 4<<10)
 		for readRequest(br) == nil {
-			if _, err := c.Write(answer); err != nil {
+			if _, err := c.Write(resp); err != nil {
 				return
 			}
 		}
 	})
 }
 
-// readRequest reads one request, its head and its Content-Length body.
+// readRequest reads one request, its header and its Content-Length body.
 func readRequest(br *bufio.Reader) error {
 	n := 0
 	for {
@@ -167,8 +167,8 @@ func readRequest(br *bufio.Reader) error {
 }
 
 func benchShortRuns(b *testing.B, taps shortRunTaps, conns int, consumer negotiate.Version, configure ...func(*relay.Relay)) {
-	answer := shortRunAnswer()
-	upstream := shortRunProducer(b, answer)
+	resp := shortRunResponse()
+	upstream := shortRunProducer(b, resp)
 	poller := relay.NewPoller()
 	b.Cleanup(func() { poller.Close() })
 	rl := &relay.Relay{
@@ -218,7 +218,7 @@ func benchShortRuns(b *testing.B, taps shortRunTaps, conns int, consumer negotia
 			if _, err := c.Write(req); err != nil {
 				return err
 			}
-			return readAnswer(c, buf)
+			return readResponse(c, buf)
 		}
 	}
 	runs := func(n int) {
@@ -251,9 +251,9 @@ func benchShortRuns(b *testing.B, taps shortRunTaps, conns int, consumer negotia
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/run")
 }
 
-// readAnswer reads one answer of the relay, up to the end of its chunked
+// readResponse reads one response of the relay, up to the end of its chunked
 // body, and checks that the run's last event came.
-func readAnswer(c net.Conn, buf []byte) error {
+func readResponse(c net.Conn, buf []byte) error {
 	n := 0
 	for {
 		m, err := c.Read(buf[n:])
@@ -265,11 +265,11 @@ func readAnswer(c net.Conn, buf []byte) error {
 			break
 		}
 		if n == len(buf) {
-			return errors.New("answer too long")
+			return errors.New("response too long")
 		}
 	}
 	if !bytes.HasPrefix(buf[:n], []byte("HTTP/1.1 200 ")) || !bytes.Contains(buf[:n], []byte(`"RUN_FINISHED"`)) {
-		return errors.New("unexpected answer: " + string(buf[:n]))
+		return errors.New("unexpected response: " + string(buf[:n]))
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ type socketConn struct {
 func servedInPlace(ctx *fasthttp.RequestCtx) bool {
 	sc, ok := ctx.Conn().(*socketConn)
 	if ok && sc.inPlace.Load() {
-		sc.idleRead = false // the request was read: the connection is not kept
+		sc.idleRead = false // the request was read: the connection is not kept alive
 		ctx.SetConnectionClose()
 		return true
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
 
-// A socketConn's reads (wire.Conn's, behind its noWait and request-head
+// A socketConn's reads (wire.Conn's, behind its noWait and request-header
 // checks) and writes allocate nothing.
 func TestSocketConnDoesNotAllocate(t *testing.T) {
 	a, b := socketPair(t)

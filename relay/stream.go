@@ -86,24 +86,24 @@ func (p *relayedStream) tune(t *streamTuning) {
 // begin is phase 1.
 func (st streamResponse) begin() *relayedStream {
 	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
-	head := st.header
+	header := st.header
 	if tok, ok := watchHangup(r.poller(), cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
 		cw.watcher, cw.hangup, cw.watched = r.poller(), tok, true
 	} else {
 		// The watching goroutine would read the consumer's next request.
 		if cw.srv != nil {
-			cw.srv, head = nil, withClose(head)
+			cw.srv, header = nil, withClose(header)
 		}
 		go watchConsumer(cw.conn, ub)
 	}
-	cw.SetHeader(head)
+	cw.SetHeader(header)
 
 	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
 	p.poller = r.poller()
 	if t := r.tuning; t != nil {
 		p.tune(t)
 	}
-	p.noPark = cw.onHijackHandler || p.poller == nil || !r.carrier().parks()
+	p.noPark = cw.onHijackHandler || p.poller == nil || !r.ReuseGoroutines
 	if r.IdleTimeout > 0 {
 		ub.watchWrites(&cw.ChunkWriter)
 	}
@@ -352,7 +352,7 @@ func (p *relayedStream) serve() {
 		if !reusable {
 			return
 		}
-		st, ok := p.r.carrier().next(p.cw.conn, p.cw.srv)
+		st, ok := p.r.nextStream(p.cw.conn, p.cw.srv)
 		if !ok {
 			return
 		}

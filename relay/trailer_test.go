@@ -56,7 +56,7 @@ func TestRunWithALargeTrailerIsComplete(t *testing.T) {
 	for name, trailer := range largeTrailers {
 		t.Run(name, func(t *testing.T) {
 			upstream := testkit.RawProducer(t, func(c net.Conn) {
-				io.WriteString(c, streamHead+"\r\n"+chunk(shortRunEvents)+"0\r\n"+trailer+"\r\n") //nolint:errcheck
+				io.WriteString(c, streamHeader+"\r\n"+chunk(shortRunEvents)+"0\r\n"+trailer+"\r\n") //nolint:errcheck
 			})
 			addr, _, reports := coalescingRelay(t, upstream)
 			c := testkit.DialConsumer(t, addr)

@@ -18,7 +18,7 @@ func TestTransferEncodingOtherThanChunkedClosesTheConnection(t *testing.T) {
 	h, seen := recordingProducer(t, nil)
 	// The relay alone, and behind a Router (which checks before a route is
 	// matched: a path of no route would otherwise be answered 404 and the
-	// connection kept).
+	// connection kept alive).
 	for name, addr := range map[string]string{
 		"relay":  strings.TrimPrefix(h.url, "http://"),
 		"router": testkit.Serve(t, NewRouter(oneRoute(t, h.producer.URL+"/p", 0), 0, nil).Server(), Listener),
@@ -43,11 +43,11 @@ func checkTransferCodings(t *testing.T, addr string, seen func() []seenRequest) 
 			before := len(seen())
 			got := rawExchange(t, addr, tc.request+smuggled)
 			if n := strings.Count(got, "HTTP/1.1 "); n != 1 {
-				t.Fatalf("%d answers, want 1 and the connection closed: %q", n, got)
+				t.Fatalf("%d responses, want 1 and the connection closed: %q", n, got)
 			}
 			if code := statusOf(got); code != 400 || !strings.Contains(got, "application/problem+json") ||
 				!strings.Contains(got, `"detail":"unsupported Transfer-Encoding"`) || !strings.Contains(got, "Connection: close") {
-				t.Fatalf("answer %q", got)
+				t.Fatalf("response %q", got)
 			}
 			if reqs := seen()[before:]; len(reqs) != 0 {
 				t.Fatalf("the producer saw %+v", reqs)

@@ -42,8 +42,8 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		}
 		return retry, err
 	}
-	head := req.Header.IsHead()
-	if head {
+	isHead := req.Header.IsHead()
+	if isHead {
 		resp.SkipBody = true
 	}
 	// One not reusable is closed and the next taken: each turn takes one
@@ -144,10 +144,10 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 	// A connection whose request was not all written is not reused.
 	closeConn := reqClose || early || resp.ConnectionClose()
 	status := resp.StatusCode()
-	if head || status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
-		if stray := br.Buffered(); stray > 0 && status >= 200 {
+	if isHead || status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified {
+		if n := br.Buffered(); n > 0 && status >= 200 {
 			if fc, ok := conn.(*firstByteConn); ok {
-				fc.afterResponse(stray)
+				fc.afterResponse(n)
 			}
 		}
 		hc.ReleaseReader(br)
@@ -162,7 +162,7 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		KeepAlive:     !closeConn,
 	}
 	if fc, ok := conn.(*firstByteConn); ok {
-		o.Stray = ret.stray
+		o.Unsolicited = ret.unsolicited
 		o.Interrupt = fc.Conn // its deadline state belongs to the reader
 		if sc, ok := fc.Conn.(*socketConn); ok {
 			o.Raw = sc.RawConn()
@@ -302,7 +302,7 @@ type connReturn[C any] struct {
 	reuse, close  func(*fasthttp.HostClient, C)
 	release       func(reuse bool)
 	releaseReader func(*bufio.Reader)
-	stray         func(n int) // firstByteConn.afterResponse, or nil
+	unsolicited   func(n int) // firstByteConn.afterResponse, or nil
 }
 
 // connReturnOf returns conn's connReturn for the response on cc.
@@ -318,7 +318,7 @@ func connReturnOf[C any](conn net.Conn, hc *fasthttp.HostClient, cc C, reuse, cl
 	r.release, r.releaseReader = r.give, hc.ReleaseReader
 	if ok {
 		fc.ret = r
-		r.stray = fc.afterResponse
+		r.unsolicited = fc.afterResponse
 	}
 	return r
 }

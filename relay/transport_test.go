@@ -20,7 +20,7 @@ const finishedRun = `data: {"type":"RUN_STARTED","threadId":"t1","runId":"r1","p
 	`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}` + "\n\n"
 
 // A run read to its end gives the producer's connection back to the pool,
-// whichever way the answer was framed, and the next run uses it. A 204's
+// whichever way the response was framed, and the next run uses it. A 204's
 // connection is closed instead (TestNoBodyResponseConnectionIsNeverReused):
 // the run after each opens a new one.
 func TestProducerConnectionReusedAfterRun(t *testing.T) {
@@ -48,7 +48,7 @@ func TestProducerConnectionReusedAfterRun(t *testing.T) {
 				if framing == "no-content" {
 					resp := h.post("/agent?empty=1", testkit.MinimalInput)
 					if got := testkit.ReadAll(t, resp); resp.StatusCode != http.StatusNoContent || got != "" {
-						t.Fatalf("answer without a body: %d %q", resp.StatusCode, got)
+						t.Fatalf("response without a body: %d %q", resp.StatusCode, got)
 					}
 					h.report()
 				}
@@ -84,7 +84,7 @@ func TestEmptyEventStreamEndsTheRun(t *testing.T) {
 	select {
 	case got := <-done:
 		if got != "" {
-			t.Errorf("relayed %q from an empty answer", got)
+			t.Errorf("relayed %q from an empty response", got)
 		}
 	case <-time.After(testkit.Liveness):
 		t.Fatal("the run did not end")
@@ -110,12 +110,12 @@ func TestBrokenChunkFramingEndsWithRunError(t *testing.T) {
 	}
 }
 
-// A stream on which the producer goes quiet gives up its goroutine, and
+// A stream on which the producer goes silent gives up its goroutine, and
 // takes the stream up again, in order, when the producer goes on. Where
 // streams cannot park, the stream waits on in its goroutine, whole.
-func TestQuietStreamParksAndResumes(t *testing.T) {
-	t.Run("parks", func(t *testing.T) { quietStream(t, nil) })
-	t.Run("cannot park", func(t *testing.T) { quietStream(t, &noParking{make(chan struct{}, 64)}) })
+func TestSilentStreamParksAndResumes(t *testing.T) {
+	t.Run("parks", func(t *testing.T) { silentStream(t, nil) })
+	t.Run("cannot park", func(t *testing.T) { silentStream(t, &noParking{make(chan struct{}, 64)}) })
 }
 
 // noParking refuses every stream's parking (armingWith); it tells
@@ -158,7 +158,7 @@ func heldStream(t *testing.T, configure func(*Relay), rest ...string) (h *harnes
 	return h, br, release
 }
 
-func quietStream(t *testing.T, pk *noParking) {
+func silentStream(t *testing.T, pk *noParking) {
 	h, br, release := heldStream(t, func(r *Relay) {
 		if pk != nil {
 			armingWith(r, pk.arm)
@@ -168,12 +168,12 @@ func quietStream(t *testing.T, pk *noParking) {
 		`data: {"type":"TEXT_MESSAGE_END","messageId":"m"}`+"\n\n",
 		`data: {"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`+"\n\n")
 	if pk == nil {
-		testkit.WaitFor(t, "the quiet stream gives up its goroutine reading the producer", func() bool {
+		testkit.WaitFor(t, "the silent stream gives up its goroutine reading the producer", func() bool {
 			return testkit.GoroutinesIn("wire.(*Body).Poll") == 0
 		})
 	} else {
 		// The attempt to park fails: the stream waits on in its goroutine.
-		testkit.Await(t, pk.attempts, "the quiet stream never tried to park")
+		testkit.Await(t, pk.attempts, "the silent stream never tried to park")
 		testkit.WaitFor(t, "the stream reading the producer in its goroutine again", func() bool {
 			return testkit.GoroutinesIn("wire.(*Body).Poll") > 0
 		})

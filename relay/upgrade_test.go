@@ -67,7 +67,7 @@ func TestProducerSwitchingProtocolsIs502(t *testing.T) {
 	}
 
 	// A consumer asking for an upgrade: the producer sees an ordinary
-	// request, and its ordinary answer is the consumer's.
+	// request, and its ordinary response is the consumer's.
 	out := rawExchange(t, addr, "GET /plain HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
 	if statusOf(out) != 200 || !strings.HasSuffix(out, "plain") {
 		t.Errorf("an upgrade request: want the producer's 200, got:\n%s", out)

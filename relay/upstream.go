@@ -36,13 +36,14 @@ type ClientOptions struct {
 	// 4s: below the 5s keep-alive of common Python and Node servers).
 	MaxIdleConnDuration time.Duration
 	// Log receives a WARN line (never the bytes) for each connection
-	// discarded as OnStray describes; nil discards.
+	// discarded as OnUnsolicited describes; nil discards.
 	Log *zap.Logger
-	// OnStray, when set, is called for each connection to the producer
-	// discarded because it sent bytes outside any response; addr is its
-	// host:port, n the bytes found (up to 64 KiB counted). Called on the
-	// request's goroutine: it must be quick.
-	OnStray func(addr string, n int)
+	// OnUnsolicited, when set, is called for each connection to the
+	// producer discarded because it sent bytes outside any response (Go's
+	// Transport logs an "unsolicited response"); addr is its host:port, n
+	// the bytes found (up to 64 KiB counted). Called on the request's
+	// goroutine: it must be quick.
+	OnUnsolicited func(addr string, n int)
 	// NoReuse sends each request on a new connection with Connection:
 	// close, as Go's Transport with DisableKeepAlives: bytes the producer
 	// sends after the reuse check cannot be told from the next response.
@@ -69,7 +70,7 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 	if maxConns <= 0 {
 		maxConns = 4096
 	}
-	d := &dialer{net: net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}, log: o.Log, onStray: o.OnStray}
+	d := &dialer{net: net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}, log: o.Log, onUnsolicited: o.OnUnsolicited}
 	if d.log == nil {
 		d.log = zap.NewNop()
 	}
@@ -91,9 +92,9 @@ func NewClient(o ClientOptions) *fasthttp.Client {
 }
 
 type dialer struct {
-	net     net.Dialer
-	log     *zap.Logger
-	onStray func(addr string, n int)
+	net           net.Dialer
+	log           *zap.Logger
+	onUnsolicited func(addr string, n int)
 }
 
 func (d *dialer) dial(addr string) (net.Conn, error) {
@@ -104,12 +105,12 @@ func (d *dialer) dial(addr string) (net.Conn, error) {
 	return &firstByteConn{Conn: newSocketConn(c), d: d, addr: addr}, nil
 }
 
-// reportUnsolicited reports a discarded connection (ClientOptions.OnStray).
+// reportUnsolicited reports a discarded connection (ClientOptions.OnUnsolicited).
 func (d *dialer) reportUnsolicited(addr string, n int, when string) {
 	d.log.Warn("discarded a connection to the producer: it sent bytes outside any response",
 		zap.String("producer", addr), zap.Int("bytes", n), zap.String("found", when))
-	if d.onStray != nil {
-		d.onStray(addr, n)
+	if d.onUnsolicited != nil {
+		d.onUnsolicited(addr, n)
 	}
 }
 
@@ -152,14 +153,14 @@ func (c *firstByteConn) reusable() bool {
 	if !ok {
 		return true // no descriptor to look at without waiting
 	}
-	n, err := sc.Stray()
+	n, err := sc.Unsolicited()
 	if n > 0 {
 		c.d.reportUnsolicited(c.addr, n, "idle")
 	}
 	return n == 0 && err == nil
 }
 
-// afterResponse reports n bytes after a complete response (wire.BodyOptions.Stray).
+// afterResponse reports n bytes after a complete response (wire.BodyOptions.Unsolicited).
 func (c *firstByteConn) afterResponse(n int) { c.d.reportUnsolicited(c.addr, n, "after a response") }
 
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {

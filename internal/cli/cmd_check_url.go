@@ -34,25 +34,25 @@ const maxCheckStream = 64 << 20
 // an error). A stream that breaks off returns what arrived and the error;
 // a response that is no event stream, or none at all, only the error.
 func liveRun(url string, o liveOptions, input []byte) ([]byte, load.Response, error) {
-	got, head, err := liveBody(url, o, input)
-	if got == nil || head.ContentEncoding == "" {
-		return got, head, err
+	got, resp, err := liveBody(url, o, input)
+	if got == nil || resp.ContentEncoding == "" {
+		return got, resp, err
 	}
-	gz, readable := relay.ContentCoding([]byte(head.ContentEncoding))
+	gz, readable := relay.ContentCoding([]byte(resp.ContentEncoding))
 	if !readable {
-		return nil, head, fmt.Errorf("the response's Content-Encoding is %q: check, like the relay, decodes only gzip (the relay passes this response on as it is, untranslated)", head.ContentEncoding)
+		return nil, resp, fmt.Errorf("the response's Content-Encoding is %q: check, like the relay, decodes only gzip (the relay passes this response on as it is, untranslated)", resp.ContentEncoding)
 	}
 	if !gz {
-		return got, head, err
+		return got, resp, err
 	}
 	decoded, derr := gunzipAll(got)
 	if err == nil {
 		err = derr
 	}
 	if len(decoded) == 0 && derr != nil {
-		return nil, head, err
+		return nil, resp, err
 	}
-	return decoded, head, err
+	return decoded, resp, err
 }
 
 // gunzipAll decodes a gzip body read whole, up to maxCheckStream bytes. A
@@ -83,9 +83,9 @@ func liveBody(url string, o liveOptions, input []byte) ([]byte, load.Response, e
 	}
 	defer c.Close()
 	var got []byte
-	var head load.Response
+	var resp load.Response
 	over := false
-	err = c.Run(context.Background(), input, func(r load.Response) { head = r }, func(p []byte) {
+	err = c.Run(context.Background(), input, func(r load.Response) { resp = r }, func(p []byte) {
 		if len(got)+len(p) > maxCheckStream {
 			if !over {
 				over = true
@@ -96,16 +96,16 @@ func liveBody(url string, o liveOptions, input []byte) ([]byte, load.Response, e
 		got = append(got, p...)
 	})
 	if over {
-		return got, head, fmt.Errorf("the stream is larger than %d MiB: judged what came before", maxCheckStream>>20)
+		return got, resp, fmt.Errorf("the stream is larger than %d MiB: judged what came before", maxCheckStream>>20)
 	}
 	var le *load.Error
 	if errors.As(err, &le) && (le.Kind == load.KindBroken || strings.HasPrefix(le.Kind, "timeout")) && len(got) > 0 {
-		return got, head, err
+		return got, resp, err
 	}
 	if err != nil {
-		return nil, head, err
+		return nil, resp, err
 	}
-	return got, head, nil
+	return got, resp, nil
 }
 
 // streamEvents returns the data of every frame of an SSE stream.
@@ -297,7 +297,7 @@ func profilesTable(w io.Writer, sse []byte, now time.Time) (all bool, run *load.
 	// The table is at most 100 columns wide: a cell that is not "yes" names
 	// its first fatal finding by a number, and the findings follow, one a
 	// line.
-	t := &table{left: 4, head: []string{"consumer", "@ag-ui/client", "directly", "through the relay"}}
+	t := &table{left: 4, header: []string{"consumer", "@ag-ui/client", "directly", "through the relay"}}
 	var notes []string
 	note := func(r reading) string {
 		if r.ok {
@@ -428,7 +428,7 @@ func (o *liveOptions) flags(fs *flag.FlagSet) {
 // the default input), and prints the profiles table.
 func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stderr io.Writer) int {
 	// The default input gets ids of its own, so that a producer that
-	// answers with fixed ones shows.
+	// responds with fixed ones shows.
 	var rnd [4]byte
 	rand.Read(rnd[:]) //nolint:errcheck // never fails
 	id := "check-" + hex.EncodeToString(rnd[:])
@@ -452,19 +452,19 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 		fmt.Fprintf(stderr, "agui-relay check: --url: %v\n", err)
 		return 2
 	}
-	sse, head, err := liveRun(url, o, input)
+	sse, resp, err := liveRun(url, o, input)
 	if sse == nil {
 		fmt.Fprintf(stderr, "agui-relay check: %s: %v\n", url, err)
 		return 1
 	}
 	coding := ""
-	if head.ContentEncoding != "" {
-		coding = " decoded from " + head.ContentEncoding
+	if resp.ContentEncoding != "" {
+		coding = " decoded from " + resp.ContentEncoding
 	}
 	fmt.Fprintf(stdout, "agui-relay check: %s\n", url)
 	stdout = &wrapWriter{w: stdout, width: checkWidth}
 	defer stdout.(*wrapWriter).close()
-	fmt.Fprintf(stdout, "response: HTTP %d, %s, %d bytes%s\n", head.Status, head.ContentType, len(sse), coding)
+	fmt.Fprintf(stdout, "response: HTTP %d, %s, %d bytes%s\n", resp.Status, resp.ContentType, len(sse), coding)
 	if err != nil {
 		fmt.Fprintf(stdout, "the stream ended early (%v): judged what arrived\n", err)
 	}
@@ -494,7 +494,7 @@ func checkURL(url string, r io.Reader, name string, o liveOptions, stdout, stder
 
 // idsNote says when the stream's first RUN_STARTED names a threadId or
 // runId other than the posted input's: a producer that ignores them (a
-// mock answering every run alike) mixes runs up for a consumer that keys
+// mock responding to every run alike) mixes runs up for a consumer that keys
 // on them. "" when it names the posted ones, or the stream has no
 // RUN_STARTED.
 func idsNote(input, sse []byte) string {

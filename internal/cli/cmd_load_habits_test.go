@@ -79,14 +79,14 @@ func TestThresholdsTakeP95AndGoDurations(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	wantContains(t, out, "ok      first_event.p95<1h: A, 2 concurrent: ")
-	head := ""
+	header := ""
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "time ") {
-			head = strings.Join(strings.Fields(l), " ")
+			header = strings.Join(strings.Fields(l), " ")
 		}
 	}
-	if head != "time min mean p50 p90 p95 p99 p99.9 max n" {
-		t.Errorf("the timings' columns: %q", head)
+	if header != "time min mean p50 p90 p95 p99 p99.9 max n" {
+		t.Errorf("the timings' columns: %q", header)
 	}
 }
 

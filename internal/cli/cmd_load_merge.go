@@ -266,7 +266,7 @@ func mergeReports(srcs []*loadReport, dirs []string) *loadReport {
 
 // sourcesTable names each load a report adds up, with its share.
 func (r *loadReport) sourcesTable() *table {
-	t := &table{left: 2, head: []string{"source", "started", "seconds", "runs", "failed", "p99 first event", "p99 run"}}
+	t := &table{left: 2, header: []string{"source", "started", "seconds", "runs", "failed", "p99 first event", "p99 run"}}
 	for k, s := range r.Sources {
 		fe, run := "–", "–"
 		if len(r.Levels) == 1 && len(r.Targets) == 1 && r.Levels[0].rounds[0][k] != nil {

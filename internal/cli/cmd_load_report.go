@@ -83,8 +83,8 @@ func shellQuote(args []string) string {
 
 // table is a report table, printed as aligned text or as markdown.
 type table struct {
-	head []string
-	rows [][]string
+	header []string
+	rows   [][]string
 	// left is how many leading columns are text, aligned left; the others
 	// are figures, aligned right. 0 means one.
 	left int
@@ -93,8 +93,8 @@ type table struct {
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
 
 func (t *table) text(w io.Writer) {
-	width := make([]int, len(t.head))
-	for _, r := range append([][]string{t.head}, t.rows...) {
+	width := make([]int, len(t.header))
+	for _, r := range append([][]string{t.header}, t.rows...) {
 		for i, c := range r {
 			width[i] = max(width[i], len([]rune(c)))
 		}
@@ -114,15 +114,15 @@ func (t *table) text(w io.Writer) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
-	line(t.head)
+	line(t.header)
 	for _, r := range t.rows {
 		line(r)
 	}
 }
 
 func (t *table) markdown(w io.Writer) {
-	fmt.Fprintln(w, "| "+strings.Join(t.head, " | ")+" |")
-	sep := make([]string, len(t.head))
+	fmt.Fprintln(w, "| "+strings.Join(t.header, " | ")+" |")
+	sep := make([]string, len(t.header))
 	for i := range sep {
 		sep[i] = "---"
 		if i >= max(t.left, 1) {
@@ -168,7 +168,7 @@ func ratio(b, a float64) string {
 }
 
 func timingsTable(res *load.Result) *table {
-	t := &table{head: []string{"time", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max", "n"}}
+	t := &table{header: []string{"time", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max", "n"}}
 	for _, tm := range load.Timings() {
 		s := res.Summary(tm)
 		if s.N == 0 {
@@ -318,8 +318,8 @@ func spread(rs []float64) string {
 // over the rounds.
 func (r *loadReport) compareTable(lv *loadLevel) *table {
 	a, b := lv.Results[0], lv.Results[1]
-	ratioHead := r.name(1) + "/" + r.name(0)
-	t := &table{head: []string{"", r.name(0), r.name(1), ratioHead, "rounds min–max"}}
+	ratioColumn := r.name(1) + "/" + r.name(0)
+	t := &table{header: []string{"", r.name(0), r.name(1), ratioColumn, "rounds min–max"}}
 	for _, row := range compareRows() {
 		va, vb := row.value(a), row.value(b)
 		t.add(row.label, row.format(va), row.format(vb), ratio(vb, va), spread(lv.RoundRatios[row.label]))
@@ -330,7 +330,7 @@ func (r *loadReport) compareTable(lv *loadLevel) *table {
 
 // levelsTable lists throughput and p99s against concurrency.
 func (r *loadReport) levelsTable() *table {
-	t := &table{left: 2, head: []string{"concurrency", "target", "runs/s", "events/s", "p99 first content", "p99 run", "failed"}}
+	t := &table{left: 2, header: []string{"concurrency", "target", "runs/s", "events/s", "p99 first content", "p99 run", "failed"}}
 	for _, lv := range r.Levels {
 		for i, res := range lv.Results {
 			if res == nil {

@@ -52,7 +52,7 @@ func TestLoadThroughTheRelay(t *testing.T) {
 		"thresholds:\n  ok      errors<0.1%: direct, 2 concurrent: 0%", "ok      first_event.p99 < 60s: relay, 4 concurrent: ")
 	// The table's columns are as wide as their widest cell, a ratio's too.
 	if !regexp.MustCompile(`relay/direct +rounds min–max`).MatchString(out) {
-		t.Errorf("output lacks the ratio table's head:\n%s", out)
+		t.Errorf("output lacks the ratio table's header:\n%s", out)
 	}
 	wantContains(t, errs, "load: c=2 direct round 1/2", "load: c=4 relay round 2/2")
 	wantContains(t, out, fmt.Sprintf("written: %[1]s/report.md, %[1]s/results.json, %[1]s/runs.jsonl, %[1]s/errors.svg, %[1]s/events.svg, %[1]s/histogram.svg, %[1]s/latency.svg, %[1]s/p99.svg, %[1]s/throughput.svg", dir))

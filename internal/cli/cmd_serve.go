@@ -140,7 +140,7 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.Var(&c.maxFrame, "max-frame", "largest single event accepted from the producer; a larger one ends the run with a RUN_ERROR")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long runs in flight may continue before they are ended with a RUN_ERROR")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long opening a connection to the producer may take (0: no limit)")
-	fs.DurationVar(&c.firstByteTimeout, "first-byte-timeout", 5*time.Minute, "how long the producer may take to start answering a request once it is sent, and to take the request;\n"+
+	fs.DurationVar(&c.firstByteTimeout, "first-byte-timeout", 5*time.Minute, "how long the producer may take to start responding to a request once it is sent, and to take the request;\n"+
 		"LLM agents may think first (0: no limit). A response that comes while a request is still being sent (a 413 or 401\n"+
 		"on the header of a large body) is relayed at once, the rest of the body not sent")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 5*time.Minute, "how long the producer may send nothing in the middle of a stream (not even a comment) before the run is ended with a RUN_ERROR (0: no limit)")
@@ -155,7 +155,7 @@ func serveFlags(c *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.keepAlive, "keepalive", 15*time.Second, "while the producer is silent mid-stream, how long the consumer may be sent nothing before the relay writes it an SSE\n"+
 		"comment (\": keep-alive\"), and again each interval while the silence lasts, between frames (0: none). Proxies cut silent\n"+
 		"connections (nginx's proxy_read_timeout and AWS ALB's idle timeout: 60s by default); 15s stays well under them, and under\n"+
-		"30s ones, at 14 bytes a silent stream, and a consumer that left is noticed within it. Before the producer's head\n"+
+		"30s ones, at 14 bytes a silent stream, and a consumer that left is noticed within it. Before the producer's header\n"+
 		"nothing is sent: see --first-byte-timeout")
 	fs.DurationVar(&c.runTimeout, "run-timeout", time.Hour, "longest run, from the request to the end of the stream, before it is ended with a RUN_ERROR (0: no limit)")
 	fs.IntVar(&c.maxConns, "upstream-max-conns", 4096, "most connections to the producer, that is runs in flight; more get 503")
@@ -378,7 +378,7 @@ func serve(ctx context.Context, c *serveConfig, log *zap.Logger, recordings fs.F
 	poller := relay.NewPoller()
 	defer poller.Close()
 	poller.ReleaseMemory()
-	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, onStray: mets.OnStray, named: c.config != "", poller: poller}
+	shared := relayShared{log: log, quiet: c.quietWarnings, tap: tap, onUnsolicited: mets.OnUnsolicited, named: c.config != "", poller: poller}
 	if tracer != nil {
 		shared.requestTap = tracer.RequestTap
 	}

@@ -268,7 +268,7 @@ func TestServeBoundsBodiesInFlight(t *testing.T) {
 	})
 	first := testkit.DialConsumer(t, at.relay)
 	io.WriteString(first, "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{")
-	// The first body's claim is made once its head is read; until then the
+	// The first body's claim is made once its header is read; until then the
 	// second may be the one that holds the budget: either is refused.
 	second := testkit.DialConsumer(t, at.relay)
 	io.WriteString(second, "POST /agent HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{")
@@ -302,7 +302,7 @@ func TestServeCutsAStalledBodyAtBodyTimeout(t *testing.T) {
 		t.Errorf("%d %s", resp.StatusCode, b)
 	}
 	if n, err := br.ReadByte(); err != io.EOF {
-		t.Errorf("the connection was kept (%q, %v)", n, err)
+		t.Errorf("the connection stayed open (%q, %v)", n, err)
 	}
 }
 
@@ -329,13 +329,13 @@ func TestServeNamesTheFlagOfATakenAddress(t *testing.T) {
 	}
 }
 
-// A producer that sends bytes after its answer (an answer nobody asked
-// for) has the connection discarded, and serve counts it on /metrics under
-// the route.
-func TestServeCountsStrayProducerBytes(t *testing.T) {
-	const stray = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nSTALE"
+// A producer that sends bytes after its response (an unsolicited response)
+// has the connection discarded, and serve counts it on /metrics under the
+// route.
+func TestServeCountsUnsolicitedProducerBytes(t *testing.T) {
+	const unsolicited = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nSTALE"
 	producer := testkit.RawProducer(t, func(c net.Conn) {
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"+stray) //nolint:errcheck
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"+unsolicited) //nolint:errcheck
 	})
 	at, _, _ := startServe(t, func(c *serveConfig) { c.upstream = producer })
 	resp, err := http.Get("http://" + at.relay + "/anything")

@@ -166,11 +166,11 @@ func writeTable(w io.Writer, header []string, rows [][]string, side int) {
 		}
 		return b.String()
 	}
-	head := line(header)
+	top := line(header)
 	if inline {
-		head += header[side]
+		top += header[side]
 	}
-	fmt.Fprintln(w, strings.TrimRight(head, " "))
+	fmt.Fprintln(w, strings.TrimRight(top, " "))
 	for _, r := range rows {
 		l := line(r)
 		if inline {

@@ -488,11 +488,12 @@ type relayShared struct {
 	requestTap func(r *relay.RunReport) relay.RequestTap
 	named      bool // log lines carry the route's name (with --config)
 	// poller watches every route's consumers and parked streams, and
-	// releases memory when they are all quiet: one for the process.
+	// releases memory when they are all idle: one for the process.
 	poller *relay.Poller
-	// onStray counts the producer connections of a route discarded for
-	// bytes outside any response (relay.ClientOptions.OnStray); may be nil.
-	onStray func(route string) func(addr string, n int)
+	// onUnsolicited counts the producer connections of a route discarded
+	// for bytes outside any response (relay.ClientOptions.OnUnsolicited);
+	// may be nil.
+	onUnsolicited func(route string) func(addr string, n int)
 }
 
 // routeTable builds the relays of routes, each with its own client (so its
@@ -504,9 +505,9 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 		if sh.named {
 			rlog = rlog.With(zap.String("route", rc.name))
 		}
-		var onStray func(addr string, n int)
-		if sh.onStray != nil {
-			onStray = sh.onStray(rc.name)
+		var onUnsolicited func(addr string, n int)
+		if sh.onUnsolicited != nil {
+			onUnsolicited = sh.onUnsolicited(rc.name)
 		}
 		r := &relay.Relay{
 			Upstream:    rc.upstream,
@@ -514,7 +515,7 @@ func routeTable(routes []routeConfig, sh relayShared) (*relay.Table, error) {
 			RoutePrefix: rc.prefix,
 			Client: relay.NewClient(relay.ClientOptions{
 				ConnectTimeout: negativeIfZero(rc.connectTimeout), FirstByteTimeout: negativeIfZero(rc.firstByteTimeout),
-				MaxConns: rc.maxConns, NoReuse: rc.noReuse, Log: rlog, OnStray: onStray,
+				MaxConns: rc.maxConns, NoReuse: rc.noReuse, Log: rlog, OnUnsolicited: onUnsolicited,
 			}),
 			ConsumerVersion: rc.consumerVersion,
 			ProducerVersion: rc.producerVersion,

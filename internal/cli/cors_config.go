@@ -45,12 +45,12 @@ func corsFlags(fs *flag.FlagSet, o *relay.CORSOptions) {
 	o.AllowHeaders = relay.DefaultCORSHeaders()
 	o.ExposeHeaders = []string{}
 	o.MaxAge = 10 * time.Minute
-	fs.Var(listFlag{&o.AllowOrigins}, "cors-allow-origins", "answer CORS preflights at the relay and put CORS headers on every answer, its own problems included, for pages of\nthese origins (comma-separated, such as https://app.example.com,https://*.example.com), or * for any.\nEmpty: no CORS at the relay; the producer's CORS headers pass through and the relay's own errors carry none")
+	fs.Var(listFlag{&o.AllowOrigins}, "cors-allow-origins", "answer CORS preflights at the relay and put CORS headers on every response, its own problems included, for pages of\nthese origins (comma-separated, such as https://app.example.com,https://*.example.com), or * for any.\nEmpty: no CORS at the relay; the producer's CORS headers pass through and the relay's own errors carry none")
 	fs.Var(listFlag{&o.AllowMethods}, "cors-allow-methods", "with --cors-allow-origins: the methods a preflight allows (* allows the one asked for)")
 	fs.Var(listFlag{&o.AllowHeaders}, "cors-allow-headers", "with --cors-allow-origins: the request headers a preflight allows (* allows the ones asked for)")
 	fs.Var(listFlag{&o.ExposeHeaders}, "cors-expose-headers", "with --cors-allow-origins: response headers the page may read beyond the safelisted ones (* for any, without credentials)")
 	fs.BoolVar(&o.AllowCredentials, "cors-allow-credentials", false, "with --cors-allow-origins: let pages send cookies and HTTP authentication (needs listed origins, not *)")
-	fs.DurationVar(&o.MaxAge, "cors-max-age", o.MaxAge, "with --cors-allow-origins: how long a browser may cache a preflight's answer (0: not sent)")
+	fs.DurationVar(&o.MaxAge, "cors-max-age", o.MaxAge, "with --cors-allow-origins: how long a browser may cache a preflight's response (0: not sent)")
 }
 
 // checkCORS says what is wrong with a policy that is on.

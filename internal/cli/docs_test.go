@@ -784,7 +784,7 @@ func TestReliabilityListsEveryFuzzTarget(t *testing.T) {
 // doc shows after it (the status line and headers of curl -i, then the body;
 // "..." for lines left out) must be there, in that order. A block that
 // starts a relay of its own is left out (it is configured otherwise).
-func TestReadmeExamplesAreTheRelaysAnswers(t *testing.T) {
+func TestReadmeExamplesAreTheRelaysResponses(t *testing.T) {
 	at, _, _ := startServe(t, nil)
 	for path, want := range map[string]int{"README.md": 2, "docs/uses.md": 3} {
 		if n := checkCurlExamples(t, path, at); n < want {
@@ -842,15 +842,15 @@ func checkCurlExamples(t *testing.T, path string, at listening) int {
 				t.Fatal(err)
 			}
 			if include {
-				head, rest, _ := strings.Cut(shown, "\n\n")
-				lines := strings.Split(head, "\n")
+				header, rest, _ := strings.Cut(shown, "\n\n")
+				lines := strings.Split(header, "\n")
 				if want := fmt.Sprintf("HTTP/1.1 %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)); lines[0] != want {
-					t.Errorf("%s: %s: %q, the relay answers %q", path, command, lines[0], want)
+					t.Errorf("%s: %s: %q, the relay responds %q", path, command, lines[0], want)
 				}
 				for _, h := range lines[1:] {
 					k, v, _ := strings.Cut(h, ": ")
 					if resp.Header.Get(k) != v {
-						t.Errorf("%s: %s: %s, the relay answers %q", path, command, h, resp.Header.Get(k))
+						t.Errorf("%s: %s: %s, the relay responds %q", path, command, h, resp.Header.Get(k))
 					}
 				}
 				shown = rest
@@ -863,7 +863,7 @@ func checkCurlExamples(t *testing.T, path string, at listening) int {
 				}
 				i := strings.Index(rest, line+"\n")
 				if i < 0 {
-					t.Errorf("%s: %s: %q is not in the answer (or not in that order):\n%s", path, command, line, got)
+					t.Errorf("%s: %s: %q is not in the response (or not in that order):\n%s", path, command, line, got)
 					break
 				}
 				rest = rest[i+len(line):]

@@ -23,7 +23,7 @@ type Framing struct {
 	left  int64 // data bytes still to come in this chunk, or of the Content-Length
 	size  int64
 	line  int // bytes of the size or trailer line read so far
-	stray int // bytes that followed the end of the body
+	extra int // bytes that followed the end of the body
 	rest  int // of them, how many ended the last Decode's p, untouched
 	mode  framingMode
 	state chunkState
@@ -91,15 +91,15 @@ func (f *Framing) Decode(p []byte) (int, error) {
 		return len(p), nil
 	case framingLength:
 		if f.done {
-			f.stray += len(p)
+			f.extra += len(p)
 			f.rest = len(p)
 			return 0, nil
 		}
 		n := len(p)
 		if int64(n) >= f.left {
-			f.stray += n - int(f.left)
+			f.extra += n - int(f.left)
 			f.rest = n - int(f.left)
-			f.overrun = f.stray > 0 && len(bytes.Trim(p[f.left:], "\r\n")) > 0
+			f.overrun = f.extra > 0 && len(bytes.Trim(p[f.left:], "\r\n")) > 0
 			n = int(f.left)
 			f.done = true
 		}
@@ -109,7 +109,7 @@ func (f *Framing) Decode(p []byte) (int, error) {
 	w := 0
 	for i := 0; i < len(p); {
 		if f.done {
-			f.stray += len(p) - i
+			f.extra += len(p) - i
 			f.rest = len(p) - i
 			return w, nil
 		}
@@ -217,11 +217,8 @@ func (f *Framing) End() error {
 // Done reports whether the body is complete.
 func (f *Framing) Done() bool { return f.done }
 
-// Extra reports whether bytes followed the end of the body.
-func (f *Framing) Extra() bool { return f.stray > 0 }
-
-// Stray returns how many bytes followed the end of the body (Extra).
-func (f *Framing) Stray() int { return f.stray }
+// Extra returns how many bytes followed the end of the body.
+func (f *Framing) Extra() int { return f.extra }
 
 // Rest returns how many bytes at the end of the p of the last Decode came
 // after the end of the body, left there unchanged: on a connection kept

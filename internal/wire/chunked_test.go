@@ -123,15 +123,15 @@ func TestFramingByLengthAndClose(t *testing.T) {
 		t.Errorf("length: %q %v %v", got, err, done)
 	}
 	f := NewFraming(5)
-	if n, _ := f.Decode([]byte("hello!")); n != 5 || !f.Extra() || f.Stray() != 1 {
-		t.Errorf("length with excess: %d, extra %v (%d bytes)", n, f.Extra(), f.Stray())
+	if n, _ := f.Decode([]byte("hello!")); n != 5 || f.Extra() != 1 {
+		t.Errorf("length with excess: %d, %d extra bytes, want 5, 1", n, f.Extra())
 	}
-	if n, _ := f.Decode([]byte("more")); n != 0 || f.Stray() != 5 {
-		t.Errorf("after the end: %d, %d stray bytes, want 0, 5", n, f.Stray())
+	if n, _ := f.Decode([]byte("more")); n != 0 || f.Extra() != 5 {
+		t.Errorf("after the end: %d, %d extra bytes, want 0, 5", n, f.Extra())
 	}
 	f = NewFraming(-1)
-	if n, err := f.Decode([]byte("5\r\nhello\r\n0\r\n\r\nHTTP")); n != 5 || err != nil || !f.Done() || f.Stray() != 4 {
-		t.Errorf("chunked with excess: %d, %v, done %v, %d stray bytes", n, err, f.Done(), f.Stray())
+	if n, err := f.Decode([]byte("5\r\nhello\r\n0\r\n\r\nHTTP")); n != 5 || err != nil || !f.Done() || f.Extra() != 4 {
+		t.Errorf("chunked with excess: %d, %v, done %v, %d extra bytes", n, err, f.Done(), f.Extra())
 	}
 	if f := NewFraming(0); !f.Done() {
 		t.Error("an empty body is not done")

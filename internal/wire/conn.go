@@ -30,7 +30,7 @@ type Conn struct {
 	rn              int
 	rerr            error
 	readFn, writeFn func(fd uintptr) bool
-	strayFn         func(fd uintptr) // Stray's read, made once as readFn
+	unsolicitedFn   func(fd uintptr) // Unsolicited's read, made once as readFn
 	wmu             sync.Mutex
 	wvec            [4][]byte // WriteVec's pieces, held here so that they do not escape
 	wn              int
@@ -62,7 +62,7 @@ func (c *Conn) Init(tc *net.TCPConn) error {
 	}
 	c.TCPConn, c.rc = tc, rc
 	c.readFn, c.writeFn = c.readSome, c.writeSome // made once: a read or write allocates nothing
-	c.strayFn = c.readStray
+	c.unsolicitedFn = c.readUnsolicited
 	return nil
 }
 
@@ -124,22 +124,22 @@ func (c *Conn) readSome(fd uintptr) bool {
 	return true
 }
 
-// maxStray bounds what Stray reads: enough to say how much arrived, not
+// maxUnsolicited bounds what Unsolicited reads: enough to say how much arrived, not
 // a way for a peer to keep the caller reading.
-const maxStray = 64 << 10
+const maxUnsolicited = 64 << 10
 
-// Stray reads, without waiting, whatever has arrived on a connection that
+// Unsolicited reads, without waiting, whatever has arrived on a connection that
 // is owed nothing: a client's connection between a response and its next
 // request, where any byte is one the peer sent outside a response. It
 // returns how many bytes it read (at most 64 KiB: the rest stays unread)
 // and io.EOF when the peer closed the connection (or another error when
 // it reset it); 0, nil when nothing has arrived. The bytes are dropped:
 // a connection that had any is not to be used again.
-func (c *Conn) Stray() (int, error) {
+func (c *Conn) Unsolicited() (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	c.rn, c.rerr = 0, nil
-	if err := c.rc.Control(c.strayFn); err != nil {
+	if err := c.rc.Control(c.unsolicitedFn); err != nil {
 		return 0, c.opError("read", err)
 	}
 	n, err := c.rn, c.rerr
@@ -149,9 +149,9 @@ func (c *Conn) Stray() (int, error) {
 	return n, err
 }
 
-func (c *Conn) readStray(fd uintptr) {
+func (c *Conn) readUnsolicited(fd uintptr) {
 	var buf [512]byte
-	for c.rn < maxStray {
+	for c.rn < maxUnsolicited {
 		n, err := ReadFD(int(fd), buf[:])
 		switch {
 		case err == syscall.EAGAIN:

@@ -16,12 +16,12 @@ func TestConnDoesNotAllocate(t *testing.T) {
 	testkit.NoAllocs(t, a, b)
 }
 
-// Stray on a quiet connection, as a client asks before each reuse,
+// Unsolicited on an idle connection, as a client asks before each reuse,
 // allocates nothing.
-func TestConnStrayDoesNotAllocate(t *testing.T) {
+func TestConnUnsolicitedDoesNotAllocate(t *testing.T) {
 	_, b := connPair(t)
-	if n := testing.AllocsPerRun(1000, func() { b.Stray() }); n != 0 { //nolint:errcheck
-		t.Errorf("Stray allocates %.1f times a call", n)
+	if n := testing.AllocsPerRun(1000, func() { b.Unsolicited() }); n != 0 { //nolint:errcheck
+		t.Errorf("Unsolicited allocates %.1f times a call", n)
 	}
 }
 

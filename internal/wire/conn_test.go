@@ -115,13 +115,13 @@ func TestConnWriteVecResumes(t *testing.T) {
 	a, b := connPair(t)
 	a.SetWriteBuffer(32 << 10) //nolint:errcheck
 	b.SetReadBuffer(32 << 10)  //nolint:errcheck
-	answer, head, body, tail := []byte("HTTP/1.1 200 OK\r\n\r\n"), []byte("5dc0\r\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16), []byte("\r\n")
-	want := bytes.Repeat(append(append(append(append([]byte{}, answer...), head...), body...), tail...), 3)
+	header, size, body, tail := []byte("HTTP/1.1 200 OK\r\n\r\n"), []byte("5dc0\r\n"), bytes.Repeat([]byte("0123456789abcdef"), 1<<16), []byte("\r\n")
+	want := bytes.Repeat(append(append(append(append([]byte{}, header...), size...), body...), tail...), 3)
 	got := readSlowly(t, a, b, len(want))
 	var err error
 	for i := 0; i < 3 && err == nil; i++ {
 		var n int
-		if n, err = a.WriteVec(answer, head, body, tail); err == nil && n != len(answer)+len(head)+len(body)+len(tail) {
+		if n, err = a.WriteVec(header, size, body, tail); err == nil && n != len(header)+len(size)+len(body)+len(tail) {
 			err = fmt.Errorf("wrote %d", n)
 		}
 	}
@@ -180,28 +180,28 @@ func TestConnEOF(t *testing.T) {
 	}
 }
 
-// Stray reads what arrived on a connection owed nothing, without waiting:
-// nothing on a quiet one, the bytes (counted) when the peer sent some, and
+// Unsolicited reads what arrived on a connection owed nothing, without
+// waiting: nothing on an idle one, the bytes (counted) when the peer sent some, and
 // io.EOF once the peer closed it.
-func TestConnStray(t *testing.T) {
+func TestConnUnsolicited(t *testing.T) {
 	a, b := connPair(t)
-	if n, err := b.Stray(); n != 0 || err != nil {
-		t.Fatalf("quiet connection: %d, %v; want 0, nil", n, err)
+	if n, err := b.Unsolicited(); n != 0 || err != nil {
+		t.Fatalf("idle connection: %d, %v; want 0, nil", n, err)
 	}
-	stray := bytes.Repeat([]byte("HTTP/1.1 200 OK\r\n"), 100) // past Stray's buffer
-	if _, err := a.Write(stray); err != nil {
+	unsolicited := bytes.Repeat([]byte("HTTP/1.1 200 OK\r\n"), 100) // past Unsolicited's buffer
+	if _, err := a.Write(unsolicited); err != nil {
 		t.Fatal(err)
 	}
 	waitConnReadable(t, b.RawConn()) // one segment on loopback: all of it
-	if n, err := b.Stray(); n != len(stray) || err != nil {
-		t.Fatalf("after %d stray bytes: %d, %v", len(stray), n, err)
+	if n, err := b.Unsolicited(); n != len(unsolicited) || err != nil {
+		t.Fatalf("after %d unsolicited bytes: %d, %v", len(unsolicited), n, err)
 	}
-	if n, err := b.Stray(); n != 0 || err != nil {
+	if n, err := b.Unsolicited(); n != 0 || err != nil {
 		t.Fatalf("once read: %d, %v; want 0, nil", n, err)
 	}
 	a.CloseWrite() //nolint:errcheck
 	waitConnReadable(t, b.RawConn())
-	if n, err := b.Stray(); n != 0 || err != io.EOF {
+	if n, err := b.Unsolicited(); n != 0 || err != io.EOF {
 		t.Fatalf("closed by the peer: %d, %v; want 0, io.EOF", n, err)
 	}
 }

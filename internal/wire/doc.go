@@ -6,7 +6,7 @@
 // raw reads and writes of a non-blocking socket's descriptor (ReadFD,
 // WritevFD), the TCP connection made of them (Conn), the Poller that
 // watches connections for a hangup or input from one goroutine and
-// releases memory once every stream it counts is quiet, and the Handover
+// releases memory once every stream it counts is idle, and the Handover
 // that carries a persistent connection's streams on one goroutine, serving its
 // requests through a ConnServer (an HTTP server behind one method: the
 // package imports no HTTP).

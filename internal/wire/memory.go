@@ -10,7 +10,7 @@ import (
 )
 
 // memoryReleaser gives the heap's free memory back to the operating system
-// once no stream has had a goroutine for quietAfter: every stream open is
+// once no stream has had a goroutine for idleAfter: every stream open is
 // parked (its agent thinking, its user reading) or none is open. A Poller
 // holds one, counting the streams of everything that uses it (Enter,
 // Leave); it releases only once asked to (Poller.ReleaseMemory).
@@ -18,12 +18,12 @@ import (
 // Why: what an idle relay holds beyond its streams' own few KiB is garbage
 // left by how they began (each run's input, request and state) and the
 // heap's room for its next cycle. The runtime's scavenger returns free pages only down to that
-// room, which is what a quiet relay needs least. A release is two forced
+// room, which is what an idle relay needs least. A release is two forced
 // collections, whose cost grows with the live heap: a release is followed
 // by a pause of releaseGapFactor times what it took, and at least
 // minReleaseGap, before the next, so that a process whose streams keep
-// going quiet spends about 1% of its time releasing at most, and a small
-// one gives memory back each time it goes quiet. Never while any stream
+// going idle spends about 1% of its time releasing at most, and a small
+// one gives memory back each time it goes idle. Never while any stream
 // relays.
 type memoryReleaser struct {
 	running atomic.Int64 // streams with a goroutine: relaying, waiting in it, or ending
@@ -37,7 +37,7 @@ type memoryReleaser struct {
 	missed    bool // the timer fired meanwhile: fire again once it may
 
 	// Tests set these; zero values mean the defaults.
-	after, gap time.Duration // quietAfter, minReleaseGap
+	after, gap time.Duration // idleAfter, minReleaseGap
 	factor     int           // releaseGapFactor
 	release    func()        // releaseMemory
 	clock      clock         // systemClock
@@ -69,12 +69,12 @@ func (q *memoryReleaser) clockOf() clock {
 }
 
 const (
-	// quietAfter is how long no stream may have run before a release:
-	// streams that all went quiet at once are released about their parking
-	// delay plus quietAfter later.
-	quietAfter = time.Second
+	// idleAfter is how long no stream may have run before a release:
+	// streams that all went idle at once are released about their parking
+	// delay plus idleAfter later.
+	idleAfter = time.Second
 	// minReleaseGap and releaseGapFactor bound how often a process whose
-	// streams keep going quiet releases: not within minReleaseGap, nor
+	// streams keep going idle releases: not within minReleaseGap, nor
 	// within releaseGapFactor times the last release's duration, of its end.
 	minReleaseGap    = time.Second
 	releaseGapFactor = 100
@@ -100,7 +100,7 @@ func (q *memoryReleaser) stop() {
 // last one to leave arms the release, when it is wanted.
 func (q *memoryReleaser) leave() {
 	if q.running.Add(-1) == 0 && q.wanted.Load() {
-		q.arm(cmp.Or(q.after, quietAfter))
+		q.arm(cmp.Or(q.after, idleAfter))
 	}
 }
 
@@ -114,9 +114,9 @@ func (q *memoryReleaser) arm(after time.Duration) {
 	}
 }
 
-// fire releases when every stream is still quiet. A stream that ran since the
-// timer was armed re-arms it when it leaves, so a quiet period shorter than
-// quietAfter releases nothing.
+// fire releases when every stream is still idle. A stream that ran since the
+// timer was armed re-arms it when it leaves, so an idle period shorter than
+// idleAfter releases nothing.
 func (q *memoryReleaser) fire() {
 	if q.running.Load() != 0 || !q.wanted.Load() {
 		return

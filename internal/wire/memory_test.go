@@ -126,7 +126,7 @@ func wantReleases(t *testing.T, releases *atomic.Int32, want int32, when string)
 }
 
 // Memory is released only once no stream runs, and not again within the
-// gap however often the streams go quiet.
+// gap however often the streams go idle.
 func TestMemoryReleaserWaitsForEveryStream(t *testing.T) {
 	q, releases, clk := fakeReleaser(5*time.Millisecond, time.Hour)
 	q.enter()
@@ -139,7 +139,7 @@ func TestMemoryReleaserWaitsForEveryStream(t *testing.T) {
 	wantReleases(t, releases, 0, "while a stream runs")
 	q.leave()
 	clk.advance(5*time.Millisecond - 1)
-	wantReleases(t, releases, 0, "before the quiet delay")
+	wantReleases(t, releases, 0, "before the idle delay")
 	clk.advance(1)
 	wantReleases(t, releases, 1, "once the last stream left")
 	q.enter()
@@ -150,7 +150,7 @@ func TestMemoryReleaserWaitsForEveryStream(t *testing.T) {
 	wantReleases(t, releases, 2, "at the gap's end")
 }
 
-// A quiet period shorter than the quiet delay releases nothing.
+// An idle period shorter than the idle delay releases nothing.
 func TestMemoryReleaserNeedsTheWholeDelay(t *testing.T) {
 	q, releases, clk := fakeReleaser(5*time.Millisecond, time.Millisecond)
 	for range 10 {
@@ -160,7 +160,7 @@ func TestMemoryReleaserNeedsTheWholeDelay(t *testing.T) {
 	}
 	q.enter()
 	clk.advance(time.Hour)
-	wantReleases(t, releases, 0, "with no quiet period as long as the delay")
+	wantReleases(t, releases, 0, "with no idle period as long as the delay")
 	q.leave()
 	clk.advance(5 * time.Millisecond)
 	wantReleases(t, releases, 1, "after the delay")
@@ -173,7 +173,7 @@ func TestMemoryReleaserReleasesAfterTheGap(t *testing.T) {
 	q.enter()
 	q.leave()
 	clk.advance(time.Millisecond)
-	wantReleases(t, releases, 1, "after the quiet delay")
+	wantReleases(t, releases, 1, "after the idle delay")
 	q.enter()
 	q.leave()
 	clk.advance(30*time.Millisecond - 1)
@@ -193,7 +193,7 @@ func TestMemoryReleaserPausesInProportionToTheRelease(t *testing.T) {
 	q.enter()
 	q.leave()
 	clk.advance(time.Millisecond)
-	wantReleases(t, &releases, 1, "after the quiet delay")
+	wantReleases(t, &releases, 1, "after the idle delay")
 	q.enter()
 	q.leave()
 	// The pause is 10 × 20 ms from the first release's end.
@@ -203,7 +203,7 @@ func TestMemoryReleaserPausesInProportionToTheRelease(t *testing.T) {
 	wantReleases(t, &releases, 2, "after the pause")
 }
 
-// A stream that goes quiet while a release is under way gets its release
+// A stream that goes idle while a release is under way gets its release
 // after the pause, not never, and not while the first still runs, however
 // long that takes.
 func TestMemoryReleaserReleasesWhatCameDuringARelease(t *testing.T) {
@@ -230,7 +230,7 @@ func TestMemoryReleaserReleasesWhatCameDuringARelease(t *testing.T) {
 	<-inRelease
 	q.enter()
 	q.leave()                          // arms the timer, which fires during the release
-	clk.advance(50 * time.Millisecond) // well past the quiet delay and the gap
+	clk.advance(50 * time.Millisecond) // well past the idle delay and the gap
 	wantReleases(t, &releases, 1, "while the first runs")
 	close(proceed)
 	<-first

@@ -41,7 +41,7 @@ type Body struct {
 	br            *bufio.Reader // the HTTP client's reader, while it holds unread bytes
 	releaseReader func(*bufio.Reader)
 	release       func(reuse bool)
-	stray         func(n int)
+	unsolicited   func(n int)
 	keepAlive     bool
 
 	raw     syscall.RawConn // the TCP connection, for polled reads; nil for TLS
@@ -77,11 +77,11 @@ type BodyOptions struct {
 	// KeepAlive says the connection may serve another request after the
 	// response.
 	KeepAlive bool
-	// Stray, when set, is told at the end, once and before Release, of the
-	// n bytes the producer sent after the response was complete (with its
-	// last bytes, or left in Buffered): bytes of no response, for which the
-	// connection is not reused.
-	Stray func(n int)
+	// Unsolicited, when set, is told at the end, once and before Release,
+	// of the n bytes the producer sent after the response was complete
+	// (with its last bytes, or left in Buffered): bytes of no response, for
+	// which the connection is not reused.
+	Unsolicited func(n int)
 }
 
 // ErrBodyClosed is a read of a Body that was closed (CloseWithError).
@@ -101,7 +101,7 @@ var interruptNow = time.Unix(1, 0)
 // contentLength says (NewFraming).
 func NewBody(conn net.Conn, contentLength int, o BodyOptions) *Body {
 	b := &Body{conn: conn, interrupt: o.Interrupt, framing: NewFraming(contentLength), br: o.Buffered,
-		releaseReader: o.ReleaseReader, release: o.Release, stray: o.Stray, keepAlive: o.KeepAlive, raw: o.Raw, fd: -1}
+		releaseReader: o.ReleaseReader, release: o.Release, unsolicited: o.Unsolicited, keepAlive: o.KeepAlive, raw: o.Raw, fd: -1}
 	if b.interrupt == nil {
 		b.interrupt = conn
 	}
@@ -301,7 +301,7 @@ func (b *Body) CloseWithError(error) error {
 				// Read to its end, the connection is at a clean boundary
 				// whatever the close is for (a consumer that hangs up just
 				// after the last byte must not cost it).
-				b.free(b.err == io.EOF && b.framing.Done() && !b.framing.Extra() && b.keepAlive)
+				b.free(b.err == io.EOF && b.framing.Done() && b.framing.Extra() == 0 && b.keepAlive)
 				b.closed()
 				return nil
 			}
@@ -316,21 +316,21 @@ func (b *Body) closed() {
 }
 
 func (b *Body) free(reuse bool) {
-	stray := 0
+	unsolicited := 0
 	if b.framing.Done() {
-		stray = b.framing.Stray()
+		unsolicited = b.framing.Extra()
 	}
 	if b.br != nil {
 		if n := b.br.Buffered(); n > 0 {
 			reuse = false // the producer sent more than its response
 			if b.framing.Done() {
-				stray += n
+				unsolicited += n
 			}
 		}
 		b.dropReader()
 	}
-	if stray > 0 && b.stray != nil {
-		b.stray(stray)
+	if unsolicited > 0 && b.unsolicited != nil {
+		b.unsolicited(unsolicited)
 	}
 	b.release(reuse)
 }

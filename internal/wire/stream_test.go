@@ -113,7 +113,7 @@ func TestDrainedAfterAShortPolledRead(t *testing.T) {
 	}
 }
 
-// A new polled read (a stream taken up again after parking) asks the kernel
+// A new polled read (a stream woken after parking) asks the kernel
 // first even when the last read of the previous one came back short: the
 // data that arrived in between left no edge for the poller to report.
 func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
@@ -143,7 +143,7 @@ func TestPolledReadAfterAShortReadInAnEarlierPoll(t *testing.T) {
 	}
 }
 
-// A body reads what the HTTP client buffered past the head first, then the
+// A body reads what the HTTP client buffered past the header first, then the
 // connection, decoding the chunked framing across both; read to its end
 // and closed, it gives the connection back for reuse, and the client's
 // reader back once it is read.
@@ -151,7 +151,7 @@ func TestBodyReadsTheClientsBytesThenTheConnection(t *testing.T) {
 	peer, c := net.Pipe()
 	defer peer.Close()
 	br := bufio.NewReader(strings.NewReader("5\r\nhel"))
-	br.Peek(1) //nolint:errcheck // fills the reader, as the client's head read does
+	br.Peek(1) //nolint:errcheck // fills the reader, as the client's header read does
 	var readerBack bool
 	reused := make(chan bool, 1)
 	b := NewBody(c, -1, BodyOptions{Buffered: br, ReleaseReader: func(r *bufio.Reader) { readerBack = r == br },
@@ -170,33 +170,33 @@ func TestBodyReadsTheClientsBytesThenTheConnection(t *testing.T) {
 	}
 }
 
-// Bytes after a complete answer, in the read that ended it or left in the
-// client's reader, are reported (Stray) with their count before the
+// Bytes after a complete response, in the read that ended it or left in the
+// client's reader, are reported (Unsolicited) with their count before the
 // connection is released, and it is released to be closed. A body closed
 // before its end reports nothing: what is left is its own.
-func TestBodyReportsBytesAfterTheAnswer(t *testing.T) {
-	const stray = "HTTP/1.1 200 OK\r\n\r\n"
+func TestBodyReportsBytesAfterTheResponse(t *testing.T) {
+	const unsolicited = "HTTP/1.1 200 OK\r\n\r\n"
 	for _, tc := range []struct {
 		name, buffered string
 		length         int
 		want           int
 	}{
-		{"content-length, in the reader", "hello" + stray, 5, len(stray)},
-		{"chunked, in the reader", "5\r\nhello\r\n0\r\n\r\n" + stray, -1, len(stray)},
+		{"content-length, in the reader", "hello" + unsolicited, 5, len(unsolicited)},
+		{"chunked, in the reader", "5\r\nhello\r\n0\r\n\r\n" + unsolicited, -1, len(unsolicited)},
 		{"cut short", "hel", 5, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			peer, c := net.Pipe()
 			defer peer.Close()
 			br := bufio.NewReader(strings.NewReader(tc.buffered))
-			br.Peek(1) //nolint:errcheck // fills the reader (all of it), as the client's head read does
+			br.Peek(1) //nolint:errcheck // fills the reader (all of it), as the client's header read does
 			var events []string
 			b := NewBody(c, tc.length, BodyOptions{Buffered: br, ReleaseReader: func(*bufio.Reader) {},
-				Release: func(reuse bool) { events = append(events, fmt.Sprintf("release %v", reuse)) },
-				Stray:   func(n int) { events = append(events, fmt.Sprintf("stray %d", n)) }, KeepAlive: true})
+				Release:     func(reuse bool) { events = append(events, fmt.Sprintf("release %v", reuse)) },
+				Unsolicited: func(n int) { events = append(events, fmt.Sprintf("unsolicited %d", n)) }, KeepAlive: true})
 			buf := make([]byte, 8)
 			if tc.want > 0 {
-				// A Content-Length answer followed by data is an overrun.
+				// A Content-Length response followed by data is an overrun.
 				if got, err := io.ReadAll(struct{ io.Reader }{b}); string(got) != "hello" || (err != nil && err != ErrOverrun) {
 					t.Fatalf("read %q, %v", got, err)
 				}
@@ -206,7 +206,7 @@ func TestBodyReportsBytesAfterTheAnswer(t *testing.T) {
 			b.CloseWithError(nil) //nolint:errcheck
 			want := []string{"release false"}
 			if tc.want > 0 {
-				want = []string{fmt.Sprintf("stray %d", tc.want), "release false"}
+				want = []string{fmt.Sprintf("unsolicited %d", tc.want), "release false"}
 			}
 			if strings.Join(events, ", ") != strings.Join(want, ", ") {
 				t.Errorf("%q, want %q", events, want)
@@ -217,7 +217,7 @@ func TestBodyReportsBytesAfterTheAnswer(t *testing.T) {
 
 // A body closed before its end releases its connection to be closed, not
 // reused, and a read in flight (or after) returns ErrBodyClosed.
-func TestBodyClosedMidAnswerIsNotReused(t *testing.T) {
+func TestBodyClosedMidResponseIsNotReused(t *testing.T) {
 	peer, b := polledBody(t)
 	released := make(chan bool, 1)
 	b.release = func(reuse bool) { released <- reuse }
@@ -250,7 +250,7 @@ func TestBodyClosedMidAnswerIsNotReused(t *testing.T) {
 		t.Fatal("the close did not wake the blocked read")
 	}
 	if <-released {
-		t.Error("a body closed mid-answer was released for reuse")
+		t.Error("a body closed mid-response was released for reuse")
 	}
 }
 
@@ -330,16 +330,16 @@ func TestChunkWriterChunks(t *testing.T) {
 	}
 }
 
-// The head goes out with the first flush, in the same write as what is
+// The header goes out with the first flush, in the same write as what is
 // pending; held (HoldHeader), a first flush with only the header writes
 // nothing, and the next one writes it.
-func TestChunkWriterHead(t *testing.T) {
+func TestChunkWriterHeader(t *testing.T) {
 	c := &vecConn{}
 	w := newChunkWriter(c, true, time.Minute)
 	w.SetHeader([]byte("HTTP/1.1 200 OK\r\n\r\n"))
 	w.HoldHeader()
 	if err := w.Flush(); err != nil || c.writes != 0 {
-		t.Fatalf("a held head alone: %d writes, %v", c.writes, err)
+		t.Fatalf("a held header alone: %d writes, %v", c.writes, err)
 	}
 	io.WriteString(w, "data: a\n\n")
 	if err := w.Flush(); err != nil || c.writes != 1 || c.wrote.String() != "HTTP/1.1 200 OK\r\n\r\n9\r\ndata: a\n\n\r\n" {
@@ -349,7 +349,7 @@ func TestChunkWriterHead(t *testing.T) {
 	w = newChunkWriter(c2, true, time.Minute)
 	w.SetHeader([]byte("HTTP/1.1 200 OK\r\n\r\n"))
 	if err := w.Flush(); err != nil || c2.wrote.String() != "HTTP/1.1 200 OK\r\n\r\n" {
-		t.Fatalf("a head not held: wrote %q, %v", c2.wrote.String(), err)
+		t.Fatalf("a header not held: wrote %q, %v", c2.wrote.String(), err)
 	}
 }
 

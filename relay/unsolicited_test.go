@@ -25,33 +25,33 @@ import (
 )
 
 // These tests are issue 31's: a producer that sends bytes outside any
-// answer (an unrequested second answer on a kept connection) must not
-// shift the answers of later requests onto other consumers. The producer
+// response (an unsolicited second response on a persistent connection)
+// must not shift the responses of later requests onto other consumers. The producer
 // is a raw socket; the relay is in front of it, the consumers are raw
 // sockets too.
 
-// answerOf is an HTTP/1.1 answer with body, framed by Content-Length or
+// responseOf is an HTTP/1.1 response with body, framed by Content-Length or
 // chunked (in two chunks).
-func answerOf(framing, contentType, body string) string {
-	head := "HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\n"
+func responseOf(framing, contentType, body string) string {
+	header := "HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\n"
 	if framing == "chunked" {
 		half := len(body) / 2
-		return head + "Transfer-Encoding: chunked\r\n\r\n" +
+		return header + "Transfer-Encoding: chunked\r\n\r\n" +
 			strconv.FormatInt(int64(half), 16) + "\r\n" + body[:half] + "\r\n" +
 			strconv.FormatInt(int64(len(body)-half), 16) + "\r\n" + body[half:] + "\r\n0\r\n\r\n"
 	}
-	return head + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	return header + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
 
-// ownAnswer is the producer's answer to req: a run's events for the runId
+// ownResponse is the producer's response to req: a run's events for the runId
 // of its input, a GET's path as text.
-func ownAnswer(t *testing.T, framing string, req *http.Request) string {
+func ownResponse(t *testing.T, framing string, req *http.Request) string {
 	if req.Method == http.MethodHead {
-		a := answerOf("content-length", "text/plain", req.URL.Path)
+		a := responseOf("content-length", "text/plain", req.URL.Path)
 		return a[:strings.Index(a, "\r\n\r\n")+4]
 	}
 	if req.Method != http.MethodPost {
-		return answerOf(framing, "text/plain", req.URL.Path)
+		return responseOf(framing, "text/plain", req.URL.Path)
 	}
 	var in struct {
 		RunID string `json:"runId"`
@@ -59,17 +59,18 @@ func ownAnswer(t *testing.T, framing string, req *http.Request) string {
 	if err := json.NewDecoder(req.Body).Decode(&in); err != nil {
 		t.Errorf("the producer reading the input: %v", err)
 	}
-	return answerOf(framing, "text/event-stream", runEvents(in.RunID))
+	return responseOf(framing, "text/event-stream", runEvents(in.RunID))
 }
 
-// strayProducer is a raw producer that answers each request with its own
-// answer (ownAnswer) and follows the first answer it gives with stray, as
-// when says: "same read" (in the write of the answer's end), "late" (once
-// read is closed: the answer was read and the connection sits idle),
-// "split" (its first half in the write of the answer's end, the rest late),
-// or "close" (nothing; the producer ends the connection late). Once the
-// last of it is written it sends its end of the connection on written.
-func strayProducer(t *testing.T, framing, when, stray string, read <-chan struct{}, written chan<- *net.TCPConn) string {
+// unsolicitedProducer is a raw producer that responds to each request with
+// its own response (ownResponse) and follows the first response it gives
+// with extra, as when says: "same read" (in the write of the response's
+// end), "late" (once read is closed: the response was read and the
+// connection sits idle), "split" (its first half in the write of the
+// response's end, the rest late), or "close" (nothing; the producer ends
+// the connection late). Once the last of it is written it sends its end of
+// the connection on written.
+func unsolicitedProducer(t *testing.T, framing, when, extra string, read <-chan struct{}, written chan<- *net.TCPConn) string {
 	var once sync.Once
 	return "http://" + testkit.AcceptEach(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
@@ -78,29 +79,29 @@ func strayProducer(t *testing.T, framing, when, stray string, read <-chan struct
 			if err != nil {
 				return
 			}
-			answer := ownAnswer(t, framing, req)
+			resp := ownResponse(t, framing, req)
 			io.Copy(io.Discard, req.Body) //nolint:errcheck
 			first := false
 			once.Do(func() { first = true })
 			if !first {
-				io.WriteString(c, answer) //nolint:errcheck
+				io.WriteString(c, resp) //nolint:errcheck
 				continue
 			}
-			now, later := "", stray
+			now, later := "", extra
 			switch when {
 			case "same read":
-				now, later = stray, ""
+				now, later = extra, ""
 			case "split":
-				now, later = stray[:len(stray)/2], stray[len(stray)/2:]
+				now, later = extra[:len(extra)/2], extra[len(extra)/2:]
 			}
-			io.WriteString(c, answer+now) //nolint:errcheck
+			io.WriteString(c, resp+now) //nolint:errcheck
 			if when != "same read" {
 				<-read
 			}
 			if when == "close" {
 				c.(*net.TCPConn).CloseWrite() //nolint:errcheck
 				written <- c.(*net.TCPConn)
-				io.Copy(io.Discard, c) //nolint:errcheck // answering nothing more, until the relay closes
+				io.Copy(io.Discard, c) //nolint:errcheck // responding no more, until the relay closes
 				return
 			}
 			io.WriteString(c, later) //nolint:errcheck
@@ -129,30 +130,31 @@ func awaitDelivered(t *testing.T, c *net.TCPConn) {
 	})
 }
 
-// strayReport is a call of ClientOptions.OnStray.
-type strayReport struct {
+// unsolicitedReport is a call of ClientOptions.OnUnsolicited.
+type unsolicitedReport struct {
 	addr string
 	n    int
 }
 
-// strayRelay is a relay in front of upstream whose client reports stray
-// bytes to the returned channel and logs to the returned logs. Its pooled
-// connections stay for the whole test.
-func strayRelay(t *testing.T, upstream string) (addr string, strays chan strayReport, logs *observer.ObservedLogs) {
+// unsolicitedRelay is a relay in front of upstream whose client reports
+// unsolicited bytes to the returned channel and logs to the returned logs.
+// Its pooled connections stay for the whole test.
+func unsolicitedRelay(t *testing.T, upstream string) (addr string, reports chan unsolicitedReport, logs *observer.ObservedLogs) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	strays = make(chan strayReport, 8)
+	reports = make(chan unsolicitedReport, 8)
 	addr, _ = rawRelay(t, upstream, nil, func(r *Relay) {
 		r.Client = NewClient(ClientOptions{
 			MaxIdleConnDuration: time.Minute,
 			Log:                 zap.New(core),
-			OnStray:             func(addr string, n int) { strays <- strayReport{addr, n} },
+			OnUnsolicited:       func(addr string, n int) { reports <- unsolicitedReport{addr, n} },
 		})
 	})
-	return addr, strays, logs
+	return addr, reports, logs
 }
 
 // runOn sends the run runID on a consumer connection of its own and returns
-// the body of its answer, once the relay is done with the answer (settled).
+// the body of its response, once the relay is done with the response
+// (settled).
 func runOn(t *testing.T, addr, runID string) string {
 	t.Helper()
 	c := testkit.DialConsumer(t, addr)
@@ -162,9 +164,9 @@ func runOn(t *testing.T, addr, runID string) string {
 	return body
 }
 
-// settled waits until the relay is done with the last answer on the
+// settled waits until the relay is done with the last response on the
 // consumer's connection c, its producer connection back in the pool: the
-// consumer may read an answer's end before the relay has released the
+// consumer may read a response's end before the relay has released the
 // producer's, but the relay reads c's next request only after. That
 // request (an asterisk-form target) it answers itself, with 400.
 func settled(t *testing.T, c net.Conn) {
@@ -178,7 +180,7 @@ func settled(t *testing.T, c net.Conn) {
 }
 
 // requestOn sends a request without a body on a consumer connection of
-// its own and returns its answer and the answer's body.
+// its own and returns its response and the response's body.
 func requestOn(t *testing.T, addr, method, path string) (*http.Response, string) {
 	t.Helper()
 	c := testkit.DialConsumer(t, addr)
@@ -191,24 +193,24 @@ func requestOn(t *testing.T, addr, method, path string) (*http.Response, string)
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("reading the answer: %v", err)
+		t.Fatalf("reading the response: %v", err)
 	}
 	settled(t, c)
 	return resp, string(b)
 }
 
-// checkStrayReported checks that the stray bytes were reported once, with
-// their count and the producer's address, in the log (WARN) and to
-// OnStray, and that the producer is named in neither by its bytes.
-func checkStrayReported(t *testing.T, upstream string, strays chan strayReport, logs *observer.ObservedLogs, n int) {
+// checkUnsolicitedReported checks that the unsolicited bytes were reported
+// once, with their count and the producer's address, in the log (WARN) and
+// to OnUnsolicited, and that the producer is named in neither by its bytes.
+func checkUnsolicitedReported(t *testing.T, upstream string, reports chan unsolicitedReport, logs *observer.ObservedLogs, n int) {
 	t.Helper()
 	producer := strings.TrimPrefix(upstream, "http://")
-	got := testkit.Await(t, strays, "the stray bytes were not reported (OnStray)")
+	got := testkit.Await(t, reports, "the unsolicited bytes were not reported (OnUnsolicited)")
 	if got.addr != producer || got.n != n {
-		t.Errorf("OnStray(%q, %d), want (%q, %d)", got.addr, got.n, producer, n)
+		t.Errorf("OnUnsolicited(%q, %d), want (%q, %d)", got.addr, got.n, producer, n)
 	}
 	select {
-	case more := <-strays:
+	case more := <-reports:
 		t.Errorf("reported again: %+v", more)
 	default:
 	}
@@ -232,25 +234,25 @@ func fieldsText(m map[string]any) string {
 	return string(b)
 }
 
-// A producer's unrequested answer (run STALE) after a complete answer to
+// A producer's unsolicited response (run STALE) after a complete response to
 // run A, arriving while the connection sits idle, with A's end, or split
 // between the two, reaches neither of the runs B and C sent after it from
-// consumers of their own: each gets its own answer. The connection is
+// consumers of their own: each gets its own response. The connection is
 // discarded, and that is logged and reported once with the byte count.
-func TestStrayAnswerReachesNoOtherRun(t *testing.T) {
+func TestUnsolicitedResponseReachesNoOtherRun(t *testing.T) {
 	for _, framing := range []string{"content-length", "chunked"} {
 		for _, when := range []string{"late", "same read", "split"} {
 			t.Run(framing+", "+when, func(t *testing.T) {
-				stale := answerOf(framing, "text/event-stream", runEvents("STALE"))
+				stale := responseOf(framing, "text/event-stream", runEvents("STALE"))
 				read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
-				upstream := strayProducer(t, framing, when, stale, read, written)
-				addr, strays, logs := strayRelay(t, upstream)
+				upstream := unsolicitedProducer(t, framing, when, stale, read, written)
+				addr, reports, logs := unsolicitedRelay(t, upstream)
 
 				if got := runOn(t, addr, "A"); !strings.HasPrefix(got, runEvents("A")) || strings.Contains(got, "STALE") {
 					t.Fatalf("run A read %q", got)
 				}
 				close(read)
-				pc := testkit.Await(t, written, "the stray bytes were not written")
+				pc := testkit.Await(t, written, "the unsolicited bytes were not written")
 				if when == "late" {
 					// Otherwise the relay, having read some with A's end,
 					// closed the connection: nothing to wait for.
@@ -265,58 +267,58 @@ func TestStrayAnswerReachesNoOtherRun(t *testing.T) {
 				if when == "split" {
 					n = len(stale) / 2 // the rest came after the connection was closed
 				}
-				checkStrayReported(t, upstream, strays, logs, n)
+				checkUnsolicitedReported(t, upstream, reports, logs, n)
 			})
 		}
 	}
 }
 
 // A proxied GET's or HEAD's connection poisoned the same way (an
-// unrequested answer while it sits idle, or with the answer's end) serves
+// unsolicited response while it sits idle, or with the response's end) serves
 // no later request: the next GET and the next run, from consumers of their
-// own, get their own answers. (A HEAD's connection is closed after its
+// own, get their own responses. (A HEAD's connection is closed after its
 // response, TestNoBodyResponseConnectionIsNeverReused: bytes that come
 // late are read by no one.)
-func TestStrayAnswerReachesNoOtherProxiedRequest(t *testing.T) {
+func TestUnsolicitedResponseReachesNoOtherProxiedRequest(t *testing.T) {
 	for _, method := range []string{"GET", "HEAD"} {
 		for _, when := range []string{"late", "same read"} {
 			if method == "HEAD" && when == "late" {
 				continue
 			}
 			t.Run(method+", "+when, func(t *testing.T) {
-				stale := answerOf("content-length", "text/plain", "STALE")
+				stale := responseOf("content-length", "text/plain", "STALE")
 				read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
-				upstream := strayProducer(t, "content-length", when, stale, read, written)
-				addr, strays, logs := strayRelay(t, upstream)
+				upstream := unsolicitedProducer(t, "content-length", when, stale, read, written)
+				addr, reports, logs := unsolicitedRelay(t, upstream)
 
 				resp, got := requestOn(t, addr, method, "/one")
 				if want := map[string]string{"GET": "/one", "HEAD": ""}[method]; got != want || resp.StatusCode != http.StatusOK {
 					t.Fatalf("%s /one: %d %q, want 200 %q", method, resp.StatusCode, got, want)
 				}
 				close(read)
-				pc := testkit.Await(t, written, "the stray bytes were not written")
+				pc := testkit.Await(t, written, "the unsolicited bytes were not written")
 				if when == "late" {
 					awaitDelivered(t, pc)
 				}
 				if _, got := requestOn(t, addr, "GET", "/two"); got != "/two" {
-					t.Fatalf("GET /two read %q, want its own answer", got)
+					t.Fatalf("GET /two read %q, want its own response", got)
 				}
 				if got := runOn(t, addr, "B"); got != runEvents("B") {
 					t.Fatalf("run B read\n%q\nwant its own events", got)
 				}
-				checkStrayReported(t, upstream, strays, logs, len(stale))
+				checkUnsolicitedReported(t, upstream, reports, logs, len(stale))
 			})
 		}
 	}
 }
 
 // A pooled connection the producer closed while it sat idle is discarded
-// before it is reused, quietly (a producer's keep-alive ending is no
+// before it is reused, without a warning (a producer's keep-alive ending is no
 // fault): the next run goes out on a new connection and is answered.
 func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
 	read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
-	upstream := strayProducer(t, "content-length", "close", "", read, written)
-	addr, strays, logs := strayRelay(t, upstream)
+	upstream := unsolicitedProducer(t, "content-length", "close", "", read, written)
+	addr, reports, logs := unsolicitedRelay(t, upstream)
 
 	if got := runOn(t, addr, "A"); got != runEvents("A") {
 		t.Fatalf("run A read %q", got)
@@ -327,8 +329,8 @@ func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
 		t.Fatalf("run B read\n%q\nwant its own events", got)
 	}
 	select {
-	case got := <-strays:
-		t.Errorf("a close reported as stray bytes: %+v", got)
+	case got := <-reports:
+		t.Errorf("a close reported as unsolicited bytes: %+v", got)
 	default:
 	}
 	if w := logs.FilterLevelExact(zapcore.WarnLevel).All(); len(w) != 0 {
@@ -336,16 +338,16 @@ func TestClosedIdleProducerConnectionIsNotReused(t *testing.T) {
 	}
 }
 
-// A request that goes through fasthttp's own transport (an answer asked
+// A request that goes through fasthttp's own transport (a response asked
 // not to be streamed: its body skipped here) is kept off a poisoned pooled
-// connection too: its first write finds the stray bytes, and the client
+// connection too: its first write finds the unsolicited bytes, and the client
 // sends it again on a new connection.
-func TestStrayBytesStopFasthttpsOwnTransport(t *testing.T) {
-	stale := answerOf("content-length", "text/plain", "STALE")
+func TestUnsolicitedBytesStopFasthttpsOwnTransport(t *testing.T) {
+	stale := responseOf("content-length", "text/plain", "STALE")
 	read, written := make(chan struct{}), make(chan *net.TCPConn, 1)
-	upstream := strayProducer(t, "content-length", "late", stale, read, written)
-	strays := make(chan strayReport, 2)
-	client := NewClient(ClientOptions{MaxIdleConnDuration: time.Minute, OnStray: func(addr string, n int) { strays <- strayReport{addr, n} }})
+	upstream := unsolicitedProducer(t, "content-length", "late", stale, read, written)
+	reports := make(chan unsolicitedReport, 2)
+	client := NewClient(ClientOptions{MaxIdleConnDuration: time.Minute, OnUnsolicited: func(addr string, n int) { reports <- unsolicitedReport{addr, n} }})
 
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -359,7 +361,7 @@ func TestStrayBytesStopFasthttpsOwnTransport(t *testing.T) {
 	}
 	resp.CloseBodyStream() //nolint:errcheck // the connection back to the pool
 	close(read)
-	awaitDelivered(t, testkit.Await(t, written, "the stray bytes were not written"))
+	awaitDelivered(t, testkit.Await(t, written, "the unsolicited bytes were not written"))
 
 	req.SetRequestURI(upstream + "/two")
 	resp.Reset()
@@ -370,7 +372,7 @@ func TestStrayBytesStopFasthttpsOwnTransport(t *testing.T) {
 	if n := resp.Header.ContentLength(); n != len("/two") {
 		t.Errorf("GET /two answered with a Content-Length of %d, want its own %d", n, len("/two"))
 	}
-	if got := testkit.Await(t, strays, "the stray bytes were not reported"); got.n != len(stale) {
+	if got := testkit.Await(t, reports, "the unsolicited bytes were not reported"); got.n != len(stale) {
 		t.Errorf("reported %d bytes, want %d", got.n, len(stale))
 	}
 }

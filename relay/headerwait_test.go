@@ -74,12 +74,12 @@ func thinkingProducer(t *testing.T) (url string, waiting, closed chan struct{}, 
 	return "http://" + ln.Addr().String(), waiting, closed, closeAll
 }
 
-// A consumer that hangs up while the producer thinks, before the head of
-// its answer, has the producer's request cancelled at once: the producer's
+// A consumer that hangs up while the producer thinks, before the header of
+// its response, has the producer's request cancelled at once: the producer's
 // connection is closed, the run counted as consumer_gone (never finished)
 // and runs_active back to 0, and the abandoned requests hold none of
 // --upstream-max-conns, so the next real run is served (issue #24, item 1).
-func TestConsumerGoneBeforeTheHeadCancelsTheProducer(t *testing.T) {
+func TestConsumerGoneBeforeTheHeaderCancelsTheProducer(t *testing.T) {
 	url, waiting, closed, closeAll := thinkingProducer(t)
 	taps := &countingTaps{}
 	reports := make(chan *RunReport, 16)
