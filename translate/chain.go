@@ -83,7 +83,7 @@ type ChainRun struct {
 	// (EventStep), so one func serves them all, made once per run.
 	emit func([]byte)
 	at   int
-	out  func([]byte)
+	out  func(ev, typ []byte)
 
 	declare  negotiate.Declaration
 	declared string
@@ -99,10 +99,11 @@ type ChainRun struct {
 	typeBuf   [40]byte
 }
 
-// Start begins a run of the chain. out receives every event the chain emits,
-// borrowed until out returns. plan's declaration is applied to the run's
-// RUN_STARTED before the steps see it.
-func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
+// Start begins a run of the chain. out receives every event the chain emits
+// and its type (rules.PeekType of it, which the chain read to route it),
+// both borrowed until out returns. plan's declaration is applied to the
+// run's RUN_STARTED before the steps see it.
+func (c *Chain) Start(r *Run, plan negotiate.Plan, out func(ev, typ []byte)) *ChainRun {
 	cr := &ChainRun{Run: r, chain: c, out: out, declare: plan.Declare, declared: plan.Declared}
 	cr.state = make([]EventStep, len(c.Steps))
 	cr.wants = make([]Wanter, len(c.Steps))
@@ -253,7 +254,7 @@ func (cr *ChainRun) push(i int, ev, typ []byte) {
 			return
 		}
 	}
-	cr.out(ev)
+	cr.out(ev, typ)
 }
 
 // apply hands ev, of type typ, to step i, whose state is made.

@@ -16,7 +16,7 @@ func TestChainRunMakesStepStateAtTheFirstEventItConcerns(t *testing.T) {
 	r.Stream = &StreamState{}
 	c := EventChain(target, Registry())
 	var out [][]byte
-	cr := c.Start(r, negotiate.Plan{}, func(ev []byte) { out = append(out, slices.Clone(ev)) })
+	cr := c.Start(r, negotiate.Plan{}, func(ev, _ []byte) { out = append(out, slices.Clone(ev)) })
 	for i := range c.Steps {
 		if cr.state[i] != nil {
 			t.Fatalf("step %s has state before any event", c.Steps[i].Name)
@@ -79,7 +79,7 @@ func TestChainRunLazyStateEmitsAsEager(t *testing.T) {
 			r.Stream = &StreamState{}
 			c := EventChain(to, Registry())
 			var out []string
-			cr := c.Start(r, negotiate.Plan{}, func(ev []byte) { out = append(out, string(ev)) })
+			cr := c.Start(r, negotiate.Plan{}, func(ev, _ []byte) { out = append(out, string(ev)) })
 			if eager {
 				for i := range c.Steps {
 					cr.make(i)
