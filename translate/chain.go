@@ -232,9 +232,15 @@ func (cr *ChainRun) Push(ev []byte) { cr.PushTyped(ev, rules.PeekType(ev)) }
 func (cr *ChainRun) PushTyped(ev, typ []byte) {
 	if string(typ) == "RUN_STARTED" {
 		// The ids seed derived ids and name the run in warnings, after ev is
-		// gone: keep copies of our own (a caller's may alias its buffer).
-		cr.Run.RunID = strings.Clone(Get(ev, "runId").String())
-		cr.Run.ThreadID = strings.Clone(Get(ev, "threadId").String())
+		// gone: keep copies of our own (a caller's may alias its buffer),
+		// made only when the run does not hold the same already (the
+		// relay's stream sets them from this RUN_STARTED).
+		if id := Get(ev, "runId").String(); id != cr.Run.RunID {
+			cr.Run.RunID = strings.Clone(id)
+		}
+		if id := Get(ev, "threadId").String(); id != cr.Run.ThreadID {
+			cr.Run.ThreadID = strings.Clone(id)
+		}
 		if cr.declare != negotiate.DeclareKeep {
 			ev, cr.buf = Declare(ev, cr.declare, cr.declared, cr.buf)
 			typ = rules.PeekType(ev)

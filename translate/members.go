@@ -166,6 +166,11 @@ func valueEnd(b []byte, i int) int {
 func (r *Run) members(ev []byte) ([]member, bool) {
 	at := uintptr(unsafe.Pointer(unsafe.SliceData(ev)))
 	if r.top.hop != r.hop || r.top.at != at || r.top.n != len(ev) {
+		if r.top.list == nil {
+			// Room for an event's usual members at once, where growing
+			// from none took three allocations a run.
+			r.top.list = make([]member, 0, 8)
+		}
 		r.top.list, r.top.ok = topMembers(ev, r.top.list[:0])
 		r.top.hop, r.top.at, r.top.n = r.hop, at, len(ev)
 	}
