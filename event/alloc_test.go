@@ -91,3 +91,24 @@ func TestScannerBurstBuffersArePooled(t *testing.T) {
 		t.Errorf("%.0f allocations per run, want at most 2 (no buffer)", n)
 	}
 }
+
+// A short translated run's allocations: what a run's translation makes
+// (its chain run, the states of the steps its events meet, its ids), which
+// a run of 5 events pays on every run.
+func TestStreamTranslatedRunAllocations(t *testing.T) {
+	in := testkit.BenchStream(5, testkit.ContentEvent)
+	tr := &Translator{}
+	w := bufio.NewWriter(io.Discard)
+	r := bytes.NewReader(in)
+	run := func() {
+		r.Reset(in)
+		st := tr.NewStream(negotiate.MustParse("0.0.45"), negotiate.Version{}, w)
+		pumpAll(t, st, r)
+		st.Close()
+	}
+	run()
+	const want = 29
+	if n := testing.AllocsPerRun(100, run); n > want {
+		t.Errorf("%.0f allocations a run, want at most %d", n, want)
+	}
+}

@@ -464,14 +464,14 @@ func (s *Stream) Fail(cause, code string) (bool, error) {
 	return true, s.Frame(&Frame{Raw: raw, Data: raw[len("data: ") : len(raw)-2], Canonical: true})
 }
 
-// emit is the chain's output: it frames ev after what the chain emitted
-// before it for the frame being shaped (out), with the frame's fields
-// before the first, and counts it. ev is borrowed, so it is copied.
-func (s *Stream) emit(ev []byte) {
+// emit is the chain's output: it frames ev, of type t (read by the chain),
+// after what the chain emitted before it for the frame being shaped (out),
+// with the frame's fields before the first, and counts it. ev is borrowed,
+// so it is copied.
+func (s *Stream) emit(ev, t []byte) {
 	n := len(s.out.frames)
 	s.out.frames = AppendFrame(s.out.frames, s.fields, ev)
 	s.fields = nil
-	t := rules.PeekType(ev)
 	if tt := terminalType(t); tt != "" {
 		s.out.terminal = tt
 	}

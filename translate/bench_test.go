@@ -67,7 +67,7 @@ func BenchmarkChain(b *testing.B) {
 		b.Run(c.target+"/concerns-event", func(b *testing.B) {
 			r := NewRun(Events, negotiate.Version{}, negotiate.MustParse(c.target), nil)
 			r.Stream = &StreamState{}
-			cr := EventChain(r.To, Registry()).Start(r, negotiate.Plan{}, func([]byte) {})
+			cr := EventChain(r.To, Registry()).Start(r, negotiate.Plan{}, func(_, _ []byte) {})
 			cr.Push([]byte(`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`))
 			e := []byte(c.ev)
 			b.ReportAllocs()
@@ -90,7 +90,7 @@ func benchChain(b *testing.B, target negotiate.Version, steps []*Step, ev string
 	r := NewRun(Events, negotiate.Version{}, target, nil)
 	r.RunID = "r"
 	n := 0
-	cr := EventChain(target, steps).Start(r, negotiate.Plan{}, func([]byte) { n++ })
+	cr := EventChain(target, steps).Start(r, negotiate.Plan{}, func(_, _ []byte) { n++ })
 	e := []byte(ev)
 	b.SetBytes(int64(len(e)))
 	b.ReportAllocs()

@@ -12,7 +12,7 @@ import (
 func TestStepsKeepCopiesOfIDs(t *testing.T) {
 	target := negotiate.MustParse("0.0.54")
 	run := NewRun(Events, negotiate.Current, target, nil)
-	cr := EventChain(target, []*Step{outcomeMembers}).Start(run, negotiate.Plan{}, func([]byte) {})
+	cr := EventChain(target, []*Step{outcomeMembers}).Start(run, negotiate.Plan{}, func(_, _ []byte) {})
 	push := func(ev string) {
 		buf := []byte(ev)
 		cr.Push(buf)

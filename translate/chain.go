@@ -71,11 +71,8 @@ func (c *Chain) Concerns(typ []byte) bool { return len(c.stepsFor(typ)) > 0 }
 type ChainRun struct {
 	Run   *Run
 	chain *Chain
-	// Each step's state, nil until made (make); wants holds it as a
-	// Wanter, nil when it is none (every event of the step's types goes to
-	// it).
-	state []EventStep
-	wants []Wanter
+	// Each step's part of the run, by the step's index in the chain.
+	steps []stepRun
 	// emit is the emit func every step's Apply is given: it hands what the
 	// step emits to the steps after the one applying (at, which apply sets
 	// and restores around each Apply, so that an emit after a nested one
@@ -83,7 +80,7 @@ type ChainRun struct {
 	// (EventStep), so one func serves them all, made once per run.
 	emit func([]byte)
 	at   int
-	out  func([]byte)
+	out  func(ev, typ []byte)
 
 	declare  negotiate.Declaration
 	declared string
@@ -99,13 +96,22 @@ type ChainRun struct {
 	typeBuf   [40]byte
 }
 
-// Start begins a run of the chain. out receives every event the chain emits,
-// borrowed until out returns. plan's declaration is applied to the run's
-// RUN_STARTED before the steps see it.
-func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
+// stepRun is one step's part of a chain run: its state, nil until made
+// (make), and the state as a Wanter, nil when it is none (every event of
+// the step's types goes to it). Side by side, the two are one load's
+// neighbours on every event the step is asked about.
+type stepRun struct {
+	state EventStep
+	wants Wanter
+}
+
+// Start begins a run of the chain. out receives every event the chain emits
+// and its type (rules.PeekType of it, which the chain read to route it),
+// both borrowed until out returns. plan's declaration is applied to the
+// run's RUN_STARTED before the steps see it.
+func (c *Chain) Start(r *Run, plan negotiate.Plan, out func(ev, typ []byte)) *ChainRun {
 	cr := &ChainRun{Run: r, chain: c, out: out, declare: plan.Declare, declared: plan.Declared}
-	cr.state = make([]EventStep, len(c.Steps))
-	cr.wants = make([]Wanter, len(c.Steps))
+	cr.steps = make([]stepRun, len(c.Steps))
 	cr.emit = func(ev []byte) { cr.push(cr.at+1, ev, rules.PeekType(ev)) }
 	return cr
 }
@@ -115,12 +121,13 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func([]byte)) *ChainRun {
 // run that is open and quiet (its agent thinking) would hold the state of
 // every step of the chain, about as much again as the rest of the stream.
 func (cr *ChainRun) make(i int) {
-	cr.state[i] = cr.chain.Steps[i].NewEvent()
-	cr.wants[i], _ = cr.state[i].(Wanter)
+	st := cr.chain.Steps[i].NewEvent()
+	w, _ := st.(Wanter)
+	cr.steps[i] = stepRun{st, w}
 }
 
-// steps returns the chain's steps for events of type typ (Chain.stepsFor).
-func (cr *ChainRun) steps(typ []byte) []int {
+// stepsOf returns the chain's steps for events of type typ (Chain.stepsFor).
+func (cr *ChainRun) stepsOf(typ []byte) []int {
 	if cr.lastType == nil || string(typ) != string(cr.lastType) {
 		cr.lastType, cr.lastSteps = append(cr.typeBuf[:0], typ...), cr.chain.stepsFor(typ)
 	}
@@ -147,11 +154,12 @@ func (cr *ChainRun) Wanted(typ, ev []byte) Wanted {
 		return Wanted{1}
 	}
 	cr.Run.hop++
-	for _, i := range cr.steps(typ) {
-		if cr.state[i] == nil {
+	for _, i := range cr.stepsOf(typ) {
+		sr := &cr.steps[i]
+		if sr.state == nil {
 			cr.make(i)
 		}
-		if w := cr.wants[i]; w == nil || w.Wants(cr.Run, typ, ev) {
+		if w := sr.wants; w == nil || w.Wants(cr.Run, typ, ev) {
 			return Wanted{i + 1}
 		}
 	}
@@ -224,9 +232,15 @@ func (cr *ChainRun) Push(ev []byte) { cr.PushTyped(ev, rules.PeekType(ev)) }
 func (cr *ChainRun) PushTyped(ev, typ []byte) {
 	if string(typ) == "RUN_STARTED" {
 		// The ids seed derived ids and name the run in warnings, after ev is
-		// gone: keep copies of our own (a caller's may alias its buffer).
-		cr.Run.RunID = strings.Clone(Get(ev, "runId").String())
-		cr.Run.ThreadID = strings.Clone(Get(ev, "threadId").String())
+		// gone: keep copies of our own (a caller's may alias its buffer),
+		// made only when the run does not hold the same already (the
+		// relay's stream sets them from this RUN_STARTED).
+		if id := Get(ev, "runId").String(); id != cr.Run.RunID {
+			cr.Run.RunID = strings.Clone(id)
+		}
+		if id := Get(ev, "threadId").String(); id != cr.Run.ThreadID {
+			cr.Run.ThreadID = strings.Clone(id)
+		}
 		if cr.declare != negotiate.DeclareKeep {
 			ev, cr.buf = Declare(ev, cr.declare, cr.declared, cr.buf)
 			typ = rules.PeekType(ev)
@@ -240,27 +254,28 @@ func (cr *ChainRun) PushTyped(ev, typ []byte) {
 // per event per hop, and the steps that do not concern it are not visited.
 func (cr *ChainRun) push(i int, ev, typ []byte) {
 	cr.Run.hop++
-	for _, j := range cr.steps(typ) {
+	for _, j := range cr.stepsOf(typ) {
 		if j < i {
 			continue
 		}
-		// As in first, written out: a helper for these lines is not inlined.
-		if cr.state[j] == nil {
+		// As in Wanted, written out: a helper for these lines is not inlined.
+		sr := &cr.steps[j]
+		if sr.state == nil {
 			cr.make(j)
 		}
-		if w := cr.wants[j]; w == nil || w.Wants(cr.Run, typ, ev) {
+		if w := sr.wants; w == nil || w.Wants(cr.Run, typ, ev) {
 			cr.apply(j, ev, typ)
 			return
 		}
 	}
-	cr.out(ev)
+	cr.out(ev, typ)
 }
 
 // apply hands ev, of type typ, to step i, whose state is made.
 func (cr *ChainRun) apply(i int, ev, typ []byte) {
 	prev, prevType, prevAt := cr.Run.step, cr.Run.typ, cr.at
 	cr.Run.step, cr.Run.typ, cr.at = cr.chain.Steps[i], typ, i
-	cr.state[i].Apply(cr.Run, ev, cr.emit)
+	cr.steps[i].state.Apply(cr.Run, ev, cr.emit)
 	cr.Run.step, cr.Run.typ, cr.at = prev, prevType, prevAt
 }
 
@@ -270,23 +285,29 @@ func (cr *ChainRun) apply(i int, ev, typ []byte) {
 // one version at a time, then Late steps (which judge what the others left).
 // steps is in registry order, oldest change first.
 func order(dir Direction, target negotiate.Version, steps []*Step) []*Step {
-	var ups, downs, late []*Step
+	in := func(s *Step) bool { return s.Direction == dir && s.Applies(target) }
+	n := 0
 	for _, s := range steps {
-		if s.Direction != dir || !s.Applies(target) {
-			continue
-		}
-		switch {
-		case s.Kind == Upgrade:
-			ups = append(ups, s)
-		case s.Late:
-			late = append(late, s)
-		default:
-			downs = append(downs, s)
+		if in(s) {
+			n++
 		}
 	}
-	chain := ups
-	for i := len(downs) - 1; i >= 0; i-- {
-		chain = append(chain, downs[i])
+	// One allocation: the input's chain is ordered on every translated run.
+	chain := make([]*Step, 0, n)
+	for _, s := range steps {
+		if in(s) && s.Kind == Upgrade {
+			chain = append(chain, s)
+		}
 	}
-	return append(chain, late...)
+	for i := len(steps) - 1; i >= 0; i-- {
+		if s := steps[i]; in(s) && s.Kind != Upgrade && !s.Late {
+			chain = append(chain, s)
+		}
+	}
+	for _, s := range steps {
+		if in(s) && s.Kind != Upgrade && s.Late {
+			chain = append(chain, s)
+		}
+	}
+	return chain
 }

@@ -16,9 +16,9 @@ func TestChainRunMakesStepStateAtTheFirstEventItConcerns(t *testing.T) {
 	r.Stream = &StreamState{}
 	c := EventChain(target, Registry())
 	var out [][]byte
-	cr := c.Start(r, negotiate.Plan{}, func(ev []byte) { out = append(out, slices.Clone(ev)) })
+	cr := c.Start(r, negotiate.Plan{}, func(ev, _ []byte) { out = append(out, slices.Clone(ev)) })
 	for i := range c.Steps {
-		if cr.state[i] != nil {
+		if cr.steps[i].state != nil {
 			t.Fatalf("step %s has state before any event", c.Steps[i].Name)
 		}
 	}
@@ -27,10 +27,10 @@ func TestChainRunMakesStepStateAtTheFirstEventItConcerns(t *testing.T) {
 	made := func(typ string) (n int) {
 		for i, s := range c.Steps {
 			concerns := s.concernsType([]byte(typ))
-			if cr.state[i] != nil {
+			if cr.steps[i].state != nil {
 				n++
 			}
-			if cr.state[i] != nil && !concerns && typ == "RUN_STARTED" {
+			if cr.steps[i].state != nil && !concerns && typ == "RUN_STARTED" {
 				t.Errorf("step %s (types %v) has state after RUN_STARTED alone", s.Name, s.Types)
 			}
 		}
@@ -44,7 +44,7 @@ func TestChainRunMakesStepStateAtTheFirstEventItConcerns(t *testing.T) {
 	// A tool call reaches the steps that concern it, made now.
 	cr.Push([]byte(`{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f","parentMessageId":null}`))
 	for i, s := range c.Steps {
-		if s.Types != nil && s.concernsType([]byte("TOOL_CALL_START")) && cr.state[i] == nil {
+		if s.Types != nil && s.concernsType([]byte("TOOL_CALL_START")) && cr.steps[i].state == nil {
 			t.Errorf("step %s has no state after an event of its type", s.Name)
 		}
 	}
@@ -79,7 +79,7 @@ func TestChainRunLazyStateEmitsAsEager(t *testing.T) {
 			r.Stream = &StreamState{}
 			c := EventChain(to, Registry())
 			var out []string
-			cr := c.Start(r, negotiate.Plan{}, func(ev []byte) { out = append(out, string(ev)) })
+			cr := c.Start(r, negotiate.Plan{}, func(ev, _ []byte) { out = append(out, string(ev)) })
 			if eager {
 				for i := range c.Steps {
 					cr.make(i)

@@ -14,7 +14,7 @@ import (
 func TestShapeShapesOnlyValidEvents(t *testing.T) {
 	var out []string
 	run := NewRun(Events, negotiate.Current, negotiate.MustParse("0.0.47"), nil)
-	cr := EventChain(run.To, []*Step{textName}).Start(run, negotiate.Plan{}, func(ev []byte) { out = append(out, string(ev)) })
+	cr := EventChain(run.To, []*Step{textName}).Start(run, negotiate.Plan{}, func(ev, _ []byte) { out = append(out, string(ev)) })
 	for _, c := range []struct {
 		ev   string
 		want Verdict

@@ -37,7 +37,7 @@ func BenchmarkLegacyDowngrade(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			r := NewRun(Events, negotiate.Version{}, negotiate.MustParse(c.target), nil)
 			r.RunID = "r"
-			cr := EventChain(r.To, []*Step{c.step}).Start(r, negotiate.Plan{}, func([]byte) {})
+			cr := EventChain(r.To, []*Step{c.step}).Start(r, negotiate.Plan{}, func(_, _ []byte) {})
 			for _, ev := range c.setup {
 				cr.Push([]byte(ev))
 			}

@@ -285,7 +285,7 @@ func checkProperties(t *testing.T, target string, res relayed, consumer negotiat
 		for _, ev := range evs {
 			if cr == nil || string(rules.PeekType(ev)) == "RUN_STARTED" {
 				r := translate.NewRun(translate.Events, negotiate.Version{}, consumer, nil)
-				cr = chain.Start(r, negotiate.Plan{}, func(b []byte) { again = append(again, bytes.Clone(b)) })
+				cr = chain.Start(r, negotiate.Plan{}, func(b, _ []byte) { again = append(again, bytes.Clone(b)) })
 			}
 			cr.Push(ev)
 			all = append(all, ev)

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agui-relay/agui-relay/negotiate"
+	"github.com/agui-relay/agui-relay/rules"
 )
 
 // through runs events through a chain of the given steps for target, as one
@@ -21,9 +22,12 @@ func throughRun(t *testing.T, r *Run, steps []*Step, events ...string) (out []st
 	if r.RunID == "" {
 		r.RunID = "r1"
 	}
-	cr := EventChain(r.To, steps).Start(r, negotiate.Plan{}, func(ev []byte) {
+	cr := EventChain(r.To, steps).Start(r, negotiate.Plan{}, func(ev, typ []byte) {
 		if !gjson.ValidBytes(ev) {
 			t.Errorf("step emitted invalid JSON: %s", ev)
+		}
+		if want := rules.PeekType(ev); string(typ) != string(want) {
+			t.Errorf("the chain gave %s the type %q, want %q", ev, typ, want)
 		}
 		out = append(out, string(ev))
 	})

@@ -13,7 +13,7 @@ func TestWantedAsksCatchAllSteps(t *testing.T) {
 	c := EventChain(negotiate.MustParse("0.0.45"), Registry())
 	run := NewRun(Events, negotiate.Current, negotiate.MustParse("0.0.45"), nil)
 	run.Stream = &StreamState{}
-	cr := c.Start(run, negotiate.Plan{}, func([]byte) {})
+	cr := c.Start(run, negotiate.Plan{}, func(_, _ []byte) {})
 	cr.Push([]byte(`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`))
 	tests := []struct {
 		ev   string
@@ -36,7 +36,7 @@ func TestWantedAsksCatchAllSteps(t *testing.T) {
 		}
 	}
 	v1 := EventChain(negotiate.Current, Registry())
-	cr1 := v1.Start(NewRun(Events, negotiate.Version{}, negotiate.Current, nil), negotiate.Plan{}, func([]byte) {})
+	cr1 := v1.Start(NewRun(Events, negotiate.Version{}, negotiate.Current, nil), negotiate.Plan{}, func(_, _ []byte) {})
 	for ev, want := range map[string]bool{
 		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`:                 false,
 		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x","rawEvent":null}`: true,

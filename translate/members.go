@@ -164,20 +164,35 @@ func valueEnd(b []byte, i int) int {
 // the chain counts each event it hands on (hop), and a read is reused for
 // the same bytes in the same hop. The offsets are ev's.
 func (r *Run) members(ev []byte) ([]member, bool) {
-	at := uintptr(unsafe.Pointer(unsafe.SliceData(ev)))
-	if r.top.hop != r.hop || r.top.at != at || r.top.n != len(ev) {
+	if id := r.handing(ev); r.top.id != id {
+		if r.top.list == nil {
+			// Room for an event's usual members at once, where growing
+			// from none took three allocations a run.
+			r.top.list = make([]member, 0, 8)
+		}
 		r.top.list, r.top.ok = topMembers(ev, r.top.list[:0])
-		r.top.hop, r.top.at, r.top.n = r.hop, at, len(ev)
+		r.top.id = id
 	}
 	return r.top.list, r.top.ok
 }
 
-// topRead is the last read of members, with what identifies the event it
-// was read from (its first byte's address, its length, the hop).
+// handed identifies an event in the hop the chain hands it on: its first
+// byte's address, its length, the hop. What a step reads of the event in
+// its Wants holds for its Apply while the identity is the same.
+type handed struct {
+	at  uintptr
+	n   int
+	hop uint64
+}
+
+// handing returns the identity of ev, the event the chain is handing on.
+func (r *Run) handing(ev []byte) handed {
+	return handed{uintptr(unsafe.Pointer(unsafe.SliceData(ev))), len(ev), r.hop}
+}
+
+// topRead is the last read of members, with the event it was read from.
 type topRead struct {
 	list []member
 	ok   bool
-	at   uintptr
-	n    int
-	hop  uint64
+	id   handed
 }

@@ -74,7 +74,7 @@ func TestNullShapesAreRegistryShapes(t *testing.T) {
 	var shapes []string
 	obs := observerFunc(func(_ *Step, shape string) { shapes = append(shapes, shape) })
 	c := EventChain(negotiate.Current, []*Step{nullMeansAbsent})
-	cr := c.Start(NewRun(Events, negotiate.Version{}, negotiate.Current, obs), negotiate.Plan{}, func([]byte) {})
+	cr := c.Start(NewRun(Events, negotiate.Version{}, negotiate.Current, obs), negotiate.Plan{}, func(_, _ []byte) {})
 	for _, ev := range []string{
 		`{"type":"RUN_STARTED","threadId":"t","runId":"r","rawEvent":null,"input":{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":[{"type":"image","source":{"type":"url","value":"u"},"metadata":null}]}],"forwardedProps":null,"tools":[{"name":"n","description":"d","parameters":null}],"resume":[{"interruptId":"i","status":"resolved","payload":null}]}}`,
 		`{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"n","parentMessageId":null}`,

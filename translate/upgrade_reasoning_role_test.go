@@ -22,7 +22,7 @@ func TestReasoningRoleUpgrade(t *testing.T) {
 	for _, tc := range tests {
 		c := EventChain(negotiate.Current, []*Step{reasoningRoleUpgrade})
 		var got []string
-		cr := c.Start(NewRun(Events, negotiate.Version{}, negotiate.Current, nil), negotiate.Plan{}, func(b []byte) { got = append(got, string(b)) })
+		cr := c.Start(NewRun(Events, negotiate.Version{}, negotiate.Current, nil), negotiate.Plan{}, func(b, _ []byte) { got = append(got, string(b)) })
 		cr.Push([]byte(tc.in))
 		if len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s -> %q, want %s", tc.in, got, tc.want)

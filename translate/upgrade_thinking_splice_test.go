@@ -46,7 +46,7 @@ func thinkingRunOf(step *Step, events []string) string {
 	r := NewRun(Events, negotiate.Version{}, negotiate.Current, obs)
 	r.RunID = "r1"
 	var out []string
-	cr := EventChain(r.To, []*Step{step}).Start(r, negotiate.Plan{}, func(ev []byte) { out = append(out, string(ev)) })
+	cr := EventChain(r.To, []*Step{step}).Start(r, negotiate.Plan{}, func(ev, _ []byte) { out = append(out, string(ev)) })
 	for _, ev := range events {
 		buf := []byte(ev)
 		cr.Push(buf)

@@ -141,7 +141,7 @@ func BenchmarkSubagentLanes(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			r := NewRun(Events, negotiate.Version{}, negotiate.MustParse("0.0.58"), nil)
 			r.RunID = "r"
-			cr := EventChain(r.To, []*Step{subagents}).Start(r, negotiate.Plan{}, func([]byte) {})
+			cr := EventChain(r.To, []*Step{subagents}).Start(r, negotiate.Plan{}, func(_, _ []byte) {})
 			for _, ev := range c.setup {
 				cr.Push([]byte(ev))
 			}

@@ -44,6 +44,10 @@ type subagentsRun struct {
 	rewriter
 	inner []Item
 	lanes chunkLanes
+	// name is where tagged found the tag's name in the event nameIn
+	// identifies, for Apply to read again.
+	name   int
+	nameIn handed
 }
 
 // Wants: SUBAGENT_* events, events that carry a subagentRunId (tagged), and
@@ -57,9 +61,11 @@ func (s *subagentsRun) Wants(r *Run, typ, ev []byte) bool {
 // but for the events whose messages or interrupts carry tags too, as a
 // top-level member (a key with an escape may be one).
 func (s *subagentsRun) tagged(r *Run, typ, ev []byte) bool {
-	if indexRare(ev, "subagentRunId", 8) < 0 {
+	i := indexRare(ev, "subagentRunId", 8)
+	if i < 0 {
 		return false
 	}
+	s.name, s.nameIn = i, r.handing(ev)
 	if nestsTags(typ) {
 		return true
 	}
@@ -102,7 +108,11 @@ func (s *subagentsRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 		}
 	}
 	kind := chunkKindOf(typ)
-	if indexRare(ev, "subagentRunId", 8) < 0 {
+	name := s.name
+	if s.nameIn != r.handing(ev) {
+		name = indexRare(ev, "subagentRunId", 8)
+	}
+	if name < 0 {
 		if kind != 0 {
 			id := Get(ev, kind.idKey())
 			s.chunk(r, Root(ev), kind, "", false, id, id.Exists())
