@@ -14,9 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -245,10 +243,10 @@ func benchShortRuns(b *testing.B, taps shortRunTaps, conns int, consumer negotia
 	runs(200 * conns) // the pools, the connections to the producer, the stacks
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := testkit.CPUTime()
 	runs(b.N)
 	b.StopTimer()
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/run")
+	b.ReportMetric(float64(testkit.CPUTime()-cpu0)/float64(b.N), "cpu-ns/run")
 }
 
 // readResponse reads one response of the relay, up to the end of its chunked
@@ -272,11 +270,4 @@ func readResponse(c net.Conn, buf []byte) error {
 		return errors.New("unexpected response: " + string(buf[:n]))
 	}
 	return nil
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru) //nolint:errcheck
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

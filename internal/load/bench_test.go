@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,7 +44,7 @@ func BenchmarkGenerator(b *testing.B) {
 		for _, judge := range []int{0, 16, load.JudgeAuto, 1} {
 			name := target.name + "/generator/" + map[int]string{0: "judge=off", 1: "judge=every", 16: "judge=1in16", load.JudgeAuto: "judge=auto"}[judge]
 			b.Run(name, func(b *testing.B) {
-				cpu0, t0, relay0, demo0 := cpuTime(), time.Now(), procCPU(b, relayPID), procCPU(b, demoPID)
+				cpu0, t0, relay0, demo0 := testkit.CPUTime(), time.Now(), procCPU(b, relayPID), procCPU(b, demoPID)
 				res, err := load.Run(context.Background(), load.Config{URL: url, Concurrency: streams, Runs: int64(b.N),
 					Timeouts: load.DefaultTimeouts, JudgeEvery: judge})
 				if err != nil {
@@ -74,7 +73,7 @@ func bytesOnly(b *testing.B, url string, streams, events int) {
 	next := 0
 	var total int64
 	var wg sync.WaitGroup
-	cpu0, t0 := cpuTime(), time.Now()
+	cpu0, t0 := testkit.CPUTime(), time.Now()
 	for i := 0; i < streams; i++ {
 		wg.Add(1)
 		go func() {
@@ -168,16 +167,9 @@ const clockTicks = 100
 // and t0, and returns that CPU.
 func report(b *testing.B, events int64, cpu0 time.Duration, t0 time.Time) time.Duration {
 	secs := time.Since(t0).Seconds()
-	cpu := cpuTime() - cpu0
+	cpu := testkit.CPUTime() - cpu0
 	b.ReportMetric(float64(events)/secs, "events/s")
 	b.ReportMetric(float64(cpu)/float64(events), "cpu-ns/event")
 	b.ReportMetric(0, "ns/op")
 	return cpu
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru) //nolint:errcheck
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

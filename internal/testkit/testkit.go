@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -407,13 +406,4 @@ func ConversationInput() string {
 	}
 	b.WriteString(`],"tools":[{"name":"search","description":"searches the notes","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}],"context":[{"description":"user","value":"bench"}],"forwardedProps":{"k":"v"}}`)
 	return b.String()
-}
-
-// CPUTime is the process's user and system CPU time so far: what a
-// benchmark on a shared machine compares, where the wall clock counts the
-// time other processes held the CPU.
-func CPUTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru) //nolint:errcheck
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
