@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -16,20 +17,43 @@ import (
 )
 
 // keepAliveModes are the ways a stream waits for a silent producer, each
-// of which a keep-alive must find: parked (no goroutine: a timer takes it
-// up), in its goroutine on a polled body (the read deadline), with no
-// Poller, without ReuseGoroutines (a goroutine per stream, never parked),
-// and in a blocking read of a body that cannot be polled (gzip: the gate).
-var keepAliveModes = []struct {
+// of which a keep-alive must find: parked (no goroutine: the Poller
+// registration's deadline wakes it), in its goroutine on a polled body
+// (the read deadline), with no Poller, without ReuseGoroutines (a
+// goroutine per stream, never parked), and in a blocking read of a body
+// that cannot be polled (gzip, TLS, gzip over TLS: the deadline beneath
+// the decoders).
+var keepAliveModes = []keepAliveMode{
+	{"parked", false, false, func(*Relay) {}},
+	{"in its goroutine", false, false, func(r *Relay) { parkingAfter(r, time.Hour) }},
+	{"no poller", false, false, func(r *Relay) { r.Poller = nil }},
+	{"goroutine per stream", false, false, func(r *Relay) { r.ReuseGoroutines = false }},
+	{"blocking read", true, false, func(*Relay) {}},
+	{"TLS", false, true, func(*Relay) {}},
+	{"gzip over TLS", true, true, func(*Relay) {}},
+}
+
+type keepAliveMode struct {
 	name      string
-	gzip      bool
+	gzip, tls bool
 	configure func(*Relay)
-}{
-	{"parked", false, func(*Relay) {}},
-	{"in its goroutine", false, func(r *Relay) { parkingAfter(r, time.Hour) }},
-	{"no poller", false, func(r *Relay) { r.Poller = nil }},
-	{"goroutine per stream", false, func(r *Relay) { r.ReuseGoroutines = false }},
-	{"blocking read", true, func(*Relay) {}},
+}
+
+// harness is newHarness in the mode: with a TLS producer, whose
+// certificate the relay's client trusts, when tls.
+func (m keepAliveMode) harness(t *testing.T, producer http.HandlerFunc, configure func(*Relay)) *harness {
+	t.Helper()
+	return newHarness(t, producer, func(r *Relay) {
+		if m.tls {
+			srv := httptest.NewTLSServer(producer)
+			t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+			client := NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond})
+			client.TLSConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+			r.Upstream, r.Client = srv.URL, client
+		}
+		configure(r)
+		m.configure(r)
+	})
 }
 
 // silentProducer answers with before, flushed, then waits for resume (or
@@ -112,9 +136,8 @@ func TestKeepAlivesWhileTheProducerIsSilent(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			resume := make(chan struct{})
 			tap := &writtenTap{}
-			h := newHarness(t, silentProducer(before, after, resume, mode.gzip), func(r *Relay) {
+			h := mode.harness(t, silentProducer(before, after, resume, mode.gzip), func(r *Relay) {
 				r.KeepAlive = 20 * time.Millisecond
-				mode.configure(r)
 			})
 			tap.endTap = endTap{end: reportsTo(h.reports)}
 			h.relay.Tap = func(*RunReport) RunTap { return tap }
@@ -189,10 +212,9 @@ func readFrame(t *testing.T, br *bufio.Reader) string {
 func TestKeepAlivesDoNotHoldOffTheIdleTimeout(t *testing.T) {
 	for _, mode := range keepAliveModes {
 		t.Run(mode.name, func(t *testing.T) {
-			h := newHarness(t, silentProducer(testkit.RunStarted, "", nil, mode.gzip), func(r *Relay) {
+			h := mode.harness(t, silentProducer(testkit.RunStarted, "", nil, mode.gzip), func(r *Relay) {
 				r.KeepAlive = 10 * time.Millisecond
 				r.IdleTimeout = 150 * time.Millisecond
-				mode.configure(r)
 			})
 			body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 			if n := strings.Count(body, event.KeepAliveFrame); n == 0 {
@@ -217,7 +239,7 @@ func TestNoKeepAlivesWhileTheConsumerIsWritten(t *testing.T) {
 	const interval, gap, events = 300 * time.Millisecond, 5 * time.Millisecond, 200 // a second in all
 	for _, mode := range keepAliveModes {
 		t.Run(mode.name, func(t *testing.T) {
-			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+			h := mode.harness(t, func(w http.ResponseWriter, r *http.Request) {
 				out, flush, end := eventStreamWriter(w, mode.gzip)
 				defer end()
 				io.WriteString(out, testkit.RunStarted) //nolint:errcheck
@@ -236,7 +258,6 @@ func TestNoKeepAlivesWhileTheConsumerIsWritten(t *testing.T) {
 				io.WriteString(out, testkit.RunFinished) //nolint:errcheck
 			}, func(r *Relay) {
 				r.KeepAlive = interval
-				mode.configure(r)
 			})
 			body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 			if n := strings.Count(body, event.KeepAliveFrame); n != 0 {
@@ -336,6 +357,63 @@ func TestKeepAliveRevealsAConsumerThatLeft(t *testing.T) {
 			}
 			testkit.Await(t, cancelled, "the producer's request was not cancelled")
 			if rep := h.report(); rep.Abort != CodeConsumerGone {
+				t.Errorf("report %+v", rep)
+			}
+		})
+	}
+}
+
+// Keep-alives go on after the producer speaks again: a producer silent
+// until the consumer has read a keep-alive, three times over, has each of
+// its events relayed and the run complete, whichever way the stream waits
+// (a deadline that the first bytes cleared, or that a decoder kept as an
+// error, would end the keep-alives or the body).
+func TestKeepAlivesBetweenSilences(t *testing.T) {
+	const silences = 3
+	for _, mode := range keepAliveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			heard := make(chan struct{})
+			h := mode.harness(t, func(w http.ResponseWriter, r *http.Request) {
+				out, flush, end := eventStreamWriter(w, mode.gzip)
+				defer end()
+				io.WriteString(out, testkit.RunStarted) //nolint:errcheck
+				flush()
+				for range silences {
+					select {
+					case <-heard:
+					case <-r.Context().Done():
+						return
+					}
+					io.WriteString(out, testkit.ContentEvent) //nolint:errcheck
+					flush()
+				}
+				io.WriteString(out, testkit.RunFinished) //nolint:errcheck
+			}, func(r *Relay) { r.KeepAlive = 20 * time.Millisecond })
+			resp := h.post("/agent", testkit.MinimalInput)
+			defer resp.Body.Close()
+			defer time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() }).Stop()
+			br := bufio.NewReader(resp.Body)
+			if f := readFrame(t, br); f != testkit.RunStarted {
+				t.Fatalf("first frame %q", f)
+			}
+			for i := range silences {
+				if f := readFrame(t, br); f != event.KeepAliveFrame {
+					t.Fatalf("silence %d: %q before a keep-alive", i, f)
+				}
+				heard <- struct{}{}
+				f := readFrame(t, br)
+				for f == event.KeepAliveFrame {
+					f = readFrame(t, br)
+				}
+				if f != testkit.ContentEvent {
+					t.Fatalf("after silence %d: %q", i, f)
+				}
+			}
+			rest, err := io.ReadAll(br)
+			if err != nil || strings.ReplaceAll(string(rest), event.KeepAliveFrame, "") != testkit.RunFinished {
+				t.Fatalf("the end %q, %v", rest, err)
+			}
+			if rep := h.report(); rep.Abort != "" || rep.Terminal != "RUN_FINISHED" {
 				t.Errorf("report %+v", rep)
 			}
 		})

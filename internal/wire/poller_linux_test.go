@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
@@ -40,7 +41,7 @@ func TestPollerFiresOnHangupAndInput(t *testing.T) {
 
 	input, gotInput := fired()
 	rtok := p.Reserve(input)
-	if !p.ArmRead(c.RawConn(), rtok) {
+	if !p.ArmRead(c.RawConn(), rtok, time.Time{}) {
 		t.Fatal("the connection could not be armed for input")
 	}
 	d.Write([]byte("x")) //nolint:errcheck
@@ -110,7 +111,7 @@ func TestPollerCloseLeavesNoGoroutine(t *testing.T) {
 	if _, ok := p.WatchHangup(c.RawConn(), func() {}); ok {
 		t.Fatal("a closed poller watched a connection")
 	}
-	if p.ArmRead(c.RawConn(), p.Reserve(func() {})) {
+	if p.ArmRead(c.RawConn(), p.Reserve(func() {}), time.Time{}) {
 		t.Fatal("a closed poller armed a read")
 	}
 	p.Remove(c.RawConn(), tok)
