@@ -14,8 +14,9 @@ import (
 // flushes before each read), so one never splits an event.
 //   - polled: the deadline is the nearer of parking and the next
 //     keep-alive (armKeepAlive); Poll returns at it (sendKeepAlive);
-//   - parked: the deadline is the Poller registration's (ArmRead), and the
-//     woken stream takes the same path (resume);
+//   - parked: the deadline is the Poller registration's (ArmRead); the
+//     stream it wakes finds nothing to read (stepAfterDeadline) and its
+//     deadline passed, so its Poll returns at once onto the same path;
 //   - read blocking (TLS, gzip): the deadline is on the connection beneath
 //     the decoders, and wire.Body calls keepAliveDeadline (OnReadDeadline)
 //     and reads on: neither crypto/tls nor compress/flate sees a timeout.
@@ -164,17 +165,6 @@ func (p *relayedStream) parkDeadline() time.Time {
 		return time.Time{}
 	}
 	return p.keepAliveDue()
-}
-
-// resumeAtDeadline readies a woken stream whose registration's deadline
-// passed (its keep-alive is due): a deadline in the past makes its Poll
-// return at once, onto the deadline's path (sendKeepAlive), as in a
-// stream that did not park.
-func (p *relayedStream) resumeAtDeadline() {
-	if p.ka.every > 0 && p.keepAliveNow(time.Now()) {
-		p.deadline = interruptNow
-		p.sb.SetReadDeadline(interruptNow) //nolint:errcheck // no deadline: the Poll waits for the producer, as after input
-	}
 }
 
 func (p *relayedStream) pollStep() func() bool {

@@ -9,11 +9,16 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap/zapcore"
+
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/testkit"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // keepAliveModes are the ways a stream waits for a silent producer, each
@@ -417,5 +422,83 @@ func TestKeepAlivesBetweenSilences(t *testing.T) {
 				t.Errorf("report %+v", rep)
 			}
 		})
+	}
+}
+
+// A parked stream's keep-alives come from its Poller registration's
+// deadline (the read deadline of a parked descriptor): each parking arms
+// the registration with the next keep-alive's time, and the stream, with
+// no goroutine between, writes the keep-alive when woken at it.
+func TestParkedKeepAliveIsThePollerDeadline(t *testing.T) {
+	const every = 30 * time.Millisecond
+	type parking struct {
+		at, deadline time.Time
+	}
+	parkings := make(chan parking, 64)
+	resume := make(chan struct{})
+	var pl *Poller
+	h := newHarness(t, silentProducer(testkit.RunStarted, testkit.RunFinished, resume, false), func(r *Relay) {
+		r.KeepAlive = every
+		pl = r.Poller
+		armingWith(r, func(w *wire.Poller, rc syscall.RawConn, token int32, deadline time.Time) bool {
+			parkings <- parking{time.Now(), deadline}
+			return w.ArmRead(rc, token, deadline)
+		})
+	})
+	resp := h.post("/agent", testkit.MinimalInput)
+	defer resp.Body.Close()
+	defer time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() }).Stop()
+	br := bufio.NewReader(resp.Body)
+	if f := readFrame(t, br); f != testkit.RunStarted {
+		t.Fatalf("first frame %q", f)
+	}
+	for i := range 3 {
+		p := testkit.Await(t, parkings, "the stream did not park")
+		if p.deadline.IsZero() || p.deadline.Sub(p.at) > every {
+			t.Errorf("parking %d at %v armed with deadline %v", i, p.at, p.deadline)
+		}
+		testkit.WaitFor(t, "the parked stream holds a goroutine", func() bool { return pl.w.Running() == 0 })
+		if f := readFrame(t, br); f != event.KeepAliveFrame {
+			t.Fatalf("frame %q, want a keep-alive", f)
+		}
+	}
+	close(resume)
+	if rest, err := io.ReadAll(br); err != nil || !strings.HasSuffix(string(rest), testkit.RunFinished) {
+		t.Fatalf("the end %q, %v", rest, err)
+	}
+	if rep := h.report(); rep.Abort != "" || rep.Terminal != "RUN_FINISHED" {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+// A Client whose response bodies the relay does not read off their
+// connection (not NewClient's) leaves no read deadline to set: its streams
+// get no keep-alives, and the Relay says so once, at WARN.
+func TestNoKeepAlivesWithAnotherClient(t *testing.T) {
+	const every = 5 * time.Millisecond
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, testkit.RunStarted)
+		select {
+		case <-time.After(10 * every): // a producer that thinks
+		case <-r.Context().Done():
+			return
+		}
+		testkit.SSE(w, testkit.RunFinished)
+	}, func(r *Relay) {
+		r.KeepAlive = every
+		r.Client = &fasthttp.Client{StreamResponseBody: true}
+	})
+	for range 2 {
+		body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
+		if strings.Contains(body, event.KeepAliveFrame) || !strings.HasSuffix(body, testkit.RunFinished) {
+			t.Errorf("relayed %q", body)
+		}
+		if rep := h.report(); rep.Abort != "" {
+			t.Errorf("report %+v", rep)
+		}
+	}
+	if n := h.logs.FilterMessageSnippet("no keep-alives").FilterLevelExact(zapcore.WarnLevel).Len(); n != 1 {
+		t.Errorf("%d WARN lines on keep-alives, want 1", n)
 	}
 }

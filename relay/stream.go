@@ -322,7 +322,6 @@ func (p *relayedStream) wake() {
 
 func (p *relayedStream) resume() {
 	p.unpark()
-	p.resumeAtDeadline()
 	p.serve()
 }
 
