@@ -47,8 +47,8 @@ func (p *relayedStream) waited() *keepAliveWaited {
 	return p.ka.waited
 }
 
-// startKeepAlive arms the keep-alives of a stream whose body is read
-// blocking: a polled one's deadline is set at each wait (armKeepAlive).
+// startKeepAlive starts the stream's keep-alives. A body read blocking
+// gets its deadline now; a polled one's is set at each wait (armKeepAlive).
 func (p *relayedStream) startKeepAlive() {
 	p.ka.every = p.r.KeepAlive
 	if p.ka.every <= 0 {

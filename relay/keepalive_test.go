@@ -502,3 +502,62 @@ func TestNoKeepAlivesWithAnotherClient(t *testing.T) {
 		t.Errorf("%d WARN lines on keep-alives, want 1", n)
 	}
 }
+
+// A stream whose keep-alive deadline is armed far off still ends at once
+// when its body is closed (the close's past deadline is not taken for a
+// keep-alive's, to read on until the next): at the run timeout, with its
+// RUN_ERROR, and when the consumer leaves, with the producer's request
+// cancelled; no stream's goroutine is left, whichever way it waited.
+func TestStreamWithAKeepAliveArmedEndsWhenClosed(t *testing.T) {
+	for _, mode := range keepAliveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Run("run timeout", func(t *testing.T) {
+				h := mode.harness(t, silentProducer(testkit.RunStarted, "", nil, mode.gzip), func(r *Relay) {
+					r.KeepAlive = time.Hour
+					r.RunTimeout = 100 * time.Millisecond
+				})
+				resp := h.post("/agent", testkit.MinimalInput)
+				defer time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() }).Stop()
+				body := testkit.ReadAll(t, resp)
+				if ev := runErrorOf(t, body); ev["code"] != CodeRunTimeout {
+					t.Errorf("RUN_ERROR %v in %q", ev, body)
+				}
+				if rep := h.report(); rep.Abort != CodeRunTimeout {
+					t.Errorf("report %+v", rep)
+				}
+				noStreamLeft(t)
+			})
+			t.Run("consumer gone", func(t *testing.T) {
+				cancelled := make(chan struct{})
+				h := mode.harness(t, func(w http.ResponseWriter, r *http.Request) {
+					out, flush, end := eventStreamWriter(w, mode.gzip)
+					defer end()
+					io.WriteString(out, testkit.RunStarted) //nolint:errcheck
+					flush()
+					<-r.Context().Done()
+					close(cancelled)
+				}, func(r *Relay) { r.KeepAlive = time.Hour })
+				resp := h.post("/agent", testkit.MinimalInput)
+				if f := readFrame(t, bufio.NewReader(resp.Body)); f != testkit.RunStarted {
+					t.Fatalf("first frame %q", f)
+				}
+				resp.Body.Close()
+				h.consumer.CloseIdleConnections()
+				testkit.Await(t, cancelled, "the producer's request was not cancelled")
+				if rep := h.report(); rep.Abort != CodeConsumerGone {
+					t.Errorf("report %+v", rep)
+				}
+				noStreamLeft(t)
+			})
+		})
+	}
+}
+
+// noStreamLeft fails t when a stream still reads its producer once its
+// run was reported.
+func noStreamLeft(t *testing.T) {
+	t.Helper()
+	testkit.WaitFor(t, "a stream still reads its producer", func() bool {
+		return testkit.GoroutinesIn("relay.(*relayedStream).loop") == 0 && testkit.GoroutinesIn("wire.(*Body).Read") == 0
+	})
+}

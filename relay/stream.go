@@ -223,7 +223,7 @@ func (p *producerBody) NoteRead() {
 
 // Read reads the producer's body. A body that cannot be polled blocks
 // here, and writes its keep-alives from here (OnReadDeadline).
-func (p *producerBody) Read(b []byte) (n int, err error) { return p.ub.body.Read(b) }
+func (p *producerBody) Read(b []byte) (int, error) { return p.ub.body.Read(b) }
 
 // runEndGrace is how long the producer has, after the requested run's
 // terminal event, to end its response itself (keeping its connection
