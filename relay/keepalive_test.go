@@ -368,6 +368,21 @@ func TestKeepAliveRevealsAConsumerThatLeft(t *testing.T) {
 	}
 }
 
+// runStarted posts a run to h and returns the reader of its response once
+// RUN_STARTED was read. The response is closed at the test's end, or after
+// Liveness, which ends a read that waits longer.
+func runStarted(t *testing.T, h *harness) *bufio.Reader {
+	t.Helper()
+	resp := h.post("/agent", testkit.MinimalInput)
+	stop := time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() })
+	t.Cleanup(func() { stop.Stop(); resp.Body.Close() })
+	br := bufio.NewReader(resp.Body)
+	if f := readFrame(t, br); f != testkit.RunStarted {
+		t.Fatalf("first frame %q", f)
+	}
+	return br
+}
+
 // Keep-alives go on after the producer speaks again: a producer silent
 // until the consumer has read a keep-alive, three times over, has each of
 // its events relayed and the run complete, whichever way the stream waits
@@ -394,13 +409,7 @@ func TestKeepAlivesBetweenSilences(t *testing.T) {
 				}
 				io.WriteString(out, testkit.RunFinished) //nolint:errcheck
 			}, func(r *Relay) { r.KeepAlive = 20 * time.Millisecond })
-			resp := h.post("/agent", testkit.MinimalInput)
-			defer resp.Body.Close()
-			defer time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() }).Stop()
-			br := bufio.NewReader(resp.Body)
-			if f := readFrame(t, br); f != testkit.RunStarted {
-				t.Fatalf("first frame %q", f)
-			}
+			br := runStarted(t, h)
 			for i := range silences {
 				if f := readFrame(t, br); f != event.KeepAliveFrame {
 					t.Fatalf("silence %d: %q before a keep-alive", i, f)
@@ -445,13 +454,7 @@ func TestParkedKeepAliveIsThePollerDeadline(t *testing.T) {
 			return w.ArmRead(rc, token, deadline)
 		})
 	})
-	resp := h.post("/agent", testkit.MinimalInput)
-	defer resp.Body.Close()
-	defer time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() }).Stop()
-	br := bufio.NewReader(resp.Body)
-	if f := readFrame(t, br); f != testkit.RunStarted {
-		t.Fatalf("first frame %q", f)
-	}
+	br := runStarted(t, h)
 	for i := range 3 {
 		p := testkit.Await(t, parkings, "the stream did not park")
 		if p.deadline.IsZero() || p.deadline.Sub(p.at) > every {
@@ -529,12 +532,9 @@ func TestStreamWithAKeepAliveArmedEndsWhenClosed(t *testing.T) {
 			})
 			t.Run("consumer gone", func(t *testing.T) {
 				cancelled := make(chan struct{})
+				silent := silentProducer(testkit.RunStarted, "", nil, mode.gzip) // until the request ends
 				h := mode.harness(t, func(w http.ResponseWriter, r *http.Request) {
-					out, flush, end := eventStreamWriter(w, mode.gzip)
-					defer end()
-					io.WriteString(out, testkit.RunStarted) //nolint:errcheck
-					flush()
-					<-r.Context().Done()
+					silent(w, r)
 					close(cancelled)
 				}, func(r *Relay) { r.KeepAlive = time.Hour })
 				resp := h.post("/agent", testkit.MinimalInput)
