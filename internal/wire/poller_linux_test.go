@@ -105,9 +105,8 @@ func TestPollerCloseLeavesNoGoroutine(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if pollerRunning() {
-		t.Fatal("the poller's goroutine is left after Close")
-	}
+	// Close returns once the goroutine closed done, in its last defer.
+	testkit.WaitFor(t, "the poller's goroutine is left after Close", func() bool { return !pollerRunning() })
 	if _, ok := p.WatchHangup(c.RawConn(), func() {}); ok {
 		t.Fatal("a closed poller watched a connection")
 	}
