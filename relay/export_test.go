@@ -21,7 +21,7 @@ func endingWithin(r *Relay, d time.Duration) { tuned(r).endGrace = d }
 
 // armingWith makes r's parking streams arm their wake with arm, not
 // r.Poller's ArmRead: a test's may refuse, or tell when a stream parked.
-func armingWith(r *Relay, arm func(pl *wire.Poller, rc syscall.RawConn, token int32) bool) {
+func armingWith(r *Relay, arm func(pl *wire.Poller, rc syscall.RawConn, token int32, deadline time.Time) bool) {
 	tuned(r).armRead = arm
 }
 

@@ -118,8 +118,8 @@ func TestParkedStreamCarriesTheNextRun(t *testing.T) {
 // parked each time a stream parked.
 type signalParker struct{ parked chan struct{} }
 
-func (p signalParker) arm(pl *wire.Poller, rc syscall.RawConn, token int32) bool {
-	ok := pl.ArmRead(rc, token)
+func (p signalParker) arm(pl *wire.Poller, rc syscall.RawConn, token int32, deadline time.Time) bool {
+	ok := pl.ArmRead(rc, token, deadline)
 	if ok {
 		select {
 		case p.parked <- struct{}{}:

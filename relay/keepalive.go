@@ -1,23 +1,30 @@
 package relay
 
 import (
-	"math"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
-// Keep-alives (Relay.KeepAlive) are written only between whole, flushed
-// frames, so one never splits an event. Three ways, by how the stream waits:
-//   - polled: the read deadline is the nearer of parking and the next
-//     keep-alive (armKeepAlive, sendKeepAlive);
-//   - parked: a timer runs the stream on as wake does (keepAliveParked);
-//   - in a blocking read (TLS, gzip: no descriptor to poll): the stream
-//     holds writerMu except while it reads, and a timer writes the
-//     keep-alive when it can lock it (keepAliveTick).
+// Keep-alives (Relay.KeepAlive) have one mechanism: a read deadline on the
+// producer's connection, whose expiry means "write a keep-alive if one is
+// due, and read on" (keepAliveDeadline, on every path). Each goes out on
+// the stream's own goroutine between whole, flushed frames (Stream.Pump
+// flushes before each read), so one never splits an event.
+//   - polled: the deadline is the nearer of parking and the next
+//     keep-alive (armKeepAlive); Poll returns at it (sendKeepAlive);
+//   - parked: the deadline is the Poller registration's (ArmRead); the
+//     stream it wakes finds nothing to read (stepAfterDeadline) and its
+//     deadline passed, so its Poll returns at once onto the same path;
+//   - read blocking (TLS, gzip): the deadline is on the connection beneath
+//     the decoders, and wire.Body calls keepAliveDeadline (OnReadDeadline)
+//     and reads on: neither crypto/tls nor compress/flate sees a timeout.
+// A body not read off a connection of the relay's (an embedder's Doer) has
+// no deadline to set, and so no keep-alives (warnNoKeepAlive).
 
-// keepAlive is a stream's keep-alive state; what only a stream that waited
-// needs is made then (waited), to keep the stream small.
+// keepAlive is a stream's keep-alive state; what only a polled stream that
+// waited needs is made then (waited), to keep the stream small.
 type keepAlive struct {
 	every time.Duration // 0: no keep-alives
 
@@ -29,12 +36,8 @@ type keepAlive struct {
 }
 
 type keepAliveWaited struct {
-	afterDeadline bool // the next Poll's first read follows a deadline (stepAfterDeadline)
-	blocking      bool
+	afterDeadline bool        // the next Poll's first read follows a deadline (stepAfterDeadline)
 	step          func() bool // stepAfterDeadline, made once
-
-	timer    *time.Timer // parked or blocking streams: the next keep-alive
-	writerMu sync.Mutex  // blocking streams: the consumer's writer, unlocked while the stream reads
 }
 
 func (p *relayedStream) waited() *keepAliveWaited {
@@ -44,6 +47,8 @@ func (p *relayedStream) waited() *keepAliveWaited {
 	return p.ka.waited
 }
 
+// startKeepAlive starts the stream's keep-alives. A body read blocking
+// gets its deadline now; a polled one's is set at each wait (armKeepAlive).
 func (p *relayedStream) startKeepAlive() {
 	p.ka.every = p.r.KeepAlive
 	if p.ka.every <= 0 {
@@ -51,12 +56,27 @@ func (p *relayedStream) startKeepAlive() {
 		return
 	}
 	p.ka.since = time.Since(p.clock)
-	if p.sb == nil {
-		w := p.waited()
-		w.blocking = true
-		w.writerMu.Lock()
-		w.timer = time.AfterFunc(p.ka.every, p.keepAliveTick)
+	if p.sb != nil {
+		return
 	}
+	b := connBody(p.ub.body)
+	if b == nil {
+		p.ka.every = 0
+		p.r.warnNoKeepAlive()
+		return
+	}
+	b.OnReadDeadline(p.keepAliveDeadline)
+	b.SetReadDeadline(p.keepAliveDue()) //nolint:errcheck // no deadline: no keep-alive
+}
+
+// connBody returns the wire.Body beneath body, nil when it is not read off
+// a connection of the relay's.
+func connBody(body any) *wire.Body {
+	if g, ok := body.(*gunzipBody); ok {
+		body = g.body
+	}
+	b, _ := body.(*wire.Body)
+	return b
 }
 
 // noteConsumerSilence moves the silence's start to p.now when the consumer
@@ -73,6 +93,20 @@ func (p *relayedStream) keepAliveDue() time.Time { return p.clock.Add(p.ka.since
 // sixteenth: a timer that fires a little early must not wait again.
 func (p *relayedStream) keepAliveNow(now time.Time) bool {
 	return !now.Add(p.ka.every / 16).Before(p.keepAliveDue())
+}
+
+// keepAliveDeadline runs when the producer's read deadline passed, however
+// the stream waited: it writes a keep-alive when one is due and returns
+// the next one's deadline. A failed write is werr.
+func (p *relayedStream) keepAliveDeadline() (next time.Time, err error) {
+	p.noteConsumerSilence()
+	if p.keepAliveNow(time.Now()) {
+		if err := p.writeKeepAlive(); err != nil {
+			p.werr = err
+			return time.Time{}, err
+		}
+	}
+	return p.keepAliveDue(), nil
 }
 
 func (p *relayedStream) writeKeepAlive() error {
@@ -113,17 +147,24 @@ func (p *relayedStream) sendKeepAlive() bool {
 		return true
 	}
 	p.waited().afterDeadline = true
-	if p.keepAliveNow(time.Now()) {
-		if err := p.writeKeepAlive(); err != nil {
-			p.werr = err
-			return false
-		}
+	next, err := p.keepAliveDeadline()
+	if err != nil {
+		return false
 	}
-	if p.noPark { // else it parks now (relay), which clears the deadline
-		p.deadline = p.keepAliveDue()
-		p.sb.SetReadDeadline(p.deadline) //nolint:errcheck // no deadline: no keep-alive, and the stream does not park
+	if p.noPark { // else it parks now (relay), with the deadline in the Poller's registration
+		p.deadline = next
+		p.sb.SetReadDeadline(next) //nolint:errcheck // no deadline: no keep-alive, and the stream does not park
 	}
 	return true
+}
+
+// parkDeadline is the deadline of a parking stream's registration: its
+// next keep-alive, zero with none.
+func (p *relayedStream) parkDeadline() time.Time {
+	if p.ka.every == 0 {
+		return time.Time{}
+	}
+	return p.keepAliveDue()
 }
 
 func (p *relayedStream) pollStep() func() bool {
@@ -153,63 +194,4 @@ func (p *relayedStream) stepAfterDeadline() bool {
 	p.now = now
 	p.ub.touch(now)
 	return p.loop()
-}
-
-// parkedKeepAlive returns how long until a parking stream's next
-// keep-alive, 0 with none. park calls it before the stream is published as
-// parked.
-func (p *relayedStream) parkedKeepAlive() time.Duration {
-	if p.ka.every == 0 {
-		return 0
-	}
-	if w := p.waited(); w.timer == nil {
-		w.timer = time.AfterFunc(time.Duration(math.MaxInt64), p.keepAliveParked)
-	}
-	return max(time.Until(p.keepAliveDue()), 1)
-}
-
-// armParkedKeepAlive arms the timer; if the stream woke meanwhile,
-// keepAliveParked finds it running and returns.
-func (p *relayedStream) armParkedKeepAlive(wait time.Duration) {
-	if wait > 0 {
-		p.ka.waited.timer.Reset(wait)
-	}
-}
-
-// keepAliveParked claims a parked stream as wake does and serves it on the
-// timer's goroutine with its deadline passed: relay writes the keep-alive
-// and parks again, with no goroutine started.
-func (p *relayedStream) keepAliveParked() {
-	if !p.parked.CompareAndSwap(true, false) {
-		return // woken already, or ended
-	}
-	p.unpark()
-	p.deadline = interruptNow
-	p.sb.SetReadDeadline(interruptNow) //nolint:errcheck // no deadline: the Poll waits for the producer, as after a wake
-	p.serve()
-}
-
-// keepAliveTick runs on a blocking stream's timer. writerMu is free only
-// while the stream reads, between frames. A failed write cancels the
-// producer's request, which ends the read.
-func (p *relayedStream) keepAliveTick() {
-	w := p.ka.waited
-	if !w.writerMu.TryLock() {
-		if !p.ub.finished() {
-			w.timer.Reset(p.ka.every)
-		}
-		return
-	}
-	defer w.writerMu.Unlock()
-	p.noteConsumerSilence()
-	if now := time.Now(); !p.keepAliveNow(now) {
-		w.timer.Reset(p.keepAliveDue().Sub(now))
-		return
-	}
-	if err := p.writeKeepAlive(); err != nil {
-		p.werr = err
-		p.ub.cancel(errConsumerGone)
-		return
-	}
-	w.timer.Reset(p.ka.every)
 }

@@ -6,30 +6,59 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap/zapcore"
+
 	"github.com/agui-relay/agui-relay/event"
 	"github.com/agui-relay/agui-relay/internal/testkit"
+	"github.com/agui-relay/agui-relay/internal/wire"
 )
 
 // keepAliveModes are the ways a stream waits for a silent producer, each
-// of which a keep-alive must find: parked (no goroutine: a timer takes it
-// up), in its goroutine on a polled body (the read deadline), with no
-// Poller, without ReuseGoroutines (a goroutine per stream, never parked),
-// and in a blocking read of a body that cannot be polled (gzip: the gate).
-var keepAliveModes = []struct {
+// of which a keep-alive must find: parked (no goroutine: the Poller
+// registration's deadline wakes it), in its goroutine on a polled body
+// (the read deadline), with no Poller, without ReuseGoroutines (a
+// goroutine per stream, never parked), and in a blocking read of a body
+// that cannot be polled (gzip, TLS, gzip over TLS: the deadline beneath
+// the decoders).
+var keepAliveModes = []keepAliveMode{
+	{"parked", false, false, func(*Relay) {}},
+	{"in its goroutine", false, false, func(r *Relay) { parkingAfter(r, time.Hour) }},
+	{"no poller", false, false, func(r *Relay) { r.Poller = nil }},
+	{"goroutine per stream", false, false, func(r *Relay) { r.ReuseGoroutines = false }},
+	{"blocking read", true, false, func(*Relay) {}},
+	{"TLS", false, true, func(*Relay) {}},
+	{"gzip over TLS", true, true, func(*Relay) {}},
+}
+
+type keepAliveMode struct {
 	name      string
-	gzip      bool
+	gzip, tls bool
 	configure func(*Relay)
-}{
-	{"parked", false, func(*Relay) {}},
-	{"in its goroutine", false, func(r *Relay) { parkingAfter(r, time.Hour) }},
-	{"no poller", false, func(r *Relay) { r.Poller = nil }},
-	{"goroutine per stream", false, func(r *Relay) { r.ReuseGoroutines = false }},
-	{"blocking read", true, func(*Relay) {}},
+}
+
+// harness is newHarness in the mode: with a TLS producer, whose
+// certificate the relay's client trusts, when tls.
+func (m keepAliveMode) harness(t *testing.T, producer http.HandlerFunc, configure func(*Relay)) *harness {
+	t.Helper()
+	return newHarness(t, producer, func(r *Relay) {
+		if m.tls {
+			srv := httptest.NewTLSServer(producer)
+			t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+			client := NewClient(ClientOptions{MaxIdleConnDuration: 50 * time.Millisecond})
+			client.TLSConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+			r.Upstream, r.Client = srv.URL, client
+		}
+		configure(r)
+		m.configure(r)
+	})
 }
 
 // silentProducer answers with before, flushed, then waits for resume (or
@@ -112,9 +141,8 @@ func TestKeepAlivesWhileTheProducerIsSilent(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			resume := make(chan struct{})
 			tap := &writtenTap{}
-			h := newHarness(t, silentProducer(before, after, resume, mode.gzip), func(r *Relay) {
+			h := mode.harness(t, silentProducer(before, after, resume, mode.gzip), func(r *Relay) {
 				r.KeepAlive = 20 * time.Millisecond
-				mode.configure(r)
 			})
 			tap.endTap = endTap{end: reportsTo(h.reports)}
 			h.relay.Tap = func(*RunReport) RunTap { return tap }
@@ -189,10 +217,9 @@ func readFrame(t *testing.T, br *bufio.Reader) string {
 func TestKeepAlivesDoNotHoldOffTheIdleTimeout(t *testing.T) {
 	for _, mode := range keepAliveModes {
 		t.Run(mode.name, func(t *testing.T) {
-			h := newHarness(t, silentProducer(testkit.RunStarted, "", nil, mode.gzip), func(r *Relay) {
+			h := mode.harness(t, silentProducer(testkit.RunStarted, "", nil, mode.gzip), func(r *Relay) {
 				r.KeepAlive = 10 * time.Millisecond
 				r.IdleTimeout = 150 * time.Millisecond
-				mode.configure(r)
 			})
 			body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 			if n := strings.Count(body, event.KeepAliveFrame); n == 0 {
@@ -217,7 +244,7 @@ func TestNoKeepAlivesWhileTheConsumerIsWritten(t *testing.T) {
 	const interval, gap, events = 300 * time.Millisecond, 5 * time.Millisecond, 200 // a second in all
 	for _, mode := range keepAliveModes {
 		t.Run(mode.name, func(t *testing.T) {
-			h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+			h := mode.harness(t, func(w http.ResponseWriter, r *http.Request) {
 				out, flush, end := eventStreamWriter(w, mode.gzip)
 				defer end()
 				io.WriteString(out, testkit.RunStarted) //nolint:errcheck
@@ -236,7 +263,6 @@ func TestNoKeepAlivesWhileTheConsumerIsWritten(t *testing.T) {
 				io.WriteString(out, testkit.RunFinished) //nolint:errcheck
 			}, func(r *Relay) {
 				r.KeepAlive = interval
-				mode.configure(r)
 			})
 			body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
 			if n := strings.Count(body, event.KeepAliveFrame); n != 0 {
@@ -340,4 +366,198 @@ func TestKeepAliveRevealsAConsumerThatLeft(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runStarted posts a run to h and returns the reader of its response once
+// RUN_STARTED was read. The response is closed at the test's end, or after
+// Liveness, which ends a read that waits longer.
+func runStarted(t *testing.T, h *harness) *bufio.Reader {
+	t.Helper()
+	resp := h.post("/agent", testkit.MinimalInput)
+	stop := time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() })
+	t.Cleanup(func() { stop.Stop(); resp.Body.Close() })
+	br := bufio.NewReader(resp.Body)
+	if f := readFrame(t, br); f != testkit.RunStarted {
+		t.Fatalf("first frame %q", f)
+	}
+	return br
+}
+
+// Keep-alives go on after the producer speaks again: a producer silent
+// until the consumer has read a keep-alive, three times over, has each of
+// its events relayed and the run complete, whichever way the stream waits
+// (a deadline that the first bytes cleared, or that a decoder kept as an
+// error, would end the keep-alives or the body).
+func TestKeepAlivesBetweenSilences(t *testing.T) {
+	const silences = 3
+	for _, mode := range keepAliveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			heard := make(chan struct{})
+			h := mode.harness(t, func(w http.ResponseWriter, r *http.Request) {
+				out, flush, end := eventStreamWriter(w, mode.gzip)
+				defer end()
+				io.WriteString(out, testkit.RunStarted) //nolint:errcheck
+				flush()
+				for range silences {
+					select {
+					case <-heard:
+					case <-r.Context().Done():
+						return
+					}
+					io.WriteString(out, testkit.ContentEvent) //nolint:errcheck
+					flush()
+				}
+				io.WriteString(out, testkit.RunFinished) //nolint:errcheck
+			}, func(r *Relay) { r.KeepAlive = 20 * time.Millisecond })
+			br := runStarted(t, h)
+			for i := range silences {
+				if f := readFrame(t, br); f != event.KeepAliveFrame {
+					t.Fatalf("silence %d: %q before a keep-alive", i, f)
+				}
+				heard <- struct{}{}
+				f := readFrame(t, br)
+				for f == event.KeepAliveFrame {
+					f = readFrame(t, br)
+				}
+				if f != testkit.ContentEvent {
+					t.Fatalf("after silence %d: %q", i, f)
+				}
+			}
+			rest, err := io.ReadAll(br)
+			if err != nil || strings.ReplaceAll(string(rest), event.KeepAliveFrame, "") != testkit.RunFinished {
+				t.Fatalf("the end %q, %v", rest, err)
+			}
+			if rep := h.report(); rep.Abort != "" || rep.Terminal != "RUN_FINISHED" {
+				t.Errorf("report %+v", rep)
+			}
+		})
+	}
+}
+
+// A parked stream's keep-alives come from its Poller registration's
+// deadline (the read deadline of a parked descriptor): each parking arms
+// the registration with the next keep-alive's time, and the stream, with
+// no goroutine between, writes the keep-alive when woken at it.
+func TestParkedKeepAliveIsThePollerDeadline(t *testing.T) {
+	const every = 30 * time.Millisecond
+	type parking struct {
+		at, deadline time.Time
+	}
+	parkings := make(chan parking, 64)
+	resume := make(chan struct{})
+	var pl *Poller
+	h := newHarness(t, silentProducer(testkit.RunStarted, testkit.RunFinished, resume, false), func(r *Relay) {
+		r.KeepAlive = every
+		pl = r.Poller
+		armingWith(r, func(w *wire.Poller, rc syscall.RawConn, token int32, deadline time.Time) bool {
+			parkings <- parking{time.Now(), deadline}
+			return w.ArmRead(rc, token, deadline)
+		})
+	})
+	br := runStarted(t, h)
+	for i := range 3 {
+		p := testkit.Await(t, parkings, "the stream did not park")
+		if p.deadline.IsZero() || p.deadline.Sub(p.at) > every {
+			t.Errorf("parking %d at %v armed with deadline %v", i, p.at, p.deadline)
+		}
+		testkit.WaitFor(t, "the parked stream holds a goroutine", func() bool { return pl.w.Running() == 0 })
+		if f := readFrame(t, br); f != event.KeepAliveFrame {
+			t.Fatalf("frame %q, want a keep-alive", f)
+		}
+	}
+	close(resume)
+	if rest, err := io.ReadAll(br); err != nil || !strings.HasSuffix(string(rest), testkit.RunFinished) {
+		t.Fatalf("the end %q, %v", rest, err)
+	}
+	if rep := h.report(); rep.Abort != "" || rep.Terminal != "RUN_FINISHED" {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+// A Client whose response bodies the relay does not read off their
+// connection (not NewClient's) leaves no read deadline to set: its streams
+// get no keep-alives, and the Relay says so once, at WARN.
+func TestNoKeepAlivesWithAnotherClient(t *testing.T) {
+	const every = 5 * time.Millisecond
+	h := newHarness(t, func(w http.ResponseWriter, r *http.Request) {
+		testkit.StreamHeaders(w)
+		testkit.SSE(w, testkit.RunStarted)
+		select {
+		case <-time.After(10 * every): // a producer that thinks
+		case <-r.Context().Done():
+			return
+		}
+		testkit.SSE(w, testkit.RunFinished)
+	}, func(r *Relay) {
+		r.KeepAlive = every
+		r.Client = &fasthttp.Client{StreamResponseBody: true}
+	})
+	for range 2 {
+		body := testkit.ReadAll(t, h.post("/agent", testkit.MinimalInput))
+		if strings.Contains(body, event.KeepAliveFrame) || !strings.HasSuffix(body, testkit.RunFinished) {
+			t.Errorf("relayed %q", body)
+		}
+		if rep := h.report(); rep.Abort != "" {
+			t.Errorf("report %+v", rep)
+		}
+	}
+	if n := h.logs.FilterMessageSnippet("no keep-alives").FilterLevelExact(zapcore.WarnLevel).Len(); n != 1 {
+		t.Errorf("%d WARN lines on keep-alives, want 1", n)
+	}
+}
+
+// A stream whose keep-alive deadline is armed far off still ends at once
+// when its body is closed (the close's past deadline is not taken for a
+// keep-alive's, to read on until the next): at the run timeout, with its
+// RUN_ERROR, and when the consumer leaves, with the producer's request
+// cancelled; no stream's goroutine is left, whichever way it waited.
+func TestStreamWithAKeepAliveArmedEndsWhenClosed(t *testing.T) {
+	for _, mode := range keepAliveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Run("run timeout", func(t *testing.T) {
+				h := mode.harness(t, silentProducer(testkit.RunStarted, "", nil, mode.gzip), func(r *Relay) {
+					r.KeepAlive = time.Hour
+					r.RunTimeout = 100 * time.Millisecond
+				})
+				resp := h.post("/agent", testkit.MinimalInput)
+				defer time.AfterFunc(testkit.Liveness, func() { resp.Body.Close() }).Stop()
+				body := testkit.ReadAll(t, resp)
+				if ev := runErrorOf(t, body); ev["code"] != CodeRunTimeout {
+					t.Errorf("RUN_ERROR %v in %q", ev, body)
+				}
+				if rep := h.report(); rep.Abort != CodeRunTimeout {
+					t.Errorf("report %+v", rep)
+				}
+				noStreamLeft(t)
+			})
+			t.Run("consumer gone", func(t *testing.T) {
+				cancelled := make(chan struct{})
+				silent := silentProducer(testkit.RunStarted, "", nil, mode.gzip) // until the request ends
+				h := mode.harness(t, func(w http.ResponseWriter, r *http.Request) {
+					silent(w, r)
+					close(cancelled)
+				}, func(r *Relay) { r.KeepAlive = time.Hour })
+				resp := h.post("/agent", testkit.MinimalInput)
+				if f := readFrame(t, bufio.NewReader(resp.Body)); f != testkit.RunStarted {
+					t.Fatalf("first frame %q", f)
+				}
+				resp.Body.Close()
+				h.consumer.CloseIdleConnections()
+				testkit.Await(t, cancelled, "the producer's request was not cancelled")
+				if rep := h.report(); rep.Abort != CodeConsumerGone {
+					t.Errorf("report %+v", rep)
+				}
+				noStreamLeft(t)
+			})
+		})
+	}
+}
+
+// noStreamLeft fails t when a stream still reads its producer once its
+// run was reported.
+func noStreamLeft(t *testing.T) {
+	t.Helper()
+	testkit.WaitFor(t, "a stream still reads its producer", func() bool {
+		return testkit.GoroutinesIn("relay.(*relayedStream).loop") == 0 && testkit.GoroutinesIn("wire.(*Body).Read") == 0
+	})
 }

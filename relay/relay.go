@@ -89,7 +89,10 @@ type Relay struct {
 	// KeepAlive is how long a stream's consumer may be sent nothing while
 	// the producer is silent before the relay writes event.KeepAliveFrame:
 	// proxies cut idle connections (nginx's proxy_read_timeout and AWS
-	// ALB's idle timeout are 60 s by default). Zero means none.
+	// ALB's idle timeout are 60 s by default). Zero means none. They need a
+	// read deadline on the producer's connection: a Client whose response
+	// bodies the relay does not read itself (not NewClient's) gets none,
+	// and the Relay logs a WARN line at its first such run.
 	KeepAlive time.Duration
 	// RunTimeout ends a run that lasts longer, counted from the request;
 	// zero means never.
@@ -149,6 +152,17 @@ type Relay struct {
 	mu     sync.Mutex
 	runs   map[*upstreamBody]struct{}
 	ending *abortError
+
+	noKeepAliveWarned atomic.Bool // warnNoKeepAlive's once
+}
+
+// warnNoKeepAlive logs, once per Relay, that a stream's body has no
+// connection of the relay's to set a read deadline on, so no keep-alives.
+func (r *Relay) warnNoKeepAlive() {
+	if r.noKeepAliveWarned.CompareAndSwap(false, true) {
+		r.log.Warn("no keep-alives: the Client's response bodies are not read by the relay off their connection (use NewClient)",
+			zap.Duration("keepalive", r.KeepAlive))
+	}
 }
 
 // DefaultConsumerStallTimeout is the ConsumerStallTimeout of a Relay that

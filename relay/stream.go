@@ -25,7 +25,8 @@ import (
 //     event.Stream made.
 //  2. relay: read → scan → frame → flush (loop) until the stream is over.
 //     A stream whose producer is silent for parkAfter parks; a new
-//     goroutine runs it on from here when bytes arrive (wake).
+//     goroutine runs it on from here when bytes arrive or a keep-alive is
+//     due (wake).
 //  3. finish: a RUN_ERROR when one is owed, the last flush, the release of
 //     both connections, the report.
 
@@ -74,7 +75,7 @@ type streamTuning struct {
 	endGrace  time.Duration
 	// armRead, when set, replaces pl.ArmRead: it may refuse, or tell when a
 	// stream parked.
-	armRead func(pl *wire.Poller, rc syscall.RawConn, token int32) bool
+	armRead func(pl *wire.Poller, rc syscall.RawConn, token int32, deadline time.Time) bool
 }
 
 func (p *relayedStream) tune(t *streamTuning) {
@@ -221,16 +222,8 @@ func (p *producerBody) NoteRead() {
 }
 
 // Read reads the producer's body. A body that cannot be polled blocks
-// here, with writerMu unlocked for keepAliveTick.
-func (p *producerBody) Read(b []byte) (n int, err error) {
-	if w := p.ka.waited; w != nil && w.blocking {
-		w.writerMu.Unlock()
-		n, err = p.ub.body.Read(b)
-		w.writerMu.Lock()
-		return n, err
-	}
-	return p.ub.body.Read(b)
-}
+// here, and writes its keep-alives from here (OnReadDeadline).
+func (p *producerBody) Read(b []byte) (int, error) { return p.ub.body.Read(b) }
 
 // runEndGrace is how long the producer has, after the requested run's
 // terminal event, to end its response itself (keeping its connection
@@ -297,31 +290,30 @@ func (p *relayedStream) park() bool {
 	}
 	// The token is published (parked's store) before any wake can read it.
 	p.token = p.poller.Reserve(p.wake)
-	keepAlive := p.parkedKeepAlive()
 	p.parked.Store(true)
-	if !p.armRead() {
+	if !p.armRead(p.parkDeadline()) {
 		if !p.parked.CompareAndSwap(true, false) {
 			return true // a close woke the stream already
 		}
 		p.poller.Remove(p.sb.RawConn(), p.token)
 		return false
 	}
-	p.armParkedKeepAlive(keepAlive)
 	if !p.sb.Open() {
 		p.wake() // closed while parking: its wake may have come too early
 	}
 	return true
 }
 
-func (p *relayedStream) armRead() bool {
+func (p *relayedStream) armRead(deadline time.Time) bool {
 	if t := p.r.tuning; t != nil && t.armRead != nil {
-		return t.armRead(p.poller, p.sb.RawConn(), p.token)
+		return t.armRead(p.poller, p.sb.RawConn(), p.token, deadline)
 	}
-	return p.poller.ArmRead(p.sb.RawConn(), p.token)
+	return p.poller.ArmRead(p.sb.RawConn(), p.token, deadline)
 }
 
-// wake runs a parked stream on in a new goroutine. Any number of calls
-// start one.
+// wake runs a parked stream on in a new goroutine: its producer sent
+// bytes, its body was closed, or its registration's deadline passed. Any
+// number of calls start one.
 func (p *relayedStream) wake() {
 	if p.parked.CompareAndSwap(true, false) {
 		go p.resume()

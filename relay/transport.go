@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strings"
@@ -166,6 +167,12 @@ func (t streamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Reques
 		o.Interrupt = fc.Conn // its deadline state belongs to the reader
 		if sc, ok := fc.Conn.(*socketConn); ok {
 			o.Raw = sc.RawConn()
+		}
+	} else if tc, ok := conn.(*tls.Conn); ok {
+		if fc, ok := tc.NetConn().(*firstByteConn); ok {
+			// Beneath firstByteConn too: its first read would clear a
+			// keep-alive's deadline, and its state is the reader's.
+			o.Interrupt = fc.Conn
 		}
 	}
 	b := wire.NewBody(conn, resp.Header.ContentLength(), o)

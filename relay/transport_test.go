@@ -122,7 +122,7 @@ func TestSilentStreamParksAndResumes(t *testing.T) {
 // attempts of each attempt.
 type noParking struct{ attempts chan struct{} }
 
-func (p noParking) arm(*wire.Poller, syscall.RawConn, int32) bool {
+func (p noParking) arm(*wire.Poller, syscall.RawConn, int32, time.Time) bool {
 	select {
 	case p.attempts <- struct{}{}:
 	default:

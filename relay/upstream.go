@@ -358,12 +358,6 @@ func (u *upstreamBody) finish(err error) {
 	u.body.CloseWithError(err) //nolint:errcheck // nothing to do about it
 }
 
-func (u *upstreamBody) finished() bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.done
-}
-
 // watchConsumer cancels the run when the consumer's connection ends: on a
 // silent stream no write would find it. The fallback without a Poller; the
 // stream's close of conn ends it.

@@ -3,15 +3,17 @@ package wire
 import (
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
 // Poller watches connections' descriptors with one epoll instance and one
 // goroutine, for everything that shares it: the peer's hangup of a
 // connection (WatchHangup), and input on the connection of a stream that
-// gave its goroutine up (Reserve, ArmRead). A registration fires once
-// (EPOLLONESHOT) and runs its action on the poller's goroutine; the action
-// must not block.
+// gave its goroutine up (Reserve, ArmRead), or its read deadline. A
+// registration fires once (EPOLLONESHOT) and runs its action on the
+// poller's goroutine, or on a timer's for a deadline; the action must not
+// block.
 //
 // The connections stay registered with Go's own poller too: this second
 // epoll instance only learns what to wake. A hangup watch asks for the
@@ -31,9 +33,16 @@ type Poller struct {
 
 	mu   sync.Mutex
 	next int32
-	subs map[int32]func() // by the token in the epoll event: what the event does
+	subs map[int32]registration // by the token in the epoll event
 
 	memory memoryReleaser
+}
+
+// registration is what a token's event does, and the timer of its
+// deadline (ArmRead), if any.
+type registration struct {
+	do    func()
+	timer *time.Timer
 }
 
 const (
@@ -48,7 +57,7 @@ const (
 // unavailable it returns a Poller that watches nothing (WatchHangup and
 // ArmRead report false) and has no goroutine.
 func NewPoller() *Poller {
-	p := &Poller{epfd: -1, subs: map[int32]func(){}, done: make(chan struct{})}
+	p := &Poller{epfd: -1, subs: map[int32]registration{}, done: make(chan struct{})}
 	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		close(p.done)
@@ -87,6 +96,15 @@ func (p *Poller) Close() error {
 	p.closed = true
 	p.life.Unlock()
 	p.memory.stop()
+	p.mu.Lock()
+	for token, r := range p.subs {
+		if r.timer != nil {
+			r.timer.Stop()
+			r.timer = nil
+			p.subs[token] = r
+		}
+	}
+	p.mu.Unlock()
 	if p.epfd < 0 {
 		return nil
 	}
@@ -119,8 +137,10 @@ func (p *Poller) WatchHangup(rc syscall.RawConn, do func()) (token int32, ok boo
 func (p *Poller) Rewatch(token int32, do func()) (armed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, armed = p.subs[token]; armed {
-		p.subs[token] = do
+	r, armed := p.subs[token]
+	if armed {
+		r.do = do
+		p.subs[token] = r
 	}
 	return armed
 }
@@ -136,15 +156,58 @@ func (p *Poller) Reserve(do func()) int32 {
 			break
 		}
 	}
-	p.subs[p.next] = do
+	p.subs[p.next] = registration{do: do}
 	return p.next
 }
 
-// ArmRead arms token (from Reserve) to fire once rc has input or its peer
-// hangs up. false when it cannot (no epoll, or the poller closed); the
-// token stays reserved until Remove or Forget.
-func (p *Poller) ArmRead(rc syscall.RawConn, token int32) bool {
-	return p.arm(rc, inputEvents, token)
+// ArmRead arms token (from Reserve) to fire once rc has input, its peer
+// hangs up, or deadline passes (zero: none), as a read deadline ends a
+// wait in Go's own poller: epoll has no timeout per descriptor, so a timer
+// fires it then. false when it cannot (no epoll, or the poller closed);
+// the token stays reserved until Remove or Forget, and a registration that
+// fired by its deadline stays in epoll until Remove.
+func (p *Poller) ArmRead(rc syscall.RawConn, token int32, deadline time.Time) bool {
+	if !p.arm(rc, inputEvents, token) {
+		return false
+	}
+	if deadline.IsZero() {
+		return true
+	}
+	p.life.RLock() // Close stops the timers after it set closed
+	defer p.life.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.subs[token]; ok && !p.closed {
+		var t *time.Timer // set under mu, which expire takes before it reads it
+		t = time.AfterFunc(time.Until(deadline), func() { p.expire(token, &t) })
+		r.timer = t
+		p.subs[token] = r
+	}
+	return true
+}
+
+// expire fires token's registration at its deadline, unless it fired or
+// was removed since (its timer is another then).
+func (p *Poller) expire(token int32, t **time.Timer) {
+	p.mu.Lock()
+	r, ok := p.subs[token]
+	if !ok || r.timer != *t {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.subs, token)
+	p.mu.Unlock()
+	r.do()
+}
+
+// take ends token's registration under mu and returns its action.
+func (p *Poller) take(token int32) func() {
+	r := p.subs[token]
+	delete(p.subs, token)
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	return r.do
 }
 
 // Remove ends a registration, fired or not; call it before closing the
@@ -165,7 +228,7 @@ func (p *Poller) Remove(rc syscall.RawConn, token int32) {
 // connection being closed, which closing takes out of epoll.
 func (p *Poller) Forget(token int32) {
 	p.mu.Lock()
-	delete(p.subs, token)
+	p.take(token)
 	p.mu.Unlock()
 }
 
@@ -213,8 +276,7 @@ func (p *Poller) loop() {
 				return
 			}
 			p.mu.Lock()
-			do := p.subs[token]
-			delete(p.subs, token)
+			do := p.take(token)
 			p.mu.Unlock()
 			if do != nil {
 				do()

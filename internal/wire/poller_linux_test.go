@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/agui-relay/agui-relay/internal/testkit"
 )
@@ -40,7 +41,7 @@ func TestPollerFiresOnHangupAndInput(t *testing.T) {
 
 	input, gotInput := fired()
 	rtok := p.Reserve(input)
-	if !p.ArmRead(c.RawConn(), rtok) {
+	if !p.ArmRead(c.RawConn(), rtok, time.Time{}) {
 		t.Fatal("the connection could not be armed for input")
 	}
 	d.Write([]byte("x")) //nolint:errcheck
@@ -104,13 +105,12 @@ func TestPollerCloseLeavesNoGoroutine(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if pollerRunning() {
-		t.Fatal("the poller's goroutine is left after Close")
-	}
+	// Close returns once the goroutine closed done, in its last defer.
+	testkit.WaitFor(t, "the poller's goroutine is left after Close", func() bool { return !pollerRunning() })
 	if _, ok := p.WatchHangup(c.RawConn(), func() {}); ok {
 		t.Fatal("a closed poller watched a connection")
 	}
-	if p.ArmRead(c.RawConn(), p.Reserve(func() {})) {
+	if p.ArmRead(c.RawConn(), p.Reserve(func() {}), time.Time{}) {
 		t.Fatal("a closed poller armed a read")
 	}
 	p.Remove(c.RawConn(), tok)
@@ -122,4 +122,72 @@ func TestPollerCloseLeavesNoGoroutine(t *testing.T) {
 // pollerRunning reports whether a Poller's goroutine is running.
 func pollerRunning() bool {
 	return testkit.GoroutinesIn("wire.(*Poller).loop") > 0
+}
+
+// A read registration with a deadline fires at it when no input comes, as
+// a read deadline ends a wait in Go's poller; one removed before its
+// deadline, or fired by input first, leaves no timer to fire it again.
+func TestPollerFiresAtTheDeadline(t *testing.T) {
+	p := NewPoller()
+	defer p.Close()
+	a, _ := connPair(t)
+	expired, hasExpired := fired()
+	start := time.Now()
+	deadline := start.Add(20 * time.Millisecond)
+	if !p.ArmRead(a.RawConn(), p.Reserve(expired), deadline) {
+		t.Fatal("the connection could not be armed")
+	}
+	await(t, hasExpired, "the deadline's event")
+	if now := time.Now(); now.Before(deadline) {
+		t.Errorf("fired %v before its deadline", deadline.Sub(now))
+	}
+
+	c, d := connPair(t)
+	input, gotInput := fired()
+	tok := p.Reserve(input)
+	if !p.ArmRead(c.RawConn(), tok, time.Now().Add(time.Hour)) {
+		t.Fatal("the connection could not be armed")
+	}
+	d.Write([]byte("x")) //nolint:errcheck
+	await(t, gotInput, "the input's event")
+	p.Remove(c.RawConn(), tok)
+
+	e, _ := connPair(t)
+	tok = p.Reserve(func() { t.Error("a removed registration fired at its deadline") })
+	if !p.ArmRead(e.RawConn(), tok, time.Now().Add(time.Hour)) {
+		t.Fatal("the connection could not be armed")
+	}
+	p.Remove(e.RawConn(), tok)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.subs) != 0 {
+		t.Errorf("registrations left: %v", p.subs)
+	}
+}
+
+// Close stops the timers of the registrations left: their actions never
+// run.
+func TestPollerCloseStopsDeadlines(t *testing.T) {
+	p := NewPoller()
+	a, _ := connPair(t)
+	tok := p.Reserve(func() { t.Error("a registration fired after Close") })
+	if !p.ArmRead(a.RawConn(), tok, time.Now().Add(time.Hour)) {
+		t.Fatal("the connection could not be armed")
+	}
+	p.mu.Lock()
+	timer := p.subs[tok].timer
+	p.mu.Unlock()
+	if timer == nil {
+		t.Fatal("no timer for the deadline")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if timer.Stop() {
+		t.Error("the deadline's timer was still armed after Close")
+	}
+	if p.ArmRead(a.RawConn(), p.Reserve(func() {}), time.Now()) {
+		t.Error("a closed poller armed a read")
+	}
 }

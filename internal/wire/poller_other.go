@@ -2,7 +2,10 @@
 
 package wire
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // Poller would watch connections' descriptors; elsewhere than Linux it
 // watches none: WatchHangup and ArmRead report false, and the caller
@@ -24,6 +27,6 @@ func (p *Poller) Close() error {
 func (p *Poller) WatchHangup(syscall.RawConn, func()) (int32, bool) { return 0, false }
 func (p *Poller) Rewatch(int32, func()) bool                        { return false }
 func (p *Poller) Reserve(func()) int32                              { return 0 }
-func (p *Poller) ArmRead(syscall.RawConn, int32) bool               { return false }
+func (p *Poller) ArmRead(syscall.RawConn, int32, time.Time) bool    { return false }
 func (p *Poller) Remove(syscall.RawConn, int32)                     {}
 func (p *Poller) Forget(int32)                                      {}

@@ -54,6 +54,10 @@ type Body struct {
 	// onClose, when set, is called after a close from any goroutine: a
 	// stream waiting without a goroutine must wake to end.
 	onClose atomic.Pointer[func()]
+
+	// onDeadline, when set, is called by a Read that waited past the read
+	// deadline (OnReadDeadline).
+	onDeadline func() (next time.Time, err error)
 }
 
 // BodyOptions says where a Body's bytes are and what is done with its
@@ -160,6 +164,13 @@ func (b *Body) read(p []byte) (int, error) {
 			b.drained = n > 0 && n < len(p)
 		default:
 			n, err = b.conn.Read(p)
+			if err != nil && b.onDeadline != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+				if n > 0 {
+					err = nil // the next read times out again
+				} else if err = b.readOn(); err == nil {
+					continue
+				}
+			}
 		}
 		w, derr := b.framing.Decode(p[:n])
 		switch {
@@ -188,6 +199,26 @@ func (b *Body) read(p []byte) (int, error) {
 		}
 		// Only framing arrived: read on.
 	}
+}
+
+// readOn runs onDeadline and sets the deadline it returns, unless the body
+// was closed: a close's past deadline (CloseWithError) ends the read, and
+// one it set while onDeadline ran must not be replaced by the next.
+func (b *Body) readOn() error {
+	if b.state.Load() != bodyReading {
+		return ErrBodyClosed
+	}
+	next, err := b.onDeadline()
+	if err != nil {
+		return err
+	}
+	if err := b.interrupt.SetReadDeadline(next); err != nil {
+		return err
+	}
+	if b.state.Load() != bodyReading {
+		return ErrBodyClosed
+	}
+	return nil
 }
 
 // Poll runs step inside the connection's RawConn read, each time the
@@ -241,6 +272,16 @@ func (b *Body) Open() bool {
 // SetReadDeadline sets the read deadline of the connection: a Poll or Read
 // waiting past it returns os.ErrDeadlineExceeded.
 func (b *Body) SetReadDeadline(t time.Time) error { return b.interrupt.SetReadDeadline(t) }
+
+// OnReadDeadline has f called, on the reading goroutine, when a Read (not
+// a Poll) waits past the read deadline (SetReadDeadline) while the body is
+// open: f may write elsewhere (a keep-alive) and returns the next
+// deadline, which the read sets before it waits on. The read so never
+// returns the timeout, and whatever decodes the body above it never sees
+// one (compress/flate keeps the first error its source returns, for ever).
+// An error from f ends the body with it. Set it before the first Read, on
+// the goroutine that reads.
+func (b *Body) OnReadDeadline(f func() (next time.Time, err error)) { b.onDeadline = f }
 
 // OnClose has f called after a close of the body, from the closing
 // goroutine: a reader waiting without a goroutine of its own wakes to end.
