@@ -14,10 +14,11 @@ import (
 // (handOver, in place) and then the connection's next stream, and a silent
 // stream parks.
 
-// carry runs st; sc is ctx's connection when the relay's Listener made it.
-func (r *Relay) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamResponse) {
-	if !r.ReuseGoroutines || sc == nil || !st.handOver(ctx, sc) {
-		st.hijack(ctx, sc)
+// carry runs p, its writer made with wc; sc is ctx's connection when the
+// relay's Listener made it.
+func (r *Relay) carry(ctx *fasthttp.RequestCtx, sc *socketConn, p *relayedStream, wc writerConfig) {
+	if !r.ReuseGoroutines || sc == nil || !p.handOver(ctx, sc, wc) {
+		p.hijack(ctx, sc, wc)
 	}
 }
 
@@ -26,29 +27,29 @@ func (r *Relay) carry(ctx *fasthttp.RequestCtx, sc *socketConn, st streamRespons
 // it. ok=false when the connection ended first, or when streams are not
 // handed over (ReuseGoroutines false, or conn not a socketConn): the
 // server then serves conn to its end.
-func (r *Relay) nextStream(conn net.Conn, srv *fasthttp.Server) (st streamResponse, ok bool) {
+func (r *Relay) nextStream(conn net.Conn, srv *fasthttp.Server) (p *relayedStream, ok bool) {
 	sc, _ := conn.(*socketConn)
 	if !r.ReuseGoroutines || sc == nil {
 		srv.ServeConn(conn) //nolint:errcheck // the server logs and closes what it cannot serve
-		return st, false
+		return nil, false
 	}
-	st, ok = sc.handover.Serve(conn, srv)
+	p, ok = sc.handover.Serve(conn, srv)
 	if ok && sc.inPlace.Load() {
-		st.inPlace(sc)
+		p.inPlace(sc)
 	}
-	return st, ok
+	return p, ok
 }
 
 // inPlace readies a stream handed over in place once the server returned.
 // The connection may serve another request only when the server's last
 // read waited for a request's first byte: else a pipelined request it
 // buffered would be lost.
-func (st *streamResponse) inPlace(sc *socketConn) {
+func (p *relayedStream) inPlace(sc *socketConn) {
 	sc.inPlace.Store(false)
-	if !sc.idleRead && st.w.srv != nil {
-		st.w.srv, st.header = nil, withClose(st.header)
+	if !sc.idleRead {
+		p.cw.closeAfter()
 	}
 	if sc.SetDeadline(time.Time{}) != nil {
-		st.w.srv = nil // closed at the stream's end
+		p.cw.srv = nil // closed at the stream's end
 	}
 }

@@ -37,73 +37,70 @@ func (r *Relay) respond(ctx *fasthttp.RequestCtx, ub *upstreamBody, resp *fastht
 	if timeout == 0 {
 		timeout = DefaultConsumerStallTimeout
 	}
-	st := streamResponse{r: r, header: header, ub: ub, resp: resp, rep: rep, chunked: chunked, keep: keep, timeout: timeout, srv: srv, done: ctx.Done()}
-	r.carry(ctx, sc, st)
+	p := &relayedStream{r: r, ub: ub, resp: resp, rep: rep}
+	r.carry(ctx, sc, p, writerConfig{header: header, chunked: chunked, keep: keep, timeout: timeout, srv: srv, done: ctx.Done()})
 }
 
-// streamResponse is the consumer's event-stream response before it runs.
-// w is made once carry gave it the connection (handOver, hijack).
-type streamResponse struct {
-	r      *Relay
-	w      *consumerWriter
-	header []byte
-	ub     *upstreamBody
-	resp   *fasthttp.Response
-	rep    *RunReport
-
+// writerConfig is how a stream's consumerWriter is made once carry gave
+// the stream its connection (handOver, hijack). A value: the stream does
+// not keep it.
+type writerConfig struct {
+	header        []byte
 	chunked, keep bool
 	timeout       time.Duration
 	srv           *fasthttp.Server
 	done          <-chan struct{}
 }
 
-// handOver hands the stream to the goroutine that serves sc, when one
-// waits for it (nextStream), and reports whether it did: no hijack, no
-// goroutine started.
-func (st streamResponse) handOver(ctx *fasthttp.RequestCtx, sc *socketConn) bool {
+// newWriter makes the writer of the response to conn, its header set.
+func (wc writerConfig) newWriter(conn net.Conn) *consumerWriter {
+	w := newConsumerWriter(conn, wc.chunked, wc.timeout)
+	w.SetHeader(wc.header)
+	if wc.keep {
+		w.srv, w.shutdown = wc.srv, wc.done
+	}
+	return w
+}
+
+// handOver hands p to the goroutine that serves sc, when one waits for it
+// (nextStream), and reports whether it did: no hijack, no goroutine
+// started.
+func (p *relayedStream) handOver(ctx *fasthttp.RequestCtx, sc *socketConn, wc writerConfig) bool {
 	if !sc.handover.Take() {
 		return false
 	}
-	st.w = newConsumerWriter(sc, st.chunked, st.timeout)
-	if st.keep {
-		st.w.srv, st.w.shutdown = st.srv, st.done
-	}
-	sc.handover.Give(st) // taken once the server returns (nextStream)
+	p.cw = wc.newWriter(sc)
+	sc.handover.Give(p) // taken once the server returns (nextStream)
 	sc.idleRead = false
 	sc.inPlace.Store(true)
 	ctx.Response.Reset() // dropped (socketConn.inPlace): the least to render
 	return true
 }
 
-// hijack runs the stream on the goroutine the server starts for the
-// hijacked connection; sc is nil unless the relay's Listener made it.
-func (st streamResponse) hijack(ctx *fasthttp.RequestCtx, sc *socketConn) {
+// hijack runs p on the goroutine the server starts for the hijacked
+// connection; sc is nil unless the relay's Listener made it.
+func (p *relayedStream) hijack(ctx *fasthttp.RequestCtx, sc *socketConn, wc writerConfig) {
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
-		// A copy: st captured and changed would escape to the heap on
-		// every run, the in-place ones too.
-		st := st
-		if st.keep && sentMore(c, sc) {
-			st.keep, st.header = false, withClose(st.header)
-		}
+		pipelined := wc.keep && sentMore(c, sc)
 		// Not the server's buffered reader: it would be held for the
 		// stream's life.
 		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
 			c = u.UnsafeConn()
 		}
-		w := newConsumerWriter(c, st.chunked, st.timeout)
-		w.onHijackHandler = st.srv == nil
-		if st.keep {
-			w.srv, w.shutdown = st.srv, st.done
+		w := wc.newWriter(c)
+		if pipelined {
+			w.closeAfter()
 		}
-		st.w = w
-		if st.srv == nil {
+		w.onHijackHandler = wc.srv == nil
+		p.cw = w
+		if wc.srv == nil {
 			// Without KeepHijackedConns the server closes the connection
 			// once this returns.
-			st.run()
+			p.run()
 			return
 		}
-		go st.run()
+		go p.run()
 	})
 }
 
@@ -200,6 +197,15 @@ func (w *consumerWriter) handBack() bool {
 		sc.reqHeader.arm() // nothing followed the request (sentMore): a header comes next
 	}
 	return true
+}
+
+// closeAfter has the connection closed after the response, which has not
+// started: Connection: close in its header, no hand-back.
+func (w *consumerWriter) closeAfter() {
+	if w.srv != nil {
+		w.srv = nil
+		w.SetHeader(withClose(w.Header()))
+	}
 }
 
 func (w *consumerWriter) Close() error {

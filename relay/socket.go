@@ -33,7 +33,7 @@ type socketConn struct {
 	reqHeader    headerScan   // on only for accepted connections
 	watcher      *wire.Poller
 	headerWait   *headerWait
-	handover     wire.Handover[streamResponse] // carrier.go
+	handover     wire.Handover[*relayedStream] // carrier.go
 
 	// inPlace is set while the server finishes a request whose stream was
 	// handed over: its writes are dropped, its next read ends its loop, and

@@ -21,8 +21,7 @@ import (
 // A stream's life, read top to bottom (run), on the goroutine its carrier
 // gives it (carrier.go):
 //
-//  1. begin: the consumer's hangup watched, the header set, the
-//     event.Stream made.
+//  1. begin: the consumer's hangup watched, the event.Stream made.
 //  2. relay: read → scan → frame → flush (loop) until the stream is over.
 //     A stream whose producer is silent for parkAfter parks; a new
 //     goroutine runs it on from here when bytes arrive or a keep-alive is
@@ -30,13 +29,16 @@ import (
 //  3. finish: a RUN_ERROR when one is owed, the last flush, the release of
 //     both connections, the report.
 
-func (st streamResponse) run() {
-	st.begin().serve()
+func (p *relayedStream) run() {
+	p.begin()
+	p.serve()
 }
 
-// relayedStream is one run's stream while it runs. It owns resp and the
-// consumer's writer. A parked stream costs no goroutine stack, most of
-// what an idle stream used.
+// relayedStream is one run's event stream to the consumer: made by the
+// request's handler (respond), given its connection and writer by the
+// carrier (handOver, hijack), then run. It owns resp and the consumer's
+// writer. A parked stream costs no goroutine stack, most of what an idle
+// stream used.
 type relayedStream struct {
 	r    *Relay
 	cw   *consumerWriter
@@ -85,21 +87,17 @@ func (p *relayedStream) tune(t *streamTuning) {
 }
 
 // begin is phase 1.
-func (st streamResponse) begin() *relayedStream {
-	r, cw, ub, rep := st.r, st.w, st.ub, st.rep
-	header := st.header
+func (p *relayedStream) begin() {
+	r, cw, ub, rep := p.r, p.cw, p.ub, p.rep
 	if tok, ok := watchHangup(r.poller(), cw.conn, func() { ub.cancel(errConsumerGone) }); ok {
 		cw.watcher, cw.hangup, cw.watched = r.poller(), tok, true
 	} else {
 		// The watching goroutine would read the consumer's next request.
-		if cw.srv != nil {
-			cw.srv, header = nil, withClose(header)
-		}
+		cw.closeAfter()
 		go watchConsumer(cw.conn, ub)
 	}
-	cw.SetHeader(header)
 
-	p := &relayedStream{r: r, cw: cw, ub: ub, resp: st.resp, rep: rep, parkAfter: parkAfter}
+	p.parkAfter = parkAfter
 	p.poller = r.poller()
 	if t := r.tuning; t != nil {
 		p.tune(t)
@@ -134,7 +132,6 @@ func (st streamResponse) begin() *relayedStream {
 		sb.OnClose(p.wake)
 	}
 	p.startKeepAlive()
-	return p
 }
 
 // relay is phase 2: it runs the loop until the stream is over (true) or
@@ -344,11 +341,12 @@ func (p *relayedStream) serve() {
 		if !reusable {
 			return
 		}
-		st, ok := p.r.nextStream(p.cw.conn, p.cw.srv)
+		next, ok := p.r.nextStream(p.cw.conn, p.cw.srv)
 		if !ok {
 			return
 		}
-		p = st.begin()
+		p = next
+		p.begin()
 	}
 }
 

@@ -478,6 +478,9 @@ func (w *ChunkWriter) Init(conn net.Conn, chunked bool, timeout time.Duration) {
 // header is borrowed until then.
 func (w *ChunkWriter) SetHeader(header []byte) { w.header = header }
 
+// Header returns the header SetHeader set, until it is written (then nil).
+func (w *ChunkWriter) Header() []byte { return w.header }
+
 // HoldHeader makes the first flush with only the header pending write nothing:
 // the producer's first events are buffered already (they came with its
 // header), and the header goes out with them.

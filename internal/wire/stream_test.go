@@ -332,7 +332,7 @@ func TestChunkWriterChunks(t *testing.T) {
 
 // The header goes out with the first flush, in the same write as what is
 // pending; held (HoldHeader), a first flush with only the header writes
-// nothing, and the next one writes it.
+// nothing, and the next one writes it. Header returns it until then.
 func TestChunkWriterHeader(t *testing.T) {
 	c := &vecConn{}
 	w := newChunkWriter(c, true, time.Minute)
@@ -341,9 +341,15 @@ func TestChunkWriterHeader(t *testing.T) {
 	if err := w.Flush(); err != nil || c.writes != 0 {
 		t.Fatalf("a held header alone: %d writes, %v", c.writes, err)
 	}
+	if got := string(w.Header()); got != "HTTP/1.1 200 OK\r\n\r\n" {
+		t.Fatalf("Header before it was written: %q", got)
+	}
 	io.WriteString(w, "data: a\n\n")
 	if err := w.Flush(); err != nil || c.writes != 1 || c.wrote.String() != "HTTP/1.1 200 OK\r\n\r\n9\r\ndata: a\n\n\r\n" {
 		t.Fatalf("%d writes %q, %v", c.writes, c.wrote.String(), err)
+	}
+	if w.Header() != nil {
+		t.Fatalf("Header after it was written: %q", w.Header())
 	}
 	c2 := &vecConn{}
 	w = newChunkWriter(c2, true, time.Minute)
