@@ -106,7 +106,7 @@ func TestLargeInputStreamsAndItsConnectionIsReused(t *testing.T) {
 	for _, run := range []string{"A", "B"} {
 		c := testkit.DialConsumer(t, addr)
 		testkit.SendRun(t, c, largeInput(run))
-		if resp, got := testkit.ReadAnswer(t, c); resp.StatusCode != http.StatusOK || got != runEvents(run) {
+		if resp, got := testkit.ReadResponse(t, c); resp.StatusCode != http.StatusOK || got != runEvents(run) {
 			t.Fatalf("run %s: %d %q, want its own events", run, resp.StatusCode, got)
 		}
 		settled(t, c)
@@ -175,7 +175,7 @@ func TestFirstByteTimeoutCountsFromTheEndOfALargeWrite(t *testing.T) {
 	})
 	c := testkit.DialConsumer(t, addr)
 	testkit.SendRun(t, c, largeInput("r1"))
-	if resp, got := testkit.ReadAnswer(t, c); resp.StatusCode != http.StatusOK || got != runEvents("r1") {
+	if resp, got := testkit.ReadResponse(t, c); resp.StatusCode != http.StatusOK || got != runEvents("r1") {
 		t.Fatalf("%d %q, want the run's events", resp.StatusCode, got)
 	}
 }

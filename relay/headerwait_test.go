@@ -110,7 +110,7 @@ func TestConsumerGoneBeforeTheHeaderCancelsTheProducer(t *testing.T) {
 	// The cap of 2 is free: a real run is served.
 	c := testkit.DialConsumer(t, addr)
 	testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
-	resp, body := testkit.ReadAnswer(t, c)
+	resp, body := testkit.ReadResponse(t, c)
 	if resp.StatusCode != 200 || !strings.Contains(body, "RUN_FINISHED") {
 		t.Errorf("the run after the abandoned ones: %d %q", resp.StatusCode, body)
 	}

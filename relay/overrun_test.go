@@ -39,7 +39,7 @@ func TestProducerPastItsContentLength(t *testing.T) {
 			addr, _ := rawRelay(t, upstream, reportsTo(reports))
 			c := testkit.DialConsumer(t, addr)
 			testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
-			_, body := testkit.ReadAnswer(t, c)
+			_, body := testkit.ReadResponse(t, c)
 			rep := testkit.Await(t, reports, "no run report")
 			if !tc.broken {
 				if body != tc.want || rep.Abort != "" || rep.Terminal != "RUN_FINISHED" {

@@ -103,7 +103,7 @@ func TestStreamEndsAfterTheRequestedRun(t *testing.T) {
 			})
 			c := testkit.DialConsumer(t, addr)
 			testkit.SendRun(t, c, `{"threadId":"t1","runId":"r1","messages":[],"protocolVersion":"1.0"}`)
-			_, body := testkit.ReadAnswer(t, c) // ends only with the answer's end
+			_, body := testkit.ReadResponse(t, c) // ends only with the answer's end
 			got := strings.ReplaceAll(body, ": keep-alive\n\n", "")
 			if got != tc.want {
 				t.Errorf("the consumer read\n%q\nwant\n%q", got, tc.want)

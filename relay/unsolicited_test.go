@@ -159,7 +159,7 @@ func runOn(t *testing.T, addr, runID string) string {
 	t.Helper()
 	c := testkit.DialConsumer(t, addr)
 	testkit.SendRun(t, c, `{"threadId":"t1","runId":"`+runID+`","messages":[],"protocolVersion":"1.0"}`)
-	_, body := testkit.ReadAnswer(t, c)
+	_, body := testkit.ReadResponse(t, c)
 	settled(t, c)
 	return body
 }
@@ -174,7 +174,7 @@ func settled(t *testing.T, c net.Conn) {
 	if _, err := io.WriteString(c, "OPTIONS * HTTP/1.1\r\nHost: relay\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := testkit.ReadAnswer(t, c); resp.StatusCode != http.StatusBadRequest {
+	if resp, _ := testkit.ReadResponse(t, c); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("OPTIONS *: %d, want 400", resp.StatusCode)
 	}
 }

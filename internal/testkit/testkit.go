@@ -236,8 +236,8 @@ func SendRun(t testing.TB, c net.Conn, input string) {
 	}
 }
 
-// ReadAnswer reads an answer from c and the whole of its body.
-func ReadAnswer(t testing.TB, c net.Conn) (*http.Response, string) {
+// ReadResponse reads a response from c and the whole of its body.
+func ReadResponse(t testing.TB, c net.Conn) (*http.Response, string) {
 	t.Helper()
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
