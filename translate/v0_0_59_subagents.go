@@ -52,8 +52,11 @@ type subagentsRun struct {
 
 // Wants: SUBAGENT_* events, events that carry a subagentRunId (tagged), and
 // what the chunk lanes need to see (see chunkLanes.wants).
+// An event without the tag's R, a text delta mostly, costs one vectorised
+// search here, not tagged's calls.
 func (s *subagentsRun) Wants(r *Run, typ, ev []byte) bool {
-	return bytes.HasPrefix(typ, subagentEvent) || s.tagged(r, typ, ev) || s.lanes.wants(typ, ev)
+	return bytes.HasPrefix(typ, subagentEvent) || (bytes.IndexByte(ev, 'R') >= 0 && s.tagged(r, typ, ev)) ||
+		s.lanes.wants(typ, ev)
 }
 
 // tagged reports whether ev may carry a subagentRunId the step removes: the
