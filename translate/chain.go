@@ -90,19 +90,24 @@ type ChainRun struct {
 	// events come in runs of one type (a message's deltas), and comparing
 	// the type with the last one costs less than a lookup. lastType is a
 	// copy (the event's type is borrowed) in typeBuf, which holds every
-	// type the protocol names.
+	// type the protocol names; nil when the list must be made again.
+	// lastSteps leaves out the steps whose state declines the type
+	// (Decliner), in liveBuf, once a step that may decline is made.
 	lastType  []byte
 	lastSteps []int
 	typeBuf   [40]byte
+	declining bool
+	liveBuf   [8]int
 }
 
 // stepRun is one step's part of a chain run: its state, nil until made
 // (make), and the state as a Wanter, nil when it is none (every event of
-// the step's types goes to it). Side by side, the two are one load's
-// neighbours on every event the step is asked about.
+// the step's types goes to it), and as a Decliner. Side by side, the first
+// two are one load's neighbours on every event the step is asked about.
 type stepRun struct {
-	state EventStep
-	wants Wanter
+	state    EventStep
+	wants    Wanter
+	declines Decliner
 }
 
 // Start begins a run of the chain. out receives every event the chain emits
@@ -123,15 +128,35 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func(ev, typ []byte)) *Ch
 func (cr *ChainRun) make(i int) {
 	st := cr.chain.Steps[i].NewEvent()
 	w, _ := st.(Wanter)
-	cr.steps[i] = stepRun{st, w}
+	d, _ := st.(Decliner)
+	cr.steps[i] = stepRun{st, w, d}
+	if d != nil {
+		cr.declining, cr.lastType = true, nil
+	}
 }
 
-// stepsOf returns the chain's steps for events of type typ (Chain.stepsFor).
+// stepsOf returns the chain's steps for events of type typ (Chain.stepsFor)
+// less those whose state declines it (Decliner).
 func (cr *ChainRun) stepsOf(typ []byte) []int {
 	if cr.lastType == nil || string(typ) != string(cr.lastType) {
-		cr.lastType, cr.lastSteps = append(cr.typeBuf[:0], typ...), cr.chain.stepsFor(typ)
+		cr.lastType, cr.lastSteps = append(cr.typeBuf[:0], typ...), cr.live(typ, cr.chain.stepsFor(typ))
 	}
 	return cr.lastSteps
+}
+
+// live returns steps, the list of type typ, less the steps whose state
+// declines typ. A list longer than liveBuf is returned whole.
+func (cr *ChainRun) live(typ []byte, steps []int) []int {
+	if !cr.declining || len(steps) > len(cr.liveBuf) {
+		return steps
+	}
+	out := cr.liveBuf[:0]
+	for _, i := range steps {
+		if d := cr.steps[i].declines; d == nil || !d.Declines(cr.Run, typ) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Wanted says which step of a chain run first wants an event
@@ -277,6 +302,9 @@ func (cr *ChainRun) apply(i int, ev, typ []byte) {
 	cr.Run.step, cr.Run.typ, cr.at = cr.chain.Steps[i], typ, i
 	cr.steps[i].state.Apply(cr.Run, ev, cr.emit)
 	cr.Run.step, cr.Run.typ, cr.at = prev, prevType, prevAt
+	if cr.steps[i].declines != nil {
+		cr.lastType = nil // its state may have changed: ask it again
+	}
 }
 
 // order picks the steps of one direction that apply to target and puts them
