@@ -55,8 +55,12 @@ type subagentsRun struct {
 // An event without the tag's R, a text delta mostly, costs one vectorised
 // search here, not tagged's calls.
 func (s *subagentsRun) Wants(r *Run, typ, ev []byte) bool {
-	return bytes.HasPrefix(typ, subagentEvent) || (bytes.IndexByte(ev, 'R') >= 0 && s.tagged(r, typ, ev)) ||
-		s.lanes.wants(typ, ev)
+	if bytes.HasPrefix(typ, subagentEvent) || (bytes.IndexByte(ev, 'R') >= 0 && s.tagged(r, typ, ev)) {
+		return true
+	}
+	// The lanes want no event but a chunk while no lane is open: not asked.
+	l := &s.lanes
+	return (len(l.open_) > 0 || l.oldOpen || chunkKindOf(typ) != 0) && l.wants(typ, ev)
 }
 
 // tagged reports whether ev may carry a subagentRunId the step removes: the
