@@ -92,22 +92,22 @@ type ChainRun struct {
 	// copy (the event's type is borrowed) in typeBuf, which holds every
 	// type the protocol names; nil when the list must be made again.
 	// lastSteps leaves out the steps whose state declines the type
-	// (Decliner), in liveBuf, once a step that may decline is made.
+	// (Decliner), in liveBuf, once a step that may decline is made: bit i
+	// of decliners is set when step i's state is a Decliner (the first 64).
 	lastType  []byte
 	lastSteps []int
 	typeBuf   [40]byte
-	declining bool
+	decliners uint64
 	liveBuf   [8]int
 }
 
 // stepRun is one step's part of a chain run: its state, nil until made
 // (make), and the state as a Wanter, nil when it is none (every event of
-// the step's types goes to it), and as a Decliner. Side by side, the first
-// two are one load's neighbours on every event the step is asked about.
+// the step's types goes to it). Side by side, the two are one load's
+// neighbours on every event the step is asked about.
 type stepRun struct {
-	state    EventStep
-	wants    Wanter
-	declines Decliner
+	state EventStep
+	wants Wanter
 }
 
 // Start begins a run of the chain. out receives every event the chain emits
@@ -128,10 +128,10 @@ func (c *Chain) Start(r *Run, plan negotiate.Plan, out func(ev, typ []byte)) *Ch
 func (cr *ChainRun) make(i int) {
 	st := cr.chain.Steps[i].NewEvent()
 	w, _ := st.(Wanter)
-	d, _ := st.(Decliner)
-	cr.steps[i] = stepRun{st, w, d}
-	if d != nil {
-		cr.declining, cr.lastType = true, nil
+	cr.steps[i] = stepRun{st, w}
+	if _, ok := st.(Decliner); ok && i < 64 {
+		cr.decliners |= 1 << i
+		cr.lastType = nil
 	}
 }
 
@@ -147,12 +147,12 @@ func (cr *ChainRun) stepsOf(typ []byte) []int {
 // live returns steps, the list of type typ, less the steps whose state
 // declines typ. A list longer than liveBuf is returned whole.
 func (cr *ChainRun) live(typ []byte, steps []int) []int {
-	if !cr.declining || len(steps) > len(cr.liveBuf) {
+	if cr.decliners == 0 || len(steps) > len(cr.liveBuf) {
 		return steps
 	}
 	out := cr.liveBuf[:0]
 	for _, i := range steps {
-		if d := cr.steps[i].declines; d == nil || !d.Declines(cr.Run, typ) {
+		if i >= 64 || cr.decliners&(1<<i) == 0 || !cr.steps[i].state.(Decliner).Declines(cr.Run, typ) {
 			out = append(out, i)
 		}
 	}
@@ -302,7 +302,7 @@ func (cr *ChainRun) apply(i int, ev, typ []byte) {
 	cr.Run.step, cr.Run.typ, cr.at = cr.chain.Steps[i], typ, i
 	cr.steps[i].state.Apply(cr.Run, ev, cr.emit)
 	cr.Run.step, cr.Run.typ, cr.at = prev, prevType, prevAt
-	if cr.steps[i].declines != nil {
+	if i < 64 && cr.decliners&(1<<i) != 0 {
 		cr.lastType = nil // its state may have changed: ask it again
 	}
 }
