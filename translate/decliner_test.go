@@ -25,6 +25,20 @@ func (g *gateRun) Apply(_ *Run, ev []byte, emit func([]byte)) {
 	}
 }
 
+// relayed hands events to cr as the relay does (Wanted, then ShapeWanted)
+// and appends to out those no step wants.
+func relayed(cr *ChainRun, out *[]string, events ...string) {
+	for _, ev := range events {
+		b := []byte(ev)
+		typ := rules.PeekType(b)
+		if w := cr.Wanted(typ, b); w.Any() {
+			cr.ShapeWanted(w, b, typ)
+		} else {
+			*out = append(*out, ev)
+		}
+	}
+}
+
 // A step that declined a type is asked about it again once applied, even
 // when the type's list was made, during its Apply, for an event it emitted:
 // the chain run must not keep the list that left it out.
@@ -34,19 +48,10 @@ func TestChainAsksDeclinerAgainAfterApply(t *testing.T) {
 	var out []string
 	run := NewRun(Events, negotiate.Current, negotiate.MustParse("0.0.45"), nil)
 	cr := EventChain(run.To, []*Step{gate}).Start(run, negotiate.Plan{}, func(ev, _ []byte) { out = append(out, string(ev)) })
-	for _, ev := range []string{
+	relayed(cr, &out,
 		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`,
 		`{"type":"OPEN"}`,
-		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"b"}`,
-	} {
-		b := []byte(ev)
-		typ := rules.PeekType(b)
-		if w := cr.Wanted(typ, b); w.Any() {
-			cr.ShapeWanted(w, b, typ)
-		} else {
-			out = append(out, ev)
-		}
-	}
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"b"}`)
 	expect(t, out, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a"}`,
 		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"opened"}`)
 }
@@ -61,15 +66,7 @@ func TestRunAfterErrorSeesErrorAfterDeclinedDeltas(t *testing.T) {
 		r := NewRun(Events, negotiate.Version{}, negotiate.MustParse("0.0.45"), nil)
 		r.Stream = st
 		cr := chain.Start(r, negotiate.Plan{}, func(ev, _ []byte) { out = append(out, string(ev)) })
-		for _, ev := range events {
-			b := []byte(ev)
-			typ := rules.PeekType(b)
-			if w := cr.Wanted(typ, b); w.Any() {
-				cr.ShapeWanted(w, b, typ)
-			} else {
-				out = append(out, ev)
-			}
-		}
+		relayed(cr, &out, events...)
 		return out
 	}
 	first := []string{
