@@ -90,10 +90,15 @@ type ChainRun struct {
 	// events come in runs of one type (a message's deltas), and comparing
 	// the type with the last one costs less than a lookup. lastType is a
 	// copy (the event's type is borrowed) in typeBuf, which holds every
-	// type the protocol names.
+	// type the protocol names; nil when the list must be made again.
+	// lastSteps leaves out the steps whose state declines the type
+	// (Decliner), in liveBuf, once a step that may decline is made: bit i
+	// of decliners is set when step i's state is a Decliner (the first 64).
 	lastType  []byte
 	lastSteps []int
 	typeBuf   [40]byte
+	decliners uint64
+	liveBuf   [8]int
 }
 
 // stepRun is one step's part of a chain run: its state, nil until made
@@ -124,14 +129,34 @@ func (cr *ChainRun) make(i int) {
 	st := cr.chain.Steps[i].NewEvent()
 	w, _ := st.(Wanter)
 	cr.steps[i] = stepRun{st, w}
+	if _, ok := st.(Decliner); ok && i < 64 {
+		cr.decliners |= 1 << i
+		cr.lastType = nil
+	}
 }
 
-// stepsOf returns the chain's steps for events of type typ (Chain.stepsFor).
+// stepsOf returns the chain's steps for events of type typ (Chain.stepsFor)
+// less those whose state declines it (Decliner).
 func (cr *ChainRun) stepsOf(typ []byte) []int {
 	if cr.lastType == nil || string(typ) != string(cr.lastType) {
-		cr.lastType, cr.lastSteps = append(cr.typeBuf[:0], typ...), cr.chain.stepsFor(typ)
+		cr.lastType, cr.lastSteps = append(cr.typeBuf[:0], typ...), cr.live(typ, cr.chain.stepsFor(typ))
 	}
 	return cr.lastSteps
+}
+
+// live returns steps, the list of type typ, less the steps whose state
+// declines typ. A list longer than liveBuf is returned whole.
+func (cr *ChainRun) live(typ []byte, steps []int) []int {
+	if cr.decliners == 0 || len(steps) > len(cr.liveBuf) {
+		return steps
+	}
+	out := cr.liveBuf[:0]
+	for _, i := range steps {
+		if i >= 64 || cr.decliners&(1<<i) == 0 || !cr.steps[i].state.(Decliner).Declines(cr.Run, typ) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Wanted says which step of a chain run first wants an event
@@ -277,6 +302,9 @@ func (cr *ChainRun) apply(i int, ev, typ []byte) {
 	cr.Run.step, cr.Run.typ, cr.at = cr.chain.Steps[i], typ, i
 	cr.steps[i].state.Apply(cr.Run, ev, cr.emit)
 	cr.Run.step, cr.Run.typ, cr.at = prev, prevType, prevAt
+	if i < 64 && cr.decliners&(1<<i) != 0 {
+		cr.lastType = nil // its state may have changed: ask it again
+	}
 }
 
 // order picks the steps of one direction that apply to target and puts them

@@ -65,6 +65,16 @@ type Wanter interface {
 	Wants(r *Run, typ, ev []byte) bool
 }
 
+// Decliner is a Wanter whose state can rule out a whole event type:
+// Declines(r, typ) true means Wants answers false for every event of type
+// typ until the step is next applied. A chain run then does not ask it about
+// those events (ChainRun.stepsOf), and asks Declines again only after the
+// step's state changed (made, or applied) or the type changed.
+type Decliner interface {
+	Wanter
+	Declines(r *Run, typ []byte) bool
+}
+
 // InputStep rewrites a whole RunAgentInput. It returns the input unchanged
 // (the same slice) when nothing concerns it. It must never touch
 // forwardedProps.

@@ -40,6 +40,13 @@ func (a *runAfterErrorRun) Wants(r *Run, typ, _ []byte) bool {
 	return r.Stream != nil && (!a.decided || a.dropping || string(typ) == "RUN_ERROR")
 }
 
+// Declines: once the run's first event decided it is not dropped, every
+// type but RUN_ERROR (the content deltas of a run are never asked about);
+// without a Stream, every type.
+func (a *runAfterErrorRun) Declines(r *Run, typ []byte) bool {
+	return r.Stream == nil || (a.decided && !a.dropping && string(typ) != "RUN_ERROR")
+}
+
 func (a *runAfterErrorRun) Apply(r *Run, ev []byte, emit func([]byte)) {
 	st := r.Stream // Wants let no event through without one
 	if !a.decided {

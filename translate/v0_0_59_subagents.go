@@ -52,8 +52,15 @@ type subagentsRun struct {
 
 // Wants: SUBAGENT_* events, events that carry a subagentRunId (tagged), and
 // what the chunk lanes need to see (see chunkLanes.wants).
+// An event without the tag's R, a text delta mostly, costs one vectorised
+// search here, not tagged's calls.
 func (s *subagentsRun) Wants(r *Run, typ, ev []byte) bool {
-	return bytes.HasPrefix(typ, subagentEvent) || s.tagged(r, typ, ev) || s.lanes.wants(typ, ev)
+	if bytes.HasPrefix(typ, subagentEvent) || (bytes.IndexByte(ev, 'R') >= 0 && s.tagged(r, typ, ev)) {
+		return true
+	}
+	// The lanes want no event but a chunk while no lane is open: not asked.
+	l := &s.lanes
+	return (len(l.open_) > 0 || l.oldOpen || chunkKindOf(typ) != 0) && l.wants(typ, ev)
 }
 
 // tagged reports whether ev may carry a subagentRunId the step removes: the
