@@ -106,11 +106,19 @@ func closing(typ []byte) (all, own bool) {
 	return false, false
 }
 
-// wants reports whether an event without a tag concerns the lanes: a chunk
-// carrying an id (or that may: the key is in its bytes), an id-less one that
-// is to be made explicit, and while a stream is open, the events that close
-// one. Read-only. An id-less continuation of the old consumer's one stream,
-// the streaming path, costs a byte search.
+// ignores reports whether the lanes can have no business with an event of
+// type typ: none is open, and it is no chunk (a text delta, mostly). Small
+// enough to inline, so that such an event costs no call (wants).
+func (l *chunkLanes) ignores(typ []byte) bool {
+	return len(l.open_) == 0 && !l.oldOpen && chunkKindOf(typ) == 0
+}
+
+// wants reports whether an event without a tag, which the lanes do not
+// ignore, concerns them: a chunk carrying an id (or that may: the key is in
+// its bytes), an id-less one that is to be made explicit, and while a
+// stream is open, the events that close one. Read-only. An id-less
+// continuation of the old consumer's one stream, the streaming path, costs
+// a byte search.
 func (l *chunkLanes) wants(typ, ev []byte) bool {
 	if k := chunkKindOf(typ); k != 0 {
 		_, rewrite := l.target("", false, k)
@@ -124,9 +132,6 @@ func (l *chunkLanes) wants(typ, ev []byte) bool {
 				l.open_[0].id != l.old.id || !bytes.Contains(ev, l.old.needle)
 		}
 		return true
-	}
-	if len(l.open_) == 0 && !l.oldOpen {
-		return false
 	}
 	all, own := closing(typ)
 	return all || own

@@ -58,9 +58,7 @@ func (s *subagentsRun) Wants(r *Run, typ, ev []byte) bool {
 	if bytes.HasPrefix(typ, subagentEvent) || (bytes.IndexByte(ev, 'R') >= 0 && s.tagged(r, typ, ev)) {
 		return true
 	}
-	// The lanes want no event but a chunk while no lane is open: not asked.
-	l := &s.lanes
-	return (len(l.open_) > 0 || l.oldOpen || chunkKindOf(typ) != 0) && l.wants(typ, ev)
+	return !s.lanes.ignores(typ) && s.lanes.wants(typ, ev)
 }
 
 // tagged reports whether ev may carry a subagentRunId the step removes: the
