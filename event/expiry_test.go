@@ -28,6 +28,14 @@ func TestExpiredTranslationsAreLeftOut(t *testing.T) {
 	if strings.Contains(out, "THINKING_") || !strings.Contains(out, "REASONING_START") {
 		t.Fatalf("before expiry: %s", out)
 	}
+	binaryInput := rules.StepBinaryToMedia + "-input"
+	before := tr.InputChain(negotiate.Current)
+	if !hasStep(before, binaryInput) {
+		t.Fatalf("before expiry the input chain has no %s", binaryInput)
+	}
+	if again := tr.InputChain(negotiate.Current); &again[0] != &before[0] {
+		t.Error("the input chain was ordered again for the same target")
+	}
 	now = d.Expires // the same Translator: its chains must not outlive the expiry
 	out = string(replayWith(t, tr, []byte(thinking), negotiate.Current))
 	if !strings.Contains(out, `{"type":"THINKING_START"}`) || strings.Contains(out, "REASONING_") {
@@ -41,4 +49,16 @@ func TestExpiredTranslationsAreLeftOut(t *testing.T) {
 	if len(tr.InputSteps()) >= len(translate.Registry()) {
 		t.Error("no step was left out after every registry entry expired")
 	}
+	if hasStep(tr.InputChain(negotiate.Current), binaryInput) {
+		t.Errorf("after expiry the input chain still has %s", binaryInput)
+	}
+}
+
+func hasStep(chain []*translate.Step, name string) bool {
+	for _, s := range chain {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -29,9 +29,10 @@ type Translator struct {
 	Now func() time.Time
 
 	mu     sync.Mutex
-	live   []*translate.Step                      // Steps less the expired translations
-	until  time.Time                              // live and chains hold until this expiry passes
-	chains map[negotiate.Version]*translate.Chain // nil until live is worked out
+	live   []*translate.Step                       // Steps less the expired translations
+	until  time.Time                               // live and chains hold until this expiry passes
+	chains map[negotiate.Version]*translate.Chain  // nil until live is worked out
+	inputs map[negotiate.Version][]*translate.Step // the input chains, as chains
 }
 
 // steps returns the live steps, recomputed (and the chains dropped) when a
@@ -51,6 +52,7 @@ func (t *Translator) steps() []*translate.Step {
 	}
 	t.live, t.until = liveSteps(all, rules.Deprecations(), now)
 	t.chains = map[negotiate.Version]*translate.Chain{}
+	t.inputs = map[negotiate.Version][]*translate.Step{}
 	return t.live
 }
 
@@ -102,6 +104,21 @@ func (t *Translator) InputSteps() []*translate.Step {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.steps()
+}
+
+// InputChain returns the input chain for a producer of target
+// (translate.InputChain of InputSteps), ordered once per target as the event
+// chains are (translate.TranslateReadInput). The caller must not modify it.
+func (t *Translator) InputChain(target negotiate.Version) []*translate.Step {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	steps := t.steps()
+	c, ok := t.inputs[target]
+	if !ok {
+		c = translate.InputChain(target, steps)
+		t.inputs[target] = c
+	}
+	return c
 }
 
 // Stream shapes one producer event stream for one consumer: frames in, one

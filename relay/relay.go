@@ -380,7 +380,7 @@ func (r *Relay) translateInput(plan negotiate.InputPlan, doc *rules.Input, tap R
 	if translate.InputUnchanged(plan, body) {
 		return body, nil
 	}
-	out, run := translate.TranslateReadInput(r.translator.InputSteps(), plan, doc, event.ObserverFor(r.translator.Observer, tap))
+	out, run := translate.TranslateReadInput(r.translator.InputChain(plan.To), plan, doc, event.ObserverFor(r.translator.Observer, tap))
 	run.Finish()
 	return out, nil
 }

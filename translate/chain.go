@@ -313,29 +313,23 @@ func (cr *ChainRun) apply(i int, ev, typ []byte) {
 // one version at a time, then Late steps (which judge what the others left).
 // steps is in registry order, oldest change first.
 func order(dir Direction, target negotiate.Version, steps []*Step) []*Step {
-	in := func(s *Step) bool { return s.Direction == dir && s.Applies(target) }
-	n := 0
+	var ups, downs, late []*Step
 	for _, s := range steps {
-		if in(s) {
-			n++
+		if s.Direction != dir || !s.Applies(target) {
+			continue
+		}
+		switch {
+		case s.Kind == Upgrade:
+			ups = append(ups, s)
+		case s.Late:
+			late = append(late, s)
+		default:
+			downs = append(downs, s)
 		}
 	}
-	// One allocation: the input's chain is ordered on every translated run.
-	chain := make([]*Step, 0, n)
-	for _, s := range steps {
-		if in(s) && s.Kind == Upgrade {
-			chain = append(chain, s)
-		}
+	chain := ups
+	for i := len(downs) - 1; i >= 0; i-- {
+		chain = append(chain, downs[i])
 	}
-	for i := len(steps) - 1; i >= 0; i-- {
-		if s := steps[i]; in(s) && s.Kind != Upgrade && !s.Late {
-			chain = append(chain, s)
-		}
-	}
-	for _, s := range steps {
-		if in(s) && s.Kind != Upgrade && s.Late {
-			chain = append(chain, s)
-		}
-	}
-	return chain
+	return append(chain, late...)
 }

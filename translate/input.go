@@ -61,7 +61,7 @@ func InputUnchanged(plan negotiate.InputPlan, in []byte) bool {
 // registry's (tests, or a relay configured with its own steps).
 func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs Observer) (out []byte, run *Run) {
 	if doc, j := rules.ReadInput(in); j.Verdict != rules.Malformed {
-		return TranslateReadInput(steps, plan, &doc, obs)
+		return TranslateReadInput(InputChain(plan.To, steps), plan, &doc, obs)
 	}
 	// Not an object, or not JSON (gjson reads a broken document leniently,
 	// and a step would rewrite what it half-read): nothing to shape, and the
@@ -79,9 +79,11 @@ func TranslateInputWith(steps []*Step, plan negotiate.InputPlan, in []byte, obs 
 }
 
 // TranslateReadInput is TranslateInputWith for an input rules.ReadInput
-// accepted, without reading it again: in.Body() is translated, and the
-// run's ids are the members the reading located.
-func TranslateReadInput(steps []*Step, plan negotiate.InputPlan, in *rules.Input, obs Observer) (out []byte, run *Run) {
+// accepted, without reading it again, and with the input chain for plan.To
+// already ordered (InputChain: a caller that translates many inputs orders
+// it once per target): in.Body() is translated, and the run's ids are the
+// members the reading located.
+func TranslateReadInput(chain []*Step, plan negotiate.InputPlan, in *rules.Input, obs Observer) (out []byte, run *Run) {
 	run = NewRun(Input, plan.From, plan.To, obs)
 	run.Python = plan.Python
 	run.RunID, run.ThreadID = stringMember(in.Member("runId")), stringMember(in.Member("threadId"))
@@ -96,7 +98,7 @@ func TranslateReadInput(steps []*Step, plan negotiate.InputPlan, in *rules.Input
 		return out, run
 	}
 	out = declareInput(body, Root(body), plan, in.Member("protocolVersion") != "")
-	for _, s := range InputChain(plan.To, steps) {
+	for _, s := range chain {
 		run.step = s
 		out = s.Input(run, out)
 	}
